@@ -1,0 +1,14 @@
+import { Command } from "@effect/cli"
+import { packageVersion } from "../services/platform/Version.js"
+import { config } from "./config.js"
+import { db } from "./db.js"
+import { lease } from "./lease.js"
+import { serve } from "./serve.js"
+
+/** The whole `ctl` tree, assembled in one call (a second withSubcommands would replace the first). */
+export const ctl = Command.make("ctl").pipe(
+  Command.withDescription("Keel: marketplace, ground truth, product API and fleet operations on one runtime"),
+  Command.withSubcommands([serve, db, lease, config])
+)
+
+export const runCtl = Command.run(ctl, { name: "ctl", version: packageVersion() })

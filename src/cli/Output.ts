@@ -1,0 +1,49 @@
+import { Options } from "@effect/cli"
+import { Console, Data, Effect, ParseResult, Schema } from "effect"
+
+export const json = Options.boolean("json").pipe(Options.withDescription("Print machine-readable JSON on stdout"))
+
+/** A command failed for a reason the user can act on; main prints `detail` and exits 1. */
+export class CommandFailed extends Data.TaggedError("CommandFailed")<{ readonly detail: string }> {}
+
+/** Prints `value` as JSON, or its human rendering. */
+export const emit = <A>(asJson: boolean, value: A, human: (value: A) => string) =>
+  Console.log(asJson ? JSON.stringify(value, null, 2) : human(value))
+
+/** Turns a typed error carrying a `detail` into a CommandFailed (and, with --json, a JSON error on stdout). */
+export const failWith =
+  (asJson: boolean) =>
+  <E extends { readonly _tag: string; readonly detail: string }>(error: E) =>
+    Effect.zipRight(
+      asJson ? Console.log(JSON.stringify({ error: { code: error._tag, detail: error.detail } })) : Effect.void,
+      Effect.fail(new CommandFailed({ detail: error.detail }))
+    )
+
+export const iso = (millis: number) => new Date(millis).toISOString()
+
+/** Left-aligned columns for human output. */
+export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>) => {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? "").length)))
+  const line = (cells: ReadonlyArray<string>) =>
+    cells
+      .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+      .join("  ")
+      .trimEnd()
+  return [line(header), ...rows.map(line)].join("\n")
+}
+
+const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/** "500ms", "30s", "5m", "2h", "1d": the duration syntax of every `ctl` option that takes one. */
+export const DurationText = Schema.String.pipe(
+  Schema.transformOrFail(Schema.Number, {
+    strict: true,
+    decode: (text, _, ast) => {
+      const match = /^(\d+)(ms|s|m|h|d)$/.exec(text.trim())
+      return match
+        ? ParseResult.succeed(Number(match[1]) * (units[match[2] ?? "s"] ?? 1000))
+        : ParseResult.fail(new ParseResult.Type(ast, text, `expected a duration such as 30s, 5m, 2h (got "${text}")`))
+    },
+    encode: (millis) => ParseResult.succeed(`${millis}ms`)
+  })
+)

@@ -1,0 +1,208 @@
+import { HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Cause, Effect, Option, Schema } from "effect"
+
+/**
+ * The one error body of every Keel HTTP surface (RFC 9457 problem details).
+ * `code` is the stable, machine-readable UPPER_SNAKE identifier clients switch on;
+ * `type` is a URN derived from it. Fields of the originating typed error stay in the body as
+ * extension members, so the typed clients (HttpApiClient) still decode their errors.
+ */
+export class ProblemDetails extends Schema.Class<ProblemDetails>("ProblemDetails")({
+  type: Schema.String,
+  title: Schema.String,
+  status: Schema.Int,
+  detail: Schema.String,
+  code: Schema.String.pipe(Schema.pattern(/^[A-Z][A-Z0-9_]*$/))
+}) {}
+
+export const PROBLEM_CONTENT_TYPE = "application/problem+json"
+
+const reasons: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  402: "Payment Required",
+  403: "Forbidden",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  406: "Not Acceptable",
+  408: "Request Timeout",
+  409: "Conflict",
+  410: "Gone",
+  411: "Length Required",
+  412: "Precondition Failed",
+  413: "Content Too Large",
+  415: "Unsupported Media Type",
+  422: "Unprocessable Content",
+  423: "Locked",
+  428: "Precondition Required",
+  429: "Too Many Requests",
+  499: "Client Closed Request",
+  500: "Internal Server Error",
+  501: "Not Implemented",
+  502: "Bad Gateway",
+  503: "Service Unavailable",
+  504: "Gateway Timeout"
+}
+
+export const statusTitle = (status: number) => reasons[status] ?? (status >= 500 ? "Server Error" : "Client Error")
+
+/** `AgentNotFound` → `AGENT_NOT_FOUND`, `HttpApiDecodeError` → `HTTP_API_DECODE_ERROR`. */
+export const codeFromTag = (tag: string) =>
+  tag
+    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
+    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1_$2")
+    .replace(/[^A-Za-z0-9]+/g, "_")
+    .toUpperCase()
+
+export const problemType = (code: string) => `urn:keel:problem:${code.toLowerCase().replace(/_/g, "-")}`
+
+const defaultCodes: Record<number, string> = {
+  400: "BAD_REQUEST",
+  401: "UNAUTHORIZED",
+  403: "FORBIDDEN",
+  404: "NOT_FOUND",
+  405: "METHOD_NOT_ALLOWED",
+  409: "CONFLICT",
+  413: "PAYLOAD_TOO_LARGE",
+  415: "UNSUPPORTED_MEDIA_TYPE",
+  422: "UNPROCESSABLE",
+  429: "RATE_LIMITED",
+  499: "CLIENT_CLOSED_REQUEST",
+  500: "INTERNAL_ERROR",
+  503: "SERVICE_UNAVAILABLE"
+}
+
+export const problem = (
+  status: number,
+  code: string,
+  detail: string,
+  extensions: Record<string, unknown> = {}
+): Record<string, unknown> => ({
+  ...extensions,
+  type: problemType(code),
+  title: statusTitle(status),
+  status,
+  detail,
+  code
+})
+
+export const problemResponse = (
+  status: number,
+  code: string,
+  detail: string,
+  options: { readonly extensions?: Record<string, unknown>; readonly headers?: Record<string, string> } = {}
+) =>
+  HttpServerResponse.text(JSON.stringify(problem(status, code, detail, options.extensions)), {
+    status,
+    contentType: PROBLEM_CONTENT_TYPE,
+    ...(options.headers ? { headers: options.headers } : {})
+  })
+
+interface DecodeIssue {
+  readonly path: ReadonlyArray<PropertyKey>
+  readonly message: string
+}
+
+const describeIssues = (issues: ReadonlyArray<DecodeIssue>) =>
+  issues
+    .slice(0, 5)
+    .map((issue) => `${issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")}: ${issue.message}`)
+    .join("; ")
+
+const asRecord = (u: unknown): Record<string, unknown> | undefined =>
+  typeof u === "object" && u !== null && !Array.isArray(u) ? (u as Record<string, unknown>) : undefined
+
+/** Turns whatever body an error response carries into a problem body. Pure, for testing. */
+export const toProblemBody = (status: number, body: unknown, fallbackDetail: string): Record<string, unknown> => {
+  const record = asRecord(body)
+  if (record === undefined) return problem(status, defaultCodes[status] ?? codeFromTag(statusTitle(status)), fallbackDetail)
+  const tag = typeof record._tag === "string" ? record._tag : undefined
+  if (tag === "HttpApiDecodeError") {
+    const issues = Array.isArray(record.issues) ? (record.issues as Array<DecodeIssue>) : []
+    const detail = issues.length > 0 ? describeIssues(issues) : String(record.message ?? "invalid request")
+    return problem(status, "VALIDATION_FAILED", detail, record)
+  }
+  const code =
+    typeof record.code === "string" && /^[A-Z][A-Z0-9_]*$/.test(record.code)
+      ? record.code
+      : tag !== undefined
+        ? codeFromTag(tag)
+        : (defaultCodes[status] ?? "ERROR")
+  const detail =
+    typeof record.detail === "string"
+      ? record.detail
+      : typeof record.message === "string"
+        ? record.message
+        : fallbackDetail
+  return problem(status, code, detail, record)
+}
+
+const readJsonBody = (response: HttpServerResponse.HttpServerResponse): unknown => {
+  const body = response.body
+  try {
+    if (body._tag === "Uint8Array") return JSON.parse(new TextDecoder().decode(body.body))
+    if (body._tag === "Raw" && typeof body.body === "string") return JSON.parse(body.body)
+  } catch {
+    return undefined
+  }
+  return undefined
+}
+
+/** What went wrong when the request body itself could not be read or parsed. */
+const requestBodyProblem = (cause: Cause.Cause<unknown>) =>
+  Option.flatMap(
+    Cause.find(cause, (reason) =>
+      Cause.isDieType(reason) && HttpServerError.isServerError(reason.defect) && reason.defect._tag === "RequestError"
+        ? Option.some(reason.defect as HttpServerError.RequestError)
+        : Option.none()
+    ),
+    (error): Option.Option<readonly [code: string, detail: string]> => {
+      const inner = error.cause
+      if (inner instanceof SyntaxError) return Option.some(["INVALID_JSON", `request body is not valid JSON: ${inner.message}`])
+      if (error.reason === "Decode") return Option.some(["BAD_REQUEST_BODY", "the request body could not be read"])
+      return Option.none()
+    }
+  )
+
+/**
+ * Global middleware: every response with status >= 400 leaves in the problem shape, whether it came from
+ * a typed error, a schema decode failure, an unparsable body, an unknown route or a defect. Defects are
+ * logged with their cause and answered as a bare 500 problem: no stack trace ever reaches a client.
+ */
+export const problemMiddleware = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const response = yield* app.pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.gen(function* () {
+          const bodyProblem = requestBodyProblem(cause)
+          if (Option.isSome(bodyProblem)) {
+            return yield* problemResponse(400, bodyProblem.value[0], bodyProblem.value[1])
+          }
+          const [response] = yield* HttpServerError.causeResponse(cause)
+          if (response.status >= 500 && !Cause.isInterruptedOnly(cause)) {
+            yield* Effect.logError("request failed", cause).pipe(
+              Effect.annotateLogs({ method: request.method, url: request.url })
+            )
+          }
+          return response
+        })
+      )
+    )
+    if (response.status < 400) return response
+    const contentType = response.headers["content-type"] ?? (response.body._tag === "Uint8Array" ? response.body.contentType : "")
+    if (contentType.startsWith(PROBLEM_CONTENT_TYPE)) return response
+    const fallback =
+      response.status === 404
+        ? `no route for ${request.method} ${request.url.split("?")[0]}`
+        : response.status >= 500
+          ? "the server failed to handle the request; it has been logged"
+          : statusTitle(response.status)
+    const body = toProblemBody(response.status, readJsonBody(response), fallback)
+    const { "content-type": _ct, "content-length": _cl, ...headers } = response.headers
+    return yield* HttpServerResponse.text(JSON.stringify(body), {
+      status: response.status,
+      contentType: PROBLEM_CONTENT_TYPE,
+      headers
+    })
+  })

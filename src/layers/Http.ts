@@ -1,0 +1,133 @@
+import * as Http from "node:http"
+import { HttpApiSwagger, HttpLayerRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Duration, Effect, Layer } from "effect"
+import { bodyLimitMiddleware } from "../http/BodyLimit.js"
+import { ControlPlaneApi } from "../http/controlplane/Api.js"
+import { GroundTruthApi } from "../http/groundtruth/Api.js"
+import { GroundTruthHealthLive } from "../http/groundtruth/Http.js"
+import { MarketplaceApi } from "../http/marketplace/Api.js"
+import { ProductApi } from "../http/product/Api.js"
+import { ProductHealthLive } from "../http/product/Http.js"
+import { problemMiddleware } from "../http/Problem.js"
+import { docsPath, openApiPath, type SurfaceName, SurfaceNames, surfaceApis } from "../http/Surfaces.js"
+import { AppConfig } from "../services/platform/AppConfig.js"
+
+const docs = (surface: SurfaceName) =>
+  HttpApiSwagger.layerHttpLayerRouter({ api: surfaceApis[surface], path: docsPath(surface) })
+
+/** Each surface: its HttpApi routes with their handlers, its OpenAPI JSON and its Swagger UI. */
+export const SurfaceRoutes = {
+  marketplace: Layer.mergeAll(
+    HttpLayerRouter.addHttpApi(MarketplaceApi, { openapiPath: openApiPath("marketplace") }),
+    docs("marketplace")
+  ),
+  groundtruth: Layer.mergeAll(
+    HttpLayerRouter.addHttpApi(GroundTruthApi, { openapiPath: openApiPath("groundtruth") }).pipe(
+      Layer.provide(GroundTruthHealthLive)
+    ),
+    docs("groundtruth")
+  ),
+  product: Layer.mergeAll(
+    HttpLayerRouter.addHttpApi(ProductApi, { openapiPath: openApiPath("product") }).pipe(
+      Layer.provide(ProductHealthLive)
+    ),
+    docs("product")
+  ),
+  controlplane: Layer.mergeAll(
+    HttpLayerRouter.addHttpApi(ControlPlaneApi, { openapiPath: openApiPath("controlplane") }),
+    docs("controlplane")
+  )
+} as const
+
+/** `GET /docs`: where each served surface documents itself. */
+const docsIndex = (surfaces: ReadonlyArray<SurfaceName>) =>
+  HttpLayerRouter.add(
+    "GET",
+    "/docs",
+    HttpServerResponse.unsafeJson({
+      surfaces: surfaces.map((surface) => ({
+        surface,
+        swagger_ui: docsPath(surface),
+        openapi: openApiPath(surface)
+      }))
+    })
+  )
+
+/** Problem bodies outermost, so a refused body (413) gets the same shape as everything else. */
+const globalMiddleware = (bodyLimitBytes: number) =>
+  HttpLayerRouter.middleware<{ handles: unknown }>()(
+    (app) =>
+      // Every failure is turned into a response here; the cast tells the router's type-level
+      // bookkeeping that errors other middleware does not know about are still "handled".
+      problemMiddleware(bodyLimitMiddleware(bodyLimitBytes)(app)) as Effect.Effect<
+        HttpServerResponse.HttpServerResponse,
+        HttpLayerRouter.unhandled,
+        HttpServerRequest.HttpServerRequest
+      >,
+    { global: true }
+  )
+
+export interface ServeOptions {
+  readonly surfaces?: ReadonlyArray<SurfaceName>
+  /** Routes beyond the surfaces (embedders' own, or a test's). */
+  readonly extraRoutes?: Layer.Layer<never, never, HttpLayerRouter.HttpRouter>
+}
+
+/** The routes of the chosen surfaces behind the shared middleware, independent of any socket. */
+export const httpRoutes = (options: ServeOptions = {}) =>
+  Layer.unwrapEffect(
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const surfaces = options.surfaces && options.surfaces.length > 0 ? options.surfaces : SurfaceNames
+      const unique = SurfaceNames.filter((name) => surfaces.includes(name))
+      return Layer.mergeAll(
+        docsIndex(unique),
+        globalMiddleware(config.bodyLimitBytes),
+        options.extraRoutes ?? Layer.empty,
+        ...unique.map((surface) => SurfaceRoutes[surface])
+      )
+    })
+  )
+
+/**
+ * A Node HTTP server that shuts down gracefully: on scope close it stops accepting, lets in-flight
+ * requests finish, and after `grace` cuts whatever is left so that shutdown always ends.
+ */
+export const nodeServer = (options: { readonly host: string; readonly port: number; readonly grace: Duration.Duration }) =>
+  Layer.unwrapEffect(
+    Effect.sync(() => {
+      const server = Http.createServer({ keepAliveTimeout: 5_000 })
+      const shutdownGuard = Layer.scopedDiscard(
+        Effect.gen(function* () {
+          yield* HttpServer.HttpServer
+          yield* Effect.addFinalizer(() =>
+            Effect.sync(() => {
+              server.closeIdleConnections()
+              setTimeout(() => server.closeAllConnections(), Duration.toMillis(options.grace)).unref()
+            })
+          )
+        })
+      )
+      return shutdownGuard.pipe(
+        Layer.provideMerge(NodeHttpServer.layer(() => server, { host: options.host, port: options.port }))
+      )
+    })
+  )
+
+/** Serves the chosen surfaces on host:port (defaults from AppConfig). */
+export const httpServer = (options: ServeOptions & { readonly host?: string; readonly port?: number } = {}) =>
+  Layer.unwrapEffect(
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      return HttpLayerRouter.serve(httpRoutes(options)).pipe(
+        Layer.provide(
+          nodeServer({
+            host: options.host ?? config.httpHost,
+            port: options.port ?? config.httpPort,
+            grace: config.shutdownGrace
+          })
+        )
+      )
+    })
+  )

@@ -1,0 +1,27 @@
+import { Layer } from "effect"
+import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
+import { AppConfig } from "../services/platform/AppConfig.js"
+import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
+import { Database, migrationsLayer, sqliteFromConfig } from "../services/platform/Database.js"
+import { Health } from "../services/platform/Health.js"
+import { Leases } from "../services/platform/Leases.js"
+import { AllMigrations } from "./Migrations.js"
+
+/** The embedded SQLite database of the data dir, migrated before anything reads it. */
+export const SqlLive = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteFromConfig))
+
+/** The database without its migrations: for `ctl db migrate`, which applies them itself. */
+export const SqliteUnmigratedLive = sqliteFromConfig.pipe(Layer.provideMerge(AppConfig.Default))
+
+/** Every domain service on the embedded defaults. No actor runtime: safe for one-shot CLI commands. */
+export const ServicesLive = Layer.mergeAll(Health.Default, Leases.Default).pipe(
+  Layer.provideMerge(Database.Default),
+  Layer.provideMerge(SqlLive),
+  Layer.provideMerge(AppConfig.Default)
+)
+
+/** The entities this process hosts, on the single embedded runner. */
+export const EntitiesLive = LeaseKeeperLive.pipe(Layer.provideMerge(singleRunnerFromConfig))
+
+/** Services plus the actor runtime: what a long-running server needs. */
+export const AppLive = EntitiesLive.pipe(Layer.provideMerge(ServicesLive))

@@ -1,0 +1,7 @@
+import type { DomainMigrations } from "../services/platform/Database.js"
+import { platformMigrations } from "../services/platform/migrations/platform.js"
+
+/** Every domain's migrations, in the order they run. Domains add their set here. */
+export const AllMigrations: ReadonlyArray<DomainMigrations> = [platformMigrations]
+
+export const AllDomains = AllMigrations.map((set) => set.domain)

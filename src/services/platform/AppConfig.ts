@@ -1,0 +1,67 @@
+import * as path from "node:path"
+import { Config, Duration, Effect, Schema } from "effect"
+
+export const LogFormat = Schema.Literal("auto", "pretty", "json", "logfmt")
+export type LogFormat = typeof LogFormat.Type
+
+export const LogLevelName = Schema.Literal("all", "trace", "debug", "info", "warning", "error", "fatal", "none")
+export type LogLevelName = typeof LogLevelName.Type
+
+/**
+ * Every setting a deployment varies, read once from the environment through Effect `Config`.
+ * The table of variables lives in docs/configuration.md; keep the two in step.
+ */
+export const appConfig = Config.all({
+  dataDir: Config.string("KEEL_DATA_DIR").pipe(Config.withDefault("./.keel")),
+  databaseFile: Config.option(Config.string("KEEL_DATABASE_FILE")),
+  httpHost: Config.string("KEEL_HTTP_HOST").pipe(Config.withDefault("127.0.0.1")),
+  httpPort: Config.port("KEEL_HTTP_PORT").pipe(Config.withDefault(8080)),
+  bodyLimitBytes: Config.integer("KEEL_HTTP_BODY_LIMIT").pipe(
+    Config.validate({ message: "must be a positive number of bytes", validation: (n) => n > 0 }),
+    Config.withDefault(1024 * 1024)
+  ),
+  shutdownGrace: Config.duration("KEEL_SHUTDOWN_GRACE").pipe(Config.withDefault(Duration.seconds(30))),
+  logFormat: Config.literal("auto", "pretty", "json", "logfmt")("KEEL_LOG_FORMAT").pipe(Config.withDefault("auto")),
+  logLevel: Config.literal(
+    "all",
+    "trace",
+    "debug",
+    "info",
+    "warning",
+    "error",
+    "fatal",
+    "none"
+  )("KEEL_LOG_LEVEL").pipe(Config.withDefault("info")),
+  demoData: Config.boolean("KEEL_DEMO_DATA").pipe(Config.withDefault(true)),
+  clusterPollInterval: Config.duration("KEEL_CLUSTER_POLL_INTERVAL").pipe(Config.withDefault(Duration.seconds(1)))
+})
+
+export interface AppSettings {
+  readonly dataDir: string
+  /** Absolute path of the SQLite file, or ":memory:". */
+  readonly databaseFile: string
+  readonly httpHost: string
+  readonly httpPort: number
+  readonly bodyLimitBytes: number
+  readonly shutdownGrace: Duration.Duration
+  readonly logFormat: LogFormat
+  readonly logLevel: LogLevelName
+  readonly demoData: boolean
+  readonly clusterPollInterval: Duration.Duration
+}
+
+export const loadSettings = Effect.gen(function* () {
+  const raw = yield* appConfig
+  const dataDir = path.resolve(raw.dataDir)
+  const databaseFile = raw.databaseFile._tag === "Some" ? raw.databaseFile.value : path.join(dataDir, "keel.db")
+  return {
+    ...raw,
+    dataDir,
+    databaseFile: databaseFile === ":memory:" ? databaseFile : path.resolve(databaseFile)
+  } satisfies AppSettings
+})
+
+/** The resolved settings of this process. Reading it opens nothing. */
+export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig", {
+  effect: loadSettings
+}) {}

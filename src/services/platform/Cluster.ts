@@ -1,0 +1,45 @@
+import {
+  RunnerHealth,
+  Runners,
+  RunnerStorage,
+  Sharding,
+  ShardingConfig,
+  SqlMessageStorage,
+  SqlRunnerStorage
+} from "@effect/cluster"
+import { Duration, Effect, Layer } from "effect"
+import { AppConfig } from "./AppConfig.js"
+
+export interface ClusterOptions {
+  /** How often a runner re-reads persisted messages (what resumes work after a crash). */
+  readonly pollInterval: Duration.DurationInput
+  /** "sql" keeps runner and shard-lock rows in the database; "memory" is for tests. */
+  readonly runnerStorage: "sql" | "memory"
+  readonly terminationTimeout?: Duration.DurationInput
+}
+
+/**
+ * The embedded actor runtime: one runner that owns every shard, its messages in the same SQL
+ * database as everything else. This is `SingleRunner` assembled from its parts with an explicit
+ * ShardingConfig, because `SingleRunner.layer` reads HOST/PORT/… from the environment and those
+ * names belong to the deployment, not to the cluster.
+ */
+export const singleRunner = (options: ClusterOptions) =>
+  Sharding.layer.pipe(
+    Layer.provideMerge(Runners.layerNoop),
+    Layer.provideMerge(SqlMessageStorage.layer),
+    Layer.provide([
+      options.runnerStorage === "memory" ? RunnerStorage.layerMemory : Layer.orDie(SqlRunnerStorage.layer),
+      RunnerHealth.layerNoop
+    ]),
+    Layer.provide(
+      ShardingConfig.layer({
+        entityMessagePollInterval: options.pollInterval,
+        ...(options.terminationTimeout === undefined ? {} : { entityTerminationTimeout: options.terminationTimeout })
+      })
+    )
+  )
+
+export const singleRunnerFromConfig = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) => singleRunner({ pollInterval: config.clusterPollInterval, runnerStorage: "sql" }))
+)

@@ -1,0 +1,116 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Migrator, SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { Data, Effect, Layer } from "effect"
+import { AppConfig } from "./AppConfig.js"
+
+/**
+ * The migrations of one domain. Each domain keeps its own history table
+ * (`keel_migrations_<domain>`), so domains number their migrations independently and a
+ * migration added to one domain is never skipped because another domain is further along.
+ */
+export interface DomainMigrations {
+  readonly domain: string
+  /** Keys are `<id>_<name>`, e.g. `0001_create_leases`. */
+  readonly migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.SqlClient>>
+}
+
+export class MigrationFailed extends Data.TaggedError("MigrationFailed")<{
+  readonly domain: string
+  readonly message: string
+  readonly cause: unknown
+}> {}
+
+export interface AppliedMigration {
+  readonly domain: string
+  readonly id: number
+  readonly name: string
+}
+
+const migrationTable = (domain: string) => `keel_migrations_${domain}`
+
+const runMigrator = Migrator.make({})
+
+/** Runs every pending migration of every domain, in the order given; returns what it applied. */
+export const migrate = (sets: ReadonlyArray<DomainMigrations>) =>
+  Effect.gen(function* () {
+    const applied: Array<AppliedMigration> = []
+    for (const set of sets) {
+      const done = yield* runMigrator({
+        loader: Migrator.fromRecord(set.migrations),
+        table: migrationTable(set.domain)
+      }).pipe(
+        Effect.mapError(
+          (cause) =>
+            new MigrationFailed({ domain: set.domain, message: `migrations of ${set.domain} failed: ${cause.message}`, cause })
+        )
+      )
+      for (const [id, name] of done) applied.push({ domain: set.domain, id, name })
+    }
+    if (applied.length > 0) {
+      yield* Effect.logInfo("database migrated").pipe(
+        Effect.annotateLogs("applied", applied.map((m) => `${m.domain}/${m.id}_${m.name}`).join(","))
+      )
+    }
+    return applied
+  })
+
+/** A layer that migrates before anything that depends on it is built. */
+export const migrationsLayer = (sets: ReadonlyArray<DomainMigrations>) =>
+  Layer.effectDiscard(migrate(sets).pipe(Effect.orDie))
+
+/**
+ * The embedded SQLite database: one file under the data dir, WAL on (the driver's default).
+ * The directory is created on first use, never by merely reading config.
+ */
+export const sqliteFromConfig = Layer.unwrapEffect(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    if (config.databaseFile !== ":memory:") {
+      yield* Effect.sync(() => fs.mkdirSync(path.dirname(config.databaseFile), { recursive: true }))
+    }
+    return SqliteClient.layer({ filename: config.databaseFile })
+  })
+)
+
+/** An in-memory SQLite database: the same engine and migrations, nothing on disk. */
+export const sqliteMemory = SqliteClient.layer({ filename: ":memory:" })
+
+export interface DatabaseInfo {
+  readonly dialect: string
+  readonly file: string
+  readonly journalMode: string
+  readonly migrations: ReadonlyArray<AppliedMigration>
+}
+
+/** Liveness and introspection of the database that every repository shares. */
+export class Database extends Effect.Service<Database>()("platform/Database", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* AppConfig
+
+    const ping = sql`SELECT 1 AS ok`.pipe(Effect.asVoid, Effect.withSpan("Database.ping"))
+
+    const info = (domains: ReadonlyArray<string>) =>
+      Effect.gen(function* () {
+        const dialect = sql.onDialectOrElse({ sqlite: () => "sqlite", pg: () => "pg", orElse: () => "other" })
+        const journalMode =
+          dialect === "sqlite"
+            ? ((yield* sql<{ journal_mode: string }>`PRAGMA journal_mode`)[0]?.journal_mode ?? "unknown")
+            : "n/a"
+        const migrations: Array<AppliedMigration> = []
+        for (const domain of domains) {
+          const rows = yield* sql<{ migration_id: number; name: string }>`
+            SELECT migration_id, name FROM ${sql(migrationTable(domain))} ORDER BY migration_id`.pipe(
+            Effect.catchAll(() => Effect.succeed([]))
+          )
+          for (const row of rows) migrations.push({ domain, id: Number(row.migration_id), name: row.name })
+        }
+        return { dialect, file: config.databaseFile, journalMode, migrations } satisfies DatabaseInfo
+      }).pipe(Effect.orDie)
+
+    return { ping, info } as const
+  })
+}) {}

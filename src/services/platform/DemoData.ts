@@ -1,0 +1,30 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect } from "effect"
+
+/** A domain's demo data: written once, on the first start of an empty installation. */
+export interface DemoSeeder {
+  readonly domain: string
+  readonly seed: Effect.Effect<void, never, SqlClient.SqlClient>
+}
+
+/**
+ * Runs each seeder whose domain has never been seeded, recording it in `demo_seeds` in the same
+ * transaction as its rows, so a restart neither duplicates nor half-writes demo data, and data an
+ * operator deleted is not resurrected.
+ */
+export const seedDemoData = (seeders: ReadonlyArray<DemoSeeder>) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const seeded: Array<string> = []
+    for (const seeder of seeders) {
+      const done = yield* sql<{ domain: string }>`SELECT domain FROM demo_seeds WHERE domain = ${seeder.domain}`
+      if (done.length > 0) continue
+      const now = yield* Clock.currentTimeMillis
+      yield* Effect.zipRight(seeder.seed, sql`INSERT INTO demo_seeds (domain, seeded_at) VALUES (${seeder.domain}, ${now})`).pipe(
+        sql.withTransaction
+      )
+      seeded.push(seeder.domain)
+    }
+    if (seeded.length > 0) yield* Effect.logInfo("demo data seeded").pipe(Effect.annotateLogs("domains", seeded.join(",")))
+    return seeded
+  }).pipe(Effect.orDie)

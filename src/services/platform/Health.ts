@@ -1,0 +1,37 @@
+import { HttpApiSchema } from "@effect/platform"
+import { Effect, Schema } from "effect"
+import { Database } from "./Database.js"
+
+export class HealthStatus extends Schema.Class<HealthStatus>("HealthStatus")({
+  status: Schema.Literal("ok")
+}) {}
+
+export class Unhealthy extends Schema.TaggedError<Unhealthy>()(
+  "Unhealthy",
+  { detail: Schema.String },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
+/** Liveness with a real dependency check: the process is healthy when its database answers, promptly. */
+export class Health extends Effect.Service<Health>()("platform/Health", {
+  effect: Effect.gen(function* () {
+    const database = yield* Database
+    const check = database.ping.pipe(
+      Effect.timeoutFail({
+        duration: "2 seconds",
+        onTimeout: () => new Unhealthy({ detail: "the database did not answer within 2 seconds" })
+      }),
+      Effect.catchAllDefect((defect) =>
+        Effect.fail(new Unhealthy({ detail: `the database is unavailable: ${describe(defect)}` }))
+      ),
+      Effect.catchTag("SqlError", (error) =>
+        Effect.fail(new Unhealthy({ detail: `the database is unavailable: ${error.message}` }))
+      ),
+      Effect.as(new HealthStatus({ status: "ok" })),
+      Effect.withSpan("Health.check")
+    )
+    return { check } as const
+  })
+}) {}
+
+const describe = (defect: unknown) => (defect instanceof Error ? defect.message : String(defect))

@@ -1,0 +1,162 @@
+import { HttpApiSchema } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Clock, Duration, Effect, Option, Schema } from "effect"
+
+export const LeaseKey = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/),
+  Schema.annotations({ description: "letters, digits and . _ : / -, at most 200 characters" })
+)
+export const LeaseHolder = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
+
+/**
+ * A time-bounded exclusive claim on a key. `fence` grows by one with every new holder (never on a
+ * renewal), so a resource guarded by a lease can refuse writes carrying an older fence — the
+ * "sequencer" of Chubby, the revision of an etcd lock.
+ */
+export class Lease extends Schema.Class<Lease>("Lease")({
+  key: Schema.String,
+  holder: Schema.String,
+  fence: Schema.Int,
+  acquiredAt: Schema.Int,
+  renewedAt: Schema.Int,
+  expiresAt: Schema.Int
+}) {
+  isActive(now: number) {
+    return this.expiresAt > now
+  }
+}
+
+export class LeaseHeld extends Schema.TaggedError<LeaseHeld>()(
+  "LeaseHeld",
+  { key: Schema.String, holder: Schema.String, expiresAt: Schema.Int, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
+export class LeaseNotHeld extends Schema.TaggedError<LeaseNotHeld>()(
+  "LeaseNotHeld",
+  { key: Schema.String, holder: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
+interface LeaseRow {
+  readonly key: string
+  readonly holder: string
+  readonly fence: number | string
+  readonly acquired_at: number | string
+  readonly renewed_at: number | string
+  readonly expires_at: number | string
+}
+
+// int8 columns come back as strings from pg; numbers from SQLite.
+const fromRow = (row: LeaseRow) =>
+  new Lease({
+    key: row.key,
+    holder: row.holder,
+    fence: Number(row.fence),
+    acquiredAt: Number(row.acquired_at),
+    renewedAt: Number(row.renewed_at),
+    expiresAt: Number(row.expires_at)
+  })
+
+/** Leases in SQL: every decision is one conditional statement, so it holds across processes and runners. */
+export class Leases extends Effect.Service<Leases>()("platform/Leases", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const find = (key: string) =>
+      sql<LeaseRow>`SELECT * FROM leases WHERE key = ${key}`.pipe(
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), fromRow))
+      )
+
+    const heldBy = (key: string, holder: string) =>
+      Effect.gen(function* () {
+        const current = yield* find(key)
+        const now = yield* Clock.currentTimeMillis
+        return yield* Option.match(Option.filter(current, (lease) => lease.isActive(now)), {
+          onNone: () =>
+            new LeaseNotHeld({ key, holder, detail: `lease ${key} is not held by ${holder}` }) as
+              | LeaseHeld
+              | LeaseNotHeld,
+          onSome: (lease) =>
+            lease.holder === holder
+              ? new LeaseNotHeld({ key, holder, detail: `lease ${key} is not held by ${holder}` })
+              : new LeaseHeld({
+                  key,
+                  holder: lease.holder,
+                  expiresAt: lease.expiresAt,
+                  detail: `lease ${key} is held by ${lease.holder} until ${new Date(lease.expiresAt).toISOString()}`
+                })
+        })
+      })
+
+    /** Takes the lease, or extends it when `holder` already has it; fails with LeaseHeld otherwise. */
+    const acquire = Effect.fn("Leases.acquire")(function* (key: string, holder: string, ttl: Duration.DurationInput) {
+      const now = yield* Clock.currentTimeMillis
+      const expires = now + Duration.toMillis(ttl)
+      const rows = yield* sql<LeaseRow>`
+        INSERT INTO leases (key, holder, fence, acquired_at, renewed_at, expires_at)
+        VALUES (${key}, ${holder}, 1, ${now}, ${now}, ${expires})
+        ON CONFLICT (key) DO UPDATE SET
+          fence = CASE WHEN leases.holder = excluded.holder AND leases.expires_at > ${now}
+                       THEN leases.fence ELSE leases.fence + 1 END,
+          acquired_at = CASE WHEN leases.holder = excluded.holder AND leases.expires_at > ${now}
+                       THEN leases.acquired_at ELSE excluded.acquired_at END,
+          holder = excluded.holder,
+          renewed_at = excluded.renewed_at,
+          expires_at = excluded.expires_at
+        WHERE leases.holder = excluded.holder OR leases.expires_at <= ${now}
+        RETURNING *`
+      const row = rows[0]
+      if (row !== undefined) return fromRow(row)
+      return yield* Effect.flatMap(heldBy(key, holder), Effect.fail)
+    })
+
+    /** Extends a lease its holder still has; a lapsed or taken lease fails with LeaseNotHeld or LeaseHeld. */
+    const renew = Effect.fn("Leases.renew")(function* (key: string, holder: string, ttl: Duration.DurationInput) {
+      const now = yield* Clock.currentTimeMillis
+      const rows = yield* sql<LeaseRow>`
+        UPDATE leases SET renewed_at = ${now}, expires_at = ${now + Duration.toMillis(ttl)}
+        WHERE key = ${key} AND holder = ${holder} AND expires_at > ${now}
+        RETURNING *`
+      const row = rows[0]
+      if (row !== undefined) return fromRow(row)
+      return yield* Effect.flatMap(heldBy(key, holder), Effect.fail)
+    })
+
+    /** Ends a lease early. The row stays, so the next holder's fence still grows. */
+    const release = Effect.fn("Leases.release")(function* (key: string, holder: string) {
+      const now = yield* Clock.currentTimeMillis
+      const rows = yield* sql<LeaseRow>`
+        UPDATE leases SET expires_at = ${now}, renewed_at = ${now}
+        WHERE key = ${key} AND holder = ${holder} AND expires_at > ${now}
+        RETURNING *`
+      const row = rows[0]
+      if (row !== undefined) return fromRow(row)
+      return yield* Effect.flatMap(heldBy(key, holder), Effect.fail)
+    })
+
+    /** The lease on `key` if one is active now. */
+    const get = Effect.fn("Leases.get")(function* (key: string) {
+      const now = yield* Clock.currentTimeMillis
+      return Option.filter(yield* find(key), (lease) => lease.isActive(now))
+    })
+
+    const list = Effect.fn("Leases.list")(function* (options: { readonly includeExpired?: boolean } = {}) {
+      const now = yield* Clock.currentTimeMillis
+      const rows = options.includeExpired
+        ? yield* sql<LeaseRow>`SELECT * FROM leases ORDER BY key`
+        : yield* sql<LeaseRow>`SELECT * FROM leases WHERE expires_at > ${now} ORDER BY key`
+      return rows.map(fromRow)
+    })
+
+    return {
+      acquire: (key: string, holder: string, ttl: Duration.DurationInput) =>
+        acquire(key, holder, ttl).pipe(Effect.catchTag("SqlError", Effect.die)),
+      renew: (key: string, holder: string, ttl: Duration.DurationInput) =>
+        renew(key, holder, ttl).pipe(Effect.catchTag("SqlError", Effect.die)),
+      release: (key: string, holder: string) => release(key, holder).pipe(Effect.catchTag("SqlError", Effect.die)),
+      get: (key: string) => get(key).pipe(Effect.orDie),
+      list: (options?: { readonly includeExpired?: boolean }) => list(options).pipe(Effect.orDie)
+    } as const
+  })
+}) {}

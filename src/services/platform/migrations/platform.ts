@@ -1,0 +1,27 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import type { DomainMigrations } from "../Database.js"
+
+export const platformMigrations: DomainMigrations = {
+  domain: "platform",
+  migrations: {
+    "0001_create_leases": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE leases (
+        key TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        fence INTEGER NOT NULL,
+        acquired_at INTEGER NOT NULL,
+        renewed_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      )`
+    }),
+    "0002_create_demo_seeds": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE demo_seeds (
+        domain TEXT PRIMARY KEY,
+        seeded_at INTEGER NOT NULL
+      )`
+    })
+  }
+}

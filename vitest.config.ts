@@ -1,0 +1,14 @@
+import { fileURLToPath } from "node:url"
+import { defineConfig } from "vitest/config"
+
+export default defineConfig({
+  resolve: {
+    // In-process tests import the library from source; test/library.test.ts checks the built entry.
+    alias: { keel: fileURLToPath(new URL("./src/index.ts", import.meta.url)) }
+  },
+  test: {
+    include: ["test/**/*.test.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 30_000
+  }
+})
