@@ -11,4 +11,5 @@ export const ctl = Command.make("ctl").pipe(
   Command.withSubcommands([serve, db, lease, config])
 )
 
-export const runCtl = Command.run(ctl, { name: "ctl", version: packageVersion() })
+/** Runs `ctl` on an argv (`["node", "ctl", ...args]`); the version is read when it runs, not on import. */
+export const runCtl = (argv: ReadonlyArray<string>) => Command.run(ctl, { name: "ctl", version: packageVersion() })(argv)

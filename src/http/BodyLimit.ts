@@ -46,7 +46,11 @@ const watchBody = (req: Http.IncomingMessage, limit: number, declaredTooLarge: b
   }
   req.push = ((chunk: unknown, encoding?: BufferEncoding) => {
     if (chunk === null) {
-      if (over) resolveDrained(true)
+      // Past the limit the end is not passed on: no reader may take a truncated body for a whole one.
+      if (over) {
+        resolveDrained(true)
+        return false
+      }
       return originalPush(chunk, encoding)
     }
     const size = typeof chunk === "string" ? Buffer.byteLength(chunk) : (chunk as Uint8Array).byteLength
@@ -85,11 +89,17 @@ export const bodyLimitMiddleware =
       const req = NodeHttpServerRequest.toIncomingMessage(request)
       const declared = Number(request.headers["content-length"] ?? "0")
       const watch = watchBody(req, limit, Number.isFinite(declared) && declared > limit)
-      const refuse = Effect.promise(() => watch.drained).pipe(Effect.as(tooLarge(limit)))
       const signal = yield* Deferred.make<void>()
       void watch.exceeded.then(() => Deferred.unsafeDone(signal, Effect.void))
-      return yield* Effect.raceFirst(
-        app.pipe(HttpIncomingMessage.withMaxBodySize(Option.none())),
-        Deferred.await(signal).pipe(Effect.zipRight(refuse))
+      // The server runs this chain uninterruptibly; the race must be able to stop its loser, so
+      // that a handler reading a refused body never sees it (it is interrupted, not fed a stub).
+      const answered = yield* Effect.interruptible(
+        Effect.raceFirst(
+          app.pipe(HttpIncomingMessage.withMaxBodySize(Option.none()), Effect.map(Option.some)),
+          Deferred.await(signal).pipe(Effect.as(Option.none()))
+        )
       )
+      if (Option.isSome(answered)) return answered.value
+      yield* Effect.promise(() => watch.drained)
+      return tooLarge(limit)
     })

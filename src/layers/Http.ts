@@ -1,5 +1,15 @@
 import * as Http from "node:http"
-import { HttpApiSwagger, HttpLayerRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import {
+  type Etag,
+  type FileSystem,
+  HttpApiSwagger,
+  HttpLayerRouter,
+  type HttpPlatform,
+  HttpServer,
+  type HttpServerRequest,
+  HttpServerResponse,
+  type Path
+} from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Duration, Effect, Layer } from "effect"
 import { bodyLimitMiddleware } from "../http/BodyLimit.js"
@@ -71,7 +81,11 @@ const globalMiddleware = (bodyLimitBytes: number) =>
 export interface ServeOptions {
   readonly surfaces?: ReadonlyArray<SurfaceName>
   /** Routes beyond the surfaces (embedders' own, or a test's). */
-  readonly extraRoutes?: Layer.Layer<never, never, HttpLayerRouter.HttpRouter>
+  readonly extraRoutes?: Layer.Layer<
+    never,
+    never,
+    HttpLayerRouter.HttpRouter | Etag.Generator | FileSystem.FileSystem | HttpPlatform.HttpPlatform | Path.Path
+  >
 }
 
 /** The routes of the chosen surfaces behind the shared middleware, independent of any socket. */

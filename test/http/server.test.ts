@@ -1,0 +1,237 @@
+import {
+  HttpApi,
+  HttpApiBuilder,
+  HttpApiEndpoint,
+  HttpApiGroup,
+  HttpApiSchema,
+  HttpClient,
+  HttpClientRequest,
+  HttpLayerRouter,
+  HttpServer
+} from "@effect/platform"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Effect, Layer, Schema } from "effect"
+import { AppConfigTest, Database, groundTruthClient, Health, productClient, SurfaceNames } from "keel"
+import { chunkedBody, HttpTest, rawRequest } from "../support/http.js"
+
+// A JSON endpoint of the test's own, to drive the shared middleware with payloads.
+class Missing extends Schema.TaggedError<Missing>()(
+  "ThingMissing",
+  { detail: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}
+class ProbeApi extends HttpApi.make("probe").add(
+  HttpApiGroup.make("probe")
+    .add(
+      HttpApiEndpoint.post("echo", "/probe/echo")
+        .setPayload(Schema.Struct({ name: Schema.String, count: Schema.Int }))
+        .addSuccess(Schema.Struct({ name: Schema.String, count: Schema.Int }))
+    )
+    .add(HttpApiEndpoint.get("missing", "/probe/missing").addError(Missing))
+) {}
+const ProbeRoutes = HttpLayerRouter.addHttpApi(ProbeApi).pipe(
+  Layer.provide(
+    HttpApiBuilder.group(ProbeApi, "probe", (handlers) =>
+      handlers
+        .handle("echo", ({ payload }) => Effect.succeed(payload))
+        .handle("missing", () => Effect.fail(new Missing({ detail: "there is no such thing" })))
+    )
+  )
+)
+
+const BODY_LIMIT = 1024 * 1024
+const TEN_MB = 10 * 1024 * 1024
+
+const serverPort = Effect.map(HttpServer.HttpServer, (server) =>
+  server.address._tag === "TcpAddress" ? server.address.port : 0
+)
+
+const getJson = (path: string) =>
+  Effect.gen(function* () {
+    const client = yield* HttpClient.HttpClient
+    const response = yield* client.get(path)
+    return { status: response.status, headers: response.headers, body: (yield* response.json) as Record<string, unknown> }
+  }).pipe(Effect.scoped)
+
+const assertProblem = (body: Record<string, unknown>, status: number, code: string) => {
+  assert.strictEqual(body.status, status)
+  assert.strictEqual(body.code, code)
+  assert.strictEqual(typeof body.title, "string")
+  assert.strictEqual(typeof body.detail, "string")
+  assert.strictEqual(body.type, `urn:keel:problem:${code.toLowerCase().replace(/_/g, "-")}`)
+}
+
+layer(HttpTest({ extraRoutes: ProbeRoutes, settings: { bodyLimitBytes: BODY_LIMIT } }), { timeout: "30 seconds" })(
+  "the HTTP server",
+  (it) => {
+    it.effect("answers both health probes with status ok after checking the database", () =>
+      Effect.gen(function* () {
+        const product = yield* getJson("/api/health")
+        assert.strictEqual(product.status, 200)
+        assert.deepStrictEqual(product.body, { status: "ok" })
+        const groundTruth = yield* getJson("/health")
+        assert.strictEqual(groundTruth.status, 200)
+        assert.deepStrictEqual(groundTruth.body, { status: "ok" })
+      })
+    )
+
+    it.effect("serves each surface's OpenAPI document and Swagger UI, and lists them at /docs", () =>
+      Effect.gen(function* () {
+        const client = yield* HttpClient.HttpClient
+        for (const surface of SurfaceNames) {
+          const spec = yield* getJson(`/docs/${surface}/openapi.json`)
+          assert.strictEqual(spec.status, 200)
+          assert.strictEqual(spec.body.openapi, "3.1.0")
+          const ui = yield* client.get(`/docs/${surface}`).pipe(Effect.scoped)
+          assert.strictEqual(ui.status, 200)
+          assert.match(ui.headers["content-type"] ?? "", /text\/html/)
+        }
+        const product = yield* getJson("/docs/product/openapi.json")
+        assert.property(product.body.paths, "/api/health")
+        const groundTruth = yield* getJson("/docs/groundtruth/openapi.json")
+        assert.property(groundTruth.body.paths, "/health")
+        const index = yield* getJson("/docs")
+        assert.deepStrictEqual(
+          (index.body.surfaces as Array<{ surface: string }>).map((s) => s.surface),
+          [...SurfaceNames]
+        )
+      })
+    )
+
+    it.effect("the typed clients built from the same contracts call the server", () =>
+      Effect.gen(function* () {
+        const product = yield* productClient()
+        const groundTruth = yield* groundTruthClient()
+        assert.deepStrictEqual({ ...(yield* product.health.health()) }, { status: "ok" })
+        assert.deepStrictEqual({ ...(yield* groundTruth.health.health()) }, { status: "ok" })
+      })
+    )
+
+    it.effect("an unknown route is a 404 problem, not an empty body", () =>
+      Effect.gen(function* () {
+        const response = yield* getJson("/api/nothing-here")
+        assert.strictEqual(response.status, 404)
+        assert.strictEqual(response.headers["content-type"], "application/problem+json")
+        assertProblem(response.body, 404, "NOT_FOUND")
+        assert.include(String(response.body.detail), "/api/nothing-here")
+      })
+    )
+
+    it.effect("a typed error keeps its status and gets a code derived from its tag", () =>
+      Effect.gen(function* () {
+        const response = yield* getJson("/probe/missing")
+        assert.strictEqual(response.status, 404)
+        assertProblem(response.body, 404, "THING_MISSING")
+        assert.strictEqual(response.body.detail, "there is no such thing")
+      })
+    )
+
+    it.effect("invalid JSON is a 400 problem with code INVALID_JSON", () =>
+      Effect.gen(function* () {
+        const client = yield* HttpClient.HttpClient
+        const response = yield* client.execute(
+          HttpClientRequest.post("/probe/echo").pipe(HttpClientRequest.bodyText('{"name": "a", ', "application/json"))
+        )
+        assert.strictEqual(response.status, 400)
+        assert.strictEqual(response.headers["content-type"], "application/problem+json")
+        assertProblem((yield* response.json) as Record<string, unknown>, 400, "INVALID_JSON")
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect("a body that does not match the schema is a 400 problem naming the field", () =>
+      Effect.gen(function* () {
+        const client = yield* HttpClient.HttpClient
+        const response = yield* client.execute(
+          HttpClientRequest.post("/probe/echo").pipe(HttpClientRequest.bodyUnsafeJson({ name: "a", count: "many" }))
+        )
+        assert.strictEqual(response.status, 400)
+        const body = (yield* response.json) as Record<string, unknown>
+        assertProblem(body, 400, "VALIDATION_FAILED")
+        assert.include(String(body.detail), "count")
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect("a valid body passes the limit untouched", () =>
+      Effect.gen(function* () {
+        const client = yield* HttpClient.HttpClient
+        const response = yield* client.execute(
+          HttpClientRequest.post("/probe/echo").pipe(HttpClientRequest.bodyUnsafeJson({ name: "a", count: 2 }))
+        )
+        assert.strictEqual(response.status, 200)
+        assert.deepStrictEqual(yield* response.json, { name: "a", count: 2 })
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect("a 10 MB body with Content-Length gets 413 in the problem shape, and the server keeps serving", () =>
+      Effect.gen(function* () {
+        const port = yield* serverPort
+        const body = Buffer.alloc(TEN_MB, "x")
+        const response = yield* rawRequest(
+          port,
+          `POST /probe/echo HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+          [body]
+        )
+        assert.strictEqual(response.status, 413)
+        assert.strictEqual(response.headers["content-type"], "application/problem+json")
+        assertProblem(JSON.parse(response.body), 413, "PAYLOAD_TOO_LARGE")
+        const health = yield* getJson("/api/health")
+        assert.strictEqual(health.status, 200)
+      })
+    )
+
+    it.effect("a 10 MB chunked body (no Content-Length) gets 413 in the problem shape, and the server keeps serving", () =>
+      Effect.gen(function* () {
+        const port = yield* serverPort
+        const response = yield* rawRequest(
+          port,
+          "POST /probe/echo HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+          chunkedBody(TEN_MB)
+        )
+        assert.strictEqual(response.status, 413)
+        assertProblem(JSON.parse(response.body), 413, "PAYLOAD_TOO_LARGE")
+        const health = yield* getJson("/health")
+        assert.strictEqual(health.status, 200)
+      })
+    )
+
+    it.effect("a chunked body under the limit is read whole", () =>
+      Effect.gen(function* () {
+        const port = yield* serverPort
+        const json = JSON.stringify({ name: "y".repeat(200_000), count: 1 })
+        const parts = [`${Buffer.byteLength(json).toString(16)}\r\n${json}\r\n`, "0\r\n\r\n"]
+        const response = yield* rawRequest(
+          port,
+          "POST /probe/echo HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+          parts
+        )
+        assert.strictEqual(response.status, 200)
+        assert.strictEqual((JSON.parse(response.body) as { name: string }).name.length, 200_000)
+      })
+    )
+  }
+)
+
+describe("health when the database does not answer", () => {
+  const BrokenDatabase = Layer.succeed(
+    Database,
+    Database.make({
+      ping: Effect.die(new Error("SQLITE_IOERR: disk I/O error")),
+      info: () => Effect.die(new Error("unavailable"))
+    })
+  )
+  it.effect("both probes answer 503 in the problem shape", () =>
+    Effect.gen(function* () {
+      for (const path of ["/api/health", "/health"]) {
+        const response = yield* getJson(path)
+        assert.strictEqual(response.status, 503)
+        assertProblem(response.body, 503, "UNHEALTHY")
+        assert.include(String(response.body.detail), "database")
+        assert.notInclude(JSON.stringify(response.body), "    at ")
+      }
+    }).pipe(
+      Effect.provide(
+        HttpTest({ app: Health.Default.pipe(Layer.provideMerge(BrokenDatabase), Layer.provideMerge(AppConfigTest())) })
+      )
+    )
+  )
+})

@@ -1,0 +1,86 @@
+import * as Net from "node:net"
+import { HttpLayerRouter } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { type AppConfig, type AppSettings, AppTest, type Health, httpRoutes, type ServeOptions } from "keel"
+
+/**
+ * A real HTTP server on a random loopback port serving the chosen surfaces on the Test layer, and an
+ * HttpClient whose base URL points at it.
+ */
+export const HttpTest = (
+  options: ServeOptions & {
+    readonly settings?: Partial<AppSettings>
+    /** The application graph behind the routes; the full Test layer by default. */
+    readonly app?: Layer.Layer<AppConfig | Health>
+  } = {}
+) =>
+  HttpLayerRouter.serve(httpRoutes(options), { disableLogger: true, disableListenLog: true }).pipe(
+    Layer.provide(options.app ?? AppTest(options.settings)),
+    Layer.provideMerge(NodeHttpServer.layerTest)
+  )
+
+export interface RawResponse {
+  readonly status: number
+  readonly headers: Record<string, string>
+  readonly body: string
+}
+
+/**
+ * Sends bytes over a plain socket and reads the whole answer: for what an HTTP client library would
+ * refuse to send (lying or absent Content-Length, chunked uploads, malformed framing).
+ */
+export const rawRequest = (port: number, head: string, body: ReadonlyArray<Uint8Array | string> = []) =>
+  Effect.async<RawResponse, Error>((resume) => {
+    const socket = Net.connect({ host: "127.0.0.1", port })
+    const chunks: Array<Buffer> = []
+    socket.on("data", (chunk) => chunks.push(chunk))
+    socket.on("error", (error) => resume(Effect.fail(error)))
+    socket.on("end", () => {
+      const text = Buffer.concat(chunks).toString("utf8")
+      const [rawHead = "", ...rest] = text.split("\r\n\r\n")
+      const [statusLine = "", ...headerLines] = rawHead.split("\r\n")
+      const headers: Record<string, string> = {}
+      for (const line of headerLines) {
+        const i = line.indexOf(":")
+        if (i > 0) headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim()
+      }
+      let payload = rest.join("\r\n\r\n")
+      if (headers["transfer-encoding"] === "chunked") payload = dechunk(payload)
+      resume(Effect.succeed({ status: Number(statusLine.split(" ")[1]), headers, body: payload }))
+    })
+    socket.on("connect", () => {
+      socket.write(head)
+      const write = (i: number) => {
+        const part = body[i]
+        if (part === undefined) return
+        if (socket.write(part)) setImmediate(() => write(i + 1))
+        else socket.once("drain", () => write(i + 1))
+      }
+      write(0)
+    })
+    return Effect.sync(() => socket.destroy())
+  })
+
+const dechunk = (payload: string) => {
+  let out = ""
+  let rest = payload
+  for (;;) {
+    const i = rest.indexOf("\r\n")
+    if (i < 0) return out
+    const size = Number.parseInt(rest.slice(0, i), 16)
+    if (!size) return out
+    out += rest.slice(i + 2, i + 2 + size)
+    rest = rest.slice(i + 2 + size + 2)
+  }
+}
+
+export const chunkedBody = (total: number, chunkSize = 64 * 1024) => {
+  const parts: Array<string> = []
+  const chunk = "x".repeat(chunkSize)
+  for (let sent = 0; sent < total; sent += chunkSize) {
+    parts.push(`${chunkSize.toString(16)}\r\n${chunk}\r\n`)
+  }
+  parts.push("0\r\n\r\n")
+  return parts
+}
