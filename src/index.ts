@@ -37,3 +37,4 @@ export * from "./layers/Test.js"
 
 // The CLI tree, for embedding `ctl` commands in another program
 export { ctl, runCtl } from "./cli/Cli.js"
+export { ctlMain, exitCodeOf } from "./cli/Run.js"

@@ -1,0 +1,115 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { packageVersion } from "keel"
+import { runCli } from "../support/cli.js"
+
+const freshDataDir = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), "keel-cli-")), "data")
+
+describe("ctl", () => {
+  it.effect("--help lists the command groups and opens no database", () =>
+    Effect.gen(function* () {
+      const dataDir = freshDataDir()
+      const run = yield* runCli(["--help"], { KEEL_DATA_DIR: dataDir })
+      assert.strictEqual(run.exitCode, 0)
+      for (const group of ["serve", "db", "lease", "config"]) assert.include(run.stdout, `- ${group}`)
+      assert.isFalse(fs.existsSync(dataDir))
+    })
+  )
+
+  it.effect("serve --help describes the surfaces and the port", () =>
+    Effect.gen(function* () {
+      const run = yield* runCli(["serve", "--help"])
+      assert.strictEqual(run.exitCode, 0)
+      assert.include(run.stdout, "--surface")
+      assert.include(run.stdout, "groundtruth")
+      assert.include(run.stdout, "--port")
+    })
+  )
+
+  it.effect("--version prints the package version", () =>
+    Effect.gen(function* () {
+      const run = yield* runCli(["--version"])
+      assert.strictEqual(run.exitCode, 0)
+      assert.strictEqual(run.stdout.trim(), packageVersion())
+      assert.match(packageVersion(), /^\d+\.\d+\.\d+/)
+    })
+  )
+
+  it.effect("a usage error exits 2; an unknown command too", () =>
+    Effect.gen(function* () {
+      assert.strictEqual((yield* runCli(["lease", "acquire", "k"])).exitCode, 2)
+      assert.strictEqual((yield* runCli(["no-such-group"])).exitCode, 2)
+      assert.strictEqual((yield* runCli(["lease", "acquire", "k", "--holder", "a", "--ttl", "soon"])).exitCode, 2)
+    })
+  )
+
+  it.effect("config show --json prints the effective settings and opens no database", () =>
+    Effect.gen(function* () {
+      const dataDir = freshDataDir()
+      const run = yield* runCli(["config", "show", "--json"], { KEEL_DATA_DIR: dataDir, KEEL_HTTP_PORT: "9999" })
+      assert.strictEqual(run.exitCode, 0)
+      const settings = JSON.parse(run.stdout) as Record<string, unknown>
+      assert.strictEqual(settings.http_port, 9999)
+      assert.strictEqual(settings.data_dir, dataDir)
+      assert.strictEqual(settings.database_file, path.join(dataDir, "keel.db"))
+      assert.isFalse(fs.existsSync(dataDir))
+    })
+  )
+
+  it.effect("a bad setting is a one-line failure, exit 1", () =>
+    Effect.gen(function* () {
+      const run = yield* runCli(["config", "show"], { KEEL_HTTP_PORT: "eighty" })
+      assert.strictEqual(run.exitCode, 1)
+      assert.include(run.stderr, "KEEL_HTTP_PORT")
+    })
+  )
+
+  it.effect("db status shows the SQLite file in WAL mode and every applied migration", () =>
+    Effect.gen(function* () {
+      const dataDir = freshDataDir()
+      const run = yield* runCli(["db", "status", "--json"], { KEEL_DATA_DIR: dataDir })
+      assert.strictEqual(run.exitCode, 0)
+      const info = JSON.parse(run.stdout) as { file: string; journalMode: string; migrations: Array<{ domain: string }> }
+      assert.strictEqual(info.file, path.join(dataDir, "keel.db"))
+      assert.strictEqual(info.journalMode, "wal")
+      assert.isTrue(info.migrations.some((m) => m.domain === "platform"))
+      assert.isTrue(fs.existsSync(info.file))
+    })
+  )
+
+  it.effect("db migrate applies pending migrations once", () =>
+    Effect.gen(function* () {
+      const env = { KEEL_DATA_DIR: freshDataDir() }
+      const first = JSON.parse((yield* runCli(["db", "migrate", "--json"], env)).stdout) as { applied: Array<unknown> }
+      assert.isAbove(first.applied.length, 0)
+      const second = JSON.parse((yield* runCli(["db", "migrate", "--json"], env)).stdout) as { applied: Array<unknown> }
+      assert.strictEqual(second.applied.length, 0)
+    })
+  )
+
+  it.live("lease acquire/list/release: a second holder is refused with exit 1 and a one-line reason", () =>
+    Effect.gen(function* () {
+      const env = { KEEL_DATA_DIR: freshDataDir() }
+      const taken = yield* runCli(["lease", "acquire", "janitor:web-1", "--holder", "alice", "--ttl", "5m", "--json"], env)
+      assert.strictEqual(taken.exitCode, 0)
+      assert.strictEqual((JSON.parse(taken.stdout) as { fence: number }).fence, 1)
+
+      const refused = yield* runCli(["lease", "acquire", "janitor:web-1", "--holder", "bob"], env)
+      assert.strictEqual(refused.exitCode, 1)
+      assert.match(refused.stderr, /^ctl: lease janitor:web-1 is held by alice until \S+$/)
+
+      const listed = yield* runCli(["lease", "list", "--json"], env)
+      assert.deepStrictEqual(
+        (JSON.parse(listed.stdout) as Array<{ key: string; holder: string }>).map((l) => [l.key, l.holder]),
+        [["janitor:web-1", "alice"]]
+      )
+
+      assert.strictEqual((yield* runCli(["lease", "release", "janitor:web-1", "--holder", "alice"], env)).exitCode, 0)
+      const next = yield* runCli(["lease", "acquire", "janitor:web-1", "--holder", "bob", "--json"], env)
+      assert.strictEqual((JSON.parse(next.stdout) as { fence: number }).fence, 2)
+    })
+  )
+})

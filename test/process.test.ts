@@ -1,0 +1,149 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as http from "node:http"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterEach, describe, expect, it } from "vitest"
+
+// These tests run the built package (npm test builds first) as real processes.
+const root = fileURLToPath(new URL("..", import.meta.url))
+const ctlBin = path.join(root, "bin", "ctl.js")
+const children: Array<ChildProcess> = []
+
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL")
+})
+
+const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "keel-proc-"))
+
+/** Starts a server process and resolves with its port once it logs that it listens. */
+const startServer = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+  new Promise<{ child: ChildProcess; port: number; logs: () => string }>((resolve, reject) => {
+    const child = spawn(process.execPath, args, {
+      cwd: root,
+      env: { ...process.env, KEEL_LOG_FORMAT: "json", KEEL_LOG_LEVEL: "info", ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    children.push(child)
+    let output = ""
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 20_000)
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString()
+      const match = /Listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
+      if (match) {
+        clearTimeout(timer)
+        resolve({ child, port: Number(match[1]), logs: () => output })
+      }
+    }
+    child.stdout?.on("data", onData)
+    child.stderr?.on("data", onData)
+    child.on("exit", (code) => {
+      clearTimeout(timer)
+      reject(new Error(`server exited with ${code}:\n${output}`))
+    })
+  })
+
+const get = (port: number, pathname: string) =>
+  new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = http.get({ host: "127.0.0.1", port, path: pathname, agent: false }, (res) => {
+      let body = ""
+      res.setEncoding("utf8")
+      res.on("data", (chunk) => {
+        body += chunk
+      })
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }))
+    })
+    req.on("error", reject)
+  })
+
+const exitOf = (child: ChildProcess) =>
+  new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    if (child.exitCode !== null) resolve({ code: child.exitCode, signal: child.signalCode })
+    else child.on("exit", (code, signal) => resolve({ code, signal }))
+  })
+
+describe("the ctl process", () => {
+  it("ctl serve answers both health probes, seeds nothing twice, and exits 0 on SIGTERM", async () => {
+    const dataDir = path.join(tempDir(), "data")
+    const server = await startServer([ctlBin, "serve", "--port", "0"], { KEEL_DATA_DIR: dataDir })
+    expect(await get(server.port, "/api/health")).toEqual({ status: 200, body: '{"status":"ok"}' })
+    expect(await get(server.port, "/health")).toEqual({ status: 200, body: '{"status":"ok"}' })
+    expect((await get(server.port, "/docs/marketplace/openapi.json")).status).toBe(200)
+    expect(fs.existsSync(path.join(dataDir, "keel.db"))).toBe(true)
+    server.child.kill("SIGTERM")
+    expect(await exitOf(server.child)).toEqual({ code: 0, signal: null })
+  }, 40_000)
+
+  it("ctl serve --surface groundtruth serves only that surface", async () => {
+    const server = await startServer([ctlBin, "serve", "--surface", "groundtruth", "--port", "0"], {
+      KEEL_DATA_DIR: path.join(tempDir(), "data")
+    })
+    expect((await get(server.port, "/health")).status).toBe(200)
+    const product = await get(server.port, "/api/health")
+    expect(product.status).toBe(404)
+    expect(JSON.parse(product.body).code).toBe("NOT_FOUND")
+    server.child.kill("SIGTERM")
+    expect((await exitOf(server.child)).code).toBe(0)
+  }, 40_000)
+
+  it("SIGTERM during a slow request: the request completes, then the process exits 0", async () => {
+    const server = await startServer([path.join(root, "test", "fixtures", "slow-server.mjs")], {
+      KEEL_DATA_DIR: path.join(tempDir(), "data"),
+      SLOW_MILLIS: "1500"
+    })
+    const slow = get(server.port, "/slow")
+    await new Promise<void>((resolve) => {
+      const check = () => (server.logs().includes("slow request started") ? resolve() : setTimeout(check, 20))
+      check()
+    })
+    server.child.kill("SIGTERM")
+    expect(await slow).toEqual({ status: 200, body: "done" })
+    expect(await exitOf(server.child)).toEqual({ code: 0, signal: null })
+    expect(server.logs()).not.toMatch(/"level":"ERROR"|"logLevel":"ERROR"/)
+  }, 40_000)
+
+  it("ctl with no arguments at all or a bad flag exits 2; --version prints the version", async () => {
+    const run = (args: ReadonlyArray<string>) =>
+      new Promise<{ code: number | null; stdout: string }>((resolve) => {
+        const child = spawn(process.execPath, [ctlBin, ...args], { cwd: root, stdio: ["ignore", "pipe", "pipe"] })
+        let stdout = ""
+        child.stdout.on("data", (chunk) => {
+          stdout += chunk
+        })
+        child.on("exit", (code) => resolve({ code, stdout }))
+      })
+    const version = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")).version
+    const shown = await run(["--version"])
+    expect(shown.code).toBe(0)
+    expect(shown.stdout.trim()).toBe(version)
+    expect((await run(["serve", "--port", "not-a-port"])).code).toBe(2)
+  }, 40_000)
+})
+
+describe("the package entry", () => {
+  it('import("keel") exports the library and starts nothing, opens nothing, listens on nothing', async () => {
+    const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = spawn(process.execPath, [path.join(root, "test", "fixtures", "import-probe.mjs")], {
+        cwd: root,
+        env: { ...process.env, KEEL_DATA_DIR: path.join(tempDir(), "never-created") },
+        stdio: ["ignore", "pipe", "inherit"]
+      })
+      let stdout = ""
+      child.stdout.on("data", (chunk) => {
+        stdout += chunk
+      })
+      child.on("exit", (code) => resolve({ code, stdout }))
+    })
+    // The process ends by itself: nothing the import did keeps the event loop alive.
+    expect(result.code).toBe(0)
+    const report = JSON.parse(result.stdout) as { exports: Array<string>; touched: Array<string>; handles: Array<string> }
+    // msgpackr's native-addon loader (a dependency of @effect/cluster) probes the C library through
+    // /proc/self/exe when loaded; Keel itself opens, creates and writes nothing.
+    expect(report.touched.filter((entry) => entry !== "openSync:/proc/self/exe")).toEqual([])
+    expect(report.handles).toEqual([])
+    for (const name of ["AppLive", "AppTest", "httpServer", "GroundTruthApi", "ProductApi", "productClient", "Leases", "ctl"]) {
+      expect(report.exports).toContain(name)
+    }
+  }, 40_000)
+})
