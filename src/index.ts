@@ -3,6 +3,27 @@
  * lives in a Layer that the embedder builds (see README "Embedding").
  */
 
+// Actors
+export * from "./actors/LeaseKeeper.js"
+// The CLI tree, for embedding `ctl` commands in another program
+export { ctl, runCtl } from "./cli/Cli.js"
+export { ctlMain, exitCodeOf } from "./cli/Run.js"
+// HTTP contracts, shared middleware and typed clients
+export * from "./http/BodyLimit.js"
+export * from "./http/Clients.js"
+export { ControlPlaneApi } from "./http/controlplane/Api.js"
+export { GroundTruthApi, GroundTruthHealthApi } from "./http/groundtruth/Api.js"
+export { MarketplaceApi } from "./http/marketplace/Api.js"
+export * from "./http/Problem.js"
+export { ProductApi, ProductHealthApi } from "./http/product/Api.js"
+export * from "./http/Surfaces.js"
+// Layers
+export * from "./layers/DemoSeeds.js"
+export * from "./layers/Http.js"
+export * from "./layers/Live.js"
+export * from "./layers/Migrations.js"
+export * from "./layers/Server.js"
+export * from "./layers/Test.js"
 // Platform services
 export * from "./services/platform/AppConfig.js"
 export * from "./services/platform/Cluster.js"
@@ -13,28 +34,3 @@ export * from "./services/platform/Leases.js"
 export * from "./services/platform/Logging.js"
 export { platformMigrations } from "./services/platform/migrations/platform.js"
 export { packageVersion } from "./services/platform/Version.js"
-
-// Actors
-export * from "./actors/LeaseKeeper.js"
-
-// HTTP contracts, shared middleware and typed clients
-export * from "./http/BodyLimit.js"
-export * from "./http/Clients.js"
-export { ControlPlaneApi } from "./http/controlplane/Api.js"
-export { GroundTruthApi, GroundTruthHealthApi } from "./http/groundtruth/Api.js"
-export { MarketplaceApi } from "./http/marketplace/Api.js"
-export * from "./http/Problem.js"
-export { ProductApi, ProductHealthApi } from "./http/product/Api.js"
-export * from "./http/Surfaces.js"
-
-// Layers
-export * from "./layers/DemoSeeds.js"
-export * from "./layers/Http.js"
-export * from "./layers/Live.js"
-export * from "./layers/Migrations.js"
-export * from "./layers/Server.js"
-export * from "./layers/Test.js"
-
-// The CLI tree, for embedding `ctl` commands in another program
-export { ctl, runCtl } from "./cli/Cli.js"
-export { ctlMain, exitCodeOf } from "./cli/Run.js"

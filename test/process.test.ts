@@ -137,12 +137,25 @@ describe("the package entry", () => {
     })
     // The process ends by itself: nothing the import did keeps the event loop alive.
     expect(result.code).toBe(0)
-    const report = JSON.parse(result.stdout) as { exports: Array<string>; touched: Array<string>; handles: Array<string> }
+    const report = JSON.parse(result.stdout) as {
+      exports: Array<string>
+      touched: Array<string>
+      handles: Array<string>
+    }
     // msgpackr's native-addon loader (a dependency of @effect/cluster) probes the C library through
     // /proc/self/exe when loaded; Keel itself opens, creates and writes nothing.
     expect(report.touched.filter((entry) => entry !== "openSync:/proc/self/exe")).toEqual([])
     expect(report.handles).toEqual([])
-    for (const name of ["AppLive", "AppTest", "httpServer", "GroundTruthApi", "ProductApi", "productClient", "Leases", "ctl"]) {
+    for (const name of [
+      "AppLive",
+      "AppTest",
+      "httpServer",
+      "GroundTruthApi",
+      "ProductApi",
+      "productClient",
+      "Leases",
+      "ctl"
+    ]) {
       expect(report.exports).toContain(name)
     }
   }, 40_000)

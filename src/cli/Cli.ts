@@ -12,4 +12,5 @@ export const ctl = Command.make("ctl").pipe(
 )
 
 /** Runs `ctl` on an argv (`["node", "ctl", ...args]`); the version is read when it runs, not on import. */
-export const runCtl = (argv: ReadonlyArray<string>) => Command.run(ctl, { name: "ctl", version: packageVersion() })(argv)
+export const runCtl = (argv: ReadonlyArray<string>) =>
+  Command.run(ctl, { name: "ctl", version: packageVersion() })(argv)

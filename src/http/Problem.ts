@@ -115,7 +115,8 @@ const asRecord = (u: unknown): Record<string, unknown> | undefined =>
 /** Turns whatever body an error response carries into a problem body. Pure, for testing. */
 export const toProblemBody = (status: number, body: unknown, fallbackDetail: string): Record<string, unknown> => {
   const record = asRecord(body)
-  if (record === undefined) return problem(status, defaultCodes[status] ?? codeFromTag(statusTitle(status)), fallbackDetail)
+  if (record === undefined)
+    return problem(status, defaultCodes[status] ?? codeFromTag(statusTitle(status)), fallbackDetail)
   const tag = typeof record._tag === "string" ? record._tag : undefined
   if (tag === "HttpApiDecodeError") {
     const issues = Array.isArray(record.issues) ? (record.issues as Array<DecodeIssue>) : []
@@ -158,7 +159,8 @@ const requestBodyProblem = (cause: Cause.Cause<unknown>) =>
     ),
     (error): Option.Option<readonly [code: string, detail: string]> => {
       const inner = error.cause
-      if (inner instanceof SyntaxError) return Option.some(["INVALID_JSON", `request body is not valid JSON: ${inner.message}`])
+      if (inner instanceof SyntaxError)
+        return Option.some(["INVALID_JSON", `request body is not valid JSON: ${inner.message}`])
       if (error.reason === "Decode") return Option.some(["BAD_REQUEST_BODY", "the request body could not be read"])
       return Option.none()
     }
@@ -190,7 +192,8 @@ export const problemMiddleware = <E, R>(app: Effect.Effect<HttpServerResponse.Ht
       )
     )
     if (response.status < 400) return response
-    const contentType = response.headers["content-type"] ?? (response.body._tag === "Uint8Array" ? response.body.contentType : "")
+    const contentType =
+      response.headers["content-type"] ?? (response.body._tag === "Uint8Array" ? response.body.contentType : "")
     if (contentType.startsWith(PROBLEM_CONTENT_TYPE)) return response
     const fallback =
       response.status === 404

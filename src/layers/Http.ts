@@ -17,9 +17,9 @@ import { ControlPlaneApi } from "../http/controlplane/Api.js"
 import { GroundTruthApi } from "../http/groundtruth/Api.js"
 import { GroundTruthHealthLive } from "../http/groundtruth/Http.js"
 import { MarketplaceApi } from "../http/marketplace/Api.js"
+import { problemMiddleware } from "../http/Problem.js"
 import { ProductApi } from "../http/product/Api.js"
 import { ProductHealthLive } from "../http/product/Http.js"
-import { problemMiddleware } from "../http/Problem.js"
 import { docsPath, openApiPath, type SurfaceName, SurfaceNames, surfaceApis } from "../http/Surfaces.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 
@@ -108,7 +108,11 @@ export const httpRoutes = (options: ServeOptions = {}) =>
  * A Node HTTP server that shuts down gracefully: on scope close it stops accepting, lets in-flight
  * requests finish, and after `grace` cuts whatever is left so that shutdown always ends.
  */
-export const nodeServer = (options: { readonly host: string; readonly port: number; readonly grace: Duration.Duration }) =>
+export const nodeServer = (options: {
+  readonly host: string
+  readonly port: number
+  readonly grace: Duration.Duration
+}) =>
   Layer.unwrapEffect(
     Effect.sync(() => {
       const server = Http.createServer({ keepAliveTimeout: 5_000 })

@@ -1,10 +1,20 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Database, Health, Leases, LeaseKeeper, LeaseKeeperLive, migrationsLayer, AllMigrations, singleRunner, AppConfigTest } from "keel"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
+import {
+  AllMigrations,
+  AppConfigTest,
+  Database,
+  Health,
+  LeaseKeeper,
+  LeaseKeeperLive,
+  Leases,
+  migrationsLayer,
+  singleRunner
+} from "keel"
 
 /** The production wiring (single runner, SQL message storage) on a real SQLite file. */
 const runtimeOn = (file: string) =>

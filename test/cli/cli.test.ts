@@ -72,7 +72,11 @@ describe("ctl", () => {
       const dataDir = freshDataDir()
       const run = yield* runCli(["db", "status", "--json"], { KEEL_DATA_DIR: dataDir })
       assert.strictEqual(run.exitCode, 0)
-      const info = JSON.parse(run.stdout) as { file: string; journalMode: string; migrations: Array<{ domain: string }> }
+      const info = JSON.parse(run.stdout) as {
+        file: string
+        journalMode: string
+        migrations: Array<{ domain: string }>
+      }
       assert.strictEqual(info.file, path.join(dataDir, "keel.db"))
       assert.strictEqual(info.journalMode, "wal")
       assert.isTrue(info.migrations.some((m) => m.domain === "platform"))
@@ -93,7 +97,10 @@ describe("ctl", () => {
   it.live("lease acquire/list/release: a second holder is refused with exit 1 and a one-line reason", () =>
     Effect.gen(function* () {
       const env = { KEEL_DATA_DIR: freshDataDir() }
-      const taken = yield* runCli(["lease", "acquire", "janitor:web-1", "--holder", "alice", "--ttl", "5m", "--json"], env)
+      const taken = yield* runCli(
+        ["lease", "acquire", "janitor:web-1", "--holder", "alice", "--ttl", "5m", "--json"],
+        env
+      )
       assert.strictEqual(taken.exitCode, 0)
       assert.strictEqual((JSON.parse(taken.stdout) as { fence: number }).fence, 1)
 

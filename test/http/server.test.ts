@@ -50,7 +50,11 @@ const getJson = (path: string) =>
   Effect.gen(function* () {
     const client = yield* HttpClient.HttpClient
     const response = yield* client.get(path)
-    return { status: response.status, headers: response.headers, body: (yield* response.json) as Record<string, unknown> }
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: (yield* response.json) as Record<string, unknown>
+    }
   }).pipe(Effect.scoped)
 
 const assertProblem = (body: Record<string, unknown>, status: number, code: string) => {
@@ -179,19 +183,21 @@ layer(HttpTest({ extraRoutes: ProbeRoutes, settings: { bodyLimitBytes: BODY_LIMI
       })
     )
 
-    it.effect("a 10 MB chunked body (no Content-Length) gets 413 in the problem shape, and the server keeps serving", () =>
-      Effect.gen(function* () {
-        const port = yield* serverPort
-        const response = yield* rawRequest(
-          port,
-          "POST /probe/echo HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
-          chunkedBody(TEN_MB)
-        )
-        assert.strictEqual(response.status, 413)
-        assertProblem(JSON.parse(response.body), 413, "PAYLOAD_TOO_LARGE")
-        const health = yield* getJson("/health")
-        assert.strictEqual(health.status, 200)
-      })
+    it.effect(
+      "a 10 MB chunked body (no Content-Length) gets 413 in the problem shape, and the server keeps serving",
+      () =>
+        Effect.gen(function* () {
+          const port = yield* serverPort
+          const response = yield* rawRequest(
+            port,
+            "POST /probe/echo HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+            chunkedBody(TEN_MB)
+          )
+          assert.strictEqual(response.status, 413)
+          assertProblem(JSON.parse(response.body), 413, "PAYLOAD_TOO_LARGE")
+          const health = yield* getJson("/health")
+          assert.strictEqual(health.status, 200)
+        })
     )
 
     it.effect("a chunked body under the limit is read whole", () =>

@@ -1,4 +1,4 @@
-import { ConfigProvider, Console, Effect, Exit } from "effect"
+import { ConfigProvider, Console, Effect, type Exit } from "effect"
 import { ctlMain, exitCodeOf } from "keel"
 
 export interface CliRun {

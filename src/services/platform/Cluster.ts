@@ -1,13 +1,13 @@
 import {
   RunnerHealth,
-  Runners,
   RunnerStorage,
+  Runners,
   Sharding,
   ShardingConfig,
   SqlMessageStorage,
   SqlRunnerStorage
 } from "@effect/cluster"
-import { Duration, Effect, Layer } from "effect"
+import { type Duration, Effect, Layer } from "effect"
 import { AppConfig } from "./AppConfig.js"
 
 export interface ClusterOptions {

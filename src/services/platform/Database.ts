@@ -44,7 +44,11 @@ export const migrate = (sets: ReadonlyArray<DomainMigrations>) =>
       }).pipe(
         Effect.mapError(
           (cause) =>
-            new MigrationFailed({ domain: set.domain, message: `migrations of ${set.domain} failed: ${cause.message}`, cause })
+            new MigrationFailed({
+              domain: set.domain,
+              message: `migrations of ${set.domain} failed: ${cause.message}`,
+              cause
+            })
         )
       )
       for (const [id, name] of done) applied.push({ domain: set.domain, id, name })

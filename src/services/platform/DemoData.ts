@@ -20,11 +20,13 @@ export const seedDemoData = (seeders: ReadonlyArray<DemoSeeder>) =>
       const done = yield* sql<{ domain: string }>`SELECT domain FROM demo_seeds WHERE domain = ${seeder.domain}`
       if (done.length > 0) continue
       const now = yield* Clock.currentTimeMillis
-      yield* Effect.zipRight(seeder.seed, sql`INSERT INTO demo_seeds (domain, seeded_at) VALUES (${seeder.domain}, ${now})`).pipe(
-        sql.withTransaction
-      )
+      yield* Effect.zipRight(
+        seeder.seed,
+        sql`INSERT INTO demo_seeds (domain, seeded_at) VALUES (${seeder.domain}, ${now})`
+      ).pipe(sql.withTransaction)
       seeded.push(seeder.domain)
     }
-    if (seeded.length > 0) yield* Effect.logInfo("demo data seeded").pipe(Effect.annotateLogs("domains", seeded.join(",")))
+    if (seeded.length > 0)
+      yield* Effect.logInfo("demo data seeded").pipe(Effect.annotateLogs("domains", seeded.join(",")))
     return seeded
   }).pipe(Effect.orDie)

@@ -72,21 +72,24 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
       Effect.gen(function* () {
         const current = yield* find(key)
         const now = yield* Clock.currentTimeMillis
-        return yield* Option.match(Option.filter(current, (lease) => lease.isActive(now)), {
-          onNone: () =>
-            new LeaseNotHeld({ key, holder, detail: `lease ${key} is not held by ${holder}` }) as
-              | LeaseHeld
-              | LeaseNotHeld,
-          onSome: (lease) =>
-            lease.holder === holder
-              ? new LeaseNotHeld({ key, holder, detail: `lease ${key} is not held by ${holder}` })
-              : new LeaseHeld({
-                  key,
-                  holder: lease.holder,
-                  expiresAt: lease.expiresAt,
-                  detail: `lease ${key} is held by ${lease.holder} until ${new Date(lease.expiresAt).toISOString()}`
-                })
-        })
+        return yield* Option.match(
+          Option.filter(current, (lease) => lease.isActive(now)),
+          {
+            onNone: () =>
+              new LeaseNotHeld({ key, holder, detail: `lease ${key} is not held by ${holder}` }) as
+                | LeaseHeld
+                | LeaseNotHeld,
+            onSome: (lease) =>
+              lease.holder === holder
+                ? new LeaseNotHeld({ key, holder, detail: `lease ${key} is not held by ${holder}` })
+                : new LeaseHeld({
+                    key,
+                    holder: lease.holder,
+                    expiresAt: lease.expiresAt,
+                    detail: `lease ${key} is held by ${lease.holder} until ${new Date(lease.expiresAt).toISOString()}`
+                  })
+          }
+        )
       })
 
     /** Takes the lease, or extends it when `holder` already has it; fails with LeaseHeld otherwise. */
