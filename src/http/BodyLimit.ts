@@ -86,9 +86,16 @@ export const bodyLimitMiddleware =
   <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
+      const lengthHeader = request.headers["content-length"]
+      const chunked = request.headers["transfer-encoding"] !== undefined
+      const declared = lengthHeader === undefined ? 0 : Number(lengthHeader)
+      // Node frames a Content-Length body exactly, so a declared size within the limit (or no body at
+      // all) needs no watching: only streamed bodies and declared oversize ones take the guarded path.
+      if (!chunked && Number.isFinite(declared) && declared <= limit) {
+        return yield* app.pipe(HttpIncomingMessage.withMaxBodySize(Option.none()))
+      }
       const req = NodeHttpServerRequest.toIncomingMessage(request)
-      const declared = Number(request.headers["content-length"] ?? "0")
-      const watch = watchBody(req, limit, Number.isFinite(declared) && declared > limit)
+      const watch = watchBody(req, limit, !chunked || declared > limit)
       const signal = yield* Deferred.make<void>()
       void watch.exceeded.then(() => Deferred.unsafeDone(signal, Effect.void))
       // The server runs this chain uninterruptibly; the race must be able to stop its loser, so

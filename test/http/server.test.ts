@@ -221,6 +221,7 @@ describe("health when the database does not answer", () => {
   const BrokenDatabase = Layer.succeed(
     Database,
     Database.make({
+      dialect: "sqlite",
       ping: Effect.die(new Error("SQLITE_IOERR: disk I/O error")),
       info: () => Effect.die(new Error("unavailable"))
     })

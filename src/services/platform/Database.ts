@@ -95,11 +95,11 @@ export class Database extends Effect.Service<Database>()("platform/Database", {
     const sql = yield* SqlClient.SqlClient
     const config = yield* AppConfig
 
+    const dialect = sql.onDialectOrElse({ sqlite: () => "sqlite", pg: () => "pg", orElse: () => "other" })
     const ping = sql`SELECT 1 AS ok`.pipe(Effect.asVoid, Effect.withSpan("Database.ping"))
 
     const info = (domains: ReadonlyArray<string>) =>
       Effect.gen(function* () {
-        const dialect = sql.onDialectOrElse({ sqlite: () => "sqlite", pg: () => "pg", orElse: () => "other" })
         const journalMode =
           dialect === "sqlite"
             ? ((yield* sql<{ journal_mode: string }>`PRAGMA journal_mode`)[0]?.journal_mode ?? "unknown")
@@ -115,6 +115,6 @@ export class Database extends Effect.Service<Database>()("platform/Database", {
         return { dialect, file: config.databaseFile, journalMode, migrations } satisfies DatabaseInfo
       }).pipe(Effect.orDie)
 
-    return { ping, info } as const
+    return { dialect, ping, info } as const
   })
 }) {}

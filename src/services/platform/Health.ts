@@ -16,11 +16,18 @@ export class Unhealthy extends Schema.TaggedError<Unhealthy>()(
 export class Health extends Effect.Service<Health>()("platform/Health", {
   effect: Effect.gen(function* () {
     const database = yield* Database
-    const check = database.ping.pipe(
-      Effect.timeoutFail({
-        duration: "2 seconds",
-        onTimeout: () => new Unhealthy({ detail: "the database did not answer within 2 seconds" })
-      }),
+    // better-sqlite3 answers synchronously on this thread, so a timer could never pre-empt it; the
+    // timeout guards networked databases (pg), where a stuck connection is the failure to report.
+    const bounded =
+      database.dialect === "sqlite"
+        ? database.ping
+        : database.ping.pipe(
+            Effect.timeoutFail({
+              duration: "2 seconds",
+              onTimeout: () => new Unhealthy({ detail: "the database did not answer within 2 seconds" })
+            })
+          )
+    const check = bounded.pipe(
       Effect.catchAllDefect((defect) =>
         Effect.fail(new Unhealthy({ detail: `the database is unavailable: ${describe(defect)}` }))
       ),
