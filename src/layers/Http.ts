@@ -19,7 +19,7 @@ import { GroundTruthHealthLive } from "../http/groundtruth/Http.js"
 import { MarketplaceApi } from "../http/marketplace/Api.js"
 import { problemMiddleware } from "../http/Problem.js"
 import { ProductApi } from "../http/product/Api.js"
-import { ProductHealthLive } from "../http/product/Http.js"
+import { ExperimentsLive, ProductHealthLive } from "../http/product/Http.js"
 import { docsPath, openApiPath, type SurfaceName, SurfaceNames, surfaceApis } from "../http/Surfaces.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 
@@ -40,7 +40,7 @@ export const SurfaceRoutes = {
   ),
   product: Layer.mergeAll(
     HttpLayerRouter.addHttpApi(ProductApi, { openapiPath: openApiPath("product") }).pipe(
-      Layer.provide(ProductHealthLive)
+      Layer.provide([ProductHealthLive, ExperimentsLive])
     ),
     docs("product")
   ),

@@ -5,6 +5,9 @@ import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
 import { Database, migrationsLayer, sqliteFromConfig } from "../services/platform/Database.js"
 import { Health } from "../services/platform/Health.js"
 import { Leases } from "../services/platform/Leases.js"
+import { Assigner } from "../services/product/Assigner.js"
+import { JourneyRegistry } from "../services/product/JourneyRegistry.js"
+import { ProductConfig } from "../services/product/ProductConfig.js"
 import { AllMigrations } from "./Migrations.js"
 
 /** The embedded SQLite database of the data dir, migrated before anything reads it. */
@@ -14,7 +17,9 @@ export const SqlLive = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sq
 export const SqliteUnmigratedLive = sqliteFromConfig.pipe(Layer.provideMerge(AppConfig.Default))
 
 /** Every domain service on the embedded defaults. No actor runtime: safe for one-shot CLI commands. */
-export const ServicesLive = Layer.mergeAll(Health.Default, Leases.Default).pipe(
+export const ServicesLive = Layer.mergeAll(Health.Default, Leases.Default, Assigner.Default).pipe(
+  Layer.provideMerge(JourneyRegistry.Default),
+  Layer.provideMerge(ProductConfig.Default),
   Layer.provideMerge(Database.Default),
   Layer.provideMerge(SqlLive),
   Layer.provideMerge(AppConfig.Default)

@@ -5,6 +5,9 @@ import { singleRunner } from "../services/platform/Cluster.js"
 import { Database, migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
 import { Health } from "../services/platform/Health.js"
 import { Leases } from "../services/platform/Leases.js"
+import { Assigner } from "../services/product/Assigner.js"
+import { JourneyRegistry } from "../services/product/JourneyRegistry.js"
+import { ProductConfig } from "../services/product/ProductConfig.js"
 import { AllMigrations } from "./Migrations.js"
 
 export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings => ({
@@ -29,7 +32,9 @@ export const AppConfigTest = (overrides: Partial<AppSettings> = {}) =>
 export const SqlTest = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteMemory))
 
 export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
-  Layer.mergeAll(Health.Default, Leases.Default).pipe(
+  Layer.mergeAll(Health.Default, Leases.Default, Assigner.Default).pipe(
+    Layer.provideMerge(JourneyRegistry.Default),
+    Layer.provideMerge(ProductConfig.Default),
     Layer.provideMerge(Database.Default),
     Layer.provideMerge(SqlTest),
     Layer.provideMerge(AppConfigTest(overrides))

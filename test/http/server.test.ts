@@ -11,7 +11,7 @@ import {
 } from "@effect/platform"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
-import { AppConfigTest, Database, groundTruthClient, Health, productClient, SurfaceNames } from "keel"
+import { Database, groundTruthClient, Health, productClient, ServicesTest, SurfaceNames } from "keel"
 import { chunkedBody, HttpTest, rawRequest } from "../support/http.js"
 
 // A JSON endpoint of the test's own, to drive the shared middleware with payloads.
@@ -237,7 +237,7 @@ describe("health when the database does not answer", () => {
       }
     }).pipe(
       Effect.provide(
-        HttpTest({ app: Health.Default.pipe(Layer.provideMerge(BrokenDatabase), Layer.provideMerge(AppConfigTest())) })
+        HttpTest({ app: Layer.merge(ServicesTest(), Health.Default.pipe(Layer.provide(BrokenDatabase))) })
       )
     )
   )

@@ -1,8 +1,8 @@
 import * as Net from "node:net"
 import { HttpLayerRouter } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
-import { type AppConfig, type AppSettings, AppTest, type Health, httpRoutes, type ServeOptions } from "keel"
+import { type ConfigError, Effect, Layer } from "effect"
+import { type AppSettings, AppTest, httpRoutes, type ServeOptions, type ServicesTest } from "keel"
 
 /**
  * A real HTTP server on a random loopback port serving the chosen surfaces on the Test layer, and an
@@ -12,7 +12,7 @@ export const HttpTest = (
   options: ServeOptions & {
     readonly settings?: Partial<AppSettings>
     /** The application graph behind the routes; the full Test layer by default. */
-    readonly app?: Layer.Layer<AppConfig | Health>
+    readonly app?: Layer.Layer<Layer.Layer.Success<ReturnType<typeof ServicesTest>>, ConfigError.ConfigError>
   } = {}
 ) =>
   HttpLayerRouter.serve(httpRoutes(options), { disableLogger: true, disableListenLog: true }).pipe(

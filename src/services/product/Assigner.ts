@@ -1,0 +1,122 @@
+import { HttpApiSchema } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Option, Schema } from "effect"
+import { buckets, chooseVariant } from "./Hashing.js"
+import { type Experiment, JourneyRegistry } from "./JourneyRegistry.js"
+
+export class Assignment extends Schema.Class<Assignment>("Assignment")({
+  variant: Schema.NullOr(Schema.String),
+  config: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  experimentId: Schema.NullOr(Schema.String)
+}) {}
+
+/** "Not in an experiment": distinguishable from control, which is a variant like any other. */
+export const emptyAssignment = new Assignment({ variant: null, config: {}, experimentId: null })
+
+export class AppNotFound extends Schema.TaggedError<AppNotFound>()(
+  "AppNotFound",
+  { app_id: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}
+
+export class InvalidClientKey extends Schema.TaggedError<InvalidClientKey>()(
+  "InvalidClientKey",
+  { detail: Schema.String },
+  HttpApiSchema.annotations({ status: 401 })
+) {}
+
+export interface AssignRequest {
+  readonly appId: string
+  readonly platform: string
+  readonly surface: string
+  readonly subject: string
+  readonly clientKey: string | undefined
+}
+
+const participating = (experiment: Experiment) => experiment.status === "running" && !experiment.kill_switch
+
+/**
+ * Sticky experiment assignment. The stored first assignment is the truth; the hash only decides a
+ * subject's first assignment. The assignment and its exposure are written in one transaction.
+ */
+export class Assigner extends Effect.Service<Assigner>()("product/Assigner", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const registry = yield* JourneyRegistry
+
+    /** The app, once its publishable client key has been checked. */
+    const authorizedApp = (appId: string, clientKey: string | undefined) =>
+      Effect.gen(function* () {
+        const app = yield* registry.app(appId)
+        if (app === undefined) return yield* new AppNotFound({ app_id: appId, detail: `no app ${appId}` })
+        if (clientKey === undefined || !app.client_keys.includes(clientKey)) {
+          return yield* new InvalidClientKey({
+            detail: clientKey === undefined ? "X-Client-Key is required" : `X-Client-Key is not a key of app ${appId}`
+          })
+        }
+        return app
+      })
+
+    /** Assigns within one experiment, recording the exposure in the same transaction. */
+    const assignIn = (experiment: Experiment, subject: string) =>
+      Effect.gen(function* () {
+        if (!participating(experiment)) return emptyAssignment
+        const now = yield* Clock.currentTimeMillis
+        const stored = yield* sql<{ variant: string }>`
+          SELECT variant FROM experiment_assignments
+          WHERE experiment_id = ${experiment.id} AND subject = ${subject}`
+        let variantName = stored[0]?.variant
+        if (variantName === undefined) {
+          const bucket = buckets(experiment.id, subject)
+          if (bucket.traffic >= experiment.traffic) return emptyAssignment
+          variantName = chooseVariant(experiment.variants, bucket.variant)?.name
+          if (variantName === undefined) return emptyAssignment
+          yield* sql`INSERT INTO experiment_assignments (experiment_id, subject, variant, assigned_at)
+            VALUES (${experiment.id}, ${subject}, ${variantName}, ${now})`
+        }
+        // A stored variant the registry no longer lists has no config to serve: not in the experiment.
+        const variant = experiment.variants.find((v) => v.name === variantName)
+        if (variant === undefined) return emptyAssignment
+        yield* sql`INSERT INTO experiment_exposures
+            (experiment_id, subject, variant, first_exposed_at, last_exposed_at, exposures)
+          VALUES (${experiment.id}, ${subject}, ${variant.name}, ${now}, ${now}, 1)
+          ON CONFLICT (experiment_id, subject) DO UPDATE SET
+            last_exposed_at = excluded.last_exposed_at,
+            exposures = experiment_exposures.exposures + 1`
+        return new Assignment({ variant: variant.name, config: variant.config, experimentId: experiment.id })
+      }).pipe(sql.withTransaction, Effect.orDie)
+
+    const assign = Effect.fn("Assigner.assign")(function* (request: AssignRequest) {
+      const app = yield* authorizedApp(request.appId, request.clientKey)
+      const journey = app.journeys.find((j) => j.platform === request.platform && j.surface === request.surface)
+      if (journey?.experiment === undefined) return emptyAssignment
+      return yield* assignIn(journey.experiment, request.subject)
+    })
+
+    /** Every journey of an app on a platform, each answered exactly as `assign` would. */
+    const assignAll = Effect.fn("Assigner.assignAll")(function* (
+      appId: string,
+      platform: string,
+      subject: string,
+      clientKey: string | undefined
+    ) {
+      const app = yield* authorizedApp(appId, clientKey)
+      const assignments: Record<string, Assignment> = {}
+      for (const journey of app.journeys.filter((j) => j.platform === platform)) {
+        assignments[journey.surface] =
+          journey.experiment === undefined ? emptyAssignment : yield* assignIn(journey.experiment, subject)
+      }
+      return assignments
+    })
+
+    const exposure = (experimentId: string, subject: string) =>
+      sql<{ variant: string; exposures: number; first_exposed_at: number; last_exposed_at: number }>`
+        SELECT variant, exposures, first_exposed_at, last_exposed_at FROM experiment_exposures
+        WHERE experiment_id = ${experimentId} AND subject = ${subject}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      )
+
+    return { assign, assignAll, exposure } as const
+  })
+}) {}

@@ -1,0 +1,161 @@
+import { createHash } from "node:crypto"
+import * as fs from "node:fs/promises"
+import { Clock, Data, Effect, Either, ParseResult, Ref, Schedule, Schema } from "effect"
+import * as YAML from "yaml"
+import { ProductConfig } from "./ProductConfig.js"
+
+const Id = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/))
+
+export const Variant = Schema.Struct({
+  name: Id,
+  weight: Schema.Number.pipe(Schema.nonNegative()),
+  config: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), {
+    default: () => ({})
+  })
+})
+export type Variant = typeof Variant.Type
+
+export const Experiment = Schema.Struct({
+  id: Id,
+  status: Schema.Literal("running", "paused", "stopped"),
+  kill_switch: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  traffic: Schema.optionalWith(Schema.Number.pipe(Schema.between(0, 1)), { default: () => 1 }),
+  variants: Schema.NonEmptyArray(Variant)
+}).pipe(
+  Schema.filter((e) => {
+    const sum = e.variants.reduce((total, v) => total + v.weight, 0)
+    if (sum < 0.99 || sum > 1.01) return `variant weights must sum to 1 (they sum to ${sum})`
+    const names = e.variants.map((v) => v.name)
+    const repeated = names.find((name, i) => names.indexOf(name) !== i)
+    return repeated === undefined ? true : `variant ${repeated} is listed twice`
+  })
+)
+export type Experiment = typeof Experiment.Type
+
+export const Journey = Schema.Struct({
+  platform: Id,
+  surface: Id,
+  experiment: Schema.optional(Experiment)
+})
+export type Journey = typeof Journey.Type
+
+export const App = Schema.Struct({
+  app_id: Id,
+  client_keys: Schema.NonEmptyArray(Schema.String.pipe(Schema.minLength(8))),
+  journeys: Schema.optionalWith(Schema.Array(Journey), { default: () => [] })
+}).pipe(
+  Schema.filter((app) => {
+    const keys = app.journeys.map((j) => `${j.platform}/${j.surface}`)
+    const repeated = keys.find((key, i) => keys.indexOf(key) !== i)
+    return repeated === undefined ? true : `journey ${repeated} is listed twice`
+  })
+)
+export type App = typeof App.Type
+
+export const RegistryDocument = Schema.Struct({
+  apps: Schema.optionalWith(Schema.Array(App), { default: () => [] })
+}).pipe(
+  Schema.filter((doc) => {
+    const ids = doc.apps.map((a) => a.app_id)
+    const app = ids.find((id, i) => ids.indexOf(id) !== i)
+    if (app !== undefined) return `app ${app} is listed twice`
+    const experiments = doc.apps.flatMap((a) => a.journeys.flatMap((j) => (j.experiment ? [j.experiment.id] : [])))
+    const experiment = experiments.find((id, i) => experiments.indexOf(id) !== i)
+    return experiment === undefined ? true : `experiment ${experiment} is used by two journeys`
+  })
+)
+export type RegistryDocument = typeof RegistryDocument.Type
+
+export class RegistryInvalid extends Data.TaggedError("RegistryInvalid")<{
+  readonly file: string
+  readonly detail: string
+}> {}
+
+/** One accepted version of the registry. */
+export interface LoadedRegistry {
+  readonly file: string
+  readonly digest: string
+  readonly loadedAt: number
+  readonly apps: ReadonlyMap<string, App>
+}
+
+export type ReloadOutcome =
+  | { readonly _tag: "Loaded"; readonly digest: string }
+  | { readonly _tag: "Unchanged"; readonly digest: string }
+  | { readonly _tag: "Missing" }
+  | { readonly _tag: "Refused"; readonly detail: string; readonly kept: string }
+
+const decode = Schema.decodeUnknownEither(RegistryDocument, { errors: "all", onExcessProperty: "error" })
+
+/** Parses and validates registry text; the error names each offending path. Pure, for tests and `ctl`. */
+export const parseRegistry = (file: string, text: string): Either.Either<RegistryDocument, RegistryInvalid> => {
+  let raw: unknown
+  try {
+    raw = YAML.parse(text) ?? {}
+  } catch (error) {
+    return Either.left(new RegistryInvalid({ file, detail: `not valid YAML: ${(error as Error).message}` }))
+  }
+  return Either.mapLeft(decode(raw), (error) => {
+    const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
+      .slice(0, 10)
+      .map((issue) => `${issue.path.length === 0 ? "(root)" : issue.path.join(".")}: ${issue.message}`)
+    return new RegistryInvalid({ file, detail: issues.join("; ") })
+  })
+}
+
+const emptyRegistry = (file: string): LoadedRegistry => ({ file, digest: "", loadedAt: 0, apps: new Map() })
+
+/**
+ * The journey contracts of every app, read from a YAML file and re-read when it changes (polled,
+ * which works across editors that replace files and across network filesystems). A broken edit is
+ * refused with its reasons logged, and the last valid version keeps serving.
+ */
+export class JourneyRegistry extends Effect.Service<JourneyRegistry>()("product/JourneyRegistry", {
+  scoped: Effect.gen(function* () {
+    const config = yield* ProductConfig
+    const file = config.registryFile
+    const state = yield* Ref.make(emptyRegistry(file))
+
+    const reload: Effect.Effect<ReloadOutcome> = Effect.gen(function* () {
+      const text = yield* Effect.tryPromise(() => fs.readFile(file, "utf8")).pipe(Effect.option)
+      if (text._tag === "None") {
+        const current = yield* Ref.get(state)
+        if (current.digest === "") return { _tag: "Missing" } as const
+        yield* Effect.logWarning("product registry unreadable; keeping the last valid version").pipe(
+          Effect.annotateLogs({ file, kept: current.digest })
+        )
+        return { _tag: "Refused", detail: `cannot read ${file}`, kept: current.digest } as const
+      }
+      const digest = createHash("sha256").update(text.value).digest("hex").slice(0, 16)
+      const current = yield* Ref.get(state)
+      if (digest === current.digest) return { _tag: "Unchanged", digest } as const
+      const parsed = parseRegistry(file, text.value)
+      if (Either.isLeft(parsed)) {
+        yield* Effect.logError("product registry refused; keeping the last valid version").pipe(
+          Effect.annotateLogs({ file, detail: parsed.left.detail, kept: current.digest || "(none)" })
+        )
+        return { _tag: "Refused", detail: parsed.left.detail, kept: current.digest } as const
+      }
+      const loadedAt = yield* Clock.currentTimeMillis
+      yield* Ref.set(state, {
+        file,
+        digest,
+        loadedAt,
+        apps: new Map(parsed.right.apps.map((app) => [app.app_id, app]))
+      })
+      yield* Effect.logInfo("product registry loaded").pipe(
+        Effect.annotateLogs({ file, digest, apps: parsed.right.apps.length })
+      )
+      return { _tag: "Loaded", digest } as const
+    })
+
+    yield* reload
+    yield* Effect.forkScoped(Effect.repeat(reload, Schedule.spaced(config.registryPoll)).pipe(Effect.delay(config.registryPoll)))
+
+    return {
+      current: Ref.get(state),
+      reload,
+      app: (appId: string) => Effect.map(Ref.get(state), (registry) => registry.apps.get(appId))
+    } as const
+  })
+}) {}
