@@ -44,9 +44,9 @@ const startServer = (args: ReadonlyArray<string>, env: Record<string, string>) =
     })
   })
 
-const get = (port: number, pathname: string) =>
+const get = (port: number, pathname: string, headers: Record<string, string> = {}) =>
   new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const req = http.get({ host: "127.0.0.1", port, path: pathname, agent: false }, (res) => {
+    const req = http.get({ host: "127.0.0.1", port, path: pathname, agent: false, headers }, (res) => {
       let body = ""
       res.setEncoding("utf8")
       res.on("data", (chunk) => {
@@ -71,6 +71,15 @@ describe("the ctl process", () => {
     expect(await get(server.port, "/health")).toEqual({ status: 200, body: '{"status":"ok"}' })
     expect((await get(server.port, "/docs/marketplace/openapi.json")).status).toBe(200)
     expect(fs.existsSync(path.join(dataDir, "keel.db"))).toBe(true)
+    // Demo data: the example journey registry is in place and serves assignments.
+    expect(fs.existsSync(path.join(dataDir, "product-registry.yml"))).toBe(true)
+    const assigned = await get(
+      server.port,
+      "/api/experiments/assign?app_id=keel-demo-ios&platform=ios&surface=onboarding&subject=demo-user",
+      { "x-client-key": "pk_demo_ios_4f1c9a7e2b" }
+    )
+    expect(assigned.status).toBe(200)
+    expect(JSON.parse(assigned.body).experimentId).toBe("onboarding-headline-2026-11")
     server.child.kill("SIGTERM")
     expect(await exitOf(server.child)).toEqual({ code: 0, signal: null })
   }, 40_000)

@@ -1,4 +1,7 @@
 import type { DemoSeeder } from "../services/platform/DemoData.js"
+import { productDemoSeeder } from "../services/product/DemoData.js"
+import type { JourneyRegistry } from "../services/product/JourneyRegistry.js"
+import type { ProductConfig } from "../services/product/ProductConfig.js"
 
 /** Demo data for `npm start` on an empty data dir. Domains that own lists add a seeder here. */
-export const AllDemoSeeders: ReadonlyArray<DemoSeeder> = []
+export const AllDemoSeeders: ReadonlyArray<DemoSeeder<ProductConfig | JourneyRegistry>> = [productDemoSeeder]

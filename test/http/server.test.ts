@@ -236,9 +236,7 @@ describe("health when the database does not answer", () => {
         assert.notInclude(JSON.stringify(response.body), "    at ")
       }
     }).pipe(
-      Effect.provide(
-        HttpTest({ app: Layer.merge(ServicesTest(), Health.Default.pipe(Layer.provide(BrokenDatabase))) })
-      )
+      Effect.provide(HttpTest({ app: Layer.merge(ServicesTest(), Health.Default.pipe(Layer.provide(BrokenDatabase))) }))
     )
   )
 })

@@ -16,7 +16,8 @@ export const HttpTest = (
   } = {}
 ) =>
   HttpLayerRouter.serve(httpRoutes(options), { disableLogger: true, disableListenLog: true }).pipe(
-    Layer.provide(options.app ?? AppTest(options.settings)),
+    // The application graph stays visible to the tests (SqlClient, services) beside the HttpClient.
+    Layer.provideMerge(options.app ?? AppTest(options.settings)),
     Layer.provideMerge(NodeHttpServer.layerTest)
   )
 

@@ -2,9 +2,9 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
 
 /** A domain's demo data: written once, on the first start of an empty installation. */
-export interface DemoSeeder {
+export interface DemoSeeder<R = never> {
   readonly domain: string
-  readonly seed: Effect.Effect<void, never, SqlClient.SqlClient>
+  readonly seed: Effect.Effect<void, never, R | SqlClient.SqlClient>
 }
 
 /**
@@ -12,7 +12,7 @@ export interface DemoSeeder {
  * transaction as its rows, so a restart neither duplicates nor half-writes demo data, and data an
  * operator deleted is not resurrected.
  */
-export const seedDemoData = (seeders: ReadonlyArray<DemoSeeder>) =>
+export const seedDemoData = <R>(seeders: ReadonlyArray<DemoSeeder<R>>) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const seeded: Array<string> = []

@@ -150,7 +150,9 @@ export class JourneyRegistry extends Effect.Service<JourneyRegistry>()("product/
     })
 
     yield* reload
-    yield* Effect.forkScoped(Effect.repeat(reload, Schedule.spaced(config.registryPoll)).pipe(Effect.delay(config.registryPoll)))
+    yield* Effect.forkScoped(
+      Effect.repeat(reload, Schedule.spaced(config.registryPoll)).pipe(Effect.delay(config.registryPoll))
+    )
 
     return {
       current: Ref.get(state),

@@ -11,7 +11,9 @@ export class ProductConfig extends Effect.Service<ProductConfig>()("product/Prod
       Config.withDefault(Duration.seconds(2))
     )
     return {
-      registryFile: path.resolve(registry._tag === "Some" ? registry.value : path.join(app.dataDir, "product-registry.yml")),
+      registryFile: path.resolve(
+        registry._tag === "Some" ? registry.value : path.join(app.dataDir, "product-registry.yml")
+      ),
       registryPoll
     } as const
   })

@@ -1,0 +1,83 @@
+import * as fs from "node:fs"
+import { assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Either } from "effect"
+import { JourneyRegistry, parseRegistry, ServicesTest } from "keel"
+import { registryDir, registryDoc } from "./registry-fixture.js"
+
+const withRegistry = <A, E>(dir: string, body: (registry: JourneyRegistry) => Effect.Effect<A, E>, poll = "1 hour") =>
+  Effect.flatMap(JourneyRegistry, body).pipe(
+    Effect.provide(ServicesTest({ dataDir: dir })),
+    Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["KEEL_PRODUCT_REGISTRY_POLL", poll]])))
+  )
+
+describe("journey registry", () => {
+  it("refuses a bad document naming each offending path", () => {
+    const doc = registryDoc() as { apps: Array<{ journeys: Array<{ experiment?: Record<string, unknown> }> }> }
+    const experiment = doc.apps[0]!.journeys[0]!.experiment!
+    experiment.traffic = 1.5
+    experiment.status = "live"
+    const result = parseRegistry("r.yml", JSON.stringify(doc))
+    assert.isTrue(Either.isLeft(result))
+    if (Either.isLeft(result)) {
+      assert.include(result.left.detail, "apps.0.journeys.0.experiment.traffic")
+      assert.include(result.left.detail, "apps.0.journeys.0.experiment.status")
+    }
+    const weights = parseRegistry("r.yml", JSON.stringify(registryDoc({ weights: [0.5, 0.2] })))
+    assert.isTrue(Either.isLeft(weights) && weights.left.detail.includes("weights must sum to 1"))
+    const yaml = parseRegistry("r.yml", "apps: [ {")
+    assert.isTrue(Either.isLeft(yaml) && yaml.left.detail.startsWith("not valid YAML"))
+    const extra = parseRegistry("r.yml", "apps: []\nsurprise: 1\n")
+    assert.isTrue(Either.isLeft(extra) && extra.left.detail.includes("surprise"))
+  })
+
+  it.effect("a broken edit is refused and the last valid version keeps serving", () => {
+    const fixture = registryDir()
+    return withRegistry(fixture.dir, (registry) =>
+      Effect.gen(function* () {
+        const valid = yield* registry.current
+        assert.isTrue(valid.apps.has("demo-ios"))
+        fixture.write("apps:\n  - app_id: demo-ios\n    client_keys: short\n")
+        const outcome = yield* registry.reload
+        assert.strictEqual(outcome._tag, "Refused")
+        if (outcome._tag === "Refused") assert.strictEqual(outcome.kept, valid.digest)
+        assert.strictEqual((yield* registry.current).digest, valid.digest)
+        assert.isDefined(yield* registry.app("demo-ios"))
+        fixture.write(registryDoc({ weights: [0.9, 0.1] }))
+        assert.strictEqual((yield* registry.reload)._tag, "Loaded")
+        assert.strictEqual((yield* registry.reload)._tag, "Unchanged")
+      })
+    )
+  })
+
+  it.effect("no registry file means no apps, until one appears", () => {
+    const fixture = registryDir()
+    fs.rmSync(fixture.file)
+    return withRegistry(fixture.dir, (registry) =>
+      Effect.gen(function* () {
+        assert.strictEqual((yield* registry.current).apps.size, 0)
+        assert.strictEqual((yield* registry.reload)._tag, "Missing")
+        fixture.write(registryDoc())
+        assert.strictEqual((yield* registry.reload)._tag, "Loaded")
+      })
+    )
+  })
+
+  it.live(
+    "a change on disk is picked up without a restart",
+    () => {
+      const fixture = registryDir()
+      return withRegistry(
+        fixture.dir,
+        (registry) =>
+          Effect.gen(function* () {
+            const before = (yield* registry.current).digest
+            fixture.write(registryDoc({ traffic: 0.5 }))
+            for (let i = 0; i < 50 && (yield* registry.current).digest === before; i++) yield* Effect.sleep("50 millis")
+            assert.notStrictEqual((yield* registry.current).digest, before)
+          }),
+        "100 millis"
+      )
+    },
+    20_000
+  )
+})
