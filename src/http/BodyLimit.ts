@@ -77,15 +77,16 @@ const tooLarge = (limit: number) =>
   })
 
 /**
- * Refuses request bodies over `limit` bytes with 413 in the problem shape, for declared
+ * Refuses request bodies over the limit (one for all routes, or one per path) with 413 in the problem shape, for declared
  * (Content-Length) and streamed (chunked) bodies alike. The platform's own reader limit would
  * reset the connection instead; it is lifted here because this guard enforces the limit first.
  */
 export const bodyLimitMiddleware =
-  (limit: number) =>
+  (limitFor: number | ((path: string) => number)) =>
   <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
+      const limit = typeof limitFor === "number" ? limitFor : limitFor(request.url.split("?")[0] ?? request.url)
       const lengthHeader = request.headers["content-length"]
       const chunked = request.headers["transfer-encoding"] !== undefined
       const declared = lengthHeader === undefined ? 0 : Number(lengthHeader)

@@ -13,15 +13,17 @@ import {
 import { NodeHttpServer } from "@effect/platform-node"
 import { Duration, Effect, Layer } from "effect"
 import { bodyLimitMiddleware } from "../http/BodyLimit.js"
+import { corsMiddleware } from "../http/Cors.js"
 import { ControlPlaneApi } from "../http/controlplane/Api.js"
 import { GroundTruthApi } from "../http/groundtruth/Api.js"
 import { GroundTruthHealthLive } from "../http/groundtruth/Http.js"
 import { MarketplaceApi } from "../http/marketplace/Api.js"
 import { problemMiddleware } from "../http/Problem.js"
 import { ProductApi } from "../http/product/Api.js"
-import { ExperimentsLive, ProductHealthLive } from "../http/product/Http.js"
+import { AnalyticsLive, ExperimentsLive, ProductHealthLive } from "../http/product/Http.js"
 import { docsPath, openApiPath, type SurfaceName, SurfaceNames, surfaceApis } from "../http/Surfaces.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
+import { ProductConfig } from "../services/product/ProductConfig.js"
 
 const docs = (surface: SurfaceName) =>
   HttpApiSwagger.layerHttpLayerRouter({ api: surfaceApis[surface], path: docsPath(surface) })
@@ -40,7 +42,7 @@ export const SurfaceRoutes = {
   ),
   product: Layer.mergeAll(
     HttpLayerRouter.addHttpApi(ProductApi, { openapiPath: openApiPath("product") }).pipe(
-      Layer.provide([ProductHealthLive, ExperimentsLive])
+      Layer.provide([ProductHealthLive, ExperimentsLive, AnalyticsLive])
     ),
     docs("product")
   ),
@@ -64,13 +66,24 @@ const docsIndex = (surfaces: ReadonlyArray<SurfaceName>) =>
     })
   )
 
-/** Problem bodies outermost, so a refused body (413) gets the same shape as everything else. */
-const globalMiddleware = (bodyLimitBytes: number) =>
+/** Per-route body limits: the collectors have their own, smaller ones. */
+const routeBodyLimits = (defaultLimit: number, product: ProductConfig) => {
+  const limits = new Map([
+    ["/api/analytics/web/collect", product.webBodyLimit],
+    ["/api/analytics/mobile/collect", product.mobileBodyLimit]
+  ])
+  return (path: string) => limits.get(path) ?? defaultLimit
+}
+
+const corsRoutes = [{ path: "/api/analytics/web/collect", methods: ["POST"] }]
+
+/** CORS outermost, then problem bodies, so a refused body (413) gets the same shape as everything else. */
+const globalMiddleware = (bodyLimit: (path: string) => number) =>
   HttpLayerRouter.middleware<{ handles: unknown }>()(
     (app) =>
       // Every failure is turned into a response here; the cast tells the router's type-level
       // bookkeeping that errors other middleware does not know about are still "handled".
-      problemMiddleware(bodyLimitMiddleware(bodyLimitBytes)(app)) as Effect.Effect<
+      corsMiddleware(corsRoutes)(problemMiddleware(bodyLimitMiddleware(bodyLimit)(app))) as Effect.Effect<
         HttpServerResponse.HttpServerResponse,
         HttpLayerRouter.unhandled,
         HttpServerRequest.HttpServerRequest
@@ -93,11 +106,12 @@ export const httpRoutes = (options: ServeOptions = {}) =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const config = yield* AppConfig
+      const product = yield* ProductConfig
       const surfaces = options.surfaces && options.surfaces.length > 0 ? options.surfaces : SurfaceNames
       const unique = SurfaceNames.filter((name) => surfaces.includes(name))
       return Layer.mergeAll(
         docsIndex(unique),
-        globalMiddleware(config.bodyLimitBytes),
+        globalMiddleware(routeBodyLimits(config.bodyLimitBytes, product)),
         options.extraRoutes ?? Layer.empty,
         ...unique.map((surface) => SurfaceRoutes[surface])
       )

@@ -6,6 +6,7 @@ import { Database, migrationsLayer, sqliteMemory } from "../services/platform/Da
 import { Health } from "../services/platform/Health.js"
 import { Leases } from "../services/platform/Leases.js"
 import { Assigner } from "../services/product/Assigner.js"
+import { Collector } from "../services/product/Collector.js"
 import { JourneyRegistry } from "../services/product/JourneyRegistry.js"
 import { ProductConfig } from "../services/product/ProductConfig.js"
 import { AllMigrations } from "./Migrations.js"
@@ -32,7 +33,7 @@ export const AppConfigTest = (overrides: Partial<AppSettings> = {}) =>
 export const SqlTest = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteMemory))
 
 export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
-  Layer.mergeAll(Health.Default, Leases.Default, Assigner.Default).pipe(
+  Layer.mergeAll(Health.Default, Leases.Default, Assigner.Default, Collector.Default).pipe(
     Layer.provideMerge(JourneyRegistry.Default),
     Layer.provideMerge(ProductConfig.Default),
     Layer.provideMerge(Database.Default),

@@ -1,7 +1,7 @@
 import * as Net from "node:net"
 import { HttpLayerRouter } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { type ConfigError, Effect, Layer } from "effect"
+import { type ConfigError, ConfigProvider, Effect, Layer } from "effect"
 import { type AppSettings, AppTest, httpRoutes, type ServeOptions, type ServicesTest } from "keel"
 
 /**
@@ -13,12 +13,15 @@ export const HttpTest = (
     readonly settings?: Partial<AppSettings>
     /** The application graph behind the routes; the full Test layer by default. */
     readonly app?: Layer.Layer<Layer.Layer.Success<ReturnType<typeof ServicesTest>>, ConfigError.ConfigError>
+    /** Environment variables the layers read through Config (instead of process.env). */
+    readonly env?: Record<string, string>
   } = {}
 ) =>
   HttpLayerRouter.serve(httpRoutes(options), { disableLogger: true, disableListenLog: true }).pipe(
     // The application graph stays visible to the tests (SqlClient, services) beside the HttpClient.
     Layer.provideMerge(options.app ?? AppTest(options.settings)),
-    Layer.provideMerge(NodeHttpServer.layerTest)
+    Layer.provideMerge(NodeHttpServer.layerTest),
+    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(options.env ?? {})))))
   )
 
 export interface RawResponse {

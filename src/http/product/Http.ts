@@ -1,6 +1,8 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
 import { Health } from "../../services/platform/Health.js"
 import { Assigner } from "../../services/product/Assigner.js"
+import { Collector, type CollectorKind } from "../../services/product/Collector.js"
 import { ProductApi } from "./Api.js"
 
 export const ProductHealthLive = HttpApiBuilder.group(ProductApi, "health", (handlers) =>
@@ -19,4 +21,18 @@ export const ExperimentsLive = HttpApiBuilder.group(ProductApi, "experiments", (
       })
     )
   )
+)
+
+/** The collectors read the raw body themselves: beacons send JSON as text/plain. */
+const collectRaw = (kind: CollectorKind) => (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function* () {
+    const body = yield* Effect.orDie(request.text)
+    const result = yield* Collector.use((collector) => collector.collect(kind, body))
+    return yield* HttpServerResponse.json(result, { status: 202 }).pipe(Effect.orDie)
+  })
+
+export const AnalyticsLive = HttpApiBuilder.group(ProductApi, "analytics", (handlers) =>
+  handlers
+    .handleRaw("web", ({ request }) => collectRaw("web")(request))
+    .handleRaw("mobile", ({ request }) => collectRaw("mobile")(request))
 )

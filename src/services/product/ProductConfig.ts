@@ -10,7 +10,19 @@ export class ProductConfig extends Effect.Service<ProductConfig>()("product/Prod
     const registryPoll = yield* Config.duration("KEEL_PRODUCT_REGISTRY_POLL").pipe(
       Config.withDefault(Duration.seconds(2))
     )
+    const sites = yield* Config.string("KEEL_COLLECT_SITES").pipe(Config.withDefault(""))
+    const webBodyLimit = yield* Config.integer("KEEL_COLLECT_WEB_BODY_LIMIT").pipe(Config.withDefault(64 * 1024))
+    const mobileBodyLimit = yield* Config.integer("KEEL_COLLECT_MOBILE_BODY_LIMIT").pipe(Config.withDefault(512 * 1024))
     return {
+      /** Site ids the analytics collectors accept events for; anything else is 403. */
+      collectSites: new Set(
+        sites
+          .split(",")
+          .map((s) => s.trim())
+          .filter((s) => s.length > 0)
+      ),
+      webBodyLimit,
+      mobileBodyLimit,
       registryFile: path.resolve(
         registry._tag === "Some" ? registry.value : path.join(app.dataDir, "product-registry.yml")
       ),

@@ -25,6 +25,39 @@ export const productMigrations: DomainMigrations = {
         exposures INTEGER NOT NULL,
         PRIMARY KEY (experiment_id, subject)
       )`
+    }),
+    "0002_create_analytics": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE analytics_events (
+        site_id TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        collector TEXT NOT NULL,
+        name TEXT NOT NULL,
+        occurred_at INTEGER NOT NULL,
+        visitor_id TEXT NOT NULL,
+        session_id TEXT,
+        url TEXT,
+        referrer TEXT,
+        utm TEXT,
+        props TEXT,
+        received_at INTEGER NOT NULL,
+        PRIMARY KEY (site_id, event_id)
+      )`
+      // First touch, recorded once per visitor with the visitor's first stored event.
+      yield* sql`CREATE TABLE analytics_attribution (
+        site_id TEXT NOT NULL,
+        visitor_id TEXT NOT NULL,
+        first_event_id TEXT NOT NULL,
+        first_seen_at INTEGER NOT NULL,
+        landing_url TEXT,
+        referrer TEXT,
+        utm_source TEXT,
+        utm_medium TEXT,
+        utm_campaign TEXT,
+        utm_content TEXT,
+        utm_term TEXT,
+        PRIMARY KEY (site_id, visitor_id)
+      )`
     })
   }
 }

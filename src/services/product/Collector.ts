@@ -1,0 +1,160 @@
+import { HttpApiSchema } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Either, ParseResult, Schema } from "effect"
+import { ProductConfig } from "./ProductConfig.js"
+
+export const MAX_EVENTS_PER_BATCH = 500
+
+const Text = (max: number) => Schema.String.pipe(Schema.minLength(1), Schema.maxLength(max))
+
+export const Utm = Schema.Struct({
+  source: Schema.optional(Text(200)),
+  medium: Schema.optional(Text(200)),
+  campaign: Schema.optional(Text(200)),
+  content: Schema.optional(Text(200)),
+  term: Schema.optional(Text(200))
+})
+
+/** Epoch milliseconds, or an ISO 8601 date-time string. */
+const Timestamp = Schema.Union(
+  Schema.Number.pipe(Schema.int(), Schema.nonNegative()),
+  Schema.String.pipe(
+    Schema.filter((s) => !Number.isNaN(Date.parse(s)) || "expected an ISO 8601 date-time or epoch milliseconds")
+  )
+)
+
+export const AnalyticsEvent = Schema.Struct({
+  event_id: Text(128),
+  name: Text(200),
+  timestamp: Timestamp,
+  visitor_id: Text(128),
+  session_id: Schema.optional(Text(128)),
+  url: Schema.optional(Text(2048)),
+  referrer: Schema.optional(Text(2048)),
+  utm: Schema.optional(Utm),
+  props: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+})
+export type AnalyticsEvent = typeof AnalyticsEvent.Type
+
+/** The envelope: events are checked one by one, so one bad event does not sink its batch. */
+export const CollectBatch = Schema.Struct({
+  site_id: Text(128),
+  events: Schema.Array(Schema.Unknown).pipe(Schema.maxItems(MAX_EVENTS_PER_BATCH))
+})
+
+export class CollectResult extends Schema.Class<CollectResult>("CollectResult")({
+  accepted: Schema.Int,
+  duplicates: Schema.Int,
+  rejected: Schema.Array(Schema.Struct({ index: Schema.Int, reason: Schema.String }))
+}) {}
+
+export class SiteNotAllowed extends Schema.TaggedError<SiteNotAllowed>()(
+  "SiteNotAllowed",
+  { site_id: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 403 })
+) {}
+
+export class MalformedBatch extends Schema.TaggedError<MalformedBatch>()(
+  "MalformedBatch",
+  { code: Schema.Literal("INVALID_JSON", "MALFORMED_BATCH"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 400 })
+) {}
+
+export type CollectorKind = "web" | "mobile"
+
+const describe = (error: ParseResult.ParseError) =>
+  ParseResult.ArrayFormatter.formatErrorSync(error)
+    .slice(0, 3)
+    .map((issue) => `${issue.path.length === 0 ? "(root)" : issue.path.join(".")}: ${issue.message}`)
+    .join("; ")
+
+const decodeBatch = Schema.decodeUnknownEither(CollectBatch, { errors: "all" })
+const decodeEvent = Schema.decodeUnknownEither(AnalyticsEvent, { errors: "all" })
+
+/** JSON.stringify that never throws (cycles, BigInt): what cannot be stored is dropped, not fatal. */
+const safeJson = (value: unknown) => {
+  try {
+    return JSON.stringify(value)
+  } catch {
+    return null
+  }
+}
+
+/**
+ * The analytics collectors. Events are stored once per (site, event id), so a retried batch stores
+ * nothing twice; a visitor's attribution (landing URL, referrer, UTM) is recorded once, in the same
+ * transaction as that visitor's first stored event.
+ */
+export class Collector extends Effect.Service<Collector>()("product/Collector", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* ProductConfig
+
+    const store = (
+      kind: CollectorKind,
+      siteId: string,
+      events: ReadonlyArray<{ index: number; event: AnalyticsEvent }>
+    ) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        let accepted = 0
+        let duplicates = 0
+        for (const { event } of events) {
+          const occurredAt = typeof event.timestamp === "number" ? event.timestamp : Date.parse(event.timestamp)
+          const inserted = yield* sql<{ event_id: string }>`
+            INSERT INTO analytics_events (site_id, event_id, collector, name, occurred_at, visitor_id, session_id,
+              url, referrer, utm, props, received_at)
+            VALUES (${siteId}, ${event.event_id}, ${kind}, ${event.name}, ${occurredAt}, ${event.visitor_id},
+              ${event.session_id ?? null}, ${event.url ?? null}, ${event.referrer ?? null},
+              ${event.utm ? safeJson(event.utm) : null}, ${event.props ? safeJson(event.props) : null}, ${now})
+            ON CONFLICT (site_id, event_id) DO NOTHING
+            RETURNING event_id`
+          if (inserted.length === 0) {
+            duplicates++
+            continue
+          }
+          accepted++
+          yield* sql`
+            INSERT INTO analytics_attribution (site_id, visitor_id, first_event_id, first_seen_at, landing_url,
+              referrer, utm_source, utm_medium, utm_campaign, utm_content, utm_term)
+            VALUES (${siteId}, ${event.visitor_id}, ${event.event_id}, ${occurredAt}, ${event.url ?? null},
+              ${event.referrer ?? null}, ${event.utm?.source ?? null}, ${event.utm?.medium ?? null},
+              ${event.utm?.campaign ?? null}, ${event.utm?.content ?? null}, ${event.utm?.term ?? null})
+            ON CONFLICT (site_id, visitor_id) DO NOTHING`
+        }
+        return { accepted, duplicates }
+      }).pipe(sql.withTransaction, Effect.orDie)
+
+    /** Takes the raw body (JSON sent as application/json or text/plain, as sendBeacon does). */
+    const collect = Effect.fn("Collector.collect")(function* (kind: CollectorKind, body: string) {
+      let raw: unknown
+      try {
+        raw = JSON.parse(body)
+      } catch (error) {
+        return yield* new MalformedBatch({
+          code: "INVALID_JSON",
+          detail: `request body is not valid JSON: ${(error as Error).message}`
+        })
+      }
+      const batch = decodeBatch(raw)
+      if (Either.isLeft(batch)) {
+        return yield* new MalformedBatch({ code: "MALFORMED_BATCH", detail: describe(batch.left) })
+      }
+      const siteId = batch.right.site_id
+      if (!config.collectSites.has(siteId)) {
+        return yield* new SiteNotAllowed({ site_id: siteId, detail: `site ${siteId} is not allow-listed` })
+      }
+      const valid: Array<{ index: number; event: AnalyticsEvent }> = []
+      const rejected: Array<{ index: number; reason: string }> = []
+      batch.right.events.forEach((candidate, index) => {
+        const event = decodeEvent(candidate)
+        if (Either.isLeft(event)) rejected.push({ index, reason: describe(event.left) })
+        else valid.push({ index, event: event.right })
+      })
+      const stored = valid.length === 0 ? { accepted: 0, duplicates: 0 } : yield* store(kind, siteId, valid)
+      return new CollectResult({ ...stored, rejected })
+    })
+
+    return { collect } as const
+  })
+}) {}
