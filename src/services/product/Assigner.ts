@@ -62,18 +62,26 @@ export class Assigner extends Effect.Service<Assigner>()("product/Assigner", {
       Effect.gen(function* () {
         if (!participating(experiment)) return emptyAssignment
         const now = yield* Clock.currentTimeMillis
-        const stored = yield* sql<{ variant: string }>`
-          SELECT variant FROM experiment_assignments
-          WHERE experiment_id = ${experiment.id} AND subject = ${subject}`
-        let variantName = stored[0]?.variant
-        if (variantName === undefined) {
-          const bucket = buckets(experiment.id, subject)
-          if (bucket.traffic >= experiment.traffic) return emptyAssignment
-          variantName = chooseVariant(experiment.variants, bucket.variant)?.name
-          if (variantName === undefined) return emptyAssignment
-          yield* sql`INSERT INTO experiment_assignments (experiment_id, subject, variant, assigned_at)
-            VALUES (${experiment.id}, ${subject}, ${variantName}, ${now})`
+        const bucket = buckets(experiment.id, subject)
+        const hashed =
+          bucket.traffic < experiment.traffic ? chooseVariant(experiment.variants, bucket.variant) : undefined
+        let variantName: string | undefined
+        if (hashed !== undefined) {
+          // One statement: store the hashed variant for a new subject, or return the stored one untouched.
+          const rows = yield* sql<{ variant: string }>`
+            INSERT INTO experiment_assignments (experiment_id, subject, variant, assigned_at)
+            VALUES (${experiment.id}, ${subject}, ${hashed.name}, ${now})
+            ON CONFLICT (experiment_id, subject) DO UPDATE SET variant = experiment_assignments.variant
+            RETURNING variant`
+          variantName = rows[0]?.variant
+        } else {
+          // Outside traffic today, but an earlier assignment still wins.
+          const stored = yield* sql<{ variant: string }>`
+            SELECT variant FROM experiment_assignments
+            WHERE experiment_id = ${experiment.id} AND subject = ${subject}`
+          variantName = stored[0]?.variant
         }
+        if (variantName === undefined) return emptyAssignment
         // A stored variant the registry no longer lists has no config to serve: not in the experiment.
         const variant = experiment.variants.find((v) => v.name === variantName)
         if (variant === undefined) return emptyAssignment

@@ -90,6 +90,11 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
     const sql = yield* SqlClient.SqlClient
     const config = yield* ProductConfig
 
+    /**
+     * Two statements per batch, whatever its size: the events (duplicates skipped by the primary key,
+     * the stored ones returned), then the first stored event of each visitor as attribution (skipped
+     * for visitors already attributed). Both in one transaction.
+     */
     const store = (
       kind: CollectorKind,
       siteId: string,
@@ -97,32 +102,50 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
     ) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
-        let accepted = 0
-        let duplicates = 0
+        const rows = events.map(({ event }) => ({
+          site_id: siteId,
+          event_id: event.event_id,
+          collector: kind,
+          name: event.name,
+          occurred_at: typeof event.timestamp === "number" ? event.timestamp : Date.parse(event.timestamp),
+          visitor_id: event.visitor_id,
+          session_id: event.session_id ?? null,
+          url: event.url ?? null,
+          referrer: event.referrer ?? null,
+          utm: event.utm ? safeJson(event.utm) : null,
+          props: event.props ? safeJson(event.props) : null,
+          received_at: now
+        }))
+        const inserted = yield* sql<{ event_id: string }>`
+          INSERT INTO analytics_events ${sql.insert(rows)}
+          ON CONFLICT (site_id, event_id) DO NOTHING
+          RETURNING event_id`
+        const stored = new Set(inserted.map((r) => r.event_id))
+        const firstByVisitor = new Map<string, AnalyticsEvent>()
         for (const { event } of events) {
-          const occurredAt = typeof event.timestamp === "number" ? event.timestamp : Date.parse(event.timestamp)
-          const inserted = yield* sql<{ event_id: string }>`
-            INSERT INTO analytics_events (site_id, event_id, collector, name, occurred_at, visitor_id, session_id,
-              url, referrer, utm, props, received_at)
-            VALUES (${siteId}, ${event.event_id}, ${kind}, ${event.name}, ${occurredAt}, ${event.visitor_id},
-              ${event.session_id ?? null}, ${event.url ?? null}, ${event.referrer ?? null},
-              ${event.utm ? safeJson(event.utm) : null}, ${event.props ? safeJson(event.props) : null}, ${now})
-            ON CONFLICT (site_id, event_id) DO NOTHING
-            RETURNING event_id`
-          if (inserted.length === 0) {
-            duplicates++
-            continue
+          if (stored.has(event.event_id) && !firstByVisitor.has(event.visitor_id)) {
+            firstByVisitor.set(event.visitor_id, event)
           }
-          accepted++
-          yield* sql`
-            INSERT INTO analytics_attribution (site_id, visitor_id, first_event_id, first_seen_at, landing_url,
-              referrer, utm_source, utm_medium, utm_campaign, utm_content, utm_term)
-            VALUES (${siteId}, ${event.visitor_id}, ${event.event_id}, ${occurredAt}, ${event.url ?? null},
-              ${event.referrer ?? null}, ${event.utm?.source ?? null}, ${event.utm?.medium ?? null},
-              ${event.utm?.campaign ?? null}, ${event.utm?.content ?? null}, ${event.utm?.term ?? null})
+        }
+        if (firstByVisitor.size > 0) {
+          const attribution = [...firstByVisitor.values()].map((event) => ({
+            site_id: siteId,
+            visitor_id: event.visitor_id,
+            first_event_id: event.event_id,
+            first_seen_at: typeof event.timestamp === "number" ? event.timestamp : Date.parse(event.timestamp),
+            landing_url: event.url ?? null,
+            referrer: event.referrer ?? null,
+            utm_source: event.utm?.source ?? null,
+            utm_medium: event.utm?.medium ?? null,
+            utm_campaign: event.utm?.campaign ?? null,
+            utm_content: event.utm?.content ?? null,
+            utm_term: event.utm?.term ?? null
+          }))
+          yield* sql`INSERT INTO analytics_attribution ${sql.insert(attribution)}
             ON CONFLICT (site_id, visitor_id) DO NOTHING`
         }
-        return { accepted, duplicates }
+        // A duplicate within the batch itself is inserted once: everything not stored is a duplicate.
+        return { accepted: stored.size, duplicates: events.length - stored.size }
       }).pipe(sql.withTransaction, Effect.orDie)
 
     /** Takes the raw body (JSON sent as application/json or text/plain, as sendBeacon does). */

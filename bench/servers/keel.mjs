@@ -1,4 +1,4 @@
-// Keel: the production server layers (every surface, problem middleware, body limit, request log
+// Keel: the production server layers (every surface, problem middleware, body limits, request log
 // on the port in KEEL_HTTP_PORT), as `ctl serve` runs them.
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer } from "effect"

@@ -1,0 +1,114 @@
+// Shared bench harness: servers run as child processes of the bench, the load comes from the bench
+// process itself over keep-alive connections, bounded in count and in time.
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as http from "node:http"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+export const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32)
+export const MAX_SECONDS = Number(process.env.BENCH_MAX_SECONDS ?? 60)
+
+const freePort = () =>
+  new Promise((resolve) => {
+    const probe = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address()
+      probe.close(() => resolve(port))
+    })
+  })
+
+const healthy = (port) =>
+  new Promise((resolve) => {
+    http
+      .get({ host: "127.0.0.1", port, path: "/api/health", agent: false }, (res) => {
+        res.resume()
+        resolve(res.statusCode === 200)
+      })
+      .on("error", () => resolve(false))
+  })
+
+/** Starts `servers/<script>` on a free port and waits (at most 30 s) until it answers its health probe. */
+export const start = async (script, env) => {
+  const port = await freePort()
+  const child = spawn(process.execPath, [path.join(here, "servers", script)], {
+    env: { ...process.env, ...env, BENCH_PORT: String(port), KEEL_HTTP_PORT: String(port) },
+    stdio: ["ignore", "ignore", "ignore"]
+  })
+  const deadline = Date.now() + 30_000
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`)
+    if (await healthy(port)) return { child, port }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  child.kill("SIGKILL")
+  throw new Error(`${script} did not answer /api/health within 30 s`)
+}
+
+/**
+ * Sends `count` requests made by `make(i)` ({ method, path, headers, body }) with CONCURRENCY in flight;
+ * answers throughput and latency percentiles. Stops early at MAX_SECONDS.
+ */
+export const load = async (port, count, make, expectStatus = 200) => {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY })
+  const latencies = []
+  let next = 0
+  let failures = 0
+  const deadline = Date.now() + MAX_SECONDS * 1000
+  const one = (i) =>
+    new Promise((resolve) => {
+      const { method = "GET", path: p, headers = {}, body } = make(i)
+      const t0 = process.hrtime.bigint()
+      const req = http.request({ host: "127.0.0.1", port, method, path: p, headers, agent }, (res) => {
+        res.resume()
+        res.on("end", () => {
+          if (res.statusCode !== expectStatus) failures++
+          latencies.push(Number(process.hrtime.bigint() - t0) / 1e6)
+          resolve()
+        })
+      })
+      req.on("error", () => {
+        failures++
+        resolve()
+      })
+      req.end(body)
+    })
+  const worker = async () => {
+    while (next < count && Date.now() < deadline) await one(next++)
+  }
+  const t0 = Date.now()
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker))
+  const seconds = (Date.now() - t0) / 1000
+  agent.destroy()
+  latencies.sort((a, b) => a - b)
+  const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0
+  return { done: latencies.length, failures, rps: latencies.length / seconds, p50: pct(0.5), p99: pct(0.99) }
+}
+
+/** Runs a server, warms it, measures, stops it, removes its data dir. */
+export const measure = async (name, script, env, count, make, expectStatus = 200) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `keel-bench-${name}-`))
+  const setup = typeof env === "function" ? env(dir) : env
+  const { child, port } = await start(script, {
+    BENCH_DIR: dir,
+    KEEL_DATA_DIR: dir,
+    KEEL_LOG_LEVEL: "warning",
+    KEEL_LOG_FORMAT: "json",
+    KEEL_DEMO_DATA: "false",
+    ...setup
+  })
+  try {
+    await load(port, Math.min(1000, count), (i) => make(i + 10_000_000), expectStatus)
+    return await load(port, count, make, expectStatus)
+  } finally {
+    child.kill("SIGTERM")
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+export const line = (name, r, unit = "req/s", scale = 1) =>
+  `${name.padEnd(34)} ${(r.rps * scale).toFixed(0).padStart(8)} ${unit}  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  (${r.done} requests, ${r.failures} failures)`
+
+export const cores = os.cpus().length

@@ -1,0 +1,70 @@
+// Side-by-side benchmark of the product-client API: assign requests/s and collector events/s
+// (batches of 50) through HTTP, Keel vs raw node:http + better-sqlite3 doing the same SQL.
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as YAML from "yaml"
+import { CONCURRENCY, cores, line, measure } from "./harness.mjs"
+
+const ASSIGNS = Number(process.env.BENCH_ASSIGNS ?? 10_000)
+const BATCHES = Number(process.env.BENCH_BATCHES ?? 1_000)
+const BATCH = 50
+const SUBJECTS = 5_000 // a pool: early requests assign, later ones mostly hit stored assignments
+const KEY = "pk_bench_0123456789"
+
+const experiment = {
+  id: "bench-exp",
+  status: "running",
+  traffic: 0.9,
+  variants: [
+    { name: "control", weight: 0.5, config: { headline: "A" } },
+    { name: "treatment", weight: 0.5, config: { headline: "B" } }
+  ]
+}
+const keelEnv = (dir) => {
+  const file = path.join(dir, "product-registry.yml")
+  fs.writeFileSync(
+    file,
+    YAML.stringify({
+      apps: [{ app_id: "bench", client_keys: [KEY], journeys: [{ platform: "ios", surface: "home", experiment }] }]
+    })
+  )
+  return { KEEL_PRODUCT_REGISTRY: file, KEEL_COLLECT_SITES: "bench-site", KEEL_COLLECT_WEB_BODY_LIMIT: "1048576" }
+}
+const rawEnv = { BENCH_EXPERIMENT: JSON.stringify(experiment) }
+
+const assign = (i) => ({
+  path: `/api/experiments/assign?app_id=bench&platform=ios&surface=home&subject=subject-${(i * 7919) % SUBJECTS}`,
+  headers: { "x-client-key": KEY }
+})
+const collect = (i) => ({
+  method: "POST",
+  path: "/api/analytics/web/collect",
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify({
+    site_id: "bench-site",
+    events: Array.from({ length: BATCH }, (_, j) => ({
+      event_id: `e-${i}-${j}`,
+      name: "pageview",
+      timestamp: 1_790_000_000_000 + j,
+      visitor_id: `v-${(i * BATCH + j) % 2_000}`,
+      url: "https://keel.dev/docs",
+      utm: { source: "bench" },
+      props: { j }
+    }))
+  })
+})
+
+const rawAssign = await measure("raw-assign", "raw-product.mjs", rawEnv, ASSIGNS, assign)
+const keelAssign = await measure("keel-assign", "keel.mjs", keelEnv, ASSIGNS, assign)
+const rawCollect = await measure("raw-collect", "raw-product.mjs", rawEnv, BATCHES, collect, 202)
+const keelCollect = await measure("keel-collect", "keel.mjs", keelEnv, BATCHES, collect, 202)
+
+console.log(`${CONCURRENCY} concurrent keep-alive connections, ${cores} cores`)
+console.log(`GET /api/experiments/assign (${ASSIGNS} requests over ${SUBJECTS} subjects)`)
+console.log(line("  baseline node:http+sqlite", rawAssign))
+console.log(line("  keel", keelAssign))
+console.log(`  ratio keel/baseline: ${(keelAssign.rps / rawAssign.rps).toFixed(2)}x`)
+console.log(`POST /api/analytics/web/collect (${BATCHES} batches of ${BATCH} events)`)
+console.log(line("  baseline node:http+sqlite", rawCollect, "events/s", BATCH))
+console.log(line("  keel", keelCollect, "events/s", BATCH))
+console.log(`  ratio keel/baseline: ${(keelCollect.rps / rawCollect.rps).toFixed(2)}x`)
