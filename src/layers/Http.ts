@@ -20,7 +20,7 @@ import { GroundTruthHealthLive } from "../http/groundtruth/Http.js"
 import { MarketplaceApi } from "../http/marketplace/Api.js"
 import { problemMiddleware } from "../http/Problem.js"
 import { ProductApi } from "../http/product/Api.js"
-import { AnalyticsLive, ExperimentsLive, ProductHealthLive } from "../http/product/Http.js"
+import { AnalyticsLive, ExperimentsLive, OnboardingLive, ProductHealthLive } from "../http/product/Http.js"
 import { docsPath, openApiPath, type SurfaceName, SurfaceNames, surfaceApis } from "../http/Surfaces.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { ProductConfig } from "../services/product/ProductConfig.js"
@@ -42,7 +42,7 @@ export const SurfaceRoutes = {
   ),
   product: Layer.mergeAll(
     HttpLayerRouter.addHttpApi(ProductApi, { openapiPath: openApiPath("product") }).pipe(
-      Layer.provide([ProductHealthLive, ExperimentsLive, AnalyticsLive])
+      Layer.provide([ProductHealthLive, ExperimentsLive, AnalyticsLive, OnboardingLive])
     ),
     docs("product")
   ),

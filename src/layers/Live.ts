@@ -8,6 +8,7 @@ import { Leases } from "../services/platform/Leases.js"
 import { Assigner } from "../services/product/Assigner.js"
 import { Collector } from "../services/product/Collector.js"
 import { JourneyRegistry } from "../services/product/JourneyRegistry.js"
+import { Onboarding } from "../services/product/Onboarding.js"
 import { ProductConfig } from "../services/product/ProductConfig.js"
 import { AllMigrations } from "./Migrations.js"
 
@@ -18,7 +19,8 @@ export const SqlLive = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sq
 export const SqliteUnmigratedLive = sqliteFromConfig.pipe(Layer.provideMerge(AppConfig.Default))
 
 /** Every domain service on the embedded defaults. No actor runtime: safe for one-shot CLI commands. */
-export const ServicesLive = Layer.mergeAll(Health.Default, Leases.Default, Assigner.Default, Collector.Default).pipe(
+export const ServicesLive = Layer.mergeAll(Health.Default, Leases.Default, Collector.Default, Onboarding.Default).pipe(
+  Layer.provideMerge(Assigner.Default),
   Layer.provideMerge(JourneyRegistry.Default),
   Layer.provideMerge(ProductConfig.Default),
   Layer.provideMerge(Database.Default),

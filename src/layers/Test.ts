@@ -8,6 +8,7 @@ import { Leases } from "../services/platform/Leases.js"
 import { Assigner } from "../services/product/Assigner.js"
 import { Collector } from "../services/product/Collector.js"
 import { JourneyRegistry } from "../services/product/JourneyRegistry.js"
+import { Onboarding } from "../services/product/Onboarding.js"
 import { ProductConfig } from "../services/product/ProductConfig.js"
 import { AllMigrations } from "./Migrations.js"
 
@@ -33,7 +34,8 @@ export const AppConfigTest = (overrides: Partial<AppSettings> = {}) =>
 export const SqlTest = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteMemory))
 
 export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
-  Layer.mergeAll(Health.Default, Leases.Default, Assigner.Default, Collector.Default).pipe(
+  Layer.mergeAll(Health.Default, Leases.Default, Collector.Default, Onboarding.Default).pipe(
+    Layer.provideMerge(Assigner.Default),
     Layer.provideMerge(JourneyRegistry.Default),
     Layer.provideMerge(ProductConfig.Default),
     Layer.provideMerge(Database.Default),

@@ -2,6 +2,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platfor
 import { Schema } from "effect"
 import { AppNotFound, Assignment, InvalidClientKey } from "../../services/product/Assigner.js"
 import { CollectBatch, CollectResult, MalformedBatch, SiteNotAllowed } from "../../services/product/Collector.js"
+import { OnboardingBundle, OnboardingEvents, OnboardingEventsResult } from "../../services/product/Onboarding.js"
 import { HealthApi } from "../Health.js"
 
 const Param = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))
@@ -46,11 +47,41 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
   .add(collect("mobile"))
   .annotate(OpenApi.Title, "Analytics collectors") {}
 
+export class OnboardingApi extends HttpApiGroup.make("onboarding")
+  .add(
+    HttpApiEndpoint.get("bundle", "/onboarding/bundle")
+      .setUrlParams(Schema.Struct({ app_id: Param, platform: Param, subject: Param }))
+      .setHeaders(
+        Schema.Struct({
+          "x-client-key": Schema.optional(Schema.String),
+          "if-none-match": Schema.optional(Schema.String)
+        })
+      )
+      .addSuccess(OnboardingBundle)
+      .addError(InvalidClientKey)
+      .addError(AppNotFound)
+      .annotate(
+        OpenApi.Description,
+        "Every journey's assignment for the app and platform, each as /experiments/assign answers it. " +
+          "Carries a weak ETag over the assignments; If-None-Match with it answers 304."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("events", "/onboarding/events")
+      .setPayload(OnboardingEvents)
+      .setHeaders(ClientKeyHeader)
+      .addSuccess(OnboardingEventsResult, { status: 202 })
+      .addError(InvalidClientKey)
+      .addError(AppNotFound)
+  )
+  .annotate(OpenApi.Title, "Onboarding") {}
+
 /** The product-client machine API: experiments, analytics collectors, public blog, health (under /api). */
 export class ProductApi extends HttpApi.make("product")
   .add(HealthApi)
   .add(ExperimentsApi)
   .add(AnalyticsApi)
+  .add(OnboardingApi)
   .prefix("/api")
   .annotate(OpenApi.Title, "Keel product-client API")
   .annotate(OpenApi.Description, "Sticky experiment assignment, analytics collectors, public blog, onboarding.") {}

@@ -1,8 +1,9 @@
 import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { Health } from "../../services/platform/Health.js"
 import { Assigner } from "../../services/product/Assigner.js"
 import { Collector, type CollectorKind } from "../../services/product/Collector.js"
+import { Onboarding, OnboardingBundle } from "../../services/product/Onboarding.js"
 import { ProductApi } from "./Api.js"
 
 export const ProductHealthLive = HttpApiBuilder.group(ProductApi, "health", (handlers) =>
@@ -35,4 +36,27 @@ export const AnalyticsLive = HttpApiBuilder.group(ProductApi, "analytics", (hand
   handlers
     .handleRaw("web", ({ request }) => collectRaw("web")(request))
     .handleRaw("mobile", ({ request }) => collectRaw("mobile")(request))
+)
+
+export const OnboardingLive = HttpApiBuilder.group(ProductApi, "onboarding", (handlers) =>
+  handlers
+    .handle("bundle", ({ headers, urlParams }) =>
+      Effect.gen(function* () {
+        const onboarding = yield* Onboarding
+        const { bundle, etag } = yield* onboarding.bundle(
+          urlParams.app_id,
+          urlParams.platform,
+          urlParams.subject,
+          headers["x-client-key"]
+        )
+        if (headers["if-none-match"] === etag) return HttpServerResponse.empty({ status: 304, headers: { etag } })
+        const encoded = yield* Schema.encode(OnboardingBundle)(bundle).pipe(Effect.orDie)
+        return yield* HttpServerResponse.json(encoded, {
+          headers: { etag, "cache-control": "private, no-cache" }
+        }).pipe(Effect.orDie)
+      })
+    )
+    .handle("events", ({ headers, payload }) =>
+      Onboarding.use((onboarding) => onboarding.record(payload, headers["x-client-key"]))
+    )
 )

@@ -125,6 +125,6 @@ export class Assigner extends Effect.Service<Assigner>()("product/Assigner", {
         Effect.orDie
       )
 
-    return { assign, assignAll, exposure } as const
+    return { assign, assignAll, authorizedApp, exposure } as const
   })
 }) {}

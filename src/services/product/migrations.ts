@@ -58,6 +58,19 @@ export const productMigrations: DomainMigrations = {
         utm_term TEXT,
         PRIMARY KEY (site_id, visitor_id)
       )`
+    }),
+    "0003_create_onboarding_events": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE onboarding_events (
+        app_id TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        step TEXT NOT NULL,
+        occurred_at INTEGER NOT NULL,
+        props TEXT,
+        received_at INTEGER NOT NULL,
+        PRIMARY KEY (app_id, event_id)
+      )`
     })
   }
 }

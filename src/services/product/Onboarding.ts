@@ -1,0 +1,111 @@
+import { createHash } from "node:crypto"
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Either, ParseResult, Schema } from "effect"
+import { Assigner, Assignment } from "./Assigner.js"
+
+export class OnboardingBundle extends Schema.Class<OnboardingBundle>("OnboardingBundle")({
+  app_id: Schema.String,
+  platform: Schema.String,
+  generated_at: Schema.String,
+  assignments: Schema.Record({ key: Schema.String, value: Assignment })
+}) {}
+
+const Text = (max: number) => Schema.String.pipe(Schema.minLength(1), Schema.maxLength(max))
+
+export const OnboardingEvent = Schema.Struct({
+  event_id: Text(128),
+  subject: Text(256),
+  step: Text(200),
+  timestamp: Schema.Union(Schema.Number.pipe(Schema.int(), Schema.nonNegative()), Schema.DateFromString),
+  props: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+})
+
+export const OnboardingEvents = Schema.Struct({
+  app_id: Text(128),
+  events: Schema.Array(Schema.Unknown).pipe(Schema.maxItems(500))
+})
+
+export class OnboardingEventsResult extends Schema.Class<OnboardingEventsResult>("OnboardingEventsResult")({
+  accepted: Schema.Int,
+  duplicates: Schema.Int,
+  rejected: Schema.Array(Schema.Struct({ index: Schema.Int, reason: Schema.String }))
+}) {}
+
+const decodeEvent = Schema.decodeUnknownEither(OnboardingEvent, { errors: "all" })
+
+/** Everything a fresh install needs in one call, and the steps it reports back. */
+export class Onboarding extends Effect.Service<Onboarding>()("product/Onboarding", {
+  effect: Effect.gen(function* () {
+    const assigner = yield* Assigner
+    const sql = yield* SqlClient.SqlClient
+
+    /** Each journey's assignment exactly as /assign answers it, and an ETag over the assignments. */
+    const bundle = Effect.fn("Onboarding.bundle")(function* (
+      appId: string,
+      platform: string,
+      subject: string,
+      clientKey: string | undefined
+    ) {
+      const assignments = yield* assigner.assignAll(appId, platform, subject, clientKey)
+      const now = yield* Clock.currentTimeMillis
+      const etag = `W/"${createHash("sha256")
+        .update(JSON.stringify([appId, platform, Object.entries(assignments).sort(([a], [b]) => a.localeCompare(b))]))
+        .digest("base64url")
+        .slice(0, 27)}"`
+      return {
+        etag,
+        bundle: new OnboardingBundle({
+          app_id: appId,
+          platform,
+          generated_at: new Date(now).toISOString(),
+          assignments
+        })
+      }
+    })
+
+    const record = Effect.fn("Onboarding.record")(function* (
+      batch: typeof OnboardingEvents.Type,
+      clientKey: string | undefined
+    ) {
+      yield* assigner.authorizedApp(batch.app_id, clientKey)
+      const now = yield* Clock.currentTimeMillis
+      const rejected: Array<{ index: number; reason: string }> = []
+      const rows: Array<Record<string, string | number | null>> = []
+      batch.events.forEach((candidate, index) => {
+        const decoded = decodeEvent(candidate)
+        if (Either.isLeft(decoded)) {
+          rejected.push({
+            index,
+            reason: ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
+              .slice(0, 3)
+              .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
+              .join("; ")
+          })
+          return
+        }
+        const event = decoded.right
+        rows.push({
+          app_id: batch.app_id,
+          event_id: event.event_id,
+          subject: event.subject,
+          step: event.step,
+          occurred_at: typeof event.timestamp === "number" ? event.timestamp : event.timestamp.getTime(),
+          props: event.props ? JSON.stringify(event.props) : null,
+          received_at: now
+        })
+      })
+      const inserted =
+        rows.length === 0
+          ? []
+          : yield* sql<{ event_id: string }>`INSERT INTO onboarding_events ${sql.insert(rows)}
+              ON CONFLICT (app_id, event_id) DO NOTHING RETURNING event_id`.pipe(Effect.orDie)
+      return new OnboardingEventsResult({
+        accepted: inserted.length,
+        duplicates: rows.length - inserted.length,
+        rejected
+      })
+    })
+
+    return { bundle, record } as const
+  })
+}) {}

@@ -1,0 +1,92 @@
+import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { assert, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { HttpTest } from "../support/http.js"
+import { CLIENT_KEY, registryDir } from "./registry-fixture.js"
+
+const fixture = registryDir()
+
+const get = (path: string, headers: Record<string, string> = { "x-client-key": CLIENT_KEY }) =>
+  Effect.gen(function* () {
+    const client = yield* HttpClient.HttpClient
+    const response = yield* client.execute(HttpClientRequest.get(path).pipe(HttpClientRequest.setHeaders(headers)))
+    const text = yield* response.text
+    return { status: response.status, headers: response.headers, body: text === "" ? null : JSON.parse(text) }
+  }).pipe(Effect.scoped)
+
+const postEvents = (body: unknown, key = CLIENT_KEY) =>
+  Effect.gen(function* () {
+    const client = yield* HttpClient.HttpClient
+    const response = yield* client.execute(
+      HttpClientRequest.post("/api/onboarding/events").pipe(
+        HttpClientRequest.setHeader("x-client-key", key),
+        HttpClientRequest.bodyUnsafeJson(body)
+      )
+    )
+    return { status: response.status, body: (yield* response.json) as Record<string, unknown> }
+  }).pipe(Effect.scoped)
+
+layer(HttpTest({ settings: { dataDir: fixture.dir } }), { timeout: "60 seconds" })("onboarding", (it) => {
+  it.effect("the bundle holds, per journey of the platform, exactly what /assign answers", () =>
+    Effect.gen(function* () {
+      const bundle = yield* get("/api/onboarding/bundle?app_id=demo-ios&platform=ios&subject=fresh-install-1")
+      assert.strictEqual(bundle.status, 200)
+      assert.strictEqual(bundle.body.app_id, "demo-ios")
+      assert.strictEqual(bundle.body.platform, "ios")
+      assert.isFalse(Number.isNaN(Date.parse(bundle.body.generated_at)))
+      assert.deepStrictEqual(Object.keys(bundle.body.assignments).sort(), ["onboarding", "paywall"])
+      for (const surface of ["onboarding", "paywall"]) {
+        const single = yield* get(
+          `/api/experiments/assign?app_id=demo-ios&platform=ios&surface=${surface}&subject=fresh-install-1`
+        )
+        assert.deepStrictEqual(bundle.body.assignments[surface], single.body)
+      }
+    })
+  )
+
+  it.effect("carries an ETag; If-None-Match with it answers 304 without a body", () =>
+    Effect.gen(function* () {
+      const path = "/api/onboarding/bundle?app_id=demo-ios&platform=ios&subject=etag-1"
+      const first = yield* get(path)
+      const etag = first.headers.etag
+      assert.match(etag ?? "", /^W\/".+"$/)
+      const again = yield* get(path, { "x-client-key": CLIENT_KEY, "if-none-match": etag ?? "" })
+      assert.strictEqual(again.status, 304)
+      assert.isNull(again.body)
+      const other = yield* get("/api/onboarding/bundle?app_id=demo-ios&platform=ios&subject=etag-2")
+      assert.strictEqual(other.status, 200)
+    })
+  )
+
+  it.effect("the bundle needs the app's client key", () =>
+    Effect.gen(function* () {
+      const denied = yield* get("/api/onboarding/bundle?app_id=demo-ios&platform=ios&subject=x", {})
+      assert.strictEqual(denied.status, 401)
+      assert.strictEqual(denied.body.code, "INVALID_CLIENT_KEY")
+    })
+  )
+
+  it.effect("step events are stored once per event id and answered 202", () =>
+    Effect.gen(function* () {
+      const events = [
+        { event_id: "ob-1", subject: "fresh-install-1", step: "welcome", timestamp: 1_790_000_000_000 },
+        { event_id: "ob-2", subject: "fresh-install-1", step: "permissions", timestamp: "2026-11-23T10:00:00Z" },
+        { event_id: "ob-3", subject: "fresh-install-1" }
+      ]
+      const first = yield* postEvents({ app_id: "demo-ios", events })
+      assert.strictEqual(first.status, 202)
+      assert.strictEqual(first.body.accepted, 2)
+      assert.strictEqual((first.body.rejected as Array<{ index: number }>)[0]?.index, 2)
+      const replay = yield* postEvents({ app_id: "demo-ios", events })
+      assert.deepStrictEqual(
+        { accepted: replay.body.accepted, duplicates: replay.body.duplicates },
+        { accepted: 0, duplicates: 2 }
+      )
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{ n: number }>`SELECT count(*) AS n FROM onboarding_events WHERE app_id = 'demo-ios'`
+      assert.strictEqual(rows[0]?.n, 2)
+      assert.strictEqual((yield* postEvents({ app_id: "demo-ios", events }, "pk_wrong_key_000")).status, 401)
+    })
+  )
+})
