@@ -16,7 +16,14 @@ export { GroundTruthApi } from "./http/groundtruth/Api.js"
 export { HealthApi } from "./http/Health.js"
 export { MarketplaceApi } from "./http/marketplace/Api.js"
 export * from "./http/Problem.js"
-export { AnalyticsApi, ClientKeyHeader, ExperimentsApi, OnboardingApi, ProductApi } from "./http/product/Api.js"
+export {
+  AnalyticsApi,
+  BlogApi,
+  ClientKeyHeader,
+  ExperimentsApi,
+  OnboardingApi,
+  ProductApi
+} from "./http/product/Api.js"
 export * from "./http/Surfaces.js"
 // Layers
 export * from "./layers/DemoSeeds.js"
@@ -37,6 +44,8 @@ export { platformMigrations } from "./services/platform/migrations/platform.js"
 export { packageVersion } from "./services/platform/Version.js"
 // Product-client services
 export * from "./services/product/Assigner.js"
+export * from "./services/product/Blog.js"
+export * from "./services/product/BlogSource.js"
 export * from "./services/product/Collector.js"
 export * from "./services/product/Hashing.js"
 export * from "./services/product/JourneyRegistry.js"

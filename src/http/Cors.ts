@@ -2,6 +2,7 @@ import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 
 export interface CorsRoute {
+  /** An exact path, or a prefix ending in "/*". */
   readonly path: string
   readonly methods: ReadonlyArray<string>
 }
@@ -19,7 +20,7 @@ export const corsMiddleware =
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const path = pathOf(request.url)
-      const route = routes.find((r) => r.path === path)
+      const route = routes.find((r) => (r.path.endsWith("/*") ? path.startsWith(r.path.slice(0, -1)) : r.path === path))
       if (route === undefined) return yield* app
       if (request.method === "OPTIONS") {
         return HttpServerResponse.empty({

@@ -1,7 +1,8 @@
 import type { DemoSeeder } from "../services/platform/DemoData.js"
+import type { Blog } from "../services/product/Blog.js"
 import { productDemoSeeder } from "../services/product/DemoData.js"
 import type { JourneyRegistry } from "../services/product/JourneyRegistry.js"
 import type { ProductConfig } from "../services/product/ProductConfig.js"
 
 /** Demo data for `npm start` on an empty data dir. Domains that own lists add a seeder here. */
-export const AllDemoSeeders: ReadonlyArray<DemoSeeder<ProductConfig | JourneyRegistry>> = [productDemoSeeder]
+export const AllDemoSeeders: ReadonlyArray<DemoSeeder<ProductConfig | JourneyRegistry | Blog>> = [productDemoSeeder]

@@ -20,7 +20,7 @@ import { GroundTruthHealthLive } from "../http/groundtruth/Http.js"
 import { MarketplaceApi } from "../http/marketplace/Api.js"
 import { problemMiddleware } from "../http/Problem.js"
 import { ProductApi } from "../http/product/Api.js"
-import { AnalyticsLive, ExperimentsLive, OnboardingLive, ProductHealthLive } from "../http/product/Http.js"
+import { AnalyticsLive, BlogLive, ExperimentsLive, OnboardingLive, ProductHealthLive } from "../http/product/Http.js"
 import { docsPath, openApiPath, type SurfaceName, SurfaceNames, surfaceApis } from "../http/Surfaces.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { ProductConfig } from "../services/product/ProductConfig.js"
@@ -42,7 +42,7 @@ export const SurfaceRoutes = {
   ),
   product: Layer.mergeAll(
     HttpLayerRouter.addHttpApi(ProductApi, { openapiPath: openApiPath("product") }).pipe(
-      Layer.provide([ProductHealthLive, ExperimentsLive, AnalyticsLive, OnboardingLive])
+      Layer.provide([ProductHealthLive, ExperimentsLive, AnalyticsLive, OnboardingLive, BlogLive])
     ),
     docs("product")
   ),
@@ -75,7 +75,10 @@ const routeBodyLimits = (defaultLimit: number, product: ProductConfig) => {
   return (path: string) => limits.get(path) ?? defaultLimit
 }
 
-const corsRoutes = [{ path: "/api/analytics/web/collect", methods: ["POST"] }]
+const corsRoutes = [
+  { path: "/api/analytics/web/collect", methods: ["POST"] },
+  { path: "/api/public/blog/*", methods: ["GET"] }
+]
 
 /** CORS outermost, then problem bodies, so a refused body (413) gets the same shape as everything else. */
 const globalMiddleware = (bodyLimit: (path: string) => number) =>

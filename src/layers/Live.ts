@@ -6,6 +6,7 @@ import { Database, migrationsLayer, sqliteFromConfig } from "../services/platfor
 import { Health } from "../services/platform/Health.js"
 import { Leases } from "../services/platform/Leases.js"
 import { Assigner } from "../services/product/Assigner.js"
+import { Blog } from "../services/product/Blog.js"
 import { Collector } from "../services/product/Collector.js"
 import { JourneyRegistry } from "../services/product/JourneyRegistry.js"
 import { Onboarding } from "../services/product/Onboarding.js"
@@ -19,7 +20,13 @@ export const SqlLive = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sq
 export const SqliteUnmigratedLive = sqliteFromConfig.pipe(Layer.provideMerge(AppConfig.Default))
 
 /** Every domain service on the embedded defaults. No actor runtime: safe for one-shot CLI commands. */
-export const ServicesLive = Layer.mergeAll(Health.Default, Leases.Default, Collector.Default, Onboarding.Default).pipe(
+export const ServicesLive = Layer.mergeAll(
+  Health.Default,
+  Leases.Default,
+  Collector.Default,
+  Onboarding.Default,
+  Blog.Default
+).pipe(
   Layer.provideMerge(Assigner.Default),
   Layer.provideMerge(JourneyRegistry.Default),
   Layer.provideMerge(ProductConfig.Default),

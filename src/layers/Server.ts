@@ -1,6 +1,8 @@
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { seedDemoData } from "../services/platform/DemoData.js"
+import { Blog } from "../services/product/Blog.js"
+import { ProductConfig } from "../services/product/ProductConfig.js"
 import { AllDemoSeeders } from "./DemoSeeds.js"
 import { httpServer, type ServeOptions } from "./Http.js"
 import { AppLive } from "./Live.js"
@@ -13,6 +15,26 @@ export const DemoDataLive = Layer.effectDiscard(
   })
 )
 
+/** Posts from KEEL_BLOG_DIR, imported at every start (idempotent; failures are logged, not fatal). */
+export const BlogImportLive = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const config = yield* ProductConfig
+    if (config.blogDir === undefined) return
+    const report = yield* (yield* Blog).importDirectory(config.blogDir).pipe(Effect.either)
+    if (report._tag === "Left") {
+      yield* Effect.logError("blog import failed").pipe(Effect.annotateLogs("detail", report.left.detail))
+      return
+    }
+    yield* Effect.logInfo("blog imported").pipe(
+      Effect.annotateLogs({
+        created: report.right.created.length,
+        updated: report.right.updated.length,
+        failed: report.right.failed.map((f) => `${f.file}: ${f.reason}`).join(" | ")
+      })
+    )
+  })
+)
+
 /** What `ctl serve` runs: the HTTP server on the full application graph. */
 export const serverLive = (options: ServeOptions & { readonly host?: string; readonly port?: number } = {}) =>
-  httpServer(options).pipe(Layer.provide(DemoDataLive), Layer.provideMerge(AppLive))
+  httpServer(options).pipe(Layer.provide([DemoDataLive, BlogImportLive]), Layer.provideMerge(AppLive))

@@ -6,6 +6,7 @@ import { Database, migrationsLayer, sqliteMemory } from "../services/platform/Da
 import { Health } from "../services/platform/Health.js"
 import { Leases } from "../services/platform/Leases.js"
 import { Assigner } from "../services/product/Assigner.js"
+import { Blog } from "../services/product/Blog.js"
 import { Collector } from "../services/product/Collector.js"
 import { JourneyRegistry } from "../services/product/JourneyRegistry.js"
 import { Onboarding } from "../services/product/Onboarding.js"
@@ -34,7 +35,7 @@ export const AppConfigTest = (overrides: Partial<AppSettings> = {}) =>
 export const SqlTest = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteMemory))
 
 export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
-  Layer.mergeAll(Health.Default, Leases.Default, Collector.Default, Onboarding.Default).pipe(
+  Layer.mergeAll(Health.Default, Leases.Default, Collector.Default, Onboarding.Default, Blog.Default).pipe(
     Layer.provideMerge(Assigner.Default),
     Layer.provideMerge(JourneyRegistry.Default),
     Layer.provideMerge(ProductConfig.Default),

@@ -1,6 +1,7 @@
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { AppNotFound, Assignment, InvalidClientKey } from "../../services/product/Assigner.js"
+import { BlogList, BlogPost, PostNotFound } from "../../services/product/Blog.js"
 import { CollectBatch, CollectResult, MalformedBatch, SiteNotAllowed } from "../../services/product/Collector.js"
 import { OnboardingBundle, OnboardingEvents, OnboardingEventsResult } from "../../services/product/Onboarding.js"
 import { HealthApi } from "../Health.js"
@@ -76,12 +77,48 @@ export class OnboardingApi extends HttpApiGroup.make("onboarding")
   )
   .annotate(OpenApi.Title, "Onboarding") {}
 
+const SlugParam = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]{0,127}$/))
+const surfaceParam = HttpApiSchema.param("surface", SlugParam)
+const slugParam = HttpApiSchema.param("slug", SlugParam)
+const CacheHeaders = Schema.Struct({ "if-none-match": Schema.optional(Schema.String) })
+
+export class BlogApi extends HttpApiGroup.make("blog")
+  .add(
+    HttpApiEndpoint.get("list")`/public/blog/${surfaceParam}`
+      .setUrlParams(
+        Schema.Struct({
+          page: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1))),
+          limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int()))
+        })
+      )
+      .setHeaders(CacheHeaders)
+      .addSuccess(BlogList)
+      .addError(PostNotFound)
+      .annotate(
+        OpenApi.Description,
+        "Published posts of a surface, newest first (slug breaks ties); limit defaults to 15 and is clamped to 1..50. " +
+          "Unauthenticated; weak ETag with If-None-Match → 304; Cache-Control: public, max-age=60."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("post")`/public/blog/${surfaceParam}/${slugParam}`
+      .setHeaders(CacheHeaders)
+      .addSuccess(BlogPost)
+      .addError(PostNotFound)
+      .annotate(
+        OpenApi.Description,
+        "One published post with its HTML. Drafts, scheduled and unknown posts are all 404."
+      )
+  )
+  .annotate(OpenApi.Title, "Public blog") {}
+
 /** The product-client machine API: experiments, analytics collectors, public blog, health (under /api). */
 export class ProductApi extends HttpApi.make("product")
   .add(HealthApi)
   .add(ExperimentsApi)
   .add(AnalyticsApi)
   .add(OnboardingApi)
+  .add(BlogApi)
   .prefix("/api")
   .annotate(OpenApi.Title, "Keel product-client API")
   .annotate(OpenApi.Description, "Sticky experiment assignment, analytics collectors, public blog, onboarding.") {}

@@ -1,7 +1,9 @@
+import { createHash } from "node:crypto"
 import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { Health } from "../../services/platform/Health.js"
 import { Assigner } from "../../services/product/Assigner.js"
+import { Blog, BlogList, BlogPost, DEFAULT_LIMIT } from "../../services/product/Blog.js"
 import { Collector, type CollectorKind } from "../../services/product/Collector.js"
 import { Onboarding, OnboardingBundle } from "../../services/product/Onboarding.js"
 import { ProductApi } from "./Api.js"
@@ -58,5 +60,36 @@ export const OnboardingLive = HttpApiBuilder.group(ProductApi, "onboarding", (ha
     )
     .handle("events", ({ headers, payload }) =>
       Onboarding.use((onboarding) => onboarding.record(payload, headers["x-client-key"]))
+    )
+)
+
+/** Answers with a weak ETag over the encoded body, or 304 when the client already has it. */
+const cacheable = <A, I>(schema: Schema.Schema<A, I>, value: A, ifNoneMatch: string | undefined) =>
+  Effect.gen(function* () {
+    const encoded = yield* Schema.encode(schema)(value).pipe(Effect.orDie)
+    const body = JSON.stringify(encoded)
+    const etag = `W/"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`
+    const headers = { etag, "cache-control": "public, max-age=60", vary: "accept-encoding" }
+    if (ifNoneMatch !== undefined && ifNoneMatch.split(",").some((tag) => tag.trim() === etag)) {
+      return HttpServerResponse.empty({ status: 304, headers })
+    }
+    return HttpServerResponse.text(body, { contentType: "application/json", headers })
+  })
+
+export const BlogLive = HttpApiBuilder.group(ProductApi, "blog", (handlers) =>
+  handlers
+    .handle("list", ({ headers, path, urlParams }) =>
+      Effect.gen(function* () {
+        const blog = yield* Blog
+        const list = yield* blog.list(path.surface, urlParams.page ?? 1, urlParams.limit ?? DEFAULT_LIMIT)
+        return yield* cacheable(BlogList, list, headers["if-none-match"])
+      })
+    )
+    .handle("post", ({ headers, path }) =>
+      Effect.gen(function* () {
+        const blog = yield* Blog
+        const post = yield* blog.get(path.surface, path.slug)
+        return yield* cacheable(BlogPost, post, headers["if-none-match"])
+      })
     )
 )

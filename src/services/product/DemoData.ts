@@ -3,14 +3,15 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import type { DemoSeeder } from "../platform/DemoData.js"
+import { Blog } from "./Blog.js"
 import { JourneyRegistry } from "./JourneyRegistry.js"
 import { ProductConfig } from "./ProductConfig.js"
 
-/** The example registry shipped in the package (examples/product-registry.yml), found from src/ or dist/. */
-const exampleRegistry = () => {
+/** A file shipped in the package's examples/ folder, found from src/ or dist/. */
+const example = (name: string) => {
   let dir = path.dirname(fileURLToPath(import.meta.url))
   for (;;) {
-    const candidate = path.join(dir, "examples", "product-registry.yml")
+    const candidate = path.join(dir, "examples", name)
     if (fs.existsSync(candidate)) return candidate
     const parent = path.dirname(dir)
     if (parent === dir) return undefined
@@ -18,17 +19,23 @@ const exampleRegistry = () => {
   }
 }
 
-/** First start: put the example journey registry in place (never over an operator's file) and load it. */
-export const productDemoSeeder: DemoSeeder<ProductConfig | JourneyRegistry> = {
+/**
+ * First start: put the example journey registry in place (never over an operator's file) and load
+ * it, and import the example blog posts.
+ */
+export const productDemoSeeder: DemoSeeder<ProductConfig | JourneyRegistry | Blog> = {
   domain: "product",
   seed: Effect.gen(function* () {
     const config = yield* ProductConfig
-    const example = exampleRegistry()
-    if (example === undefined || fs.existsSync(config.registryFile)) return
-    yield* Effect.sync(() => {
-      fs.mkdirSync(path.dirname(config.registryFile), { recursive: true })
-      fs.copyFileSync(example, config.registryFile, fs.constants.COPYFILE_EXCL)
-    })
-    yield* (yield* JourneyRegistry).reload
+    const registry = example("product-registry.yml")
+    if (registry !== undefined && !fs.existsSync(config.registryFile)) {
+      yield* Effect.sync(() => {
+        fs.mkdirSync(path.dirname(config.registryFile), { recursive: true })
+        fs.copyFileSync(registry, config.registryFile, fs.constants.COPYFILE_EXCL)
+      })
+      yield* (yield* JourneyRegistry).reload
+    }
+    const posts = example("blog")
+    if (posts !== undefined) yield* (yield* Blog).importDirectory(posts)
   }).pipe(Effect.orDie)
 }

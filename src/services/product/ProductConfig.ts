@@ -13,7 +13,10 @@ export class ProductConfig extends Effect.Service<ProductConfig>()("product/Prod
     const sites = yield* Config.string("KEEL_COLLECT_SITES").pipe(Config.withDefault(""))
     const webBodyLimit = yield* Config.integer("KEEL_COLLECT_WEB_BODY_LIMIT").pipe(Config.withDefault(64 * 1024))
     const mobileBodyLimit = yield* Config.integer("KEEL_COLLECT_MOBILE_BODY_LIMIT").pipe(Config.withDefault(512 * 1024))
+    const blogDir = yield* Config.option(Config.string("KEEL_BLOG_DIR"))
     return {
+      /** Markdown posts imported when the server starts, if set. */
+      blogDir: blogDir._tag === "Some" ? path.resolve(blogDir.value) : undefined,
       /** Site ids the analytics collectors accept events for; anything else is 403. */
       collectSites: new Set(
         sites

@@ -71,6 +71,26 @@ export const productMigrations: DomainMigrations = {
         received_at INTEGER NOT NULL,
         PRIMARY KEY (app_id, event_id)
       )`
+    }),
+    "0004_create_blog_posts": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE blog_posts (
+        surface TEXT NOT NULL,
+        slug TEXT NOT NULL,
+        title TEXT NOT NULL,
+        excerpt TEXT NOT NULL,
+        cover_image TEXT,
+        tags TEXT NOT NULL,
+        status TEXT NOT NULL,
+        published_at INTEGER,
+        updated_at INTEGER NOT NULL,
+        reading_time_minutes INTEGER NOT NULL,
+        html TEXT NOT NULL,
+        source_digest TEXT NOT NULL,
+        source_file TEXT NOT NULL,
+        PRIMARY KEY (surface, slug)
+      )`
+      yield* sql`CREATE INDEX blog_posts_listing ON blog_posts (surface, status, published_at DESC, slug)`
     })
   }
 }

@@ -1,0 +1,125 @@
+import { createHash } from "node:crypto"
+import * as path from "node:path"
+import { Either, ParseResult, Schema } from "effect"
+import MarkdownIt from "markdown-it"
+import * as YAML from "yaml"
+
+/**
+ * Markdown with HTML disabled: raw HTML in a post is shown as text, and markdown-it's link
+ * validation refuses javascript:, vbscript:, file: and non-image data: URLs. The rendered HTML is
+ * therefore safe to embed without a second sanitizer.
+ */
+const markdown = new MarkdownIt({ html: false, linkify: true, typographer: true })
+
+const Slug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]{0,127}$/))
+const DateTime = Schema.Union(Schema.DateFromSelf, Schema.DateFromString).pipe(
+  Schema.filter((d) => !Number.isNaN(d.getTime()) || "expected an ISO 8601 date-time")
+)
+
+export const FrontMatter = Schema.Struct({
+  title: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(300)),
+  slug: Schema.optional(Slug),
+  surface: Schema.optional(Slug),
+  status: Schema.optionalWith(Schema.Literal("published", "draft"), { default: () => "draft" as const }),
+  published_at: Schema.optional(DateTime),
+  updated_at: Schema.optional(DateTime),
+  excerpt: Schema.optional(Schema.String.pipe(Schema.maxLength(1000))),
+  cover_image: Schema.optional(Schema.String.pipe(Schema.maxLength(2048))),
+  tags: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64))), {
+    default: () => []
+  })
+})
+
+export interface BlogPostSource {
+  readonly surface: string
+  readonly slug: string
+  readonly title: string
+  readonly excerpt: string
+  readonly coverImage: string | null
+  readonly tags: ReadonlyArray<string>
+  readonly status: "published" | "draft"
+  readonly publishedAt: number | null
+  readonly updatedAt: number | null
+  readonly readingTimeMinutes: number
+  readonly html: string
+  readonly digest: string
+  readonly file: string
+}
+
+const WORDS_PER_MINUTE = 200
+
+const plainText = (html: string) =>
+  html
+    .replace(/<\/?(p|h[1-6]|li|ul|ol|blockquote|pre|br|hr|div|table|tr|td|th)\b[^>]*>/gi, " ")
+    .replace(/<[^>]*>/g, "")
+    .replace(/&[a-z#0-9]+;/gi, " ")
+    .replace(/\s+/g, " ")
+    .trim()
+
+/** The first paragraph, as text, cut at a word boundary near 200 characters. */
+const excerptOf = (html: string) => {
+  const first = /<p>([\s\S]*?)<\/p>/.exec(html)?.[1] ?? html
+  const text = plainText(first)
+  if (text.length <= 200) return text
+  const cut = text.slice(0, 200)
+  return `${cut.slice(0, Math.max(cut.lastIndexOf(" "), 150))}…`
+}
+
+const splitFrontMatter = (text: string) => {
+  const match = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/.exec(text)
+  return match ? { front: match[1] ?? "", body: match[2] ?? "" } : undefined
+}
+
+/**
+ * Parses one Markdown file with YAML front matter. `surface` defaults to the file's directory
+ * under the import root (or "blog" at the root), `slug` to the file name.
+ */
+export const parsePost = (file: string, root: string, text: string): Either.Either<BlogPostSource, string> => {
+  const parts = splitFrontMatter(text)
+  if (parts === undefined) return Either.left("no front matter (the file must start with a --- block)")
+  let raw: unknown
+  try {
+    raw = YAML.parse(parts.front) ?? {}
+  } catch (error) {
+    return Either.left(`front matter is not valid YAML: ${(error as Error).message}`)
+  }
+  const decoded = Schema.decodeUnknownEither(FrontMatter, { errors: "all", onExcessProperty: "error" })(raw)
+  if (Either.isLeft(decoded)) {
+    return Either.left(
+      ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
+        .map((i) => `${i.path.join(".") || "(front matter)"}: ${i.message}`)
+        .join("; ")
+    )
+  }
+  const front = decoded.right
+  const relative = path.relative(root, file)
+  const directory = path.dirname(relative)
+  const surface = front.surface ?? (directory === "." ? "blog" : (directory.split(path.sep)[0] ?? "blog"))
+  const slug = front.slug ?? path.basename(file, path.extname(file)).toLowerCase()
+  if (!/^[a-z0-9][a-z0-9-]{0,127}$/.test(slug))
+    return Either.left(`slug "${slug}" must be lower-case letters, digits and -`)
+  if (!/^[a-z0-9][a-z0-9-]{0,127}$/.test(surface))
+    return Either.left(`surface "${surface}" must be lower-case letters, digits and -`)
+  if (front.status === "published" && front.published_at === undefined) {
+    return Either.left("published_at: a published post needs its publication date-time")
+  }
+  const html = markdown.render(parts.body)
+  const words = plainText(html)
+    .split(" ")
+    .filter((w) => w.length > 0).length
+  return Either.right({
+    surface,
+    slug,
+    title: front.title,
+    excerpt: front.excerpt ?? excerptOf(html),
+    coverImage: front.cover_image ?? null,
+    tags: front.tags,
+    status: front.status,
+    publishedAt: front.published_at?.getTime() ?? null,
+    updatedAt: front.updated_at?.getTime() ?? null,
+    readingTimeMinutes: Math.max(1, Math.ceil(words / WORDS_PER_MINUTE)),
+    html,
+    digest: createHash("sha256").update(text).digest("hex"),
+    file: relative
+  })
+}
