@@ -4,7 +4,10 @@ import { defineConfig } from "vitest/config"
 export default defineConfig({
   resolve: {
     // In-process tests import the library from source; test/library.test.ts checks the built entry.
-    alias: { keel: fileURLToPath(new URL("./src/index.ts", import.meta.url)) }
+    alias: {
+      "keel/client": fileURLToPath(new URL("./src/http/reporter/index.ts", import.meta.url)),
+      keel: fileURLToPath(new URL("./src/index.ts", import.meta.url))
+    }
   },
   test: {
     include: ["test/**/*.test.ts"],

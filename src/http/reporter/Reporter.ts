@@ -1,0 +1,292 @@
+/**
+ * The analytics reporter for browsers and apps: `track` events, they are sent in batches to a Keel
+ * collector. It never throws and never rejects — not when fetch is missing or fails, not when the
+ * collector refuses, not when props hold a cycle or a BigInt. Reporting must never break the app.
+ * It has no dependencies (no Effect) so that it stays small in a browser bundle.
+ */
+
+export interface ReporterOptions {
+  /** The collector URL, e.g. https://api.example.com/api/analytics/web/collect */
+  readonly endpoint: string
+  readonly siteId: string
+  /** Stable per device/browser; generated once per reporter when omitted. */
+  readonly visitorId?: string
+  readonly sessionId?: string
+  /** Events kept while waiting to be sent; past it the oldest are dropped. Default 1000. */
+  readonly maxQueue?: number
+  /** Events per request. Default 50 (the collector takes at most 500). */
+  readonly batchSize?: number
+  /** Send automatically this often (ms); 0 disables the timer. Default 5000. */
+  readonly flushIntervalMs?: number
+  /** Attempts for a batch that meets a network error or a 5xx. Default 5. */
+  readonly maxAttempts?: number
+  readonly fetch?: typeof globalThis.fetch | undefined
+  readonly sendBeacon?: ((url: string, data: string) => boolean) | undefined
+  /** Where `pagehide` / `visibilitychange` are listened for; default the browser's window. */
+  readonly lifecycle?: EventTargetLike | undefined
+  readonly sleep?: (ms: number) => Promise<void>
+  readonly random?: () => number
+  readonly now?: () => number
+  /** Called with what went wrong, for debugging; its own errors are swallowed too. */
+  readonly onError?: (error: unknown) => void
+}
+
+export interface EventTargetLike {
+  addEventListener(type: string, listener: () => void): void
+  removeEventListener(type: string, listener: () => void): void
+}
+
+export interface Reporter {
+  track(name: string, props?: Record<string, unknown>): void
+  /** Sends what is queued; resolves when done or given up. Never rejects. */
+  flush(): Promise<void>
+  /** Stops the timer and listeners and sends what is left (by beacon when possible). Never rejects. */
+  shutdown(): Promise<void>
+}
+
+interface QueuedEvent {
+  readonly event_id: string
+  readonly name: string
+  readonly timestamp: number
+  readonly visitor_id: string
+  readonly session_id?: string
+  readonly url?: string
+  readonly referrer?: string
+  readonly props?: unknown
+}
+
+/** Browsers refuse keepalive bodies above 64 KiB in flight; stay under it. */
+const KEEPALIVE_BUDGET = 60 * 1024
+
+const id = (random: () => number) => {
+  try {
+    const uuid = globalThis.crypto?.randomUUID?.()
+    if (typeof uuid === "string") return uuid
+  } catch {
+    // fall through to the random id
+  }
+  return `${Date.now().toString(36)}-${Math.floor(random() * 2 ** 52).toString(36)}-${Math.floor(random() * 2 ** 52).toString(36)}`
+}
+
+/** A JSON-safe copy: cycles become "[Circular]", BigInt a string, functions and symbols dropped. */
+export const safeProps = (props: unknown): unknown => {
+  const seen = new WeakSet<object>()
+  try {
+    return JSON.parse(
+      JSON.stringify(props, (_key, value: unknown) => {
+        if (typeof value === "bigint") return value.toString()
+        if (typeof value === "function" || typeof value === "symbol") return undefined
+        if (typeof value === "object" && value !== null) {
+          if (seen.has(value)) return "[Circular]"
+          seen.add(value)
+        }
+        return value
+      })
+    ) as unknown
+  } catch {
+    return undefined
+  }
+}
+
+const browserContext = () => {
+  try {
+    const location = (globalThis as { location?: { href?: string } }).location
+    const document = (globalThis as { document?: { referrer?: string } }).document
+    return {
+      url: typeof location?.href === "string" ? location.href : undefined,
+      referrer: typeof document?.referrer === "string" && document.referrer !== "" ? document.referrer : undefined
+    }
+  } catch {
+    return { url: undefined, referrer: undefined }
+  }
+}
+
+const defaultBeacon = () => {
+  try {
+    const navigator = (globalThis as { navigator?: { sendBeacon?: (url: string, data: string) => boolean } }).navigator
+    return typeof navigator?.sendBeacon === "function" ? navigator.sendBeacon.bind(navigator) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const defaultLifecycle = (): EventTargetLike | undefined => {
+  const candidate = (globalThis as { window?: EventTargetLike }).window
+  return candidate && typeof candidate.addEventListener === "function" ? candidate : undefined
+}
+
+export const createReporter = (options: ReporterOptions): Reporter => {
+  const random = options.random ?? Math.random
+  const now = options.now ?? Date.now
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+  const maxQueue = Math.max(1, options.maxQueue ?? 1000)
+  const batchSize = Math.min(500, Math.max(1, options.batchSize ?? 50))
+  const maxAttempts = Math.max(1, options.maxAttempts ?? 5)
+  const visitorId = options.visitorId ?? id(random)
+  const queue: Array<QueuedEvent> = []
+  let flushing: Promise<void> | undefined
+  let stopped = false
+
+  const report = (error: unknown) => {
+    try {
+      options.onError?.(error)
+    } catch {
+      // a failing error hook must not break reporting either
+    }
+  }
+
+  const fetcher = () => {
+    try {
+      return options.fetch ?? (typeof globalThis.fetch === "function" ? globalThis.fetch.bind(globalThis) : undefined)
+    } catch {
+      return undefined
+    }
+  }
+
+  /** true: done (sent, or refused for good); false: worth retrying. */
+  const sendOnce = async (body: string): Promise<boolean> => {
+    const fetch = fetcher()
+    if (fetch === undefined) return true // nothing can send: drop rather than grow for ever
+    try {
+      const response = await fetch(options.endpoint, {
+        method: "POST",
+        headers: { "content-type": "text/plain;charset=UTF-8" },
+        body,
+        keepalive: body.length < KEEPALIVE_BUDGET
+      })
+      if (response.status >= 500) {
+        report(new Error(`collector answered ${response.status}`))
+        return false
+      }
+      if (response.status >= 400) report(new Error(`collector refused the batch: ${response.status}`))
+      return true // 2xx, or a 4xx that a retry cannot fix
+    } catch (error) {
+      report(error)
+      return false
+    }
+  }
+
+  const sendBatch = async (events: ReadonlyArray<QueuedEvent>) => {
+    const body = JSON.stringify({ site_id: options.siteId, events })
+    for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+      if (await sendOnce(body)) return
+      if (attempt < maxAttempts) {
+        // 1 s, 2 s, 4 s… capped at 30 s, each ±50 % so that clients do not retry in step.
+        const base = Math.min(30_000, 1000 * 2 ** (attempt - 1))
+        await sleep(base * (0.5 + random()))
+      }
+    }
+  }
+
+  const drain = async () => {
+    while (queue.length > 0) {
+      const events = queue.splice(0, batchSize)
+      await sendBatch(events)
+    }
+  }
+
+  const flush = (): Promise<void> => {
+    try {
+      if (flushing === undefined) {
+        flushing = drain()
+          .catch(report)
+          .finally(() => {
+            flushing = undefined
+          })
+      }
+      return flushing.catch(() => undefined)
+    } catch (error) {
+      report(error)
+      return Promise.resolve()
+    }
+  }
+
+  /** On page hide a fetch may be cut off; a beacon is queued by the browser and survives the page. */
+  const beaconAll = () => {
+    try {
+      const beacon = options.sendBeacon ?? defaultBeacon()
+      if (beacon === undefined) return void flush()
+      while (queue.length > 0) {
+        const events = queue.splice(0, batchSize)
+        let body = JSON.stringify({ site_id: options.siteId, events })
+        let kept = events
+        while (body.length >= KEEPALIVE_BUDGET && kept.length > 1) {
+          queue.unshift(...kept.slice(Math.ceil(kept.length / 2)))
+          kept = kept.slice(0, Math.ceil(kept.length / 2))
+          body = JSON.stringify({ site_id: options.siteId, events: kept })
+        }
+        if (!beacon(options.endpoint, body)) {
+          queue.unshift(...kept)
+          return void flush()
+        }
+      }
+    } catch (error) {
+      report(error)
+    }
+  }
+
+  const lifecycle = options.lifecycle ?? defaultLifecycle()
+  const onHide = () => {
+    try {
+      const document = (globalThis as { document?: { visibilityState?: string } }).document
+      if (document?.visibilityState === undefined || document.visibilityState === "hidden") beaconAll()
+    } catch (error) {
+      report(error)
+    }
+  }
+  try {
+    lifecycle?.addEventListener("pagehide", beaconAll)
+    lifecycle?.addEventListener("visibilitychange", onHide)
+  } catch (error) {
+    report(error)
+  }
+
+  const interval = options.flushIntervalMs ?? 5000
+  let timer: ReturnType<typeof setInterval> | undefined
+  try {
+    if (interval > 0) {
+      timer = setInterval(() => void flush(), interval)
+      ;(timer as { unref?: () => void }).unref?.()
+    }
+  } catch (error) {
+    report(error)
+  }
+
+  return {
+    track(name, props) {
+      try {
+        if (stopped) return
+        const context = browserContext()
+        const cleanProps = props === undefined ? undefined : safeProps(props)
+        const event: QueuedEvent = {
+          event_id: id(random),
+          name: String(name).slice(0, 200) || "event",
+          timestamp: now(),
+          visitor_id: visitorId,
+          ...(options.sessionId === undefined ? {} : { session_id: options.sessionId }),
+          ...(context.url === undefined ? {} : { url: context.url }),
+          ...(context.referrer === undefined ? {} : { referrer: context.referrer }),
+          ...(cleanProps === undefined ? {} : { props: cleanProps })
+        }
+        queue.push(event)
+        if (queue.length > maxQueue) queue.splice(0, queue.length - maxQueue)
+        if (queue.length >= batchSize) void flush()
+      } catch (error) {
+        report(error)
+      }
+    },
+    flush,
+    async shutdown() {
+      try {
+        stopped = true
+        if (timer !== undefined) clearInterval(timer)
+        lifecycle?.removeEventListener("pagehide", beaconAll)
+        lifecycle?.removeEventListener("visibilitychange", onHide)
+        if ((options.sendBeacon ?? defaultBeacon()) !== undefined) beaconAll()
+        await flush()
+      } catch (error) {
+        report(error)
+      }
+    }
+  }
+}

@@ -1,0 +1,1 @@
+export { createReporter, type EventTargetLike, type Reporter, type ReporterOptions, safeProps } from "./Reporter.js"

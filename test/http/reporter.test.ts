@@ -1,0 +1,202 @@
+import { HttpServer } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { assert, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { createReporter, type ReporterOptions } from "keel/client"
+import { afterEach, beforeEach, describe, expect, it } from "vitest"
+import { HttpTest } from "../support/http.js"
+
+interface Call {
+  readonly url: string
+  readonly init: RequestInit
+  readonly body: { site_id: string; events: Array<Record<string, unknown>> }
+}
+
+/** A fetch that records calls and answers what `answer` says (a status, or a thrown/rejected error). */
+const fakeFetch = (answer: (n: number) => number | Error | "throw-sync") => {
+  const calls: Array<Call> = []
+  const fetch = ((url: string, init: RequestInit) => {
+    const n = calls.length
+    calls.push({ url, init, body: JSON.parse(String(init.body)) })
+    const a = answer(n)
+    if (a === "throw-sync") throw new TypeError("fetch exploded synchronously")
+    if (a instanceof Error) return Promise.reject(a)
+    return Promise.resolve(new Response(null, { status: a }))
+  }) as unknown as typeof globalThis.fetch
+  return { fetch, calls }
+}
+
+const base = (extra: Partial<ReporterOptions> = {}): ReporterOptions => ({
+  endpoint: "http://127.0.0.1:9/api/analytics/web/collect",
+  siteId: "site-1",
+  flushIntervalMs: 0,
+  sleep: () => Promise.resolve(),
+  lifecycle: undefined,
+  sendBeacon: undefined,
+  ...extra
+})
+
+const unhandled: Array<unknown> = []
+const onUnhandled = (reason: unknown) => unhandled.push(reason)
+beforeEach(() => {
+  unhandled.length = 0
+  process.on("unhandledRejection", onUnhandled)
+})
+afterEach(async () => {
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  process.off("unhandledRejection", onUnhandled)
+  expect(unhandled).toEqual([])
+})
+
+describe("the client reporter never throws and never rejects", () => {
+  it("when fetch is missing", async () => {
+    const original = globalThis.fetch
+    // @ts-expect-error: simulating an environment without fetch
+    globalThis.fetch = undefined
+    try {
+      const reporter = createReporter(base())
+      reporter.track("a")
+      await expect(reporter.flush()).resolves.toBeUndefined()
+      await expect(reporter.shutdown()).resolves.toBeUndefined()
+    } finally {
+      globalThis.fetch = original
+    }
+  })
+
+  it("when fetch throws synchronously, or rejects: network errors are retried, then given up", async () => {
+    const sync = fakeFetch(() => "throw-sync")
+    const r1 = createReporter(base({ fetch: sync.fetch, maxAttempts: 3 }))
+    r1.track("a")
+    await expect(r1.flush()).resolves.toBeUndefined()
+    expect(sync.calls.length).toBe(3)
+
+    const rejecting = fakeFetch((n) => (n < 2 ? new TypeError("network down") : 202))
+    const waits: Array<number> = []
+    const r2 = createReporter(
+      base({ fetch: rejecting.fetch, sleep: async (ms) => void waits.push(ms), random: () => 0.5 })
+    )
+    r2.track("a")
+    await r2.flush()
+    expect(rejecting.calls.length).toBe(3)
+    expect(waits).toEqual([1000, 2000]) // 1 s, 2 s… (random 0.5 = no jitter)
+    expect(rejecting.calls[2]?.body.events.length).toBe(1)
+  })
+
+  it("5xx is retried with jittered backoff; 4xx (413 included) is never retried", async () => {
+    const fiveHundred = fakeFetch((n) => (n === 0 ? 500 : 202))
+    const waits: Array<number> = []
+    const r1 = createReporter(
+      base({ fetch: fiveHundred.fetch, sleep: async (ms) => void waits.push(ms), random: () => 0.9 })
+    )
+    r1.track("a")
+    await r1.flush()
+    expect(fiveHundred.calls.length).toBe(2)
+    expect(waits[0]).toBeCloseTo(1400)
+    for (const status of [400, 403, 413, 422]) {
+      const refused = fakeFetch(() => status)
+      const errors: Array<unknown> = []
+      const r = createReporter(base({ fetch: refused.fetch, onError: (e) => errors.push(e) }))
+      r.track("a")
+      await expect(r.flush()).resolves.toBeUndefined()
+      expect(refused.calls.length).toBe(1)
+      expect(String(errors[0])).toContain(String(status))
+    }
+  })
+
+  it("when props hold a cycle or a BigInt, or the error hook itself throws", async () => {
+    const ok = fakeFetch(() => 202)
+    const reporter = createReporter(
+      base({
+        fetch: ok.fetch,
+        onError: () => {
+          throw new Error("hook exploded")
+        }
+      })
+    )
+    const cyclic: Record<string, unknown> = { plan: "team" }
+    cyclic.self = cyclic
+    reporter.track("signup", { cyclic, big: 10n ** 30n, fn: () => 1 })
+    reporter.track(undefined as unknown as string, undefined)
+    await reporter.flush()
+    const events = ok.calls[0]?.body.events ?? []
+    expect(events[0]?.props).toEqual({
+      cyclic: { plan: "team", self: "[Circular]" },
+      big: "1000000000000000000000000000000"
+    })
+    expect(events.length).toBe(2)
+    const failing = fakeFetch(() => new Error("x"))
+    const r2 = createReporter(
+      base({
+        fetch: failing.fetch,
+        maxAttempts: 1,
+        onError: () => {
+          throw new Error("again")
+        }
+      })
+    )
+    r2.track("a")
+    await expect(r2.flush()).resolves.toBeUndefined()
+  })
+})
+
+describe("the client reporter's batching", () => {
+  it("gives each event its own id, batches by size, keeps a bounded queue, sends keepalive only under 64 KiB", async () => {
+    const ok = fakeFetch(() => 202)
+    const reporter = createReporter(base({ fetch: ok.fetch, batchSize: 10, maxQueue: 25, visitorId: "v-1" }))
+    for (let i = 0; i < 40; i++) reporter.track(`e${i}`)
+    await reporter.flush()
+    const sent = ok.calls.flatMap((c) => c.body.events)
+    expect(new Set(sent.map((e) => e.event_id)).size).toBe(sent.length)
+    expect(sent.every((e) => e.visitor_id === "v-1")).toBe(true)
+    expect(ok.calls.every((c) => c.body.events.length <= 10)).toBe(true)
+    expect(sent.map((e) => e.name)).toContain("e39") // the newest are kept when the queue overflows
+    expect(ok.calls[0]?.init.keepalive).toBe(true)
+    expect(ok.calls[0]?.init.headers).toEqual({ "content-type": "text/plain;charset=UTF-8" })
+
+    const big = fakeFetch(() => 202)
+    const heavy = createReporter(base({ fetch: big.fetch, batchSize: 100 }))
+    for (let i = 0; i < 30; i++) heavy.track("big", { pad: "x".repeat(3000) })
+    await heavy.flush()
+    expect(big.calls[0]?.init.keepalive).toBe(false)
+  })
+
+  it("on page hide, sends what is queued by beacon", async () => {
+    const listeners = new Map<string, () => void>()
+    const lifecycle = {
+      addEventListener: (type: string, fn: () => void) => void listeners.set(type, fn),
+      removeEventListener: (type: string) => void listeners.delete(type)
+    }
+    const beacons: Array<string> = []
+    const reporter = createReporter(base({ lifecycle, sendBeacon: (_url, data) => (beacons.push(data), true) }))
+    reporter.track("a")
+    reporter.track("b")
+    listeners.get("pagehide")?.()
+    expect(beacons.length).toBe(1)
+    expect(JSON.parse(beacons[0] ?? "{}").events.map((e: { name: string }) => e.name)).toEqual(["a", "b"])
+    await reporter.shutdown()
+    expect(listeners.size).toBe(0)
+  })
+})
+
+layer(HttpTest({ env: { KEEL_COLLECT_SITES: "site-live" } }), { timeout: "30 seconds", excludeTestServices: true })(
+  "the client reporter against a real collector",
+  (it) => {
+    it.effect("events tracked are stored once, even when flushed twice", () =>
+      Effect.gen(function* () {
+        const server = yield* HttpServer.HttpServer
+        const port = server.address._tag === "TcpAddress" ? server.address.port : 0
+        const reporter = createReporter({
+          endpoint: `http://127.0.0.1:${port}/api/analytics/web/collect`,
+          siteId: "site-live",
+          flushIntervalMs: 0
+        })
+        for (let i = 0; i < 120; i++) reporter.track("pageview", { i })
+        yield* Effect.promise(() => reporter.flush())
+        yield* Effect.promise(() => reporter.shutdown())
+        const sql = yield* SqlClient.SqlClient
+        const rows = yield* sql<{ n: number }>`SELECT count(*) AS n FROM analytics_events WHERE site_id = 'site-live'`
+        assert.strictEqual(rows[0]?.n, 120)
+      })
+    )
+  }
+)
