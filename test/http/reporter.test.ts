@@ -167,7 +167,7 @@ describe("the client reporter's batching", () => {
       removeEventListener: (type: string) => void listeners.delete(type)
     }
     const beacons: Array<string> = []
-    const reporter = createReporter(base({ lifecycle, sendBeacon: (_url, data) => (beacons.push(data), true) }))
+    const reporter = createReporter(base({ lifecycle, sendBeacon: (_url, data) => beacons.push(data) > 0 }))
     reporter.track("a")
     reporter.track("b")
     listeners.get("pagehide")?.()

@@ -70,7 +70,7 @@ const cacheable = <A, I>(schema: Schema.Schema<A, I>, value: A, ifNoneMatch: str
     const body = JSON.stringify(encoded)
     const etag = `W/"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`
     const headers = { etag, "cache-control": "public, max-age=60", vary: "accept-encoding" }
-    if (ifNoneMatch !== undefined && ifNoneMatch.split(",").some((tag) => tag.trim() === etag)) {
+    if (ifNoneMatch?.split(",").some((tag) => tag.trim() === etag)) {
       return HttpServerResponse.empty({ status: 304, headers })
     }
     return HttpServerResponse.text(body, { contentType: "application/json", headers })
