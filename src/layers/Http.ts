@@ -155,7 +155,7 @@ export const httpServer = (options: ServeOptions & { readonly host?: string; rea
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const config = yield* AppConfig
-      return HttpLayerRouter.serve(httpRoutes(options)).pipe(
+      return HttpLayerRouter.serve(httpRoutes(options), { disableLogger: !config.requestLog }).pipe(
         Layer.provide(
           nodeServer({
             host: options.host ?? config.httpHost,

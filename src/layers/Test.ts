@@ -24,6 +24,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   logLevel: "warning",
   demoData: false,
   clusterPollInterval: Duration.millis(100),
+  requestLog: false,
   ...overrides
 })
 

@@ -48,6 +48,8 @@ export interface AppSettings {
   readonly logLevel: LogLevelName
   readonly demoData: boolean
   readonly clusterPollInterval: Duration.Duration
+  /** Whether the per-request log line can be emitted at all (it is logged at Info). */
+  readonly requestLog: boolean
 }
 
 export const loadSettings = Effect.gen(function* () {
@@ -57,7 +59,8 @@ export const loadSettings = Effect.gen(function* () {
   return {
     ...raw,
     dataDir,
-    databaseFile: databaseFile === ":memory:" ? databaseFile : path.resolve(databaseFile)
+    databaseFile: databaseFile === ":memory:" ? databaseFile : path.resolve(databaseFile),
+    requestLog: ["all", "trace", "debug", "info"].includes(raw.logLevel)
   } satisfies AppSettings
 })
 
