@@ -16,7 +16,12 @@ import { bodyLimitMiddleware } from "../http/BodyLimit.js"
 import { corsMiddleware } from "../http/Cors.js"
 import { ControlPlaneApi } from "../http/controlplane/Api.js"
 import { GroundTruthApi } from "../http/groundtruth/Api.js"
-import { GroundTruthHealthLive } from "../http/groundtruth/Http.js"
+import {
+  GroundTruthAuthLive,
+  GroundTruthHealthLive,
+  GroundTruthIngestLive,
+  GroundTruthReadLive
+} from "../http/groundtruth/Http.js"
 import { MarketplaceApi } from "../http/marketplace/Api.js"
 import { problemMiddleware } from "../http/Problem.js"
 import { ProductApi } from "../http/product/Api.js"
@@ -36,7 +41,8 @@ export const SurfaceRoutes = {
   ),
   groundtruth: Layer.mergeAll(
     HttpLayerRouter.addHttpApi(GroundTruthApi, { openapiPath: openApiPath("groundtruth") }).pipe(
-      Layer.provide(GroundTruthHealthLive)
+      Layer.provide([GroundTruthHealthLive, GroundTruthReadLive, GroundTruthIngestLive]),
+      Layer.provide(GroundTruthAuthLive)
     ),
     docs("groundtruth")
   ),

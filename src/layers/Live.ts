@@ -1,5 +1,9 @@
 import { Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
+import { GtConfig } from "../services/groundtruth/GtConfig.js"
+import { Ingester } from "../services/groundtruth/Ingester.js"
+import { Retriever } from "../services/groundtruth/Retriever.js"
+import { Sources } from "../services/groundtruth/Sources.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
 import { Database, migrationsLayer, sqliteFromConfig } from "../services/platform/Database.js"
@@ -25,8 +29,12 @@ export const ServicesLive = Layer.mergeAll(
   Leases.Default,
   Collector.Default,
   Onboarding.Default,
-  Blog.Default
+  Blog.Default,
+  Ingester.Default,
+  Retriever.Default
 ).pipe(
+  Layer.provideMerge(Sources.Default),
+  Layer.provideMerge(GtConfig.Default),
   Layer.provideMerge(Assigner.Default),
   Layer.provideMerge(JourneyRegistry.Default),
   Layer.provideMerge(ProductConfig.Default),

@@ -1,8 +1,13 @@
+import { groundTruthMigrations } from "../services/groundtruth/migrations.js"
 import type { DomainMigrations } from "../services/platform/Database.js"
 import { platformMigrations } from "../services/platform/migrations/platform.js"
 import { productMigrations } from "../services/product/migrations.js"
 
 /** Every domain's migrations, in the order they run. Domains add their set here. */
-export const AllMigrations: ReadonlyArray<DomainMigrations> = [platformMigrations, productMigrations]
+export const AllMigrations: ReadonlyArray<DomainMigrations> = [
+  platformMigrations,
+  productMigrations,
+  groundTruthMigrations
+]
 
 export const AllDomains = AllMigrations.map((set) => set.domain)

@@ -1,5 +1,9 @@
 import { Duration, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
+import { GtConfig } from "../services/groundtruth/GtConfig.js"
+import { Ingester } from "../services/groundtruth/Ingester.js"
+import { Retriever } from "../services/groundtruth/Retriever.js"
+import { Sources } from "../services/groundtruth/Sources.js"
 import { AppConfig, type AppSettings } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
 import { Database, migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
@@ -36,7 +40,17 @@ export const AppConfigTest = (overrides: Partial<AppSettings> = {}) =>
 export const SqlTest = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteMemory))
 
 export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
-  Layer.mergeAll(Health.Default, Leases.Default, Collector.Default, Onboarding.Default, Blog.Default).pipe(
+  Layer.mergeAll(
+    Health.Default,
+    Leases.Default,
+    Collector.Default,
+    Onboarding.Default,
+    Blog.Default,
+    Ingester.Default,
+    Retriever.Default
+  ).pipe(
+    Layer.provideMerge(Sources.Default),
+    Layer.provideMerge(GtConfig.Default),
     Layer.provideMerge(Assigner.Default),
     Layer.provideMerge(JourneyRegistry.Default),
     Layer.provideMerge(ProductConfig.Default),

@@ -14,7 +14,7 @@ describe("ctl", () => {
       const dataDir = freshDataDir()
       const run = yield* runCli(["--help"], { KEEL_DATA_DIR: dataDir })
       assert.strictEqual(run.exitCode, 0)
-      for (const group of ["serve", "db", "lease", "blog", "config"]) assert.include(run.stdout, `- ${group}`)
+      for (const group of ["serve", "db", "gt", "lease", "blog", "config"]) assert.include(run.stdout, `- ${group}`)
       assert.isFalse(fs.existsSync(dataDir))
     })
   )

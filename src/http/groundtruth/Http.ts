@@ -1,7 +1,57 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { Effect, Layer, Option } from "effect"
+import { GtConfig } from "../../services/groundtruth/GtConfig.js"
+import { Ingester } from "../../services/groundtruth/Ingester.js"
+import { Retriever } from "../../services/groundtruth/Retriever.js"
 import { Health } from "../../services/platform/Health.js"
-import { GroundTruthApi } from "./Api.js"
+import { GroundTruthApi, GroundTruthAuth, GtUnauthorized } from "./Api.js"
 
 export const GroundTruthHealthLive = HttpApiBuilder.group(GroundTruthApi, "health", (handlers) =>
   handlers.handle("health", () => Health.use((health) => health.check))
+)
+
+const isLoopback = (address: string) =>
+  address === "::1" || address.startsWith("127.") || address === "::ffff:127.0.0.1"
+
+export const GroundTruthAuthLive = Layer.effect(
+  GroundTruthAuth,
+  Effect.gen(function* () {
+    const config = yield* GtConfig
+    if (config.tokens.size === 0) {
+      yield* Effect.logWarning("GT_TOKENS is not set: the ground-truth surface answers loopback clients only")
+    }
+    return Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      if (config.tokens.size === 0) {
+        const remote = Option.getOrElse(request.remoteAddress, () => "")
+        if (isLoopback(remote)) return
+        return yield* new GtUnauthorized({
+          code: "UNAUTHORIZED",
+          detail: "no GT_TOKENS configured: loopback clients only"
+        })
+      }
+      const header = request.headers.authorization ?? ""
+      const match = /^Bearer\s+(\S+)$/i.exec(header)
+      if (match?.[1] === undefined || !config.tokens.has(match[1])) {
+        return yield* new GtUnauthorized({ code: "UNAUTHORIZED", detail: "a valid bearer token is required" })
+      }
+    })
+  })
+)
+
+export const GroundTruthReadLive = HttpApiBuilder.group(GroundTruthApi, "read", (handlers) =>
+  handlers
+    .handle("repos", () => Retriever.use((retriever) => retriever.repos()))
+    .handle("search", ({ urlParams }) =>
+      Retriever.use((retriever) =>
+        retriever.search(urlParams.q, {
+          repos: urlParams.repo === undefined ? undefined : [urlParams.repo],
+          limit: urlParams.limit
+        })
+      )
+    )
+)
+
+export const GroundTruthIngestLive = HttpApiBuilder.group(GroundTruthApi, "ingest", (handlers) =>
+  handlers.handle("repo", ({ payload }) => Ingester.use((ingester) => ingester.ingest(payload)))
 )

@@ -1,0 +1,54 @@
+import * as path from "node:path"
+import { Config, Effect, Option, Redacted } from "effect"
+import { AppConfig } from "../platform/AppConfig.js"
+
+const parseWeights = (text: string) => {
+  const weights = new Map<string, number>()
+  for (const pair of text.split(",")) {
+    const [name, value] = pair.split("=").map((s) => s.trim())
+    if (!name || value === undefined || Number.isNaN(Number(value))) continue
+    weights.set(name, Number(value))
+  }
+  return weights
+}
+
+/** Settings of the ground-truth service (docs/configuration.md). */
+export class GtConfig extends Effect.Service<GtConfig>()("groundtruth/GtConfig", {
+  effect: Effect.gen(function* () {
+    const app = yield* AppConfig
+    const registryRepo = yield* Config.option(Config.string("GT_REGISTRY_REPO"))
+    const registryRef = yield* Config.option(Config.string("GT_REGISTRY_REF"))
+    const tokens = yield* Config.redacted("GT_TOKENS").pipe(Config.option)
+    const weights = yield* Config.string("GT_TRUST_WEIGHTS").pipe(
+      Config.withDefault("canonical=1,reference=0.8,community=0.6")
+    )
+    const chunkMaxLines = yield* Config.integer("GT_CHUNK_MAX_LINES").pipe(Config.withDefault(40))
+    const chunkOverlapLines = yield* Config.integer("GT_CHUNK_OVERLAP_LINES").pipe(Config.withDefault(5))
+    const maxFileBytes = yield* Config.integer("GT_MAX_FILE_BYTES").pipe(Config.withDefault(512 * 1024))
+    const blobUrlPattern = yield* Config.string("GT_BLOB_URL_PATTERN").pipe(
+      Config.withDefault("{web_url}/blob/{commit}/{path}")
+    )
+    return {
+      /** Git URL or local path of the documentation repository holding sources.yml and brand-assets.yml. */
+      registryRepo: Option.getOrUndefined(registryRepo),
+      registryRef: Option.getOrUndefined(registryRef),
+      /** Bearer tokens accepted by every endpoint but /health; none configured = loopback clients only. */
+      tokens: Option.match(tokens, {
+        onNone: () => new Set<string>(),
+        onSome: (value) =>
+          new Set(
+            Redacted.value(value)
+              .split(",")
+              .map((t) => t.trim())
+              .filter((t) => t.length > 0)
+          )
+      }),
+      trustWeights: parseWeights(weights),
+      chunkMaxLines: Math.max(1, chunkMaxLines),
+      chunkOverlapLines: Math.max(0, Math.min(chunkOverlapLines, chunkMaxLines - 1)),
+      maxFileBytes,
+      blobUrlPattern,
+      mirrorsDir: path.join(app.dataDir, "groundtruth", "mirrors")
+    } as const
+  })
+}) {}

@@ -1,0 +1,181 @@
+import * as path from "node:path"
+import { SqlClient } from "@effect/sql"
+import { Clock, Data, Effect, Either, ParseResult, Schema } from "effect"
+import * as YAML from "yaml"
+import { GitMirror } from "./GitMirror.js"
+import { GtConfig } from "./GtConfig.js"
+
+const Name = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/))
+const Globs = Schema.Array(Schema.String.pipe(Schema.minLength(1)))
+
+const SourceEntry = Schema.Struct({
+  name: Name,
+  url: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+  branch: Schema.optional(Schema.String),
+  owner: Schema.optional(Schema.String),
+  owners: Schema.optional(Schema.Array(Schema.String)),
+  trust: Schema.optional(Schema.String),
+  include: Schema.optional(Globs),
+  exclude: Schema.optional(Globs),
+  kind: Schema.optionalWith(Schema.Literal("repository", "transcript"), { default: () => "repository" as const }),
+  enabled: Schema.optional(Schema.Boolean),
+  web_url: Schema.optional(Schema.String)
+})
+
+export const SourcesDocument = Schema.Struct({
+  version: Schema.Literal(1),
+  defaults: Schema.optionalWith(
+    Schema.Struct({
+      branch: Schema.optional(Schema.String),
+      include: Schema.optional(Globs),
+      exclude: Schema.optional(Globs)
+    }),
+    { default: () => ({}) }
+  ),
+  sources: Schema.Array(SourceEntry)
+})
+
+/** One source as the service uses it: defaults applied, URL resolved, trust checked. */
+export interface Source {
+  readonly name: string
+  readonly url: string
+  readonly branch: string | undefined
+  readonly owners: ReadonlyArray<string>
+  readonly trust: string
+  readonly include: ReadonlyArray<string>
+  readonly exclude: ReadonlyArray<string>
+  readonly kind: "repository" | "transcript"
+  readonly enabled: boolean
+  readonly webUrl: string | undefined
+}
+
+export interface Registry {
+  readonly commit: string | null
+  readonly sources: ReadonlyArray<Source>
+  /** Set when the newest registry was refused and the last good one is in force. */
+  readonly refused: string | null
+}
+
+export class RegistryRefused extends Data.TaggedError("RegistryRefused")<{ readonly detail: string }> {}
+
+const isUrl = (s: string) => /^[a-z][a-z0-9+.-]*:\/\//i.test(s)
+
+/** Relative source URLs are relative to the registry repository's root. */
+const resolveUrl = (url: string, registryRepo: string) =>
+  isUrl(url) || path.isAbsolute(url)
+    ? url
+    : isUrl(registryRepo)
+      ? new URL(url, registryRepo.endsWith("/") ? registryRepo : `${registryRepo}/`).toString()
+      : path.resolve(registryRepo, url)
+
+/** Validates sources.yml text; every problem names its path. Pure, for tests. */
+export const parseSources = (
+  text: string,
+  registryRepo: string,
+  trustWeights: ReadonlyMap<string, number>
+): Either.Either<ReadonlyArray<Source>, string> => {
+  let raw: unknown
+  try {
+    raw = YAML.parse(text)
+  } catch (error) {
+    return Either.left(`sources.yml is not valid YAML: ${(error as Error).message}`)
+  }
+  const decoded = Schema.decodeUnknownEither(SourcesDocument, { errors: "all", onExcessProperty: "error" })(raw)
+  if (Either.isLeft(decoded)) {
+    return Either.left(
+      ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
+        .slice(0, 10)
+        .map((i) => `sources.yml ${i.path.join(".") || "(root)"}: ${i.message}`)
+        .join("; ")
+    )
+  }
+  const doc = decoded.right
+  const problems: Array<string> = []
+  const seen = new Set<string>()
+  const sources = doc.sources.map((entry, i): Source => {
+    if (seen.has(entry.name)) problems.push(`sources.yml sources.${i}.name: ${entry.name} is listed twice`)
+    seen.add(entry.name)
+    const trust = entry.trust ?? (entry.kind === "transcript" ? "community" : "reference")
+    if (!trustWeights.has(trust)) {
+      problems.push(
+        `sources.yml sources.${i}.trust: ${trust} is not a tier of GT_TRUST_WEIGHTS (${[...trustWeights.keys()].join(", ")})`
+      )
+    }
+    if (entry.kind === "transcript" && trust === "canonical") {
+      problems.push(`sources.yml sources.${i}.trust: a transcript is never canonical ground truth`)
+    }
+    if (entry.url === undefined) problems.push(`sources.yml sources.${i}.url: is missing`)
+    return {
+      name: entry.name,
+      url: resolveUrl(entry.url ?? "", registryRepo),
+      branch: entry.branch ?? doc.defaults.branch,
+      owners: entry.owners ?? (entry.owner === undefined ? [] : [entry.owner]),
+      trust,
+      include: entry.include ?? doc.defaults.include ?? ["**/*.md"],
+      exclude: entry.exclude ?? doc.defaults.exclude ?? [],
+      kind: entry.kind,
+      enabled: entry.enabled ?? entry.kind !== "transcript",
+      webUrl: entry.web_url
+    }
+  })
+  return problems.length > 0 ? Either.left(problems.join("; ")) : Either.right(sources)
+}
+
+/**
+ * The source registry, read from `sources.yml` in the registry repository at GT_REGISTRY_REF. Every
+ * valid version is kept; a refused one leaves the last good registry in force and says why.
+ */
+export class Sources extends Effect.Service<Sources>()("groundtruth/Sources", {
+  effect: Effect.gen(function* () {
+    const config = yield* GtConfig
+    const sql = yield* SqlClient.SqlClient
+
+    const lastGood = (refused: string | null) =>
+      Effect.gen(function* () {
+        const rows = yield* sql<{
+          commit_sha: string
+          text: string
+        }>`SELECT commit_sha, text FROM gt_registry WHERE id = 1`
+        const row = rows[0]
+        if (row === undefined || config.registryRepo === undefined) return { commit: null, sources: [], refused }
+        const parsed = parseSources(row.text, config.registryRepo, config.trustWeights)
+        return { commit: row.commit_sha, sources: Either.getOrElse(parsed, () => []), refused } satisfies Registry
+      }).pipe(Effect.orDie)
+
+    /** Fetches the registry repository and returns the registry in force. */
+    const load = Effect.fn("Sources.load")(function* () {
+      const repo = config.registryRepo
+      if (repo === undefined) return { commit: null, sources: [], refused: null } satisfies Registry
+      const attempt = yield* Effect.either(
+        Effect.gen(function* () {
+          const dir = yield* GitMirror.sync(repo, config.mirrorsDir)
+          const commit = yield* GitMirror.resolve(dir, config.registryRef)
+          const bytes = yield* GitMirror.show(dir, commit, "sources.yml")
+          if (bytes === undefined) return yield* new RegistryRefused({ detail: `sources.yml is missing at ${commit}` })
+          const text = bytes.toString("utf8")
+          const parsed = parseSources(text, repo, config.trustWeights)
+          if (Either.isLeft(parsed)) return yield* new RegistryRefused({ detail: parsed.left })
+          return { commit, text, sources: parsed.right }
+        })
+      )
+      if (Either.isLeft(attempt)) {
+        const detail = attempt.left.detail
+        yield* Effect.logWarning("source registry refused; the last good one stays in force").pipe(
+          Effect.annotateLogs("detail", detail)
+        )
+        return yield* lastGood(detail)
+      }
+      const now = yield* Clock.currentTimeMillis
+      yield* sql`INSERT INTO gt_registry (id, commit_sha, text, loaded_at) VALUES (1, ${attempt.right.commit}, ${attempt.right.text}, ${now})
+        ON CONFLICT (id) DO UPDATE SET commit_sha = excluded.commit_sha, text = excluded.text, loaded_at = excluded.loaded_at`.pipe(
+        Effect.orDie
+      )
+      return { commit: attempt.right.commit, sources: attempt.right.sources, refused: null } satisfies Registry
+    })
+
+    /** The registry in force without fetching (for reads such as /repos and /search). */
+    const current = lastGood(null)
+
+    return { load, current } as const
+  })
+}) {}

@@ -1,0 +1,88 @@
+import { assert, describe, it } from "@effect/vitest"
+import { chunkFile, chunkLines, chunkMarkdown, ftsQuery, isBinary, parseSources, selects } from "keel"
+
+describe("chunking", () => {
+  it("markdown is cut at headings, outside code fences, carrying the heading path and exact lines", () => {
+    const text = "# A\nintro\n## B\nb text\n```\n# not a heading\n```\n### C\nc text\n## D\nd text\n"
+    const chunks = chunkMarkdown(text, { maxLines: 50, overlapLines: 0 })
+    assert.deepStrictEqual(
+      chunks.map((c) => [c.heading, c.line, c.endLine]),
+      [
+        ["A", 1, 2],
+        ["A > B", 3, 7],
+        ["A > B > C", 8, 9],
+        ["A > D", 10, 11]
+      ]
+    )
+    assert.strictEqual(chunks[1]?.content, "## B\nb text\n```\n# not a heading\n```")
+  })
+
+  it("other text is windowed with overlap; blank windows are dropped; a final newline adds no line", () => {
+    const lines = Array.from({ length: 10 }, (_, i) => `line ${i + 1}`)
+    const chunks = chunkLines(lines, 1, "", { maxLines: 4, overlapLines: 1 })
+    assert.deepStrictEqual(
+      chunks.map((c) => [c.line, c.endLine]),
+      [
+        [1, 4],
+        [4, 7],
+        [7, 10]
+      ]
+    )
+    assert.deepStrictEqual(
+      chunkFile("a.txt", "x\ny\n", { maxLines: 10, overlapLines: 0 }).map((c) => c.endLine),
+      [2]
+    )
+    assert.deepStrictEqual(chunkLines(["", " "], 1, "", { maxLines: 4, overlapLines: 0 }), [])
+  })
+
+  it("binary means a NUL byte in the first 8 KB", () => {
+    assert.isTrue(isBinary(new Uint8Array([0x89, 0x50, 0, 1])))
+    assert.isFalse(isBinary(new TextEncoder().encode("plain text é")))
+  })
+})
+
+describe("globs and queries", () => {
+  it("minimatch globs on repo-relative paths: * skips dotfiles, a pattern without / matches at the root only", () => {
+    const source = { include: ["**/*.md", "package.json"], exclude: ["test/**"] }
+    assert.isTrue(selects(source, "README.md"))
+    assert.isTrue(selects(source, "docs/a/b.md"))
+    assert.isTrue(selects(source, "package.json"))
+    assert.isFalse(selects(source, "lib/package.json"))
+    assert.isFalse(selects(source, "test/x.md"))
+    assert.isFalse(selects(source, ".hidden.md"))
+  })
+
+  it("user text becomes quoted words only", () => {
+    assert.strictEqual(ftsQuery('fastify "hooks" NEAR(a b) -x*', "all"), '"fastify" "hooks" "NEAR" "a" "b" "x"')
+    assert.strictEqual(ftsQuery("a b", "any"), '"a" OR "b"')
+    assert.isUndefined(ftsQuery('"*()-', "all"))
+  })
+
+  it("sources.yml is validated with precise paths", () => {
+    const weights = new Map([
+      ["canonical", 1],
+      ["community", 0.6],
+      ["reference", 0.8]
+    ])
+    const ok = parseSources(
+      "version: 1\nsources:\n  - name: a\n    url: ../a\n  - name: t\n    url: https://git.example/t.git\n    kind: transcript\n",
+      "/srv/registry",
+      weights
+    )
+    assert.strictEqual(ok._tag, "Right")
+    if (ok._tag === "Right") {
+      assert.strictEqual(ok.right[0]?.url, "/srv/a")
+      assert.deepStrictEqual(ok.right[0]?.include, ["**/*.md"])
+      assert.isFalse(ok.right[1]?.enabled)
+      assert.strictEqual(ok.right[1]?.trust, "community")
+    }
+    const bad = parseSources("version: 2\nsources: []\n", "/r", weights)
+    assert.isTrue(bad._tag === "Left" && bad.left.includes("version"))
+    const canonicalTranscript = parseSources(
+      "version: 1\nsources:\n  - name: t\n    url: x\n    kind: transcript\n    trust: canonical\n",
+      "/r",
+      weights
+    )
+    assert.isTrue(canonicalTranscript._tag === "Left" && canonicalTranscript.left.includes("never canonical"))
+  })
+})
