@@ -12,7 +12,13 @@ export { ctlMain, exitCodeOf } from "./cli/Run.js"
 export * from "./http/BodyLimit.js"
 export * from "./http/Clients.js"
 export { ControlPlaneApi } from "./http/controlplane/Api.js"
-export { GroundTruthApi, GroundTruthAuth, GroundTruthIngestApi, GroundTruthReadApi } from "./http/groundtruth/Api.js"
+export {
+  GroundTruthApi,
+  GroundTruthAskApi,
+  GroundTruthAuth,
+  GroundTruthIngestApi,
+  GroundTruthReadApi
+} from "./http/groundtruth/Api.js"
 export { HealthApi } from "./http/Health.js"
 export { MarketplaceApi } from "./http/marketplace/Api.js"
 export * from "./http/Problem.js"
@@ -33,6 +39,7 @@ export * from "./layers/Migrations.js"
 export * from "./layers/Server.js"
 export * from "./layers/Test.js"
 // Ground-truth services
+export * from "./services/groundtruth/Answerer.js"
 export * from "./services/groundtruth/Chunker.js"
 export * from "./services/groundtruth/GitMirror.js"
 export * from "./services/groundtruth/GtConfig.js"

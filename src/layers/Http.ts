@@ -17,6 +17,7 @@ import { corsMiddleware } from "../http/Cors.js"
 import { ControlPlaneApi } from "../http/controlplane/Api.js"
 import { GroundTruthApi } from "../http/groundtruth/Api.js"
 import {
+  GroundTruthAskLive,
   GroundTruthAuthLive,
   GroundTruthHealthLive,
   GroundTruthIngestLive,
@@ -41,7 +42,7 @@ export const SurfaceRoutes = {
   ),
   groundtruth: Layer.mergeAll(
     HttpLayerRouter.addHttpApi(GroundTruthApi, { openapiPath: openApiPath("groundtruth") }).pipe(
-      Layer.provide([GroundTruthHealthLive, GroundTruthReadLive, GroundTruthIngestLive]),
+      Layer.provide([GroundTruthHealthLive, GroundTruthReadLive, GroundTruthIngestLive, GroundTruthAskLive]),
       Layer.provide(GroundTruthAuthLive)
     ),
     docs("groundtruth")

@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
+import { Answerer } from "../services/groundtruth/Answerer.js"
 import { GtConfig } from "../services/groundtruth/GtConfig.js"
 import { Ingester } from "../services/groundtruth/Ingester.js"
 import { Retriever } from "../services/groundtruth/Retriever.js"
@@ -31,8 +32,9 @@ export const ServicesLive = Layer.mergeAll(
   Onboarding.Default,
   Blog.Default,
   Ingester.Default,
-  Retriever.Default
+  Answerer.Default
 ).pipe(
+  Layer.provideMerge(Retriever.Default),
   Layer.provideMerge(Sources.Default),
   Layer.provideMerge(GtConfig.Default),
   Layer.provideMerge(Assigner.Default),

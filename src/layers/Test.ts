@@ -1,5 +1,6 @@
 import { Duration, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
+import { Answerer } from "../services/groundtruth/Answerer.js"
 import { GtConfig } from "../services/groundtruth/GtConfig.js"
 import { Ingester } from "../services/groundtruth/Ingester.js"
 import { Retriever } from "../services/groundtruth/Retriever.js"
@@ -47,8 +48,9 @@ export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
     Onboarding.Default,
     Blog.Default,
     Ingester.Default,
-    Retriever.Default
+    Answerer.Default
   ).pipe(
+    Layer.provideMerge(Retriever.Default),
     Layer.provideMerge(Sources.Default),
     Layer.provideMerge(GtConfig.Default),
     Layer.provideMerge(Assigner.Default),

@@ -1,5 +1,6 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { AskAnswer } from "../../services/groundtruth/Answerer.js"
 import { IngestResult, UnknownRepo } from "../../services/groundtruth/Ingester.js"
 import { RepoRecord, SearchResult } from "../../services/groundtruth/Retriever.js"
 import { HealthApi } from "../Health.js"
@@ -48,10 +49,33 @@ export class GroundTruthIngestApi extends HttpApiGroup.make("ingest")
   .middleware(GroundTruthAuth)
   .annotate(OpenApi.Title, "Ingestion") {}
 
+export class GroundTruthAskApi extends HttpApiGroup.make("ask")
+  .add(
+    HttpApiEndpoint.post("ask", "/ask")
+      .setPayload(
+        Schema.Struct({
+          question: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2000)),
+          scope: Schema.optionalWith(Schema.Struct({ repos: Schema.optional(Schema.Array(Schema.String)) }), {
+            default: () => ({})
+          })
+        })
+      )
+      .addSuccess(AskAnswer)
+      .addError(UnknownRepo)
+      .annotate(
+        OpenApi.Description,
+        "An answer with citations. Without a configured language model: extractive (the supporting passages). " +
+          "When no source supports the question: missing=true and the answer says so."
+      )
+  )
+  .middleware(GroundTruthAuth)
+  .annotate(OpenApi.Title, "Ask") {}
+
 /** The ground-truth surface: private Q&A over ingested repositories (paths without prefix). */
 export class GroundTruthApi extends HttpApi.make("groundtruth")
   .add(HealthApi)
   .add(GroundTruthReadApi)
   .add(GroundTruthIngestApi)
+  .add(GroundTruthAskApi)
   .annotate(OpenApi.Title, "Keel ground truth")
   .annotate(OpenApi.Description, "Ingest git repositories; search and ask with line-exact citations; brand assets.") {}

@@ -1,5 +1,6 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
+import { Answerer } from "../../services/groundtruth/Answerer.js"
 import { GtConfig } from "../../services/groundtruth/GtConfig.js"
 import { Ingester } from "../../services/groundtruth/Ingester.js"
 import { Retriever } from "../../services/groundtruth/Retriever.js"
@@ -54,4 +55,10 @@ export const GroundTruthReadLive = HttpApiBuilder.group(GroundTruthApi, "read", 
 
 export const GroundTruthIngestLive = HttpApiBuilder.group(GroundTruthApi, "ingest", (handlers) =>
   handlers.handle("repo", ({ payload }) => Ingester.use((ingester) => ingester.ingest(payload)))
+)
+
+export const GroundTruthAskLive = HttpApiBuilder.group(GroundTruthApi, "ask", (handlers) =>
+  handlers.handle("ask", ({ payload }) =>
+    Answerer.use((answerer) => answerer.ask(payload.question, payload.scope.repos))
+  )
 )

@@ -28,7 +28,24 @@ export class GtConfig extends Effect.Service<GtConfig>()("groundtruth/GtConfig",
     const blobUrlPattern = yield* Config.string("GT_BLOB_URL_PATTERN").pipe(
       Config.withDefault("{web_url}/blob/{commit}/{path}")
     )
+    const llmBaseUrl = yield* Config.option(Config.string("GT_LLM_BASE_URL"))
+    const llmModel = yield* Config.option(Config.string("GT_LLM_MODEL"))
+    const llmApiKey = yield* Config.option(Config.redacted("GT_LLM_API_KEY"))
+    const askMinCoverage = yield* Config.number("GT_ASK_MIN_COVERAGE").pipe(Config.withDefault(0.5))
+    const askSources = yield* Config.integer("GT_ASK_SOURCES").pipe(Config.withDefault(5))
     return {
+      /** An OpenAI-compatible chat-completions endpoint; both base URL and model are needed to use it. */
+      llm:
+        llmBaseUrl._tag === "Some" && llmModel._tag === "Some"
+          ? {
+              baseUrl: llmBaseUrl.value.replace(/\/+$/, ""),
+              model: llmModel.value,
+              apiKey: Option.getOrUndefined(llmApiKey)
+            }
+          : undefined,
+      /** Share of the question's keywords a passage must contain to count as support. */
+      askMinCoverage,
+      askSources: Math.max(1, Math.min(20, askSources)),
       /** Git URL or local path of the documentation repository holding sources.yml and brand-assets.yml. */
       registryRepo: Option.getOrUndefined(registryRepo),
       registryRef: Option.getOrUndefined(registryRef),

@@ -54,6 +54,7 @@ interface HitRow {
   readonly heading: string
   readonly rank: number
   readonly snippet: string
+  readonly content: string
 }
 
 /** Cited search over the index: FTS5 bm25 (headings weigh double), scaled by the source's trust tier. */
@@ -67,12 +68,12 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
       sql<HitRow>`
         SELECT c.repo, c.path, c.commit_sha, c.line, c.end_line, c.heading,
           bm25(gt_chunks_fts, 2.0, 1.0) AS rank,
-          snippet(gt_chunks_fts, 1, '', '', '…', 24) AS snippet
+          snippet(gt_chunks_fts, 1, '', '', '…', 24) AS snippet, c.content
         FROM gt_chunks_fts JOIN gt_chunks c ON c.id = gt_chunks_fts.rowid
         WHERE gt_chunks_fts MATCH ${match} ${repos === undefined ? sql`` : sql`AND ${sql.in("c.repo", [...repos])}`}
         ORDER BY rank LIMIT ${limit * 4}`
 
-    const search = Effect.fn("Retriever.search")(function* (
+    const retrieve = Effect.fn("Retriever.retrieve")(function* (
       query: string,
       options: { readonly repos?: ReadonlyArray<string> | undefined; readonly limit?: number | undefined } = {}
     ) {
@@ -89,8 +90,8 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
         rows = yield* run(match, options.repos, limit).pipe(Effect.orDie)
         if (rows.length > 0) break
       }
-      const hits = rows
-        .map((row): SearchHit => {
+      return rows
+        .map((row): SearchHit & { readonly content: string } => {
           const trust = trustOf.get(row.repo) ?? "reference"
           const weight = config.trustWeights.get(trust) ?? 0.5
           return {
@@ -102,15 +103,24 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
             trust,
             score: Math.round(-Number(row.rank) * weight * 1000) / 1000,
             heading: row.heading,
-            snippet: row.snippet
+            snippet: row.snippet,
+            content: row.content
           }
         })
         .sort(
           (a, b) => b.score - a.score || a.repo.localeCompare(b.repo) || a.path.localeCompare(b.path) || a.line - b.line
         )
         .slice(0, limit)
-      return new SearchResult({ query, hits })
     })
+
+    const search = (
+      query: string,
+      options: { readonly repos?: ReadonlyArray<string> | undefined; readonly limit?: number | undefined } = {}
+    ) =>
+      Effect.map(
+        retrieve(query, options),
+        (hits) => new SearchResult({ query, hits: hits.map(({ content: _content, ...hit }) => hit) })
+      )
 
     const repos = Effect.fn("Retriever.repos")(function* () {
       const registry = yield* sources.current
@@ -134,6 +144,6 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
       })
     })
 
-    return { search, repos } as const
+    return { search, retrieve, repos } as const
   })
 }) {}

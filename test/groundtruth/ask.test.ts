@@ -1,0 +1,146 @@
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as path from "node:path"
+import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { coverage, keywords, NOT_COVERED } from "keel"
+import { HttpTest } from "../support/http.js"
+import { buildCorpus } from "./git-fixture.js"
+
+/** A local OpenAI-compatible chat-completions server whose answer each test sets. */
+const fakeLlm = await new Promise<{ url: string; reply: { status: number; content: string }; requests: Array<any> }>(
+  (resolve) => {
+    const state = { url: "", reply: { status: 200, content: "" }, requests: [] as Array<any> }
+    const server = http.createServer((req, res) => {
+      let body = ""
+      req.on("data", (c) => {
+        body += c
+      })
+      req.on("end", () => {
+        state.requests.push({ url: req.url, auth: req.headers.authorization, body: JSON.parse(body) })
+        res.writeHead(state.reply.status, { "content-type": "application/json" })
+        res.end(JSON.stringify({ choices: [{ message: { role: "assistant", content: state.reply.content } }] }))
+      })
+    })
+    server.listen(0, "127.0.0.1", () => {
+      state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`
+      server.unref()
+      resolve(state)
+    })
+  }
+)
+
+const ask = (question: string, repos?: Array<string>) =>
+  Effect.gen(function* () {
+    const client = yield* HttpClient.HttpClient
+    const response = yield* client.execute(
+      HttpClientRequest.post("/ask").pipe(HttpClientRequest.bodyUnsafeJson({ question, scope: repos ? { repos } : {} }))
+    )
+    return { status: response.status, body: (yield* response.json) as any }
+  }).pipe(Effect.scoped)
+
+const ingestAll = Effect.gen(function* () {
+  const client = yield* HttpClient.HttpClient
+  const response = yield* client.execute(
+    HttpClientRequest.post("/ingest/repo").pipe(HttpClientRequest.bodyUnsafeJson({}))
+  )
+  assert.strictEqual(response.status, 200)
+}).pipe(Effect.scoped)
+
+describe("relevance", () => {
+  it("keywords drop stopwords and short words; coverage counts keyword stems in the passage", () => {
+    assert.deepStrictEqual(keywords("How do I install Fastify on Node?"), ["install", "fastify", "node"])
+    assert.strictEqual(coverage(["install", "fastify"], "Run npm install fastify"), 1)
+    assert.strictEqual(coverage(["installing", "kubernetes"], "installation notes"), 0.5)
+  })
+})
+
+const extractiveCorpus = buildCorpus()
+layer(
+  HttpTest({
+    settings: { dataDir: path.join(extractiveCorpus.root, "data") },
+    env: { GT_REGISTRY_REPO: extractiveCorpus.registry }
+  }),
+  { timeout: "60 seconds", excludeTestServices: true }
+)("POST /ask without a language model", (it) => {
+  it.effect("answers extractively: cited passages, no composed prose", () =>
+    Effect.gen(function* () {
+      yield* ingestAll
+      const { body, status } = yield* ask("How do I install fastify?")
+      assert.strictEqual(status, 200)
+      assert.strictEqual(body.mode, "extractive")
+      assert.isNull(body.answer)
+      assert.isFalse(body.missing)
+      assert.isAbove(body.citations.length, 0)
+      const first = body.citations[0]
+      assert.deepStrictEqual(Object.keys(first).sort(), ["commit", "end_line", "line", "path", "repo", "snippet"])
+      assert.strictEqual(first.path, "README.md")
+    })
+  )
+
+  it.effect("says plainly when the sources do not cover the question, with empty citations", () =>
+    Effect.gen(function* () {
+      const { body } = yield* ask("What is the airspeed velocity of an unladen swallow?")
+      assert.deepStrictEqual(body, { mode: "extractive", answer: NOT_COVERED, missing: true, citations: [] })
+      const unknown = yield* ask("install", ["nope"])
+      assert.strictEqual(unknown.status, 404)
+    })
+  )
+})
+
+const generatedCorpus = buildCorpus()
+layer(
+  HttpTest({
+    settings: { dataDir: path.join(generatedCorpus.root, "data") },
+    env: {
+      GT_REGISTRY_REPO: generatedCorpus.registry,
+      GT_LLM_BASE_URL: fakeLlm.url,
+      GT_LLM_MODEL: "test-model",
+      GT_LLM_API_KEY: "sk-test-secret"
+    }
+  }),
+  { timeout: "60 seconds", excludeTestServices: true }
+)("POST /ask with a language model", (it) => {
+  it.effect("the model gets numbered sources; its [n] markers become citations, renumbered in citing order", () =>
+    Effect.gen(function* () {
+      yield* ingestAll
+      fakeLlm.reply = { status: 200, content: "Run npm install fastify [1]; Node 20 is needed [1]. See also [9]." }
+      const { body } = yield* ask("How do I install fastify?")
+      assert.strictEqual(body.mode, "generated")
+      assert.isFalse(body.missing)
+      assert.strictEqual(body.answer, "Run npm install fastify [1]; Node 20 is needed [1]. See also .")
+      assert.strictEqual(body.citations.length, 1)
+      const request = fakeLlm.requests.at(-1)
+      assert.strictEqual(request.url, "/v1/chat/completions")
+      assert.strictEqual(request.auth, "Bearer sk-test-secret")
+      assert.strictEqual(request.body.model, "test-model")
+      assert.include(request.body.messages[1].content, "[1] fastify/README.md:")
+    })
+  )
+
+  it.effect("an answer that cites nothing is dropped for the extractive one; so is a failing model", () =>
+    Effect.gen(function* () {
+      fakeLlm.reply = { status: 200, content: "Fastify is great." }
+      const uncited = yield* ask("How do I install fastify?")
+      assert.strictEqual(uncited.body.mode, "extractive")
+      assert.isNull(uncited.body.answer)
+      assert.isAbove(uncited.body.citations.length, 0)
+      fakeLlm.reply = { status: 500, content: "" }
+      const failed = yield* ask("How do I install fastify?")
+      assert.strictEqual(failed.status, 200)
+      assert.strictEqual(failed.body.mode, "extractive")
+    })
+  )
+
+  it.effect("no supporting source: missing, and the model is not asked to invent", () =>
+    Effect.gen(function* () {
+      const before = fakeLlm.requests.length
+      const { body } = yield* ask("What is the airspeed velocity of an unladen swallow?")
+      assert.isTrue(body.missing)
+      assert.strictEqual(body.answer, NOT_COVERED)
+      assert.deepStrictEqual(body.citations, [])
+      assert.strictEqual(fakeLlm.requests.length, before)
+    })
+  )
+})
