@@ -15,6 +15,7 @@ export { ControlPlaneApi } from "./http/controlplane/Api.js"
 export {
   GroundTruthApi,
   GroundTruthAskApi,
+  GroundTruthAssetsApi,
   GroundTruthAuth,
   GroundTruthIngestApi,
   GroundTruthReadApi
@@ -40,6 +41,7 @@ export * from "./layers/Server.js"
 export * from "./layers/Test.js"
 // Ground-truth services
 export * from "./services/groundtruth/Answerer.js"
+export * from "./services/groundtruth/BrandAssets.js"
 export * from "./services/groundtruth/Chunker.js"
 export * from "./services/groundtruth/GitMirror.js"
 export * from "./services/groundtruth/GtConfig.js"

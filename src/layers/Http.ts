@@ -18,6 +18,7 @@ import { ControlPlaneApi } from "../http/controlplane/Api.js"
 import { GroundTruthApi } from "../http/groundtruth/Api.js"
 import {
   GroundTruthAskLive,
+  GroundTruthAssetsLive,
   GroundTruthAuthLive,
   GroundTruthHealthLive,
   GroundTruthIngestLive,
@@ -42,7 +43,13 @@ export const SurfaceRoutes = {
   ),
   groundtruth: Layer.mergeAll(
     HttpLayerRouter.addHttpApi(GroundTruthApi, { openapiPath: openApiPath("groundtruth") }).pipe(
-      Layer.provide([GroundTruthHealthLive, GroundTruthReadLive, GroundTruthIngestLive, GroundTruthAskLive]),
+      Layer.provide([
+        GroundTruthHealthLive,
+        GroundTruthReadLive,
+        GroundTruthIngestLive,
+        GroundTruthAskLive,
+        GroundTruthAssetsLive
+      ]),
       Layer.provide(GroundTruthAuthLive)
     ),
     docs("groundtruth")

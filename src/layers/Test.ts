@@ -1,6 +1,7 @@
 import { Duration, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { Answerer } from "../services/groundtruth/Answerer.js"
+import { BrandAssets } from "../services/groundtruth/BrandAssets.js"
 import { GtConfig } from "../services/groundtruth/GtConfig.js"
 import { Ingester } from "../services/groundtruth/Ingester.js"
 import { Retriever } from "../services/groundtruth/Retriever.js"
@@ -48,7 +49,8 @@ export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
     Onboarding.Default,
     Blog.Default,
     Ingester.Default,
-    Answerer.Default
+    Answerer.Default,
+    BrandAssets.Default
   ).pipe(
     Layer.provideMerge(Retriever.Default),
     Layer.provideMerge(Sources.Default),

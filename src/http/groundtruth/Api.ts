@@ -1,6 +1,7 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { AskAnswer } from "../../services/groundtruth/Answerer.js"
+import { AssetNotFound, AssetRecord } from "../../services/groundtruth/BrandAssets.js"
 import { IngestResult, UnknownRepo } from "../../services/groundtruth/Ingester.js"
 import { RepoRecord, SearchResult } from "../../services/groundtruth/Retriever.js"
 import { HealthApi } from "../Health.js"
@@ -71,11 +72,44 @@ export class GroundTruthAskApi extends HttpApiGroup.make("ask")
   .middleware(GroundTruthAuth)
   .annotate(OpenApi.Title, "Ask") {}
 
+const productParam = HttpApiSchema.param("product", Schema.String)
+const kindParam = HttpApiSchema.param("kind", Schema.String)
+const indexParam = HttpApiSchema.param("assetIndex", Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative()))
+
+export class GroundTruthAssetsApi extends HttpApiGroup.make("assets")
+  .add(
+    HttpApiEndpoint.get("list", "/assets")
+      .setUrlParams(
+        Schema.Struct({
+          product: Schema.optional(Schema.String),
+          kind: Schema.optional(Schema.String),
+          q: Schema.optional(Schema.String)
+        })
+      )
+      .addSuccess(Schema.Array(AssetRecord))
+  )
+  .add(HttpApiEndpoint.get("products", "/assets/products").addSuccess(Schema.Array(Schema.String)))
+  .add(HttpApiEndpoint.get("kinds", "/assets/kinds").addSuccess(Schema.Array(Schema.String)))
+  .add(
+    HttpApiEndpoint.get("ofKind")`/assets/${productParam}/${kindParam}`
+      .addSuccess(Schema.Array(AssetRecord))
+      .addError(AssetNotFound)
+  )
+  .add(
+    HttpApiEndpoint.get("content")`/assets/${productParam}/${kindParam}/${indexParam}/content`
+      .addSuccess(HttpApiSchema.Uint8Array())
+      .addError(AssetNotFound)
+      .annotate(OpenApi.Description, "The exact bytes of a listed asset at its commit, with its Content-Type.")
+  )
+  .middleware(GroundTruthAuth)
+  .annotate(OpenApi.Title, "Brand assets") {}
+
 /** The ground-truth surface: private Q&A over ingested repositories (paths without prefix). */
 export class GroundTruthApi extends HttpApi.make("groundtruth")
   .add(HealthApi)
   .add(GroundTruthReadApi)
   .add(GroundTruthIngestApi)
   .add(GroundTruthAskApi)
+  .add(GroundTruthAssetsApi)
   .annotate(OpenApi.Title, "Keel ground truth")
   .annotate(OpenApi.Description, "Ingest git repositories; search and ask with line-exact citations; brand assets.") {}

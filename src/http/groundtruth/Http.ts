@@ -1,6 +1,7 @@
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
 import { Answerer } from "../../services/groundtruth/Answerer.js"
+import { BrandAssets } from "../../services/groundtruth/BrandAssets.js"
 import { GtConfig } from "../../services/groundtruth/GtConfig.js"
 import { Ingester } from "../../services/groundtruth/Ingester.js"
 import { Retriever } from "../../services/groundtruth/Retriever.js"
@@ -61,4 +62,19 @@ export const GroundTruthAskLive = HttpApiBuilder.group(GroundTruthApi, "ask", (h
   handlers.handle("ask", ({ payload }) =>
     Answerer.use((answerer) => answerer.ask(payload.question, payload.scope.repos))
   )
+)
+
+export const GroundTruthAssetsLive = HttpApiBuilder.group(GroundTruthApi, "assets", (handlers) =>
+  handlers
+    .handle("list", ({ urlParams }) => BrandAssets.use((assets) => assets.search(urlParams)))
+    .handle("products", () => BrandAssets.use((assets) => assets.products))
+    .handle("kinds", () => BrandAssets.use((assets) => assets.kinds))
+    .handle("ofKind", ({ path }) => BrandAssets.use((assets) => assets.ofKind(path.product, path.kind)))
+    .handle("content", ({ path }) =>
+      Effect.map(
+        BrandAssets.use((assets) => assets.content(path.product, path.kind, path.assetIndex)),
+        ({ bytes, contentType }) =>
+          HttpServerResponse.uint8Array(bytes, { contentType, headers: { "x-content-type-options": "nosniff" } })
+      )
+    )
 )
