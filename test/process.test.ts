@@ -80,6 +80,12 @@ describe("the ctl process", () => {
     )
     expect(assigned.status).toBe(200)
     expect(JSON.parse(assigned.body).experimentId).toBe("onboarding-headline-2026-11")
+    // Demo data: Keel's own docs are ingested, and answer a loopback client (no GT_TOKENS configured).
+    const search = JSON.parse((await get(server.port, "/search?q=fenced%20lease")).body)
+    expect(search.hits[0].repo).toBe("keel")
+    expect(search.hits[0].path).toBe("docs/leases.md")
+    const blog = await get(server.port, "/api/public/blog/blog")
+    expect(JSON.parse(blog.body).posts.length).toBeGreaterThan(0)
     server.child.kill("SIGTERM")
     expect(await exitOf(server.child)).toEqual({ code: 0, signal: null })
   }, 40_000)

@@ -1,3 +1,6 @@
+import { groundTruthDemoSeeder } from "../services/groundtruth/DemoData.js"
+import type { GtConfig } from "../services/groundtruth/GtConfig.js"
+import type { Ingester } from "../services/groundtruth/Ingester.js"
 import type { DemoSeeder } from "../services/platform/DemoData.js"
 import type { Blog } from "../services/product/Blog.js"
 import { productDemoSeeder } from "../services/product/DemoData.js"
@@ -5,4 +8,7 @@ import type { JourneyRegistry } from "../services/product/JourneyRegistry.js"
 import type { ProductConfig } from "../services/product/ProductConfig.js"
 
 /** Demo data for `npm start` on an empty data dir. Domains that own lists add a seeder here. */
-export const AllDemoSeeders: ReadonlyArray<DemoSeeder<ProductConfig | JourneyRegistry | Blog>> = [productDemoSeeder]
+export const AllDemoSeeders: ReadonlyArray<DemoSeeder<ProductConfig | JourneyRegistry | Blog | GtConfig | Ingester>> = [
+  productDemoSeeder,
+  groundTruthDemoSeeder
+]

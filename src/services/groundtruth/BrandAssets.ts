@@ -95,7 +95,7 @@ export class BrandAssets extends Effect.Service<BrandAssets>()("groundtruth/Bran
 
     const load = Effect.gen(function* () {
       const registry = yield* sources.current
-      if (config.registryRepo === undefined || registry.commit === null) return [] as ReadonlyArray<AssetRecord>
+      if (registry.commit === null) return [] as ReadonlyArray<AssetRecord>
       const key = registry.commit
       const cached = (yield* Ref.get(cache)).get(key)
       if (cached !== undefined) return cached

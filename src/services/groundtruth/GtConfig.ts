@@ -46,8 +46,12 @@ export class GtConfig extends Effect.Service<GtConfig>()("groundtruth/GtConfig",
       /** Share of the question's keywords a passage must contain to count as support. */
       askMinCoverage,
       askSources: Math.max(1, Math.min(20, askSources)),
-      /** Git URL or local path of the documentation repository holding sources.yml and brand-assets.yml. */
-      registryRepo: Option.getOrUndefined(registryRepo),
+      /**
+       * Git URL or local path of the documentation repository holding sources.yml and brand-assets.yml.
+       * Unset: the local registry under the data dir (created by the demo data on first start).
+       */
+      registryRepo: Option.getOrElse(registryRepo, () => path.join(app.dataDir, "groundtruth", "registry")),
+      registryIsDefault: registryRepo._tag === "None",
       registryRef: Option.getOrUndefined(registryRef),
       /** Bearer tokens accepted by every endpoint but /health; none configured = loopback clients only. */
       tokens: Option.match(tokens, {

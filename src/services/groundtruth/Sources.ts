@@ -1,3 +1,4 @@
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Clock, Data, Effect, Either, ParseResult, Schema } from "effect"
@@ -137,7 +138,7 @@ export class Sources extends Effect.Service<Sources>()("groundtruth/Sources", {
           text: string
         }>`SELECT commit_sha, text FROM gt_registry WHERE id = 1`
         const row = rows[0]
-        if (row === undefined || config.registryRepo === undefined) return { commit: null, sources: [], refused }
+        if (row === undefined) return { commit: null, sources: [], refused }
         const parsed = parseSources(row.text, config.registryRepo, config.trustWeights)
         return { commit: row.commit_sha, sources: Either.getOrElse(parsed, () => []), refused } satisfies Registry
       }).pipe(Effect.orDie)
@@ -145,7 +146,9 @@ export class Sources extends Effect.Service<Sources>()("groundtruth/Sources", {
     /** Fetches the registry repository and returns the registry in force. */
     const load = Effect.fn("Sources.load")(function* () {
       const repo = config.registryRepo
-      if (repo === undefined) return { commit: null, sources: [], refused: null } satisfies Registry
+      // The default local registry that was never created means "no sources", not an error.
+      if (config.registryIsDefault && !fs.existsSync(repo))
+        return { commit: null, sources: [], refused: null } satisfies Registry
       const attempt = yield* Effect.either(
         Effect.gen(function* () {
           const dir = yield* GitMirror.sync(repo, config.mirrorsDir)
