@@ -46,6 +46,7 @@ export const ftsQuery = (text: string, mode: "all" | "any") => {
 }
 
 interface HitRow {
+  readonly id: number
   readonly repo: string
   readonly path: string
   readonly commit_sha: string
@@ -64,14 +65,38 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
     const config = yield* GtConfig
     const sources = yield* Sources
 
+    /**
+     * Candidates first (ids and bm25 only: ranking every match is the unavoidable part), then the
+     * chunk rows of the best few, then snippets only for those: snippet() is the costly function.
+     */
     const run = (match: string, repos: ReadonlyArray<string> | undefined, limit: number) =>
-      sql<HitRow>`
-        SELECT c.repo, c.path, c.commit_sha, c.line, c.end_line, c.heading,
-          bm25(gt_chunks_fts, 2.0, 1.0) AS rank,
-          snippet(gt_chunks_fts, 1, '', '', '…', 24) AS snippet, c.content
-        FROM gt_chunks_fts JOIN gt_chunks c ON c.id = gt_chunks_fts.rowid
-        WHERE gt_chunks_fts MATCH ${match} ${repos === undefined ? sql`` : sql`AND ${sql.in("c.repo", [...repos])}`}
-        ORDER BY rank LIMIT ${limit * 4}`
+      Effect.gen(function* () {
+        const candidates = yield* repos === undefined
+          ? sql<{ id: number; rank: number }>`
+              SELECT rowid AS id, bm25(gt_chunks_fts, 2.0, 1.0) AS rank FROM gt_chunks_fts
+              WHERE gt_chunks_fts MATCH ${match} ORDER BY rank LIMIT ${limit * 3}`
+          : sql<{ id: number; rank: number }>`
+              SELECT f.rowid AS id, bm25(gt_chunks_fts, 2.0, 1.0) AS rank
+              FROM gt_chunks_fts f JOIN gt_chunks c ON c.id = f.rowid
+              WHERE gt_chunks_fts MATCH ${match} AND ${sql.in("c.repo", [...repos])}
+              ORDER BY rank LIMIT ${limit * 3}`
+        if (candidates.length === 0) return [] as Array<HitRow>
+        const rankOf = new Map(candidates.map((c) => [Number(c.id), Number(c.rank)]))
+        const rows = yield* sql<Omit<HitRow, "rank" | "snippet"> & { id: number }>`
+          SELECT id, repo, path, commit_sha, line, end_line, heading, content FROM gt_chunks
+          WHERE ${sql.in("id", [...rankOf.keys()])}`
+        return rows.map((row) => ({ ...row, rank: rankOf.get(Number(row.id)) ?? 0, snippet: "" }))
+      })
+
+    const snippets = (match: string, ids: ReadonlyArray<number>) =>
+      ids.length === 0
+        ? Effect.succeed(new Map<number, string>())
+        : Effect.map(
+            sql<{ id: number; snippet: string }>`
+              SELECT rowid AS id, snippet(gt_chunks_fts, 1, '', '', '…', 24) AS snippet FROM gt_chunks_fts
+              WHERE gt_chunks_fts MATCH ${match} AND ${sql.in("rowid", [...ids])}`,
+            (rows) => new Map(rows.map((r) => [Number(r.id), r.snippet]))
+          )
 
     const retrieve = Effect.fn("Retriever.retrieve")(function* (
       query: string,
@@ -84,14 +109,16 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
       }
       const limit = Math.min(50, Math.max(1, options.limit ?? 10))
       let rows: ReadonlyArray<HitRow> = []
+      let matched: string | undefined
       for (const mode of ["all", "any"] as const) {
         const match = ftsQuery(query, mode)
         if (match === undefined) break
         rows = yield* run(match, options.repos, limit).pipe(Effect.orDie)
+        matched = match
         if (rows.length > 0) break
       }
-      return rows
-        .map((row): SearchHit & { readonly content: string } => {
+      const ranked = rows
+        .map((row): SearchHit & { readonly content: string; readonly id: number } => {
           const trust = trustOf.get(row.repo) ?? "reference"
           const weight = config.trustWeights.get(trust) ?? 0.5
           return {
@@ -104,13 +131,22 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
             score: Math.round(-Number(row.rank) * weight * 1000) / 1000,
             heading: row.heading,
             snippet: row.snippet,
-            content: row.content
+            content: row.content,
+            id: Number(row.id)
           }
         })
         .sort(
           (a, b) => b.score - a.score || a.repo.localeCompare(b.repo) || a.path.localeCompare(b.path) || a.line - b.line
         )
         .slice(0, limit)
+      const snippetOf =
+        matched === undefined
+          ? new Map<number, string>()
+          : yield* snippets(
+              matched,
+              ranked.map((hit) => hit.id)
+            ).pipe(Effect.orDie)
+      return ranked.map(({ id, ...hit }) => ({ ...hit, snippet: snippetOf.get(id) ?? hit.snippet }))
     })
 
     const search = (
