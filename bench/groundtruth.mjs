@@ -87,6 +87,21 @@ let seed = 7
 const pick = () => words[(seed = (seed * 48271) % 2147483647) % words.length]
 const queries = Array.from({ length: QUERIES }, () => `${pick()} ${pick()}`)
 
+// The same queries through the library, in this process: the search itself, without HTTP.
+const libraryLatencies = await Effect.runPromise(
+  Effect.gen(function* () {
+    const retriever = yield* keel.Retriever
+    for (const q of queries.slice(0, 20)) yield* retriever.search(q, { limit: 10 })
+    const out = []
+    for (const q of queries) {
+      const t = process.hrtime.bigint()
+      yield* retriever.search(q, { limit: 10 })
+      out.push(Number(process.hrtime.bigint() - t) / 1e6)
+    }
+    return out
+  }).pipe(Effect.provide(keel.ServicesLive))
+)
+
 const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]
 const { child, port } = await start("keel.mjs", {
   KEEL_DATA_DIR: data,
@@ -128,6 +143,9 @@ console.log(
 )
 console.log(
   `search (HTTP, ${QUERIES} two-word queries, sequential): keel p50 ${p50k.toFixed(2)} ms p99 ${percentile(keelLatencies, 0.99).toFixed(2)} ms`
+)
+console.log(
+  `search (library, same queries, no HTTP):          keel p50 ${percentile(libraryLatencies, 0.5).toFixed(2)} ms p99 ${percentile(libraryLatencies, 0.99).toFixed(2)} ms`
 )
 console.log(
   `baseline rg over the checked-out files:                rg   p50 ${p50r.toFixed(2)} ms p99 ${percentile(rgLatencies, 0.99).toFixed(2)} ms`
