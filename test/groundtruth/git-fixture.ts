@@ -78,6 +78,7 @@ export const buildCorpus = () => {
       "test/routes.md": "# Test notes\n\nshould never be indexed\n",
       ".hidden.md": "# Hidden\n\ndotfiles are not matched by *\n",
       "docs/logo.png": Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0x0d, 1, 2, 3]),
+      "docs/export.md": Buffer.concat([Buffer.from("# Exported\n"), Buffer.from([0, 1, 2, 0, 3])]),
       "docs/huge.md": `# Huge\n\n${"word ".repeat(2000)}\n`
     },
     "initial docs"

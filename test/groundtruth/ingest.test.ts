@@ -63,7 +63,7 @@ layer(
       assert.strictEqual(fastify.commit, corpus.commits[1])
       assert.isNull(fastify.previous_commit)
       assert.isNull(fastify.error)
-      assert.deepStrictEqual(fastify.skipped, { binary: 0, too_large: 1, symlink: 1, not_a_file: 0 })
+      assert.deepStrictEqual(fastify.skipped, { binary: 1, too_large: 1, symlink: 1, not_a_file: 0 })
       assert.strictEqual(fastify.files_indexed, 5) // README, plugins, removed, old-name, package.json
       const rows = yield* chunks
       const paths = [...new Set(rows.map((r) => r.path))].sort()
@@ -167,6 +167,28 @@ layer(
       assert.isTrue(paths.has("docs/new-name.md"))
       assertCitationsExact(after)
       assert.notStrictEqual(third, fourth)
+    })
+  )
+
+  it.effect("a search during an ingest sees the old commit or the new one, never a mix", () =>
+    Effect.gen(function* () {
+      const before = (yield* chunks)[0]?.commit_sha
+      const edits: Record<string, string> = {}
+      for (let i = 0; i < 40; i++)
+        edits[`docs/bulk/page-${i}.md`] = `# Page ${i}\n\nThe plugin system handles page ${i}.\n`
+      const next = commitFiles(corpus.docs, edits, "many pages")
+      const seen = new Set<string>()
+      const searches = Effect.gen(function* () {
+        for (let i = 0; i < 30; i++) {
+          const { body } = yield* call("GET", "/search?q=plugin&limit=50")
+          const commits = new Set<string>(body.hits.map((h: { commit: string }) => h.commit))
+          assert.isAtMost(commits.size, 1, `one search saw ${[...commits].join(", ")}`)
+          for (const c of commits) seen.add(c)
+        }
+      })
+      const [, result] = yield* Effect.all([searches, ingest({ repo: "fastify" })], { concurrency: "unbounded" })
+      assert.strictEqual(result.body.sources[0].commit, next)
+      for (const commit of seen) assert.include([before, next], commit)
     })
   )
 
