@@ -38,6 +38,7 @@ export * from "./layers/Http.js"
 export * from "./layers/Live.js"
 export * from "./layers/Migrations.js"
 export * from "./layers/Server.js"
+export * from "./layers/Services.js"
 export * from "./layers/Test.js"
 // Ground-truth services
 export * from "./services/groundtruth/Answerer.js"

@@ -1,23 +1,10 @@
 import { Duration, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
-import { Answerer } from "../services/groundtruth/Answerer.js"
-import { BrandAssets } from "../services/groundtruth/BrandAssets.js"
-import { GtConfig } from "../services/groundtruth/GtConfig.js"
-import { Ingester } from "../services/groundtruth/Ingester.js"
-import { Retriever } from "../services/groundtruth/Retriever.js"
-import { Sources } from "../services/groundtruth/Sources.js"
 import { AppConfig, type AppSettings } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
-import { Database, migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
-import { Health } from "../services/platform/Health.js"
-import { Leases } from "../services/platform/Leases.js"
-import { Assigner } from "../services/product/Assigner.js"
-import { Blog } from "../services/product/Blog.js"
-import { Collector } from "../services/product/Collector.js"
-import { JourneyRegistry } from "../services/product/JourneyRegistry.js"
-import { Onboarding } from "../services/product/Onboarding.js"
-import { ProductConfig } from "../services/product/ProductConfig.js"
+import { migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
 import { AllMigrations } from "./Migrations.js"
+import { DomainServices } from "./Services.js"
 
 export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings => ({
   dataDir: "/nonexistent/keel-test",
@@ -42,26 +29,7 @@ export const AppConfigTest = (overrides: Partial<AppSettings> = {}) =>
 export const SqlTest = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteMemory))
 
 export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
-  Layer.mergeAll(
-    Health.Default,
-    Leases.Default,
-    Collector.Default,
-    Onboarding.Default,
-    Blog.Default,
-    Ingester.Default,
-    Answerer.Default,
-    BrandAssets.Default
-  ).pipe(
-    Layer.provideMerge(Retriever.Default),
-    Layer.provideMerge(Sources.Default),
-    Layer.provideMerge(GtConfig.Default),
-    Layer.provideMerge(Assigner.Default),
-    Layer.provideMerge(JourneyRegistry.Default),
-    Layer.provideMerge(ProductConfig.Default),
-    Layer.provideMerge(Database.Default),
-    Layer.provideMerge(SqlTest),
-    Layer.provideMerge(AppConfigTest(overrides))
-  )
+  DomainServices.pipe(Layer.provideMerge(SqlTest), Layer.provideMerge(AppConfigTest(overrides)))
 
 /** The single runner with test-speed intervals (messages polled every 100 ms, no termination wait). */
 export const ClusterTest = singleRunner({ pollInterval: "100 millis", runnerStorage: "memory", terminationTimeout: 0 })

@@ -1,0 +1,39 @@
+import { Layer } from "effect"
+import { Answerer } from "../services/groundtruth/Answerer.js"
+import { BrandAssets } from "../services/groundtruth/BrandAssets.js"
+import { GtConfig } from "../services/groundtruth/GtConfig.js"
+import { Ingester } from "../services/groundtruth/Ingester.js"
+import { Retriever } from "../services/groundtruth/Retriever.js"
+import { Sources } from "../services/groundtruth/Sources.js"
+import { Database } from "../services/platform/Database.js"
+import { Health } from "../services/platform/Health.js"
+import { Leases } from "../services/platform/Leases.js"
+import { Assigner } from "../services/product/Assigner.js"
+import { Blog } from "../services/product/Blog.js"
+import { Collector } from "../services/product/Collector.js"
+import { JourneyRegistry } from "../services/product/JourneyRegistry.js"
+import { Onboarding } from "../services/product/Onboarding.js"
+import { ProductConfig } from "../services/product/ProductConfig.js"
+
+/**
+ * Every domain service, wired to each other. It still needs a migrated SqlClient and AppConfig:
+ * Live gives the data dir's SQLite file and the environment, Test an in-memory database and fixed settings.
+ */
+export const DomainServices = Layer.mergeAll(
+  Health.Default,
+  Leases.Default,
+  Collector.Default,
+  Onboarding.Default,
+  Blog.Default,
+  Ingester.Default,
+  Answerer.Default,
+  BrandAssets.Default
+).pipe(
+  Layer.provideMerge(Retriever.Default),
+  Layer.provideMerge(Sources.Default),
+  Layer.provideMerge(GtConfig.Default),
+  Layer.provideMerge(Assigner.Default),
+  Layer.provideMerge(JourneyRegistry.Default),
+  Layer.provideMerge(ProductConfig.Default),
+  Layer.provideMerge(Database.Default)
+)
