@@ -8,7 +8,7 @@ import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { chunkFile } from "keel"
 import { start } from "./harness.mjs"
 
@@ -84,7 +84,10 @@ const ingested = result.sources[0]
 // Queries: pairs of words drawn from the corpus itself.
 const words = [...new Set(sources.flatMap((s) => s.text.toLowerCase().match(/[a-z]{5,12}/g) ?? []))]
 let seed = 7
-const pick = () => words[(seed = (seed * 48271) % 2147483647) % words.length]
+const pick = () => {
+  seed = (seed * 48271) % 2147483647
+  return words[seed % words.length]
+}
 const queries = Array.from({ length: QUERIES }, () => `${pick()} ${pick()}`)
 
 // The same queries through the library, in this process: the search itself, without HTTP.

@@ -8,28 +8,36 @@ import { coverage, keywords, NOT_COVERED } from "keel"
 import { HttpTest } from "../support/http.js"
 import { buildCorpus } from "./git-fixture.js"
 
+interface FakeRequest {
+  readonly url: string | undefined
+  readonly auth: string | undefined
+  readonly body: { model: string; messages: Array<{ role: string; content: string }> }
+}
+
 /** A local OpenAI-compatible chat-completions server whose answer each test sets. */
-const fakeLlm = await new Promise<{ url: string; reply: { status: number; content: string }; requests: Array<any> }>(
-  (resolve) => {
-    const state = { url: "", reply: { status: 200, content: "" }, requests: [] as Array<any> }
-    const server = http.createServer((req, res) => {
-      let body = ""
-      req.on("data", (c) => {
-        body += c
-      })
-      req.on("end", () => {
-        state.requests.push({ url: req.url, auth: req.headers.authorization, body: JSON.parse(body) })
-        res.writeHead(state.reply.status, { "content-type": "application/json" })
-        res.end(JSON.stringify({ choices: [{ message: { role: "assistant", content: state.reply.content } }] }))
-      })
+const fakeLlm = await new Promise<{
+  url: string
+  reply: { status: number; content: string }
+  requests: Array<FakeRequest>
+}>((resolve) => {
+  const state = { url: "", reply: { status: 200, content: "" }, requests: [] as Array<FakeRequest> }
+  const server = http.createServer((req, res) => {
+    let body = ""
+    req.on("data", (c) => {
+      body += c
     })
-    server.listen(0, "127.0.0.1", () => {
-      state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`
-      server.unref()
-      resolve(state)
+    req.on("end", () => {
+      state.requests.push({ url: req.url, auth: req.headers.authorization, body: JSON.parse(body) })
+      res.writeHead(state.reply.status, { "content-type": "application/json" })
+      res.end(JSON.stringify({ choices: [{ message: { role: "assistant", content: state.reply.content } }] }))
     })
-  }
-)
+  })
+  server.listen(0, "127.0.0.1", () => {
+    state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`
+    server.unref()
+    resolve(state)
+  })
+})
 
 const ask = (question: string, repos?: Array<string>) =>
   Effect.gen(function* () {
@@ -111,11 +119,11 @@ layer(
       assert.isFalse(body.missing)
       assert.strictEqual(body.answer, "Run npm install fastify [1]; Node 20 is needed [1]. See also .")
       assert.strictEqual(body.citations.length, 1)
-      const request = fakeLlm.requests.at(-1)
+      const request = fakeLlm.requests.at(-1)!
       assert.strictEqual(request.url, "/v1/chat/completions")
       assert.strictEqual(request.auth, "Bearer sk-test-secret")
       assert.strictEqual(request.body.model, "test-model")
-      assert.include(request.body.messages[1].content, "[1] fastify/README.md:")
+      assert.include(request.body.messages[1]?.content ?? "", "[1] fastify/README.md:")
     })
   )
 

@@ -103,7 +103,7 @@ layer(HttpTest({ settings: { dataDir: path.join(corpus.root, "data") }, env: { G
       const svg = yield* get("/assets/fastify/logo/0/content")
       assert.strictEqual(
         Buffer.from(svg.bytes).toString(),
-        git(corpus.docs, "show", `${assetsCommit}:brand/logo.svg`) + "\n"
+        `${git(corpus.docs, "show", `${assetsCommit}:brand/logo.svg`)}\n`
       )
     })
   )
