@@ -91,6 +91,8 @@ layer(
       assert.include(lines.slice(hit.line - 1, hit.end_line).join("\n"), "preHandler")
       assert.strictEqual(hit.commit, corpus.commits[1])
       assert.isAbove(hit.score, 0)
+      const scoped = yield* call("GET", "/search?q=preHandler%20hook&repo=fastify")
+      assert.strictEqual(scoped.body.hits[0]?.path, "README.md")
       const unknown = yield* call("GET", "/search?q=x&repo=nope")
       assert.strictEqual(unknown.status, 404)
       assert.strictEqual(unknown.body.code, "UNKNOWN_REPO")

@@ -76,8 +76,8 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
               SELECT rowid AS id, bm25(gt_chunks_fts, 2.0, 1.0) AS rank FROM gt_chunks_fts
               WHERE gt_chunks_fts MATCH ${match} ORDER BY rank LIMIT ${limit * 3}`
           : sql<{ id: number; rank: number }>`
-              SELECT f.rowid AS id, bm25(gt_chunks_fts, 2.0, 1.0) AS rank
-              FROM gt_chunks_fts f JOIN gt_chunks c ON c.id = f.rowid
+              SELECT gt_chunks_fts.rowid AS id, bm25(gt_chunks_fts, 2.0, 1.0) AS rank
+              FROM gt_chunks_fts JOIN gt_chunks c ON c.id = gt_chunks_fts.rowid
               WHERE gt_chunks_fts MATCH ${match} AND ${sql.in("c.repo", [...repos])}
               ORDER BY rank LIMIT ${limit * 3}`
         if (candidates.length === 0) return [] as Array<HitRow>
