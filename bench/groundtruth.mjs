@@ -14,7 +14,7 @@ import { start } from "./harness.mjs"
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)))
 const TARGET_CHUNKS = Number(process.env.BENCH_CHUNKS ?? 100_000)
-const QUERIES = Number(process.env.BENCH_QUERIES ?? 200)
+const QUERIES = Number(process.env.BENCH_QUERIES ?? 500)
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "keel-bench-gt-"))
 const corpus = path.join(work, "corpus")
 const registry = path.join(work, "registry")

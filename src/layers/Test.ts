@@ -16,6 +16,8 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   logFormat: "json",
   logLevel: "warning",
   demoData: false,
+  sqliteCacheMb: 16,
+  sqliteMmapMb: 0,
   clusterPollInterval: Duration.millis(100),
   requestLog: false,
   ...overrides

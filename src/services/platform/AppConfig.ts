@@ -33,6 +33,8 @@ export const appConfig = Config.all({
     "none"
   )("KEEL_LOG_LEVEL").pipe(Config.withDefault("info")),
   demoData: Config.boolean("KEEL_DEMO_DATA").pipe(Config.withDefault(true)),
+  sqliteCacheMb: Config.integer("KEEL_SQLITE_CACHE_MB").pipe(Config.withDefault(64)),
+  sqliteMmapMb: Config.integer("KEEL_SQLITE_MMAP_MB").pipe(Config.withDefault(256)),
   clusterPollInterval: Config.duration("KEEL_CLUSTER_POLL_INTERVAL").pipe(Config.withDefault(Duration.seconds(1)))
 })
 
@@ -47,6 +49,8 @@ export interface AppSettings {
   readonly logFormat: LogFormat
   readonly logLevel: LogLevelName
   readonly demoData: boolean
+  readonly sqliteCacheMb: number
+  readonly sqliteMmapMb: number
   readonly clusterPollInterval: Duration.Duration
   /** Whether the per-request log line can be emitted at all (it is logged at Info). */
   readonly requestLog: boolean

@@ -75,7 +75,17 @@ export const sqliteFromConfig = Layer.unwrapEffect(
     if (config.databaseFile !== ":memory:") {
       yield* Effect.sync(() => fs.mkdirSync(path.dirname(config.databaseFile), { recursive: true }))
     }
-    return SqliteClient.layer({ filename: config.databaseFile })
+    const client = SqliteClient.layer({ filename: config.databaseFile })
+    // SQLite's default page cache is 2 MB; search indexes are far larger. Memory-mapped reads and a
+    // bigger cache keep hot index pages off the read() path. Durability settings are left as they are.
+    const tuned = Layer.effectDiscard(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql.unsafe(`PRAGMA cache_size = -${config.sqliteCacheMb * 1024}`)
+        yield* sql.unsafe(`PRAGMA mmap_size = ${config.sqliteMmapMb * 1024 * 1024}`)
+      }).pipe(Effect.orDie)
+    )
+    return tuned.pipe(Layer.provideMerge(client))
   })
 )
 
