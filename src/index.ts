@@ -50,6 +50,11 @@ export * from "./services/groundtruth/Ingester.js"
 export { groundTruthMigrations } from "./services/groundtruth/migrations.js"
 export * from "./services/groundtruth/Retriever.js"
 export * from "./services/groundtruth/Sources.js"
+// Marketplace services (in progress: the ledger and the curve math)
+export * from "./services/market/BondingCurve.js"
+export * from "./services/market/Ledger.js"
+export { marketMigrations } from "./services/market/migrations.js"
+export * from "./services/market/Units.js"
 // Platform services
 export * from "./services/platform/AppConfig.js"
 export * from "./services/platform/Cluster.js"

@@ -1,4 +1,5 @@
 import { groundTruthMigrations } from "../services/groundtruth/migrations.js"
+import { marketMigrations } from "../services/market/migrations.js"
 import type { DomainMigrations } from "../services/platform/Database.js"
 import { platformMigrations } from "../services/platform/migrations/platform.js"
 import { productMigrations } from "../services/product/migrations.js"
@@ -7,7 +8,8 @@ import { productMigrations } from "../services/product/migrations.js"
 export const AllMigrations: ReadonlyArray<DomainMigrations> = [
   platformMigrations,
   productMigrations,
-  groundTruthMigrations
+  groundTruthMigrations,
+  marketMigrations
 ]
 
 export const AllDomains = AllMigrations.map((set) => set.domain)

@@ -5,6 +5,7 @@ import { GtConfig } from "../services/groundtruth/GtConfig.js"
 import { Ingester } from "../services/groundtruth/Ingester.js"
 import { Retriever } from "../services/groundtruth/Retriever.js"
 import { Sources } from "../services/groundtruth/Sources.js"
+import { Ledger } from "../services/market/Ledger.js"
 import { Database } from "../services/platform/Database.js"
 import { Health } from "../services/platform/Health.js"
 import { Leases } from "../services/platform/Leases.js"
@@ -27,7 +28,8 @@ export const DomainServices = Layer.mergeAll(
   Blog.Default,
   Ingester.Default,
   Answerer.Default,
-  BrandAssets.Default
+  BrandAssets.Default,
+  Ledger.Default
 ).pipe(
   Layer.provideMerge(Retriever.Default),
   Layer.provideMerge(Sources.Default),

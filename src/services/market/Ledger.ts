@@ -1,0 +1,152 @@
+import { HttpApiSchema } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Schema } from "effect"
+
+/** The platform coin; a token's asset is its ticker. */
+export const COIN = "COIN"
+/** Where minted value comes from and burned value goes: its balance is minus the supply. */
+export const ISSUANCE = "system:issuance"
+
+export interface Leg {
+  readonly account: string
+  readonly asset: string
+  /** Nano-units; positive credits the account, negative debits it. */
+  readonly amount: bigint
+}
+
+export class InsufficientFunds extends Schema.TaggedError<InsufficientFunds>()(
+  "InsufficientFunds",
+  {
+    code: Schema.Literal("INSUFFICIENT_FUNDS", "INSUFFICIENT_TOKENS"),
+    account: Schema.String,
+    asset: Schema.String,
+    detail: Schema.String
+  },
+  HttpApiSchema.annotations({ status: 422 })
+) {}
+
+export class UnbalancedEntry extends Schema.TaggedError<UnbalancedEntry>()("UnbalancedEntry", {
+  asset: Schema.String,
+  detail: Schema.String
+}) {}
+
+export interface AuditReport {
+  readonly ok: boolean
+  readonly entries: number
+  readonly coinSupply: bigint
+  readonly problems: ReadonlyArray<string>
+}
+
+/** Integers come back as bigint: balances above 2^53 nano-units (9 million coins) stay exact. */
+const exact = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, SqlClient.SafeIntegers, true)
+
+/** System accounts may go negative (issuance is minus the supply); everyone else never does. */
+const mayGoNegative = (account: string) => account.startsWith("system:")
+
+/**
+ * The double-entry ledger: every balance change is an entry whose legs sum to zero per asset,
+ * appended to the journal in the same transaction that updates the balances it projects.
+ */
+export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const balance = (account: string, asset: string) =>
+      sql<{ balance: number | bigint | string }>`
+        SELECT balance FROM ledger_balances WHERE account = ${account} AND asset = ${asset}`.pipe(
+        Effect.map((rows) => BigInt(rows[0]?.balance ?? 0)),
+        Effect.orDie,
+        exact
+      )
+
+    /** Posts one entry atomically; refuses an unbalanced entry or an overdraft, changing nothing. */
+    const post = Effect.fn("Ledger.post")(function* (kind: string, reference: string, legs: ReadonlyArray<Leg>) {
+      const sums = new Map<string, bigint>()
+      for (const leg of legs) sums.set(leg.asset, (sums.get(leg.asset) ?? 0n) + leg.amount)
+      for (const [asset, sum] of sums) {
+        if (sum !== 0n) return yield* new UnbalancedEntry({ asset, detail: `legs of ${asset} sum to ${sum}, not 0` })
+      }
+      const now = yield* Clock.currentTimeMillis
+      return yield* Effect.gen(function* () {
+        for (const leg of legs) {
+          const next = (yield* balance(leg.account, leg.asset)) + leg.amount
+          if (next < 0n && !mayGoNegative(leg.account)) {
+            return yield* new InsufficientFunds({
+              code: leg.asset === COIN ? "INSUFFICIENT_FUNDS" : "INSUFFICIENT_TOKENS",
+              account: leg.account,
+              asset: leg.asset,
+              detail: `${leg.account} holds too little ${leg.asset}`
+            })
+          }
+          yield* sql`INSERT INTO ledger_balances (account, asset, balance) VALUES (${leg.account}, ${leg.asset}, ${leg.amount})
+            ON CONFLICT (account, asset) DO UPDATE SET balance = ledger_balances.balance + excluded.balance`
+        }
+        const entry = yield* sql<{ id: number }>`
+          INSERT INTO ledger_entries (kind, reference, created_at) VALUES (${kind}, ${reference}, ${now}) RETURNING id`
+        const id = entry[0]!.id
+        yield* sql`INSERT INTO ledger_legs ${sql.insert(legs.map((l) => ({ entry_id: id, account: l.account, asset: l.asset, amount: l.amount })))}`
+        return id
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die), exact)
+    })
+
+    const mint = (to: string, amount: bigint, reason: string) =>
+      post("mint", reason, [
+        { account: ISSUANCE, asset: COIN, amount: -amount },
+        { account: to, asset: COIN, amount }
+      ])
+
+    const burn = (from: string, amount: bigint, reason: string) =>
+      post("burn", reason, [
+        { account: from, asset: COIN, amount: -amount },
+        { account: ISSUANCE, asset: COIN, amount }
+      ])
+
+    /**
+     * Recomputes every balance from the journal and checks: each entry sums to zero per asset, each
+     * stored balance equals its projection, no ordinary account is negative, and the coin held outside
+     * issuance equals minted minus burned.
+     */
+    const audit = Effect.fn("Ledger.audit")(
+      function* () {
+        const problems: Array<string> = []
+        const unbalanced = yield* sql<{ entry_id: number; asset: string; total: number | bigint }>`
+        SELECT entry_id, asset, sum(amount) AS total FROM ledger_legs GROUP BY entry_id, asset HAVING sum(amount) <> 0`
+        for (const row of unbalanced)
+          problems.push(`entry ${row.entry_id} does not balance in ${row.asset} (${row.total})`)
+        const projected = yield* sql<{ account: string; asset: string; total: number | bigint }>`
+        SELECT account, asset, sum(amount) AS total FROM ledger_legs GROUP BY account, asset`
+        const stored = yield* sql<{ account: string; asset: string; balance: number | bigint }>`
+        SELECT account, asset, balance FROM ledger_balances`
+        const key = (account: string, asset: string) => `${account}\u0000${asset}`
+        const projection = new Map(projected.map((r) => [key(r.account, r.asset), BigInt(r.total)]))
+        for (const row of stored) {
+          const expected = projection.get(key(row.account, row.asset)) ?? 0n
+          if (BigInt(row.balance) !== expected) {
+            problems.push(`${row.account} ${row.asset}: balance ${row.balance} but the journal says ${expected}`)
+          }
+          if (BigInt(row.balance) < 0n && !mayGoNegative(row.account))
+            problems.push(`${row.account} ${row.asset} is negative`)
+          projection.delete(key(row.account, row.asset))
+        }
+        for (const [k, v] of projection)
+          if (v !== 0n) problems.push(`${k.replace("\u0000", " ")}: journal total ${v} has no balance row`)
+        const supply = -(yield* balance(ISSUANCE, COIN))
+        const held = yield* sql<{ total: number | bigint | null }>`
+        SELECT sum(balance) AS total FROM ledger_balances WHERE asset = ${COIN} AND account <> ${ISSUANCE}`
+        if (BigInt(held[0]?.total ?? 0) !== supply)
+          problems.push(`coin held ${held[0]?.total} differs from supply ${supply}`)
+        const entries = yield* sql<{ n: number }>`SELECT count(*) AS n FROM ledger_entries`
+        return {
+          ok: problems.length === 0,
+          entries: Number(entries[0]?.n ?? 0),
+          coinSupply: supply,
+          problems
+        } satisfies AuditReport
+      },
+      Effect.orDie,
+      exact
+    )
+
+    return { post, mint, burn, balance, audit } as const
+  })
+}) {}

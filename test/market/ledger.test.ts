@@ -1,0 +1,140 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, FastCheck as fc } from "effect"
+import { COIN, type CurveState, fromUnits, Ledger, quoteBuy, quoteSell, ServicesTest, toUnits, UNIT } from "keel"
+
+const FEE = 100n // 1 %
+
+const launch: CurveState = {
+  virtualCoin: 30n * UNIT,
+  virtualToken: 1_073_000_000n * UNIT,
+  realToken: 793_100_000n * UNIT
+}
+
+describe("units", () => {
+  it("decimal amounts become exact nano-units, rounding down", () => {
+    assert.strictEqual(toUnits("1.5"), 1_500_000_000n)
+    assert.strictEqual(toUnits(0.1), 100_000_000n)
+    assert.strictEqual(toUnits("0.0000000019"), 1n)
+    assert.strictEqual(fromUnits(1_500_000_000n), 1.5)
+    assert.throws(() => toUnits("1e3"))
+  })
+})
+
+const curveArb = fc.record({
+  virtualCoin: fc.bigInt({ min: 1n * UNIT, max: 10_000n * UNIT }),
+  virtualToken: fc.bigInt({ min: 1_000n * UNIT, max: 2_000_000_000n * UNIT }),
+  realToken: fc.bigInt({ min: 0n, max: 1_000_000_000n * UNIT })
+})
+
+describe("bonding curve (constant product over virtual reserves)", () => {
+  it("k never decreases, reserves never go negative, and a buy then sell never profits", () => {
+    fc.assert(
+      fc.property(curveArb, fc.bigInt({ min: 1n, max: 1_000n * UNIT }), (curve, coinIn) => {
+        const k = curve.virtualCoin * curve.virtualToken
+        const buy = quoteBuy(curve, coinIn, FEE)
+        if (buy === undefined) return true
+        if (buy.cost > coinIn || buy.tokensOut <= 0n || buy.next.realToken < 0n) return false
+        if (buy.next.virtualCoin * buy.next.virtualToken < k) return false
+        const sell = quoteSell(buy.next, buy.tokensOut, FEE)
+        if (sell === undefined) return true
+        if (sell.next.virtualCoin * sell.next.virtualToken < buy.next.virtualCoin * buy.next.virtualToken) return false
+        return sell.coinOut <= buy.cost
+      }),
+      { numRuns: 2000 }
+    )
+  })
+
+  it("a trade whose output rounds to nothing is refused, not executed", () => {
+    assert.isUndefined(quoteBuy(launch, 1n, FEE))
+    assert.isUndefined(quoteSell(launch, 1n, FEE))
+    assert.isUndefined(quoteBuy(launch, 0n, FEE))
+  })
+
+  it("a buy larger than the real reserve takes only what is left and costs only that", () => {
+    const small: CurveState = { virtualCoin: 30n * UNIT, virtualToken: 1_000n * UNIT, realToken: 10n * UNIT }
+    const buy = quoteBuy(small, 1_000n * UNIT, FEE)
+    assert.isDefined(buy)
+    assert.strictEqual(buy?.tokensOut, 10n * UNIT)
+    assert.strictEqual(buy?.next.realToken, 0n)
+    assert.isBelow(Number(buy?.cost), Number(1_000n * UNIT))
+  })
+})
+
+describe("the double-entry ledger", () => {
+  it.effect("an unbalanced entry or an overdraft is refused and changes nothing", () =>
+    Effect.gen(function* () {
+      const ledger = yield* Ledger
+      yield* ledger.mint("wallet:a", 100n, "seed")
+      const unbalanced = yield* Effect.flip(
+        ledger.post("transfer", "t", [
+          { account: "wallet:a", asset: COIN, amount: -10n },
+          { account: "wallet:b", asset: COIN, amount: 9n }
+        ])
+      )
+      assert.strictEqual(unbalanced._tag, "UnbalancedEntry")
+      const overdraft = yield* Effect.flip(
+        ledger.post("transfer", "t", [
+          { account: "wallet:a", asset: COIN, amount: -101n },
+          { account: "wallet:b", asset: COIN, amount: 101n }
+        ])
+      )
+      assert.strictEqual(overdraft._tag, "InsufficientFunds")
+      assert.strictEqual(yield* ledger.balance("wallet:a", COIN), 100n)
+      assert.strictEqual(yield* ledger.balance("wallet:b", COIN), 0n)
+      const report = yield* ledger.audit()
+      assert.isTrue(report.ok, report.problems.join("; "))
+      assert.strictEqual(report.entries, 1)
+    }).pipe(Effect.provide(ServicesTest()))
+  )
+
+  it.effect("balances above 2^53 nano-units stay exact", () =>
+    Effect.gen(function* () {
+      const ledger = yield* Ledger
+      const big = 2n ** 60n + 7n
+      yield* ledger.mint("wallet:whale", big, "seed")
+      assert.strictEqual(yield* ledger.balance("wallet:whale", COIN), big)
+      assert.strictEqual((yield* ledger.audit()).coinSupply, big)
+    }).pipe(Effect.provide(ServicesTest()))
+  )
+
+  it.effect(
+    "thousands of random mints, burns and transfers keep every invariant after each step",
+    () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const wallets = ["wallet:a", "wallet:b", "wallet:c", "wallet:d", "agent:AAA", "system:treasury"]
+        let seed = 12345
+        const next = (n: number) => {
+          seed = (seed * 1103515245 + 12345) % 2 ** 31
+          return seed % n
+        }
+        let minted = 0n
+        let burned = 0n
+        for (let step = 0; step < 1500; step++) {
+          const from = wallets[next(wallets.length)]!
+          const to = wallets[next(wallets.length)]!
+          const amount = BigInt(1 + next(1_000_000))
+          const op = next(3)
+          const result = yield* Effect.either(
+            op === 0
+              ? ledger.mint(to, amount, "random")
+              : op === 1
+                ? ledger.burn(from, amount, "random")
+                : ledger.post("transfer", "random", [
+                    { account: from, asset: COIN, amount: -amount },
+                    { account: to, asset: COIN, amount }
+                  ])
+          )
+          if (result._tag === "Right" && op === 0) minted += amount
+          if (result._tag === "Right" && op === 1) burned += amount
+          if (result._tag === "Left") assert.strictEqual(result.left._tag, "InsufficientFunds")
+          if (step % 10 === 0 || step === 1499) {
+            const report = yield* ledger.audit()
+            assert.isTrue(report.ok, report.problems.join("; "))
+            assert.strictEqual(report.coinSupply, minted - burned)
+          }
+        }
+      }).pipe(Effect.provide(ServicesTest())),
+    60_000
+  )
+})
