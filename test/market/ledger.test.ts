@@ -138,3 +138,29 @@ describe("the double-entry ledger", () => {
     60_000
   )
 })
+
+describe("ctl market", () => {
+  it.effect("coin mint journals the amount; audit passes, with --json", () =>
+    Effect.gen(function* () {
+      const { runCli } = yield* Effect.promise(() => import("../support/cli.js"))
+      const os = yield* Effect.promise(() => import("node:os"))
+      const path = yield* Effect.promise(() => import("node:path"))
+      const fs = yield* Effect.promise(() => import("node:fs"))
+      const env = { KEEL_DATA_DIR: path.join(fs.mkdtempSync(path.join(os.tmpdir(), "keel-market-")), "data") }
+      const minted = yield* runCli(
+        ["market", "coin", "mint", "--to", "wallet:0xabc", "--amount", "12.5", "--reason", "demo", "--json"],
+        env
+      )
+      assert.strictEqual(minted.exitCode, 0)
+      assert.strictEqual(JSON.parse(minted.stdout).balance, 12.5)
+      const bad = yield* runCli(
+        ["market", "coin", "mint", "--to", "wallet:0xabc", "--amount", "-1", "--reason", "x"],
+        env
+      )
+      assert.strictEqual(bad.exitCode, 2)
+      const audit = yield* runCli(["market", "audit", "--json"], env)
+      assert.strictEqual(audit.exitCode, 0)
+      assert.deepStrictEqual(JSON.parse(audit.stdout), { ok: true, entries: 1, coin_supply: 12.5, problems: [] })
+    })
+  )
+})

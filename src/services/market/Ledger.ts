@@ -83,7 +83,7 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
         }
         const entry = yield* sql<{ id: number }>`
           INSERT INTO ledger_entries (kind, reference, created_at) VALUES (${kind}, ${reference}, ${now}) RETURNING id`
-        const id = entry[0]!.id
+        const id = Number(entry[0]!.id)
         yield* sql`INSERT INTO ledger_legs ${sql.insert(legs.map((l) => ({ entry_id: id, account: l.account, asset: l.asset, amount: l.amount })))}`
         return id
       }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die), exact)
