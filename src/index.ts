@@ -54,6 +54,7 @@ export * from "./services/groundtruth/Sources.js"
 export * from "./services/market/BondingCurve.js"
 export * from "./services/market/Ledger.js"
 export { marketMigrations } from "./services/market/migrations.js"
+export * from "./services/market/TokenMarket.js"
 export * from "./services/market/Units.js"
 // Platform services
 export * from "./services/platform/AppConfig.js"

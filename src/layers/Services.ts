@@ -6,6 +6,7 @@ import { Ingester } from "../services/groundtruth/Ingester.js"
 import { Retriever } from "../services/groundtruth/Retriever.js"
 import { Sources } from "../services/groundtruth/Sources.js"
 import { Ledger } from "../services/market/Ledger.js"
+import { TokenMarket } from "../services/market/TokenMarket.js"
 import { Database } from "../services/platform/Database.js"
 import { Health } from "../services/platform/Health.js"
 import { Leases } from "../services/platform/Leases.js"
@@ -29,8 +30,9 @@ export const DomainServices = Layer.mergeAll(
   Ingester.Default,
   Answerer.Default,
   BrandAssets.Default,
-  Ledger.Default
+  TokenMarket.Default
 ).pipe(
+  Layer.provideMerge(Ledger.Default),
   Layer.provideMerge(Retriever.Default),
   Layer.provideMerge(Sources.Default),
   Layer.provideMerge(GtConfig.Default),

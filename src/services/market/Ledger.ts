@@ -130,6 +130,9 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
         }
         for (const [k, v] of projection)
           if (v !== 0n) problems.push(`${k.replace("\u0000", " ")}: journal total ${v} has no balance row`)
+        const nonZero = yield* sql<{ asset: string; total: number | bigint }>`
+        SELECT asset, sum(balance) AS total FROM ledger_balances GROUP BY asset HAVING sum(balance) <> 0`
+        for (const row of nonZero) problems.push(`${row.asset} does not sum to zero across accounts (${row.total})`)
         const supply = -(yield* balance(ISSUANCE, COIN))
         const held = yield* sql<{ total: number | bigint | null }>`
         SELECT sum(balance) AS total FROM ledger_balances WHERE asset = ${COIN} AND account <> ${ISSUANCE}`

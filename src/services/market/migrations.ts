@@ -28,6 +28,29 @@ export const marketMigrations: DomainMigrations = {
         amount INTEGER NOT NULL
       )`
       yield* sql`CREATE INDEX ledger_legs_by_account ON ledger_legs (account, asset)`
+    }),
+    "0002_create_curves": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      // The curve's virtual reserves; its real coin and token reserves are the ledger balances of `curve:<TICKER>`.
+      yield* sql`CREATE TABLE market_curves (
+        ticker TEXT PRIMARY KEY,
+        virtual_coin INTEGER NOT NULL,
+        virtual_token INTEGER NOT NULL,
+        real_token INTEGER NOT NULL,
+        launched_at INTEGER NOT NULL
+      )`
+      yield* sql`CREATE TABLE market_trades (
+        id INTEGER PRIMARY KEY,
+        ticker TEXT NOT NULL,
+        wallet TEXT NOT NULL,
+        side TEXT NOT NULL,
+        coin INTEGER NOT NULL,
+        tokens INTEGER NOT NULL,
+        fee INTEGER NOT NULL,
+        entry_id INTEGER NOT NULL,
+        created_at INTEGER NOT NULL
+      )`
+      yield* sql`CREATE INDEX market_trades_by_ticker ON market_trades (ticker, created_at)`
     })
   }
 }
