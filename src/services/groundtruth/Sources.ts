@@ -1,8 +1,9 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
-import { Clock, Data, Effect, Either, ParseResult, Schema } from "effect"
+import { Clock, Data, Effect, Either, Schema } from "effect"
 import * as YAML from "yaml"
+import { formatIssues } from "../platform/Validation.js"
 import { GitMirror } from "./GitMirror.js"
 import { GtConfig } from "./GtConfig.js"
 
@@ -83,12 +84,7 @@ export const parseSources = (
   }
   const decoded = Schema.decodeUnknownEither(SourcesDocument, { errors: "all", onExcessProperty: "error" })(raw)
   if (Either.isLeft(decoded)) {
-    return Either.left(
-      ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
-        .slice(0, 10)
-        .map((i) => `sources.yml ${i.path.join(".") || "(root)"}: ${i.message}`)
-        .join("; ")
-    )
+    return Either.left(formatIssues(decoded.left, { limit: 10, prefix: "sources.yml " }))
   }
   const doc = decoded.right
   const problems: Array<string> = []

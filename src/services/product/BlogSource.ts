@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto"
 import * as path from "node:path"
-import { Either, ParseResult, Schema } from "effect"
+import { Either, Schema } from "effect"
 import MarkdownIt from "markdown-it"
 import * as YAML from "yaml"
+import { formatIssues } from "../platform/Validation.js"
 
 /**
  * Markdown with HTML disabled: raw HTML in a post is shown as text, and markdown-it's link
@@ -85,11 +86,7 @@ export const parsePost = (file: string, root: string, text: string): Either.Eith
   }
   const decoded = Schema.decodeUnknownEither(FrontMatter, { errors: "all", onExcessProperty: "error" })(raw)
   if (Either.isLeft(decoded)) {
-    return Either.left(
-      ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
-        .map((i) => `${i.path.join(".") || "(front matter)"}: ${i.message}`)
-        .join("; ")
-    )
+    return Either.left(formatIssues(decoded.left, { root: "(front matter)" }))
   }
   const front = decoded.right
   const relative = path.relative(root, file)

@@ -1,11 +1,10 @@
 import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Either, ParseResult, Schema } from "effect"
+import { Clock, Effect, Either, type ParseResult, Schema } from "effect"
+import { formatIssues, BoundedText as Text } from "../platform/Validation.js"
 import { ProductConfig } from "./ProductConfig.js"
 
 export const MAX_EVENTS_PER_BATCH = 500
-
-const Text = (max: number) => Schema.String.pipe(Schema.minLength(1), Schema.maxLength(max))
 
 export const Utm = Schema.Struct({
   source: Schema.optional(Text(200)),
@@ -62,11 +61,7 @@ export class MalformedBatch extends Schema.TaggedError<MalformedBatch>()(
 
 export type CollectorKind = "web" | "mobile"
 
-const describe = (error: ParseResult.ParseError) =>
-  ParseResult.ArrayFormatter.formatErrorSync(error)
-    .slice(0, 3)
-    .map((issue) => `${issue.path.length === 0 ? "(root)" : issue.path.join(".")}: ${issue.message}`)
-    .join("; ")
+const describe = (error: ParseResult.ParseError) => formatIssues(error, { limit: 3 })
 
 const decodeBatch = Schema.decodeUnknownEither(CollectBatch, { errors: "all" })
 const decodeEvent = Schema.decodeUnknownEither(AnalyticsEvent, { errors: "all" })

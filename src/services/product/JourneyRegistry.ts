@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
-import { Clock, Data, Effect, Either, ParseResult, Ref, Schedule, Schema } from "effect"
+import { Clock, Data, Effect, Either, Ref, Schedule, Schema } from "effect"
 import * as YAML from "yaml"
+import { formatIssues } from "../platform/Validation.js"
 import { ProductConfig } from "./ProductConfig.js"
 
 const Id = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/))
@@ -95,12 +96,10 @@ export const parseRegistry = (file: string, text: string): Either.Either<Registr
   } catch (error) {
     return Either.left(new RegistryInvalid({ file, detail: `not valid YAML: ${(error as Error).message}` }))
   }
-  return Either.mapLeft(decode(raw), (error) => {
-    const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
-      .slice(0, 10)
-      .map((issue) => `${issue.path.length === 0 ? "(root)" : issue.path.join(".")}: ${issue.message}`)
-    return new RegistryInvalid({ file, detail: issues.join("; ") })
-  })
+  return Either.mapLeft(
+    decode(raw),
+    (error) => new RegistryInvalid({ file, detail: formatIssues(error, { limit: 10 }) })
+  )
 }
 
 const emptyRegistry = (file: string): LoadedRegistry => ({ file, digest: "", loadedAt: 0, apps: new Map() })

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto"
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Either, ParseResult, Schema } from "effect"
+import { Clock, Effect, Either, Schema } from "effect"
+import { formatIssues, BoundedText as Text } from "../platform/Validation.js"
 import { Assigner, Assignment } from "./Assigner.js"
 
 export class OnboardingBundle extends Schema.Class<OnboardingBundle>("OnboardingBundle")({
@@ -9,8 +10,6 @@ export class OnboardingBundle extends Schema.Class<OnboardingBundle>("Onboarding
   generated_at: Schema.String,
   assignments: Schema.Record({ key: Schema.String, value: Assignment })
 }) {}
-
-const Text = (max: number) => Schema.String.pipe(Schema.minLength(1), Schema.maxLength(max))
 
 export const OnboardingEvent = Schema.Struct({
   event_id: Text(128),
@@ -76,10 +75,7 @@ export class Onboarding extends Effect.Service<Onboarding>()("product/Onboarding
         if (Either.isLeft(decoded)) {
           rejected.push({
             index,
-            reason: ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
-              .slice(0, 3)
-              .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
-              .join("; ")
+            reason: formatIssues(decoded.left, { limit: 3 })
           })
           return
         }
