@@ -65,7 +65,7 @@ export * from "./services/platform/Health.js"
 export * from "./services/platform/Leases.js"
 export * from "./services/platform/Logging.js"
 export { platformMigrations } from "./services/platform/migrations/platform.js"
-export { packageVersion } from "./services/platform/Version.js"
+export { packageExample, packageRoot, packageVersion } from "./services/platform/Package.js"
 
 // Product-client services
 export * from "./services/product/Assigner.js"

@@ -1,5 +1,5 @@
 import { Command } from "@effect/cli"
-import { packageVersion } from "../services/platform/Version.js"
+import { packageVersion } from "../services/platform/Package.js"
 import { blog } from "./blog.js"
 import { config } from "./config.js"
 import { db } from "./db.js"

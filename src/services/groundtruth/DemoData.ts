@@ -1,24 +1,16 @@
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import type { DemoSeeder } from "../platform/DemoData.js"
+import { packageRoot } from "../platform/Package.js"
 import { GtConfig } from "./GtConfig.js"
 import { Ingester } from "./Ingester.js"
 
-/** Keel's own checkout (the folder of its package.json), when it is a git work tree. */
+/** Keel's own checkout, when its package folder is a git work tree. */
 const ownRepository = () => {
-  let dir = path.dirname(fileURLToPath(import.meta.url))
-  for (;;) {
-    const pkg = path.join(dir, "package.json")
-    if (fs.existsSync(pkg) && (JSON.parse(fs.readFileSync(pkg, "utf8")) as { name?: string }).name === "keel") {
-      return fs.existsSync(path.join(dir, ".git")) ? dir : undefined
-    }
-    const parent = path.dirname(dir)
-    if (parent === dir) return undefined
-    dir = parent
-  }
+  const root = packageRoot()
+  return root !== undefined && fs.existsSync(path.join(root.dir, ".git")) ? root.dir : undefined
 }
 
 const git = (cwd: string, ...args: Array<string>) =>

@@ -1,23 +1,11 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import type { DemoSeeder } from "../platform/DemoData.js"
+import { packageExample } from "../platform/Package.js"
 import { Blog } from "./Blog.js"
 import { JourneyRegistry } from "./JourneyRegistry.js"
 import { ProductConfig } from "./ProductConfig.js"
-
-/** A file shipped in the package's examples/ folder, found from src/ or dist/. */
-const example = (name: string) => {
-  let dir = path.dirname(fileURLToPath(import.meta.url))
-  for (;;) {
-    const candidate = path.join(dir, "examples", name)
-    if (fs.existsSync(candidate)) return candidate
-    const parent = path.dirname(dir)
-    if (parent === dir) return undefined
-    dir = parent
-  }
-}
 
 /**
  * First start: put the example journey registry in place (never over an operator's file) and load
@@ -27,7 +15,7 @@ export const productDemoSeeder: DemoSeeder<ProductConfig | JourneyRegistry | Blo
   domain: "product",
   seed: Effect.gen(function* () {
     const config = yield* ProductConfig
-    const registry = example("product-registry.yml")
+    const registry = packageExample("product-registry.yml")
     if (registry !== undefined && !fs.existsSync(config.registryFile)) {
       yield* Effect.sync(() => {
         fs.mkdirSync(path.dirname(config.registryFile), { recursive: true })
@@ -35,7 +23,7 @@ export const productDemoSeeder: DemoSeeder<ProductConfig | JourneyRegistry | Blo
       })
       yield* (yield* JourneyRegistry).reload
     }
-    const posts = example("blog")
+    const posts = packageExample("blog")
     if (posts !== undefined) yield* (yield* Blog).importDirectory(posts)
   }).pipe(Effect.orDie)
 }
