@@ -127,6 +127,10 @@ export class Sources extends Effect.Service<Sources>()("groundtruth/Sources", {
     const config = yield* GtConfig
     const sql = yield* SqlClient.SqlClient
 
+    // The stored text is re-read on every call (another process may have ingested), but parsed only
+    // when it changed: /search, /repos and /ask read the registry on every request.
+    let parsedCache: { readonly text: string; readonly sources: ReadonlyArray<Source> } | undefined
+
     const lastGood = (refused: string | null) =>
       Effect.gen(function* () {
         const rows = yield* sql<{
@@ -135,8 +139,11 @@ export class Sources extends Effect.Service<Sources>()("groundtruth/Sources", {
         }>`SELECT commit_sha, text FROM gt_registry WHERE id = 1`
         const row = rows[0]
         if (row === undefined) return { commit: null, sources: [], refused }
-        const parsed = parseSources(row.text, config.registryRepo, config.trustWeights)
-        return { commit: row.commit_sha, sources: Either.getOrElse(parsed, () => []), refused } satisfies Registry
+        if (parsedCache?.text !== row.text) {
+          const parsed = parseSources(row.text, config.registryRepo, config.trustWeights)
+          parsedCache = { text: row.text, sources: Either.getOrElse(parsed, () => []) }
+        }
+        return { commit: row.commit_sha, sources: parsedCache.sources, refused } satisfies Registry
       }).pipe(Effect.orDie)
 
     /** Fetches the registry repository and returns the registry in force. */
