@@ -38,7 +38,8 @@ export interface AuditReport {
 }
 
 /** Integers come back as bigint: balances above 2^53 nano-units (9 million coins) stay exact. */
-const exact = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, SqlClient.SafeIntegers, true)
+export const exactIntegers = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.provideService(effect, SqlClient.SafeIntegers, true)
 
 /** System accounts may go negative (issuance is minus the supply); everyone else never does. */
 const mayGoNegative = (account: string) => account.startsWith("system:")
@@ -56,7 +57,7 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
         SELECT balance FROM ledger_balances WHERE account = ${account} AND asset = ${asset}`.pipe(
         Effect.map((rows) => BigInt(rows[0]?.balance ?? 0)),
         Effect.orDie,
-        exact
+        exactIntegers
       )
 
     /** Posts one entry atomically; refuses an unbalanced entry or an overdraft, changing nothing. */
@@ -86,7 +87,7 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
         const id = Number(entry[0]!.id)
         yield* sql`INSERT INTO ledger_legs ${sql.insert(legs.map((l) => ({ entry_id: id, account: l.account, asset: l.asset, amount: l.amount })))}`
         return id
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die), exact)
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die), exactIntegers)
     })
 
     const mint = (to: string, amount: bigint, reason: string) =>
@@ -147,7 +148,7 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
         } satisfies AuditReport
       },
       Effect.orDie,
-      exact
+      exactIntegers
     )
 
     return { post, mint, burn, balance, audit } as const

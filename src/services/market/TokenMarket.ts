@@ -2,7 +2,7 @@ import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
 import { BPS, type CurveState, quoteBuy, quoteSell } from "./BondingCurve.js"
-import { COIN, Ledger } from "./Ledger.js"
+import { COIN, exactIntegers as exact, Ledger, type Leg } from "./Ledger.js"
 import { UNIT } from "./Units.js"
 
 export class UnknownToken extends Schema.TaggedError<UnknownToken>()(
@@ -60,9 +60,6 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
     const sql = yield* SqlClient.SqlClient
     const ledger = yield* Ledger
 
-    const exact = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-      Effect.provideService(effect, SqlClient.SafeIntegers, true)
-
     const curveOf = (ticker: string) =>
       exact(
         sql<{ virtual_coin: bigint; virtual_token: bigint; real_token: bigint }>`
@@ -104,19 +101,32 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
       return { agent, treasury: fee - agent }
     }
 
-    const record = (
-      ticker: string,
+    /**
+     * The shared tail of a buy and a sell: one journal entry (the trade's legs plus the fee split between
+     * agent and treasury), the curve moved, the trade recorded. Runs inside the trade's transaction.
+     */
+    const settle = (
       wallet: string,
-      side: "buy" | "sell",
-      coin: bigint,
-      tokens: bigint,
-      fee: bigint,
-      entryId: number
+      trade: Omit<TradeResult, "entryId">,
+      legs: ReadonlyArray<Leg>,
+      next: CurveState,
+      settings: MarketSettings
     ) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        sql`INSERT INTO market_trades (ticker, wallet, side, coin, tokens, fee, entry_id, created_at)
-          VALUES (${ticker}, ${wallet}, ${side}, ${coin}, ${tokens}, ${fee}, ${entryId}, ${now})`.pipe(Effect.orDie)
-      )
+      Effect.gen(function* () {
+        const split = splitFee(trade.fee, settings)
+        const entryId = yield* ledger.post(trade.side, trade.ticker, [
+          ...legs,
+          { account: agentAccount(trade.ticker), asset: COIN, amount: split.agent },
+          { account: TREASURY, asset: COIN, amount: split.treasury }
+        ])
+        yield* saveCurve(trade.ticker, next)
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`INSERT INTO market_trades (ticker, wallet, side, coin, tokens, fee, entry_id, created_at)
+          VALUES (${trade.ticker}, ${wallet}, ${trade.side}, ${trade.coin}, ${trade.tokens}, ${trade.fee}, ${entryId}, ${now})`.pipe(
+          Effect.orDie
+        )
+        return { ...trade, entryId } satisfies TradeResult
+      })
 
     /** Spends up to `coinIn` on `ticker`; `minTokensOut` guards against slippage. Nothing changes on failure. */
     const buy = Effect.fn("TokenMarket.buy")(function* (
@@ -138,25 +148,18 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
             detail: "the trade would give fewer tokens than min_tokens_out"
           })
         }
-        const fee = splitFee(quote.fee, settings)
-        const entryId = yield* ledger.post("buy", ticker, [
-          { account: wallet, asset: COIN, amount: -quote.cost },
-          { account: curveAccount(ticker), asset: COIN, amount: quote.net },
-          { account: agentAccount(ticker), asset: COIN, amount: fee.agent },
-          { account: TREASURY, asset: COIN, amount: fee.treasury },
-          { account: curveAccount(ticker), asset: ticker, amount: -quote.tokensOut },
-          { account: wallet, asset: ticker, amount: quote.tokensOut }
-        ])
-        yield* saveCurve(ticker, quote.next)
-        yield* record(ticker, wallet, "buy", quote.cost, quote.tokensOut, quote.fee, entryId)
-        return {
-          ticker,
-          side: "buy",
-          coin: quote.cost,
-          tokens: quote.tokensOut,
-          fee: quote.fee,
-          entryId
-        } satisfies TradeResult
+        return yield* settle(
+          wallet,
+          { ticker, side: "buy", coin: quote.cost, tokens: quote.tokensOut, fee: quote.fee },
+          [
+            { account: wallet, asset: COIN, amount: -quote.cost },
+            { account: curveAccount(ticker), asset: COIN, amount: quote.net },
+            { account: curveAccount(ticker), asset: ticker, amount: -quote.tokensOut },
+            { account: wallet, asset: ticker, amount: quote.tokensOut }
+          ],
+          quote.next,
+          settings
+        )
       }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
     })
 
@@ -180,25 +183,18 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
             detail: "the trade would pay less than min_coin_out"
           })
         }
-        const fee = splitFee(quote.fee, settings)
-        const entryId = yield* ledger.post("sell", ticker, [
-          { account: wallet, asset: ticker, amount: -tokensIn },
-          { account: curveAccount(ticker), asset: ticker, amount: tokensIn },
-          { account: curveAccount(ticker), asset: COIN, amount: -quote.gross },
-          { account: wallet, asset: COIN, amount: quote.coinOut },
-          { account: agentAccount(ticker), asset: COIN, amount: fee.agent },
-          { account: TREASURY, asset: COIN, amount: fee.treasury }
-        ])
-        yield* saveCurve(ticker, quote.next)
-        yield* record(ticker, wallet, "sell", quote.coinOut, tokensIn, quote.fee, entryId)
-        return {
-          ticker,
-          side: "sell",
-          coin: quote.coinOut,
-          tokens: tokensIn,
-          fee: quote.fee,
-          entryId
-        } satisfies TradeResult
+        return yield* settle(
+          wallet,
+          { ticker, side: "sell", coin: quote.coinOut, tokens: tokensIn, fee: quote.fee },
+          [
+            { account: wallet, asset: ticker, amount: -tokensIn },
+            { account: curveAccount(ticker), asset: ticker, amount: tokensIn },
+            { account: curveAccount(ticker), asset: COIN, amount: -quote.gross },
+            { account: wallet, asset: COIN, amount: quote.coinOut }
+          ],
+          quote.next,
+          settings
+        )
       }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
     })
 
