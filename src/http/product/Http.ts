@@ -1,6 +1,6 @@
-import { createHash } from "node:crypto"
 import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
+import { etagMatches, weakEtag } from "../../services/platform/Etag.js"
 import { Health } from "../../services/platform/Health.js"
 import { Assigner } from "../../services/product/Assigner.js"
 import { Blog, BlogList, BlogPost, DEFAULT_LIMIT } from "../../services/product/Blog.js"
@@ -51,7 +51,8 @@ export const OnboardingLive = HttpApiBuilder.group(ProductApi, "onboarding", (ha
           urlParams.subject,
           headers["x-client-key"]
         )
-        if (headers["if-none-match"] === etag) return HttpServerResponse.empty({ status: 304, headers: { etag } })
+        if (etagMatches(headers["if-none-match"], etag))
+          return HttpServerResponse.empty({ status: 304, headers: { etag } })
         const encoded = yield* Schema.encode(OnboardingBundle)(bundle).pipe(Effect.orDie)
         return yield* HttpServerResponse.json(encoded, {
           headers: { etag, "cache-control": "private, no-cache" }
@@ -68,9 +69,9 @@ const cacheable = <A, I>(schema: Schema.Schema<A, I>, value: A, ifNoneMatch: str
   Effect.gen(function* () {
     const encoded = yield* Schema.encode(schema)(value).pipe(Effect.orDie)
     const body = JSON.stringify(encoded)
-    const etag = `W/"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`
+    const etag = weakEtag(body)
     const headers = { etag, "cache-control": "public, max-age=60", vary: "accept-encoding" }
-    if (ifNoneMatch?.split(",").some((tag) => tag.trim() === etag)) {
+    if (etagMatches(ifNoneMatch, etag)) {
       return HttpServerResponse.empty({ status: 304, headers })
     }
     return HttpServerResponse.text(body, { contentType: "application/json", headers })

@@ -1,6 +1,6 @@
-import { createHash } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Schema } from "effect"
+import { weakEtag } from "../platform/Etag.js"
 import { formatIssues, BoundedText as Text } from "../platform/Validation.js"
 import { Assigner, Assignment } from "./Assigner.js"
 
@@ -47,10 +47,9 @@ export class Onboarding extends Effect.Service<Onboarding>()("product/Onboarding
     ) {
       const assignments = yield* assigner.assignAll(appId, platform, subject, clientKey)
       const now = yield* Clock.currentTimeMillis
-      const etag = `W/"${createHash("sha256")
-        .update(JSON.stringify([appId, platform, Object.entries(assignments).sort(([a], [b]) => a.localeCompare(b))]))
-        .digest("base64url")
-        .slice(0, 27)}"`
+      const etag = weakEtag(
+        JSON.stringify([appId, platform, Object.entries(assignments).sort(([a], [b]) => a.localeCompare(b))])
+      )
       return {
         etag,
         bundle: new OnboardingBundle({
