@@ -61,6 +61,10 @@ export class MalformedBatch extends Schema.TaggedError<MalformedBatch>()(
 
 export type CollectorKind = "web" | "mobile"
 
+/** An event's time in epoch milliseconds, whichever form the client sent. */
+const occurredAt = (event: AnalyticsEvent) =>
+  typeof event.timestamp === "number" ? event.timestamp : Date.parse(event.timestamp)
+
 const describe = (error: ParseResult.ParseError) => formatIssues(error, { limit: 3 })
 
 const decodeBatch = Schema.decodeUnknownEither(CollectBatch, { errors: "all" })
@@ -102,7 +106,7 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
           event_id: event.event_id,
           collector: kind,
           name: event.name,
-          occurred_at: typeof event.timestamp === "number" ? event.timestamp : Date.parse(event.timestamp),
+          occurred_at: occurredAt(event),
           visitor_id: event.visitor_id,
           session_id: event.session_id ?? null,
           url: event.url ?? null,
@@ -127,7 +131,7 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
             site_id: siteId,
             visitor_id: event.visitor_id,
             first_event_id: event.event_id,
-            first_seen_at: typeof event.timestamp === "number" ? event.timestamp : Date.parse(event.timestamp),
+            first_seen_at: occurredAt(event),
             landing_url: event.url ?? null,
             referrer: event.referrer ?? null,
             utm_source: event.utm?.source ?? null,
