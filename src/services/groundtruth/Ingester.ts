@@ -2,7 +2,7 @@ import { createHash } from "node:crypto"
 import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
-import { minimatch } from "minimatch"
+import { Minimatch } from "minimatch"
 import { type Chunk, chunkFile, isBinary } from "./Chunker.js"
 import { GitMirror, stripCredentials, type TreeEntry } from "./GitMirror.js"
 import { GtConfig } from "./GtConfig.js"
@@ -40,9 +40,17 @@ export interface IngestProgress {
   readonly total: number
 }
 
-/** Globs are minimatch globs on repo-relative paths: `*` skips dotfiles, a pattern without `/` matches at the root. */
-export const selects = (source: Pick<Source, "include" | "exclude">, file: string) =>
-  source.include.some((glob) => minimatch(file, glob)) && !source.exclude.some((glob) => minimatch(file, glob))
+/**
+ * Globs are minimatch globs on repo-relative paths: `*` skips dotfiles, a pattern without `/` matches
+ * at the root. Compiled once per source, not once per file.
+ */
+export const selector = (source: Pick<Source, "include" | "exclude">) => {
+  const include = source.include.map((glob) => new Minimatch(glob))
+  const exclude = source.exclude.map((glob) => new Minimatch(glob))
+  return (file: string) => include.some((m) => m.match(file)) && !exclude.some((m) => m.match(file))
+}
+
+export const selects = (source: Pick<Source, "include" | "exclude">, file: string) => selector(source)(file)
 
 const selectionSignature = (source: Source) =>
   createHash("sha256")
@@ -79,9 +87,10 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
         const commit = yield* GitMirror.resolve(dir, ref ?? source.branch)
         const signature = selectionSignature(source)
         const entries = yield* GitMirror.listFiles(dir, commit)
+        const isSelected = selector(source)
         const selected = new Map<string, TreeEntry>()
         for (const entry of entries) {
-          if (!selects(source, entry.path)) continue
+          if (!isSelected(entry.path)) continue
           if (entry.mode === "120000") skipped.symlink++
           else if (entry.type !== "blob") skipped.not_a_file++
           else if ((entry.size ?? 0) > config.maxFileBytes) skipped.too_large++
