@@ -93,10 +93,11 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
       })
 
     /** Takes the lease, or extends it when `holder` already has it; fails with LeaseHeld otherwise. */
-    const acquire = Effect.fn("Leases.acquire")(function* (key: string, holder: string, ttl: Duration.DurationInput) {
-      const now = yield* Clock.currentTimeMillis
-      const expires = now + Duration.toMillis(ttl)
-      const rows = yield* sql<LeaseRow>`
+    const acquire = Effect.fn("Leases.acquire")(
+      function* (key: string, holder: string, ttl: Duration.DurationInput) {
+        const now = yield* Clock.currentTimeMillis
+        const expires = now + Duration.toMillis(ttl)
+        const rows = yield* sql<LeaseRow>`
         INSERT INTO leases (key, holder, fence, acquired_at, renewed_at, expires_at)
         VALUES (${key}, ${holder}, 1, ${now}, ${now}, ${expires})
         ON CONFLICT (key) DO UPDATE SET
@@ -109,57 +110,63 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
           expires_at = excluded.expires_at
         WHERE leases.holder = excluded.holder OR leases.expires_at <= ${now}
         RETURNING *`
-      const row = rows[0]
-      if (row !== undefined) return fromRow(row)
-      return yield* Effect.flatMap(heldBy(key, holder), Effect.fail)
-    })
+        const row = rows[0]
+        if (row !== undefined) return fromRow(row)
+        return yield* Effect.flatMap(heldBy(key, holder), Effect.fail)
+      },
+      Effect.catchTag("SqlError", Effect.die)
+    )
 
     /** Extends a lease its holder still has; a lapsed or taken lease fails with LeaseNotHeld or LeaseHeld. */
-    const renew = Effect.fn("Leases.renew")(function* (key: string, holder: string, ttl: Duration.DurationInput) {
-      const now = yield* Clock.currentTimeMillis
-      const rows = yield* sql<LeaseRow>`
+    const renew = Effect.fn("Leases.renew")(
+      function* (key: string, holder: string, ttl: Duration.DurationInput) {
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* sql<LeaseRow>`
         UPDATE leases SET renewed_at = ${now}, expires_at = ${now + Duration.toMillis(ttl)}
         WHERE key = ${key} AND holder = ${holder} AND expires_at > ${now}
         RETURNING *`
-      const row = rows[0]
-      if (row !== undefined) return fromRow(row)
-      return yield* Effect.flatMap(heldBy(key, holder), Effect.fail)
-    })
+        const row = rows[0]
+        if (row !== undefined) return fromRow(row)
+        return yield* Effect.flatMap(heldBy(key, holder), Effect.fail)
+      },
+      Effect.catchTag("SqlError", Effect.die)
+    )
 
     /** Ends a lease early. The row stays, so the next holder's fence still grows. */
-    const release = Effect.fn("Leases.release")(function* (key: string, holder: string) {
-      const now = yield* Clock.currentTimeMillis
-      const rows = yield* sql<LeaseRow>`
+    const release = Effect.fn("Leases.release")(
+      function* (key: string, holder: string) {
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* sql<LeaseRow>`
         UPDATE leases SET expires_at = ${now}, renewed_at = ${now}
         WHERE key = ${key} AND holder = ${holder} AND expires_at > ${now}
         RETURNING *`
-      const row = rows[0]
-      if (row !== undefined) return fromRow(row)
-      return yield* Effect.flatMap(heldBy(key, holder), Effect.fail)
-    })
+        const row = rows[0]
+        if (row !== undefined) return fromRow(row)
+        return yield* Effect.flatMap(heldBy(key, holder), Effect.fail)
+      },
+      Effect.catchTag("SqlError", Effect.die)
+    )
 
     /** The lease on `key` if one is active now. */
-    const get = Effect.fn("Leases.get")(function* (key: string) {
-      const now = yield* Clock.currentTimeMillis
-      return Option.filter(yield* find(key), (lease) => lease.isActive(now))
-    })
+    const get = Effect.fn("Leases.get")(
+      function* (key: string) {
+        const now = yield* Clock.currentTimeMillis
+        return Option.filter(yield* find(key), (lease) => lease.isActive(now))
+      },
+      Effect.catchTag("SqlError", Effect.die)
+    )
 
-    const list = Effect.fn("Leases.list")(function* (options: { readonly includeExpired?: boolean } = {}) {
-      const now = yield* Clock.currentTimeMillis
-      const rows = options.includeExpired
-        ? yield* sql<LeaseRow>`SELECT * FROM leases ORDER BY key`
-        : yield* sql<LeaseRow>`SELECT * FROM leases WHERE expires_at > ${now} ORDER BY key`
-      return rows.map(fromRow)
-    })
+    const list = Effect.fn("Leases.list")(
+      function* (options: { readonly includeExpired?: boolean } = {}) {
+        const now = yield* Clock.currentTimeMillis
+        const rows = options.includeExpired
+          ? yield* sql<LeaseRow>`SELECT * FROM leases ORDER BY key`
+          : yield* sql<LeaseRow>`SELECT * FROM leases WHERE expires_at > ${now} ORDER BY key`
+        return rows.map(fromRow)
+      },
+      Effect.catchTag("SqlError", Effect.die)
+    )
 
-    return {
-      acquire: (key: string, holder: string, ttl: Duration.DurationInput) =>
-        acquire(key, holder, ttl).pipe(Effect.catchTag("SqlError", Effect.die)),
-      renew: (key: string, holder: string, ttl: Duration.DurationInput) =>
-        renew(key, holder, ttl).pipe(Effect.catchTag("SqlError", Effect.die)),
-      release: (key: string, holder: string) => release(key, holder).pipe(Effect.catchTag("SqlError", Effect.die)),
-      get: (key: string) => get(key).pipe(Effect.orDie),
-      list: (options?: { readonly includeExpired?: boolean }) => list(options).pipe(Effect.orDie)
-    } as const
+    return { acquire, renew, release, get, list } as const
   })
 }) {}
