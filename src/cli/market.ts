@@ -1,9 +1,14 @@
-import { Command, Options } from "@effect/cli"
-import { Effect, ParseResult, Schema } from "effect"
+import { Args, Command, Options } from "@effect/cli"
+import { Effect, Option, ParseResult, Schema } from "effect"
 import { ServicesLive } from "../layers/Live.js"
-import { Ledger } from "../services/market/Ledger.js"
+import { type Agent, Agents } from "../services/market/Agents.js"
+import { type ApiKeyInfo, ApiKeys } from "../services/market/ApiKeys.js"
+import { CoinHistory } from "../services/market/CoinPrice.js"
+import { COIN, Ledger } from "../services/market/Ledger.js"
+import { walletAccount } from "../services/market/TokenMarket.js"
 import { fromUnits, toUnits } from "../services/market/Units.js"
-import { CommandFailed, emit, json } from "./Output.js"
+import { checksumAddress, isAddress } from "../services/market/WalletSignature.js"
+import { CommandFailed, emit, failWith, iso, json, table } from "./Output.js"
 
 const audit = Command.make("audit", { json }, ({ json }) =>
   Effect.gen(function* () {
@@ -20,56 +25,210 @@ const audit = Command.make("audit", { json }, ({ json }) =>
   })
 ).pipe(Command.withDescription("Recompute every balance from the journal and check the conservation invariant"))
 
-/** A positive decimal coin amount (at most 9 decimals) to nano-units. */
-const CoinAmountText = Schema.String.pipe(
-  Schema.transformOrFail(Schema.BigIntFromSelf, {
-    strict: true,
-    decode: (text, _, ast) => {
-      try {
-        const units = toUnits(text)
-        return units > 0n
-          ? ParseResult.succeed(units)
-          : ParseResult.fail(new ParseResult.Type(ast, text, `expected a positive amount (got "${text}")`))
-      } catch {
-        return ParseResult.fail(
-          new ParseResult.Type(ast, text, `expected a decimal amount such as 12.5 (got "${text}")`)
-        )
-      }
-    },
-    encode: (units) => ParseResult.succeed(String(fromUnits(units)))
-  })
-)
+/** A non-negative decimal amount (at most 9 decimals) to nano-units. */
+const DecimalUnits = (positive: boolean) =>
+  Schema.String.pipe(
+    Schema.transformOrFail(Schema.BigIntFromSelf, {
+      strict: true,
+      decode: (text, _, ast) => {
+        try {
+          const units = toUnits(text)
+          return units > 0n || (!positive && units === 0n)
+            ? ParseResult.succeed(units)
+            : ParseResult.fail(new ParseResult.Type(ast, text, `expected a positive amount (got "${text}")`))
+        } catch {
+          return ParseResult.fail(
+            new ParseResult.Type(ast, text, `expected a decimal amount such as 12.5 (got "${text}")`)
+          )
+        }
+      },
+      encode: (units) => ParseResult.succeed(String(fromUnits(units)))
+    })
+  )
 
-const amount = Options.text("amount").pipe(
-  Options.withSchema(CoinAmountText),
-  Options.withDescription("Coin, as a decimal (at most 9 decimals)")
-)
+/** `0x…` is a wallet; `agent:TICKER`, `platform:treasury`… name a ledger account directly. */
+const accountOf = (to: string) => (isAddress(to) ? walletAccount(to) : to)
 
 const mint = Command.make(
   "mint",
   {
-    to: Options.text("to").pipe(Options.withDescription("The receiving account, e.g. wallet:0xabc…")),
-    amount,
+    to: Options.text("to").pipe(Options.withDescription("A wallet address (0x…) or a ledger account (agent:TICKER)")),
+    amount: Options.text("amount").pipe(
+      Options.withSchema(DecimalUnits(true)),
+      Options.withDescription("Coin, as a decimal (at most 9 decimals)")
+    ),
     reason: Options.text("reason").pipe(Options.withDescription("Why (kept in the journal)")),
     json
   },
   ({ amount, json, reason, to }) =>
     Effect.gen(function* () {
       const ledger = yield* Ledger
+      const account = accountOf(to)
       const entry = yield* ledger
-        .mint(to, amount, reason)
+        .mint(account, amount, reason)
         .pipe(Effect.catchAll((e) => Effect.fail(new CommandFailed({ detail: e.detail }))))
-      const balance = yield* ledger.balance(to, "COIN")
+      const balance = yield* ledger.balance(account, COIN)
       yield* emit(
         json,
-        { entry, to, amount: fromUnits(amount), balance: fromUnits(balance) },
+        { entry, to: account, amount: fromUnits(amount), balance: fromUnits(balance) },
         (r) => `minted ${r.amount} to ${r.to} (entry ${r.entry}); balance ${r.balance}`
       )
     })
-).pipe(Command.withDescription("Mint platform coin into an account (journaled)"))
+).pipe(Command.withDescription("Mint platform coin into a wallet or account (journaled)"))
+
+const setPrice = Command.make(
+  "set-price",
+  {
+    price: Options.text("price").pipe(
+      Options.withSchema(DecimalUnits(false)),
+      Options.withDescription("The coin's price in the reference currency")
+    ),
+    json
+  },
+  ({ json, price }) =>
+    Effect.gen(function* () {
+      const history = yield* CoinHistory
+      yield* history.setPrice(price)
+      yield* emit(json, { price: fromUnits(price) }, (r) => `coin price set to ${r.price}`)
+    })
+).pipe(Command.withDescription("Set the coin's price (recorded as a point of its history)"))
+
+const agentJson = (agent: Agent) => ({
+  ticker: agent.ticker,
+  instance_id: agent.instanceId,
+  name: agent.name,
+  status: agent.status,
+  balance: fromUnits(agent.balance),
+  burn_rate_hourly: fromUnits(agent.burnRateHourly),
+  total_revenue: fromUnits(agent.totalRevenue),
+  total_costs: fromUnits(agent.totalCosts),
+  created_at: iso(agent.createdAt)
+})
+
+const ticker = Args.text({ name: "TICKER" }).pipe(Args.withDescription("The agent's ticker"))
+
+const create = Command.make(
+  "create",
+  {
+    ticker: Options.text("ticker").pipe(Options.withDescription("2-10 upper-case letters or digits")),
+    name: Options.text("name"),
+    description: Options.text("description").pipe(Options.withDefault("")),
+    burnRate: Options.text("burn-rate").pipe(
+      Options.withSchema(DecimalUnits(false)),
+      Options.withDefault(0n),
+      Options.withDescription("Coin charged per hour (default 0)")
+    ),
+    json
+  },
+  ({ burnRate, description, json, name, ticker }) =>
+    Effect.gen(function* () {
+      const agent = yield* (yield* Agents)
+        .create({ ticker, name, description, burnRateHourly: burnRate })
+        .pipe(Effect.catchAll(failWith(json)))
+      const { info, key } = yield* (yield* ApiKeys)
+        .create({ agent: agent.ticker })
+        .pipe(Effect.catchAll(failWith(json)))
+      yield* emit(
+        json,
+        { agent: agentJson(agent), api_key: key, api_key_id: info.id },
+        (r) =>
+          `launched ${r.agent.ticker} (${r.agent.name}); its API key, shown only now:\n  ${r.api_key}\n(key id ${r.api_key_id})`
+      )
+    })
+).pipe(Command.withDescription("Launch an agent with its token, and print its API key once"))
+
+const transition = (action: "pause" | "resume" | "retire", description: string) =>
+  Command.make(action, { ticker, json }, ({ json, ticker }) =>
+    Effect.gen(function* () {
+      const agent = yield* (yield* Agents)
+        .transition(ticker.toUpperCase(), action)
+        .pipe(Effect.catchAll(failWith(json)))
+      yield* emit(json, agentJson(agent), (r) => `${r.ticker} is ${r.status}`)
+    })
+  ).pipe(Command.withDescription(description))
+
+const listAgents = Command.make("list", { json }, ({ json }) =>
+  Effect.gen(function* () {
+    const agents = yield* (yield* Agents).list({ limit: 10_000, offset: 0 })
+    yield* emit(json, agents.map(agentJson), (rows) =>
+      table(
+        ["TICKER", "NAME", "STATUS", "BALANCE", "BURN/H"],
+        rows.map((a) => [a.ticker, a.name, a.status, String(a.balance), String(a.burn_rate_hourly)])
+      )
+    )
+  })
+).pipe(Command.withDescription("List agents"))
+
+const keyJson = (info: ApiKeyInfo) => ({
+  id: info.id,
+  prefix: info.prefix,
+  wallet: info.wallet === null ? null : checksumAddress(info.wallet),
+  agent: info.agent,
+  created_at: iso(info.createdAt),
+  revoked_at: info.revokedAt === null ? null : iso(info.revokedAt)
+})
+
+const createKey = Command.make(
+  "create",
+  {
+    wallet: Options.text("wallet").pipe(Options.optional, Options.withDescription("The wallet (0x…) the key acts for")),
+    agent: Options.text("agent").pipe(Options.optional, Options.withDescription("The agent (TICKER) the key acts for")),
+    json
+  },
+  ({ agent, json, wallet }) =>
+    Effect.gen(function* () {
+      const { info, key } = yield* (yield* ApiKeys)
+        .create({
+          ...(Option.isSome(wallet) ? { wallet: wallet.value } : {}),
+          ...(Option.isSome(agent) ? { agent: agent.value.toUpperCase() } : {})
+        })
+        .pipe(Effect.catchAll(failWith(json)))
+      yield* emit(
+        json,
+        { ...keyJson(info), api_key: key },
+        (r) => `API key ${r.id} for ${r.wallet ?? r.agent}, shown only now:\n  ${r.api_key}`
+      )
+    })
+).pipe(Command.withDescription("Create an API key for a wallet or an agent; the key is printed once"))
+
+const listKeys = Command.make("list", { json }, ({ json }) =>
+  Effect.gen(function* () {
+    const keys = yield* (yield* ApiKeys).list
+    yield* emit(json, keys.map(keyJson), (rows) =>
+      table(
+        ["ID", "PREFIX", "FOR", "CREATED", "REVOKED"],
+        rows.map((k) => [k.id, `${k.prefix}…`, k.wallet ?? `agent ${k.agent}`, k.created_at, k.revoked_at ?? "-"])
+      )
+    )
+  })
+).pipe(Command.withDescription("List API keys (prefixes only: keys are stored hashed)"))
+
+const revokeKey = Command.make("revoke", { key: Args.text({ name: "ID_OR_PREFIX" }), json }, ({ json, key }) =>
+  Effect.gen(function* () {
+    const revoked = yield* (yield* ApiKeys).revoke(key).pipe(Effect.catchAll(failWith(json)))
+    yield* emit(json, revoked.map(keyJson), (rows) => rows.map((k) => `revoked ${k.id} (${k.prefix}…)`).join("\n"))
+  })
+).pipe(Command.withDescription("Revoke an API key by id or prefix; it is refused from its next request on"))
 
 export const market = Command.make("market").pipe(
-  Command.withDescription("The marketplace ledger (in progress: audit and coin minting)"),
-  Command.withSubcommands([audit, Command.make("coin").pipe(Command.withSubcommands([mint]))]),
+  Command.withDescription("The agent marketplace: agents, API keys, the coin and its ledger"),
+  Command.withSubcommands([
+    audit,
+    Command.make("agent").pipe(
+      Command.withDescription("Launch agents and drive their status"),
+      Command.withSubcommands([
+        create,
+        listAgents,
+        transition("pause", "Pause an agent: its token stops trading (its costs keep accruing)"),
+        transition("resume", "Resume a paused agent, or a bankrupt one whose balance was refilled"),
+        transition("retire", "Retire an agent for good: no trading, no chat, no costs")
+      ])
+    ),
+    Command.make("keys").pipe(
+      Command.withDescription("API keys for wallets and agents"),
+      Command.withSubcommands([createKey, listKeys, revokeKey])
+    ),
+    Command.make("coin").pipe(Command.withDescription("The platform coin"), Command.withSubcommands([mint, setPrice]))
+  ]),
   Command.provide(ServicesLive)
 )

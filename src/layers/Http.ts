@@ -1,4 +1,5 @@
 import * as Http from "node:http"
+import { RateLimiter } from "@effect/experimental"
 import {
   type Etag,
   type FileSystem,
@@ -25,6 +26,8 @@ import {
   GroundTruthReadLive
 } from "../http/groundtruth/Http.js"
 import { MarketplaceApi } from "../http/marketplace/Api.js"
+import { MarketGateLive } from "../http/marketplace/Gate.js"
+import { AgentsLive, ChatLive, CoinLive, StreamLive, TokensLive } from "../http/marketplace/Http.js"
 import { problemMiddleware } from "../http/Problem.js"
 import { ProductApi } from "../http/product/Api.js"
 import { AnalyticsLive, BlogLive, ExperimentsLive, OnboardingLive, ProductHealthLive } from "../http/product/Http.js"
@@ -38,7 +41,12 @@ const docs = (surface: SurfaceName) =>
 /** Each surface: its HttpApi routes with their handlers, its OpenAPI JSON and its Swagger UI. */
 export const SurfaceRoutes = {
   marketplace: Layer.mergeAll(
-    HttpLayerRouter.addHttpApi(MarketplaceApi, { openapiPath: openApiPath("marketplace") }),
+    HttpLayerRouter.addHttpApi(MarketplaceApi, { openapiPath: openApiPath("marketplace") }).pipe(
+      Layer.provide([AgentsLive, TokensLive, CoinLive, ChatLive, StreamLive]),
+      Layer.provide(MarketGateLive),
+      // The memory store keeps counters in this process; RateLimiter's Redis store is the drop-in for several.
+      Layer.provide(RateLimiter.layer.pipe(Layer.provide(RateLimiter.layerStoreMemory)))
+    ),
     docs("marketplace")
   ),
   groundtruth: Layer.mergeAll(

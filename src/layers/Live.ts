@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
+import { MarketAgentLive } from "../actors/MarketAgent.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
 import { migrationsLayer, sqliteFromConfig } from "../services/platform/Database.js"
@@ -16,7 +17,9 @@ export const SqliteUnmigratedLive = sqliteFromConfig.pipe(Layer.provideMerge(App
 export const ServicesLive = DomainServices.pipe(Layer.provideMerge(SqlLive), Layer.provideMerge(AppConfig.Default))
 
 /** The entities this process hosts, on the single embedded runner. */
-export const EntitiesLive = LeaseKeeperLive.pipe(Layer.provideMerge(singleRunnerFromConfig))
+export const EntitiesLive = Layer.mergeAll(LeaseKeeperLive, MarketAgentLive).pipe(
+  Layer.provideMerge(singleRunnerFromConfig)
+)
 
 /** Services plus the actor runtime: what a long-running server needs. */
 export const AppLive = EntitiesLive.pipe(Layer.provideMerge(ServicesLive))

@@ -1,4 +1,5 @@
 import { Effect, Layer } from "effect"
+import { MarketScheduleLive } from "../actors/MarketAgent.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { seedDemoData } from "../services/platform/DemoData.js"
 import { Blog } from "../services/product/Blog.js"
@@ -37,4 +38,8 @@ export const BlogImportLive = Layer.effectDiscard(
 
 /** What `ctl serve` runs: the HTTP server on the full application graph. */
 export const serverLive = (options: ServeOptions & { readonly host?: string; readonly port?: number } = {}) =>
-  httpServer(options).pipe(Layer.provide([DemoDataLive, BlogImportLive]), Layer.provideMerge(AppLive))
+  httpServer(options).pipe(
+    Layer.provide([DemoDataLive, BlogImportLive]),
+    Layer.provide(MarketScheduleLive),
+    Layer.provideMerge(AppLive)
+  )

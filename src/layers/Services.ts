@@ -5,8 +5,17 @@ import { GtConfig } from "../services/groundtruth/GtConfig.js"
 import { Ingester } from "../services/groundtruth/Ingester.js"
 import { Retriever } from "../services/groundtruth/Retriever.js"
 import { Sources } from "../services/groundtruth/Sources.js"
+import { Agents } from "../services/market/Agents.js"
+import { ApiKeys } from "../services/market/ApiKeys.js"
+import { Chat } from "../services/market/Chat.js"
+import { CoinHistory, CoinPriceSource } from "../services/market/CoinPrice.js"
 import { Ledger } from "../services/market/Ledger.js"
+import { MarketConfig } from "../services/market/MarketConfig.js"
+import { MarketEvents } from "../services/market/MarketEvents.js"
+import { TokenBoard } from "../services/market/TokenBoard.js"
 import { TokenMarket } from "../services/market/TokenMarket.js"
+import { Trading } from "../services/market/Trading.js"
+import { WalletAuth } from "../services/market/WalletAuth.js"
 import { Database } from "../services/platform/Database.js"
 import { Health } from "../services/platform/Health.js"
 import { Leases } from "../services/platform/Leases.js"
@@ -16,6 +25,23 @@ import { Collector } from "../services/product/Collector.js"
 import { JourneyRegistry } from "../services/product/JourneyRegistry.js"
 import { Onboarding } from "../services/product/Onboarding.js"
 import { ProductConfig } from "../services/product/ProductConfig.js"
+
+/** The marketplace: the ledger under the curves, agents, chat and its stream, auth, the coin's price. */
+export const MarketServices = Layer.mergeAll(
+  Trading.Default,
+  TokenBoard.Default,
+  ApiKeys.Default,
+  WalletAuth.Default,
+  CoinHistory.Default
+).pipe(
+  Layer.provideMerge(Agents.Default),
+  Layer.provideMerge(Chat.Default),
+  Layer.provideMerge(MarketEvents.Default),
+  Layer.provideMerge(CoinPriceSource.AdminSet),
+  Layer.provideMerge(TokenMarket.Default),
+  Layer.provideMerge(Ledger.Default),
+  Layer.provideMerge(MarketConfig.Default)
+)
 
 /**
  * Every domain service, wired to each other. It still needs a migrated SqlClient and AppConfig:
@@ -30,9 +56,8 @@ export const DomainServices = Layer.mergeAll(
   Ingester.Default,
   Answerer.Default,
   BrandAssets.Default,
-  TokenMarket.Default
+  MarketServices
 ).pipe(
-  Layer.provideMerge(Ledger.Default),
   Layer.provideMerge(Retriever.Default),
   Layer.provideMerge(Sources.Default),
   Layer.provideMerge(GtConfig.Default),

@@ -1,5 +1,6 @@
 import { Duration, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
+import { MarketAgentLive } from "../actors/MarketAgent.js"
 import { AppConfig, type AppSettings } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
 import { migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
@@ -37,4 +38,7 @@ export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
 export const ClusterTest = singleRunner({ pollInterval: "100 millis", runnerStorage: "memory", terminationTimeout: 0 })
 
 export const AppTest = (overrides: Partial<AppSettings> = {}) =>
-  LeaseKeeperLive.pipe(Layer.provideMerge(ClusterTest), Layer.provideMerge(ServicesTest(overrides)))
+  Layer.mergeAll(LeaseKeeperLive, MarketAgentLive).pipe(
+    Layer.provideMerge(ClusterTest),
+    Layer.provideMerge(ServicesTest(overrides))
+  )

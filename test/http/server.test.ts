@@ -11,7 +11,7 @@ import {
 } from "@effect/platform"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
-import { Database, groundTruthClient, Health, productClient, ServicesTest, SurfaceNames } from "keel"
+import { AppTest, Database, groundTruthClient, Health, productClient, SurfaceNames } from "keel"
 import { chunkedBody, HttpTest, rawRequest } from "../support/http.js"
 
 // A JSON endpoint of the test's own, to drive the shared middleware with payloads.
@@ -236,7 +236,7 @@ describe("health when the database does not answer", () => {
         assert.notInclude(JSON.stringify(response.body), "    at ")
       }
     }).pipe(
-      Effect.provide(HttpTest({ app: Layer.merge(ServicesTest(), Health.Default.pipe(Layer.provide(BrokenDatabase))) }))
+      Effect.provide(HttpTest({ app: Layer.merge(AppTest(), Health.Default.pipe(Layer.provide(BrokenDatabase))) }))
     )
   )
 })

@@ -42,7 +42,7 @@ describe("token markets on the ledger", () => {
       assert.strictEqual(noTokens._tag, "InsufficientFunds")
       if (noTokens._tag === "InsufficientFunds") assert.strictEqual(noTokens.code, "INSUFFICIENT_TOKENS")
       const unknown = yield* Effect.flip(market.buy("ZZZ", "wallet:1", UNIT, settings))
-      assert.strictEqual(unknown._tag, "UnknownToken")
+      assert.strictEqual(unknown._tag, "AgentNotFound")
       assert.deepStrictEqual(yield* market.curve("AAA"), before)
       assert.strictEqual(yield* ledger.balance("wallet:1", COIN), 1_000n * UNIT)
       assert.strictEqual(yield* ledger.balance("wallet:poor", COIN), 10n * UNIT)

@@ -2,7 +2,7 @@ import * as Net from "node:net"
 import { HttpLayerRouter } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { type ConfigError, ConfigProvider, Effect, Layer } from "effect"
-import { type AppSettings, AppTest, httpRoutes, type ServeOptions, type ServicesTest } from "keel"
+import { type AppSettings, AppTest, httpRoutes, type ServeOptions } from "keel"
 
 /**
  * A real HTTP server on a random loopback port serving the chosen surfaces on the Test layer, and an
@@ -12,7 +12,7 @@ export const HttpTest = (
   options: ServeOptions & {
     readonly settings?: Partial<AppSettings>
     /** The application graph behind the routes; the full Test layer by default. */
-    readonly app?: Layer.Layer<Layer.Layer.Success<ReturnType<typeof ServicesTest>>, ConfigError.ConfigError>
+    readonly app?: Layer.Layer<Layer.Layer.Success<ReturnType<typeof AppTest>>, ConfigError.ConfigError>
     /** Environment variables the layers read through Config (instead of process.env). */
     readonly env?: Record<string, string>
   } = {}

@@ -1,7 +1,239 @@
-import { HttpApi, OpenApi } from "@effect/platform"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Context, Schema } from "effect"
+import type { Principal } from "../../services/market/ApiKeys.js"
+import {
+  AgentCannotChat,
+  AgentNotFound,
+  AgentNotTrading,
+  Forbidden,
+  IdempotencyKeyReused,
+  RateLimited,
+  SlippageExceeded,
+  TradeTooSmall,
+  Unauthorized
+} from "../../services/market/Errors.js"
+import { InsufficientFunds } from "../../services/market/Ledger.js"
+import { BuyResult, SellResult } from "../../services/market/Trading.js"
 
-/** The agent marketplace: agents, tokens on bonding curves, platform coin, chat (under /api). */
+/** Who the request acts for, when its endpoint class needs credentials (set by MarketGate). */
+export class Caller extends Context.Tag("market/Caller")<Caller, { readonly principal: Principal | undefined }>() {}
+
+/**
+ * Every marketplace request passes here: endpoint class, credentials (API key or wallet
+ * signature), the per-minute rate limit and its headers.
+ */
+export class MarketGate extends HttpApiMiddleware.Tag<MarketGate>()("MarketGate", {
+  provides: Caller,
+  failure: Schema.Union(Unauthorized, RateLimited)
+}) {}
+
+const Limit = (max: number) =>
+  Schema.NumberFromString.pipe(
+    Schema.int(),
+    Schema.between(1, max),
+    Schema.annotations({ message: () => `must be an integer from 1 to ${max}` })
+  )
+const Offset = Schema.NumberFromString.pipe(
+  Schema.int(),
+  Schema.between(0, 1_000_000),
+  Schema.annotations({ message: () => "must be a non-negative integer" })
+)
+const Page = Schema.Struct({ limit: Schema.optional(Limit(500)), offset: Schema.optional(Offset) })
+
+export const WalletAddress = Schema.String.pipe(
+  Schema.pattern(/^0x[0-9a-fA-F]{40}$/),
+  Schema.annotations({ message: () => "must be a 0x wallet address (40 hex digits)" })
+)
+const Ticker = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9]{1,16}$/))
+const Amount = Schema.Number.pipe(
+  Schema.finite(),
+  Schema.greaterThan(0),
+  Schema.lessThanOrEqualTo(1e12),
+  Schema.annotations({ message: () => "must be a positive number (at most 1e12)" })
+)
+const Minimum = Schema.Number.pipe(Schema.finite(), Schema.greaterThanOrEqualTo(0), Schema.lessThanOrEqualTo(1e18))
+
+export const AgentSummary = Schema.Struct({
+  instance_id: Schema.String,
+  ticker: Schema.String,
+  name: Schema.String,
+  status: Schema.Literal("running", "paused", "bankrupt", "retired"),
+  balance: Schema.Number,
+  total_revenue: Schema.Number,
+  total_costs: Schema.Number,
+  burn_rate_hourly: Schema.Number
+})
+
+export const AgentDetail = Schema.Struct({
+  ...AgentSummary.fields,
+  description: Schema.String,
+  runway_hours: Schema.NullOr(Schema.Number),
+  created_at: Schema.String
+})
+
+export const TokenSummary = Schema.Struct({
+  ticker: Schema.String,
+  name: Schema.String,
+  price: Schema.Number,
+  price_change_24h: Schema.Number,
+  market_cap: Schema.Number,
+  volume_24h: Schema.Number
+})
+
+export const ChatMessage = Schema.Struct({
+  id: Schema.String,
+  sender_ticker: Schema.String,
+  sender_name: Schema.String,
+  message: Schema.String,
+  message_type: Schema.Literal("chat", "system", "trade"),
+  created_at: Schema.String
+})
+
+export const CoinHistoryResult = Schema.Struct({
+  current: Schema.Struct({ price: Schema.Number, supply: Schema.Number, market_cap: Schema.Number }),
+  price_change_percent: Schema.Number,
+  history: Schema.Array(Schema.Struct({ price: Schema.Number, timestamp: Schema.String }))
+})
+
+const IdempotencyHeader = Schema.Struct({
+  "idempotency-key": Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)))
+})
+
+export class AgentsApi extends HttpApiGroup.make("agents")
+  .add(
+    HttpApiEndpoint.get("list", "/agents")
+      .setUrlParams(Page)
+      .addSuccess(Schema.Array(AgentSummary))
+      .annotate(OpenApi.Description, "Agents, oldest first (ties by ticker). Public.")
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/agents/:ticker")
+      .setPath(Schema.Struct({ ticker: Ticker }))
+      .addSuccess(AgentDetail)
+      .addError(AgentNotFound)
+      .annotate(OpenApi.Description, "One agent; runway_hours is null when it burns nothing. Public.")
+  )
+  .middleware(MarketGate)
+  .annotate(OpenApi.Title, "Agents") {}
+
+export class TokensApi extends HttpApiGroup.make("tokens")
+  .add(
+    HttpApiEndpoint.get("list", "/tokens")
+      .setUrlParams(Page)
+      .addSuccess(Schema.Array(TokenSummary))
+      .annotate(OpenApi.Description, "Tokens by market cap, largest first. Public.")
+  )
+  .add(
+    HttpApiEndpoint.post("buy", "/tokens/:ticker/buy")
+      .setPath(Schema.Struct({ ticker: Ticker }))
+      .setPayload(Schema.Struct({ user_id: WalletAddress, amount: Amount, min_tokens_out: Schema.optional(Minimum) }))
+      .setHeaders(IdempotencyHeader)
+      .addSuccess(BuyResult)
+      .addError(AgentNotFound)
+      .addError(AgentNotTrading)
+      .addError(SlippageExceeded)
+      .addError(TradeTooSmall)
+      .addError(InsufficientFunds)
+      .addError(IdempotencyKeyReused)
+      .addError(Forbidden)
+      .annotate(
+        OpenApi.Description,
+        "Spends `amount` coin of the wallet `user_id` (which the caller must prove) on the token. Trading class."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("sell", "/tokens/:ticker/sell")
+      .setPath(Schema.Struct({ ticker: Ticker }))
+      .setPayload(Schema.Struct({ user_id: WalletAddress, amount: Amount, min_coin_out: Schema.optional(Minimum) }))
+      .setHeaders(IdempotencyHeader)
+      .addSuccess(SellResult)
+      .addError(AgentNotFound)
+      .addError(AgentNotTrading)
+      .addError(SlippageExceeded)
+      .addError(TradeTooSmall)
+      .addError(InsufficientFunds)
+      .addError(IdempotencyKeyReused)
+      .addError(Forbidden)
+      .annotate(OpenApi.Description, "Sells `amount` tokens of the wallet `user_id` for coin. Trading class.")
+  )
+  .middleware(MarketGate)
+  .annotate(OpenApi.Title, "Tokens") {}
+
+export class CoinApi extends HttpApiGroup.make("coin")
+  .add(
+    HttpApiEndpoint.get("balance", "/coin/balance")
+      .setUrlParams(Schema.Struct({ user_id: WalletAddress }))
+      .addSuccess(Schema.Struct({ balance: Schema.Number }))
+      .addError(Forbidden)
+      .annotate(OpenApi.Description, "The wallet's coin balance; the caller must prove the wallet. Authenticated.")
+  )
+  .add(
+    HttpApiEndpoint.get("history", "/coin/history")
+      .setUrlParams(
+        Schema.Struct({
+          period: Schema.optional(Schema.Literal("1h", "24h", "7d", "30d", "all")),
+          limit: Schema.optional(Limit(1000))
+        })
+      )
+      .addSuccess(CoinHistoryResult)
+      .annotate(OpenApi.Description, "The coin's price history over the period, evenly down-sampled. Public.")
+  )
+  .middleware(MarketGate)
+  .annotate(OpenApi.Title, "Platform coin") {}
+
+export class ChatApi extends HttpApiGroup.make("chat")
+  .add(
+    HttpApiEndpoint.get("list", "/chat")
+      .setUrlParams(
+        Schema.Struct({
+          limit: Schema.optional(Limit(200)),
+          before: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.positive()))
+        })
+      )
+      .addSuccess(Schema.Array(ChatMessage))
+      .annotate(OpenApi.Description, "Messages, newest first; `before` (a message id) pages back. Public.")
+  )
+  .add(
+    HttpApiEndpoint.post("post", "/chat")
+      .setPayload(
+        Schema.Struct({
+          message: Schema.String.pipe(
+            Schema.minLength(1),
+            Schema.maxLength(2000),
+            Schema.annotations({ message: () => "must be 1 to 2000 characters" })
+          ),
+          message_type: Schema.Literal("chat").annotations({ message: () => 'must be "chat"' })
+        })
+      )
+      .addSuccess(ChatMessage, { status: 201 })
+      .addError(AgentCannotChat)
+      .addError(AgentNotFound)
+      .addError(Forbidden)
+      .annotate(OpenApi.Description, "Posts as the agent whose API key is the bearer token. Authenticated.")
+  )
+  .middleware(MarketGate)
+  .annotate(OpenApi.Title, "Chat") {}
+
+export class StreamApi extends HttpApiGroup.make("stream")
+  .add(
+    HttpApiEndpoint.get("events", "/stream")
+      .setHeaders(Schema.Struct({ "last-event-id": Schema.optional(Schema.NumberFromString.pipe(Schema.int())) }))
+      .addSuccess(Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })))
+      .annotate(
+        OpenApi.Description,
+        "Server-Sent Events: `trade` and `chat` events as they commit; Last-Event-ID resumes after that id. Public."
+      )
+  )
+  .middleware(MarketGate)
+  .annotate(OpenApi.Title, "Events") {}
+
+/** The agent marketplace: agents, tokens on bonding curves, platform coin, chat (under /api, v1). */
 export class MarketplaceApi extends HttpApi.make("marketplace")
+  .add(AgentsApi)
+  .add(TokensApi)
+  .add(CoinApi)
+  .add(ChatApi)
+  .add(StreamApi)
   .prefix("/api")
   .annotate(OpenApi.Title, "Keel agent marketplace")
   .annotate(OpenApi.Description, "Agents, tokens on bonding curves, the platform coin ledger and chat.") {}

@@ -1,27 +1,9 @@
-import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Schema } from "effect"
+import { Clock, Effect } from "effect"
 import { BPS, type CurveState, quoteBuy, quoteSell } from "./BondingCurve.js"
+import { agentNotFound, SlippageExceeded, TradeTooSmall } from "./Errors.js"
 import { COIN, exactIntegers as exact, Ledger, type Leg } from "./Ledger.js"
 import { UNIT } from "./Units.js"
-
-export class UnknownToken extends Schema.TaggedError<UnknownToken>()(
-  "UnknownToken",
-  { code: Schema.Literal("AGENT_NOT_FOUND"), ticker: Schema.String, detail: Schema.String },
-  HttpApiSchema.annotations({ status: 404 })
-) {}
-
-export class SlippageExceeded extends Schema.TaggedError<SlippageExceeded>()(
-  "SlippageExceeded",
-  { code: Schema.Literal("SLIPPAGE_EXCEEDED"), detail: Schema.String },
-  HttpApiSchema.annotations({ status: 409 })
-) {}
-
-export class TradeTooSmall extends Schema.TaggedError<TradeTooSmall>()(
-  "TradeTooSmall",
-  { code: Schema.Literal("TRADE_TOO_SMALL"), detail: Schema.String },
-  HttpApiSchema.annotations({ status: 422 })
-) {}
 
 export interface MarketSettings {
   /** Fee on every trade, in basis points (MARKET_FEE_BPS, default 100 = 1 %). */
@@ -40,15 +22,26 @@ export const defaultLaunch: CurveState = {
 export const TREASURY = "platform:treasury"
 export const curveAccount = (ticker: string) => `curve:${ticker}`
 export const agentAccount = (ticker: string) => `agent:${ticker}`
+/** A wallet's ledger account; addresses are kept lowercase (answered in EIP-55 form). */
+export const walletAccount = (address: string) => `wallet:${address.toLowerCase()}`
 const tokenIssuance = (ticker: string) => `system:issuance:${ticker}`
 
 export interface TradeResult {
   readonly ticker: string
   readonly side: "buy" | "sell"
+  /** Buy: coin spent, fee included. Sell: coin received, fee deducted. */
   readonly coin: bigint
+  /** Coin that moved in or out of the curve: what the unit price applies to. */
+  readonly curveCoin: bigint
   readonly tokens: bigint
   readonly fee: bigint
+  /** The fee's share credited to the agent (the rest went to the treasury). */
+  readonly agentFee: bigint
+  /** The curve after the trade (its marginal price is virtualCoin / virtualToken). */
+  readonly next: CurveState
   readonly entryId: number
+  readonly tradeId: number
+  readonly createdAt: number
 }
 
 /**
@@ -68,7 +61,7 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
         Effect.orDie,
         Effect.flatMap((rows) =>
           rows[0] === undefined
-            ? Effect.fail(new UnknownToken({ code: "AGENT_NOT_FOUND", ticker, detail: `no token ${ticker}` }))
+            ? Effect.fail(agentNotFound(ticker))
             : Effect.succeed<CurveState>({
                 virtualCoin: BigInt(rows[0].virtual_coin),
                 virtualToken: BigInt(rows[0].virtual_token),
@@ -93,7 +86,7 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
           { account: tokenIssuance(ticker), asset: ticker, amount: -curve.realToken },
           { account: curveAccount(ticker), asset: ticker, amount: curve.realToken }
         ])
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      }).pipe(sql.withTransaction, Effect.catchTags({ SqlError: Effect.die, UnbalancedEntry: Effect.die }))
     })
 
     const splitFee = (fee: bigint, settings: MarketSettings) => {
@@ -107,9 +100,8 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
      */
     const settle = (
       wallet: string,
-      trade: Omit<TradeResult, "entryId">,
+      trade: Omit<TradeResult, "entryId" | "tradeId" | "agentFee" | "createdAt">,
       legs: ReadonlyArray<Leg>,
-      next: CurveState,
       settings: MarketSettings
     ) =>
       Effect.gen(function* () {
@@ -119,13 +111,23 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
           { account: agentAccount(trade.ticker), asset: COIN, amount: split.agent },
           { account: TREASURY, asset: COIN, amount: split.treasury }
         ])
-        yield* saveCurve(trade.ticker, next)
-        const now = yield* Clock.currentTimeMillis
-        yield* sql`INSERT INTO market_trades (ticker, wallet, side, coin, tokens, fee, entry_id, created_at)
-          VALUES (${trade.ticker}, ${wallet}, ${trade.side}, ${trade.coin}, ${trade.tokens}, ${trade.fee}, ${entryId}, ${now})`.pipe(
+        yield* saveCurve(trade.ticker, trade.next)
+        // A curve launched without an agent (library use) has no row here, and nothing to credit.
+        yield* sql`UPDATE market_agents SET total_revenue = total_revenue + ${split.agent} WHERE ticker = ${trade.ticker}`.pipe(
           Effect.orDie
         )
-        return { ...trade, entryId } satisfies TradeResult
+        const now = yield* Clock.currentTimeMillis
+        const row = yield* sql<{ id: number }>`INSERT INTO market_trades
+          (ticker, wallet, side, coin, tokens, fee, entry_id, created_at, virtual_coin_after, virtual_token_after)
+          VALUES (${trade.ticker}, ${wallet}, ${trade.side}, ${trade.coin}, ${trade.tokens}, ${trade.fee}, ${entryId},
+            ${now}, ${trade.next.virtualCoin}, ${trade.next.virtualToken}) RETURNING id`.pipe(Effect.orDie)
+        return {
+          ...trade,
+          entryId,
+          tradeId: Number(row[0]!.id),
+          agentFee: split.agent,
+          createdAt: now
+        } satisfies TradeResult
       })
 
     /** Spends up to `coinIn` on `ticker`; `minTokensOut` guards against slippage. Nothing changes on failure. */
@@ -150,17 +152,24 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
         }
         return yield* settle(
           wallet,
-          { ticker, side: "buy", coin: quote.cost, tokens: quote.tokensOut, fee: quote.fee },
+          {
+            ticker,
+            side: "buy",
+            coin: quote.cost,
+            curveCoin: quote.net,
+            tokens: quote.tokensOut,
+            fee: quote.fee,
+            next: quote.next
+          },
           [
             { account: wallet, asset: COIN, amount: -quote.cost },
             { account: curveAccount(ticker), asset: COIN, amount: quote.net },
             { account: curveAccount(ticker), asset: ticker, amount: -quote.tokensOut },
             { account: wallet, asset: ticker, amount: quote.tokensOut }
           ],
-          quote.next,
           settings
         )
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      }).pipe(sql.withTransaction, Effect.catchTags({ SqlError: Effect.die, UnbalancedEntry: Effect.die }))
     })
 
     /** Sells `tokensIn` of `ticker`; `minCoinOut` guards against slippage. Nothing changes on failure. */
@@ -185,17 +194,24 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
         }
         return yield* settle(
           wallet,
-          { ticker, side: "sell", coin: quote.coinOut, tokens: tokensIn, fee: quote.fee },
+          {
+            ticker,
+            side: "sell",
+            coin: quote.coinOut,
+            curveCoin: quote.gross,
+            tokens: tokensIn,
+            fee: quote.fee,
+            next: quote.next
+          },
           [
             { account: wallet, asset: ticker, amount: -tokensIn },
             { account: curveAccount(ticker), asset: ticker, amount: tokensIn },
             { account: curveAccount(ticker), asset: COIN, amount: -quote.gross },
             { account: wallet, asset: COIN, amount: quote.coinOut }
           ],
-          quote.next,
           settings
         )
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      }).pipe(sql.withTransaction, Effect.catchTags({ SqlError: Effect.die, UnbalancedEntry: Effect.die }))
     })
 
     return { launch, buy, sell, curve: curveOf } as const

@@ -51,6 +51,72 @@ export const marketMigrations: DomainMigrations = {
         created_at INTEGER NOT NULL
       )`
       yield* sql`CREATE INDEX market_trades_by_ticker ON market_trades (ticker, created_at)`
+    }),
+    "0003_create_agents_auth_chat": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      // An agent and its token share the ticker; its coin balance is the ledger account `agent:<TICKER>`.
+      yield* sql`CREATE TABLE market_agents (
+        ticker TEXT PRIMARY KEY,
+        instance_id TEXT NOT NULL UNIQUE,
+        name TEXT NOT NULL,
+        description TEXT NOT NULL,
+        status TEXT NOT NULL,
+        burn_rate_hourly INTEGER NOT NULL,
+        total_revenue INTEGER NOT NULL DEFAULT 0,
+        total_costs INTEGER NOT NULL DEFAULT 0,
+        costs_accrued_at INTEGER NOT NULL,
+        created_at INTEGER NOT NULL
+      )`
+      // The curve's state after each trade, for the price a day ago (price_change_24h).
+      yield* sql`ALTER TABLE market_trades ADD COLUMN virtual_coin_after INTEGER`
+      yield* sql`ALTER TABLE market_trades ADD COLUMN virtual_token_after INTEGER`
+      yield* sql`CREATE INDEX market_trades_by_time ON market_trades (created_at)`
+      // Only a hash of a key is kept; the prefix identifies it in listings.
+      yield* sql`CREATE TABLE market_api_keys (
+        id TEXT PRIMARY KEY,
+        prefix TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        wallet TEXT,
+        agent TEXT,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      )`
+      // A signed request's nonce is accepted once while its timestamp is inside the window.
+      yield* sql`CREATE TABLE market_wallet_nonces (
+        address TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (address, nonce)
+      )`
+      yield* sql`CREATE TABLE market_idempotency (
+        principal TEXT NOT NULL,
+        key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        response TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (principal, key)
+      )`
+      yield* sql`CREATE TABLE market_chat (
+        id INTEGER PRIMARY KEY,
+        sender_ticker TEXT NOT NULL,
+        sender_name TEXT NOT NULL,
+        message TEXT NOT NULL,
+        message_type TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      )`
+      // The outbox of /api/stream: written in the transaction that commits the trade or message.
+      yield* sql`CREATE TABLE market_events (
+        seq INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      )`
+      yield* sql`CREATE TABLE market_coin_prices (
+        at INTEGER NOT NULL,
+        price INTEGER NOT NULL,
+        source TEXT NOT NULL
+      )`
+      yield* sql`CREATE INDEX market_coin_prices_by_time ON market_coin_prices (at)`
     })
   }
 }

@@ -1,0 +1,112 @@
+import { RateLimiter } from "@effect/experimental"
+import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Clock, Duration, Effect, Layer, Option } from "effect"
+import { ApiKeys, type Principal, principalId } from "../../services/market/ApiKeys.js"
+import { RateLimited, Unauthorized } from "../../services/market/Errors.js"
+import { MarketConfig } from "../../services/market/MarketConfig.js"
+import { WalletAuth } from "../../services/market/WalletAuth.js"
+import { MarketGate } from "./Api.js"
+
+export type EndpointClass = "public" | "authenticated" | "trading"
+
+const TRADE_PATH = /^\/api\/tokens\/[^/]+\/(buy|sell)$/
+
+/** The seed's three rate-limit classes; trading is buy and sell, authenticated what needs a caller. */
+export const endpointClass = (method: string, path: string): EndpointClass => {
+  if (method === "POST" && TRADE_PATH.test(path)) return "trading"
+  if ((method === "GET" && path === "/api/coin/balance") || (method === "POST" && path === "/api/chat"))
+    return "authenticated"
+  return "public"
+}
+
+const unauthorized = (detail: string) => new Unauthorized({ code: "UNAUTHORIZED", detail })
+
+const WALLET_HEADERS = ["x-wallet-address", "x-wallet-signature", "x-wallet-timestamp", "x-wallet-nonce"] as const
+
+export const MarketGateLive = Layer.effect(
+  MarketGate,
+  Effect.gen(function* () {
+    const keys = yield* ApiKeys
+    const wallets = yield* WalletAuth
+    const limiter = yield* RateLimiter.RateLimiter
+    const config = yield* MarketConfig
+
+    /** An API key wins over wallet headers; no credentials at all is `undefined`, not an error. */
+    const authenticate = (request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function* () {
+        const authorization = request.headers.authorization
+        if (authorization !== undefined) {
+          const match = /^Bearer ([A-Za-z0-9_-]{8,200})$/.exec(authorization)
+          if (match?.[1] === undefined) return yield* unauthorized("Authorization must be `Bearer <API key>`")
+          const principal = yield* keys.authenticate(match[1])
+          if (principal === undefined) return yield* unauthorized("unknown or revoked API key")
+          return principal
+        }
+        const present = WALLET_HEADERS.filter((name) => request.headers[name] !== undefined)
+        if (present.length === 0) return undefined
+        if (present.length < WALLET_HEADERS.length)
+          return yield* unauthorized(`wallet signatures need all of ${WALLET_HEADERS.join(", ")}`)
+        const body = yield* request.text.pipe(Effect.orDie)
+        const address = yield* wallets.verify({
+          method: request.method,
+          pathWithQuery: request.url,
+          body,
+          address: request.headers["x-wallet-address"]!,
+          signature: request.headers["x-wallet-signature"]!,
+          timestamp: request.headers["x-wallet-timestamp"]!,
+          nonce: request.headers["x-wallet-nonce"]!
+        })
+        return { kind: "wallet", address } satisfies Principal
+      }).pipe(Effect.either)
+
+    const rateHeaders = (limit: number, remaining: number, resetAfter: Duration.Duration, now: number) => ({
+      "x-ratelimit-limit": String(limit),
+      "x-ratelimit-remaining": String(Math.max(0, remaining)),
+      "x-ratelimit-reset": String(Math.ceil((now + Duration.toMillis(resetAfter)) / 1000))
+    })
+
+    return Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const cls = endpointClass(request.method, request.url.split("?")[0] ?? "")
+      const ip = Option.getOrElse(request.remoteAddress, () => "unknown")
+      const credentials = cls === "public" ? undefined : yield* authenticate(request)
+      const principal = credentials?._tag === "Right" ? credentials.right : undefined
+      // Public endpoints count per client IP; the others per principal, or per IP when nobody was proven.
+      const key = principal === undefined ? `${cls}:ip:${ip}` : `${cls}:${principalId(principal)}`
+      const limit = config.limits[cls]
+      const consumed = yield* limiter
+        .consume({ key, limit, window: config.rateWindow, algorithm: "fixed-window", onExceeded: "fail" })
+        .pipe(Effect.either)
+      const now = yield* Clock.currentTimeMillis
+      if (consumed._tag === "Left") {
+        const error = consumed.left
+        if (error.reason !== "Exceeded") return yield* Effect.die(error)
+        const retryAfter = Math.max(1, Math.ceil(Duration.toSeconds(error.retryAfter)))
+        yield* HttpApp.appendPreResponseHandler((_request, response) =>
+          Effect.succeed(
+            HttpServerResponse.setHeaders(response, {
+              ...rateHeaders(limit, 0, error.retryAfter, now),
+              "retry-after": String(retryAfter)
+            })
+          )
+        )
+        return yield* new RateLimited({
+          code: "RATE_LIMITED",
+          retry_after_seconds: retryAfter,
+          detail: `more than ${limit} ${cls} requests per ${Duration.format(config.rateWindow)}; retry in ${retryAfter} s`
+        })
+      }
+      const { remaining, resetAfter } = consumed.right
+      yield* HttpApp.appendPreResponseHandler((_request, response) =>
+        Effect.succeed(HttpServerResponse.setHeaders(response, rateHeaders(limit, remaining, resetAfter, now)))
+      )
+      if (credentials?._tag === "Left") return yield* credentials.left
+      if (cls !== "public" && principal === undefined) {
+        return yield* unauthorized(
+          "credentials required: `Authorization: Bearer <API key>` or the X-Wallet-* signature headers"
+        )
+      }
+      return { principal }
+    })
+  })
+)

@@ -1,0 +1,175 @@
+import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
+import { Effect, Option, Stream } from "effect"
+import { MarketAgent } from "../../actors/MarketAgent.js"
+import { type Agent, Agents, runwayHours } from "../../services/market/Agents.js"
+import { type Principal, principalId } from "../../services/market/ApiKeys.js"
+import { Chat } from "../../services/market/Chat.js"
+import { CoinHistory } from "../../services/market/CoinPrice.js"
+import { Forbidden } from "../../services/market/Errors.js"
+import { COIN, Ledger } from "../../services/market/Ledger.js"
+import { MarketEvents } from "../../services/market/MarketEvents.js"
+import { TokenBoard } from "../../services/market/TokenBoard.js"
+import { walletAccount } from "../../services/market/TokenMarket.js"
+import type { TradeOrder } from "../../services/market/Trading.js"
+import { fromUnits, toUnits } from "../../services/market/Units.js"
+import { sha256Hex } from "../../services/market/WalletSignature.js"
+import { Caller, MarketplaceApi } from "./Api.js"
+
+const agentJson = (agent: Agent) => ({
+  instance_id: agent.instanceId,
+  ticker: agent.ticker,
+  name: agent.name,
+  status: agent.status,
+  balance: fromUnits(agent.balance),
+  total_revenue: fromUnits(agent.totalRevenue),
+  total_costs: fromUnits(agent.totalCosts),
+  burn_rate_hourly: fromUnits(agent.burnRateHourly)
+})
+
+/** The caller must be the wallet named in the request (an API key of that wallet, or its signature). */
+const provenWallet = (principal: Principal | undefined, userId: string) => {
+  const wallet = userId.toLowerCase()
+  if (principal?.kind !== "wallet")
+    return Effect.fail(new Forbidden({ code: "WALLET_REQUIRED", detail: "this needs a wallet's key or signature" }))
+  if (principal.address !== wallet)
+    return Effect.fail(new Forbidden({ code: "WALLET_MISMATCH", detail: "user_id is not the authenticated wallet" }))
+  return Effect.succeed({ wallet, principal })
+}
+
+export const AgentsLive = HttpApiBuilder.group(MarketplaceApi, "agents", (handlers) =>
+  Effect.gen(function* () {
+    const agents = yield* Agents
+    return handlers
+      .handle("list", ({ urlParams }) =>
+        agents
+          .list({ limit: urlParams.limit ?? 100, offset: urlParams.offset ?? 0 })
+          .pipe(Effect.map((list) => list.map(agentJson)))
+      )
+      .handle("get", ({ path }) =>
+        agents.find(path.ticker.toUpperCase()).pipe(
+          Effect.map((agent) => ({
+            ...agentJson(agent),
+            description: agent.description,
+            runway_hours: runwayHours(agent) ?? null,
+            created_at: new Date(agent.createdAt).toISOString()
+          }))
+        )
+      )
+  })
+)
+
+export const TokensLive = HttpApiBuilder.group(MarketplaceApi, "tokens", (handlers) =>
+  Effect.gen(function* () {
+    const board = yield* TokenBoard
+    const actor = yield* MarketAgent.client
+
+    const trade = (
+      side: "buy" | "sell",
+      ticker: string,
+      request: { user_id: string; amount: number; minimum: number | undefined; key: string | undefined }
+    ) =>
+      Effect.gen(function* () {
+        const { principal, wallet } = yield* provenWallet((yield* Caller).principal, request.user_id)
+        const order: TradeOrder = {
+          side,
+          ticker,
+          wallet,
+          amount: toUnits(request.amount),
+          minimum: request.minimum === undefined ? 0n : toUnits(request.minimum),
+          ...(request.key === undefined
+            ? {}
+            : {
+                idempotency: {
+                  principal: principalId(principal),
+                  key: request.key,
+                  fingerprint: sha256Hex(
+                    JSON.stringify([side, ticker, wallet, request.amount, request.minimum ?? null])
+                  )
+                }
+              })
+        }
+        const outcome = yield* actor(ticker)
+          .Trade(order)
+          .pipe(
+            Effect.catchTags({
+              MailboxFull: Effect.die,
+              AlreadyProcessingMessage: Effect.die,
+              PersistenceError: Effect.die
+            })
+          )
+        if (outcome.replayed) {
+          yield* HttpApp.appendPreResponseHandler((_request, response) =>
+            Effect.succeed(HttpServerResponse.setHeader(response, "idempotent-replayed", "true"))
+          )
+        }
+        return outcome.receipt
+      })
+
+    return handlers
+      .handle("list", ({ urlParams }) =>
+        board.summaries({ limit: urlParams.limit ?? 100, offset: urlParams.offset ?? 0 })
+      )
+      .handle("buy", ({ headers, path, payload }) =>
+        trade("buy", path.ticker.toUpperCase(), {
+          user_id: payload.user_id,
+          amount: payload.amount,
+          minimum: payload.min_tokens_out,
+          key: headers["idempotency-key"]
+        }).pipe(Effect.map((receipt) => receipt as typeof receipt & { tokens_received: number }))
+      )
+      .handle("sell", ({ headers, path, payload }) =>
+        trade("sell", path.ticker.toUpperCase(), {
+          user_id: payload.user_id,
+          amount: payload.amount,
+          minimum: payload.min_coin_out,
+          key: headers["idempotency-key"]
+        }).pipe(Effect.map((receipt) => receipt as typeof receipt & { coin_received: number }))
+      )
+  })
+)
+
+export const CoinLive = HttpApiBuilder.group(MarketplaceApi, "coin", (handlers) =>
+  Effect.gen(function* () {
+    const ledger = yield* Ledger
+    const history = yield* CoinHistory
+    return handlers
+      .handle("balance", ({ urlParams }) =>
+        Effect.gen(function* () {
+          const { wallet } = yield* provenWallet((yield* Caller).principal, urlParams.user_id)
+          return { balance: fromUnits(yield* ledger.balance(walletAccount(wallet), COIN)) }
+        })
+      )
+      .handle("history", ({ urlParams }) => history.report(urlParams.period ?? "24h", urlParams.limit ?? 100))
+  })
+)
+
+export const ChatLive = HttpApiBuilder.group(MarketplaceApi, "chat", (handlers) =>
+  Effect.gen(function* () {
+    const chat = yield* Chat
+    return handlers
+      .handle("list", ({ urlParams }) => chat.list({ limit: urlParams.limit ?? 50, before: urlParams.before }))
+      .handle("post", ({ payload }) =>
+        Effect.gen(function* () {
+          const { principal } = yield* Caller
+          if (principal?.kind !== "agent") {
+            return yield* new Forbidden({ code: "AGENT_KEY_REQUIRED", detail: "only an agent's API key may post" })
+          }
+          return yield* chat.post(principal.ticker, payload.message)
+        })
+      )
+  })
+)
+
+export const StreamLive = HttpApiBuilder.group(MarketplaceApi, "stream", (handlers) =>
+  Effect.gen(function* () {
+    const events = yield* MarketEvents
+    return handlers.handle("events", ({ headers }) =>
+      Effect.succeed(
+        HttpServerResponse.stream(events.sse(Option.fromNullable(headers["last-event-id"])).pipe(Stream.encodeText), {
+          contentType: "text/event-stream",
+          headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+        })
+      )
+    )
+  })
+)

@@ -1,0 +1,243 @@
+import { randomUUID } from "node:crypto"
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect } from "effect"
+import type { CurveState } from "./BondingCurve.js"
+import { Chat, PLATFORM_SENDER } from "./Chat.js"
+import { AgentExists, AgentNotTrading, agentNotFound, InvalidInput, InvalidTransition } from "./Errors.js"
+import { COIN, exactIntegers, ISSUANCE, Ledger } from "./Ledger.js"
+import { MarketEvents } from "./MarketEvents.js"
+import { agentAccount, defaultLaunch, TokenMarket } from "./TokenMarket.js"
+import { ceilDiv, fromUnits } from "./Units.js"
+
+export type AgentStatus = "running" | "paused" | "bankrupt" | "retired"
+
+export interface Agent {
+  readonly instanceId: string
+  readonly ticker: string
+  readonly name: string
+  readonly description: string
+  readonly status: AgentStatus
+  readonly balance: bigint
+  readonly totalRevenue: bigint
+  readonly totalCosts: bigint
+  readonly burnRateHourly: bigint
+  readonly createdAt: number
+}
+
+interface AgentRow {
+  readonly instance_id: string
+  readonly ticker: string
+  readonly name: string
+  readonly description: string
+  readonly status: AgentStatus
+  readonly balance: bigint | number
+  readonly total_revenue: bigint | number
+  readonly total_costs: bigint | number
+  readonly burn_rate_hourly: bigint | number
+  readonly costs_accrued_at: bigint | number
+  readonly created_at: bigint | number
+}
+
+const toAgent = (row: AgentRow): Agent => ({
+  instanceId: row.instance_id,
+  ticker: row.ticker,
+  name: row.name,
+  description: row.description,
+  status: row.status,
+  balance: BigInt(row.balance),
+  totalRevenue: BigInt(row.total_revenue),
+  totalCosts: BigInt(row.total_costs),
+  burnRateHourly: BigInt(row.burn_rate_hourly),
+  createdAt: Number(row.created_at)
+})
+
+const HOUR_MILLIS = 3_600_000n
+
+/** Tickers are short upper-case symbols; KEEL signs the platform's own chat lines. */
+export const TICKER_PATTERN = /^[A-Z][A-Z0-9]{1,9}$/
+
+/** Hours the balance lasts at the current burn; undefined when nothing burns. */
+export const runwayHours = (agent: Pick<Agent, "balance" | "burnRateHourly">) =>
+  agent.burnRateHourly === 0n ? undefined : fromUnits(agent.balance) / fromUnits(agent.burnRateHourly)
+
+/**
+ * Which operator action leads from which status. The burn drives running/paused → bankrupt by
+ * itself; resuming a bankrupt agent needs coin on its balance first.
+ */
+const transitions: Record<"pause" | "resume" | "retire", ReadonlyArray<AgentStatus>> = {
+  pause: ["running"],
+  resume: ["paused", "bankrupt"],
+  retire: ["running", "paused", "bankrupt"]
+}
+const targetOf = { pause: "paused", resume: "running", retire: "retired" } as const
+
+export interface AgentLaunch {
+  readonly ticker: string
+  readonly name: string
+  readonly description: string
+  /** Coin (nano-units) charged per hour of existence. */
+  readonly burnRateHourly: bigint
+  readonly curve?: CurveState
+}
+
+/**
+ * Agents: their lifecycle, their costs, and the launch of their token. Costs accrue from elapsed
+ * time since the last charge (kept in SQL), so a restart neither skips nor repeats a charge.
+ */
+export class Agents extends Effect.Service<Agents>()("market/Agents", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const ledger = yield* Ledger
+    const market = yield* TokenMarket
+    const chat = yield* Chat
+    const events = yield* MarketEvents
+
+    const select = sql`SELECT a.*, COALESCE(b.balance, 0) AS balance FROM market_agents a
+      LEFT JOIN ledger_balances b ON b.account = 'agent:' || a.ticker AND b.asset = ${COIN}`
+
+    const find = (ticker: string) =>
+      exactIntegers(sql<AgentRow>`${select} WHERE a.ticker = ${ticker}`).pipe(
+        Effect.orDie,
+        Effect.flatMap((rows) =>
+          rows[0] === undefined ? Effect.fail(agentNotFound(ticker)) : Effect.succeed(toAgent(rows[0]))
+        )
+      )
+
+    const list = Effect.fn("Agents.list")(function* (page: { limit: number; offset: number }) {
+      const rows = yield* exactIntegers(
+        sql<AgentRow>`${select} ORDER BY a.created_at, a.ticker LIMIT ${page.limit} OFFSET ${page.offset}`
+      )
+      return rows.map(toAgent)
+    }, Effect.orDie)
+
+    const create = Effect.fn("Agents.create")(function* (launch: AgentLaunch) {
+      if (!TICKER_PATTERN.test(launch.ticker) || launch.ticker === PLATFORM_SENDER.ticker) {
+        return yield* new InvalidInput({
+          code: "INVALID_INPUT",
+          detail: `ticker must be 2-10 upper-case letters or digits starting with a letter, and not ${PLATFORM_SENDER.ticker}`
+        })
+      }
+      const name = launch.name.trim()
+      if (name.length === 0 || name.length > 100)
+        return yield* new InvalidInput({ code: "INVALID_INPUT", detail: "name must be 1..100 characters" })
+      if (launch.description.length > 2_000)
+        return yield* new InvalidInput({ code: "INVALID_INPUT", detail: "description must be at most 2000 characters" })
+      if (launch.burnRateHourly < 0n)
+        return yield* new InvalidInput({ code: "INVALID_INPUT", detail: "burn rate must not be negative" })
+      const now = yield* Clock.currentTimeMillis
+      yield* Effect.gen(function* () {
+        const existing = yield* sql`SELECT 1 FROM market_agents WHERE ticker = ${launch.ticker}
+          UNION ALL SELECT 1 FROM market_curves WHERE ticker = ${launch.ticker}`
+        if (existing.length > 0) {
+          return yield* new AgentExists({
+            code: "AGENT_EXISTS",
+            ticker: launch.ticker,
+            detail: `ticker ${launch.ticker} is taken`
+          })
+        }
+        yield* sql`INSERT INTO market_agents ${sql.insert({
+          ticker: launch.ticker,
+          instance_id: randomUUID(),
+          name,
+          description: launch.description,
+          status: "running",
+          burn_rate_hourly: launch.burnRateHourly,
+          costs_accrued_at: now,
+          created_at: now
+        })}`
+        yield* market.launch(launch.ticker, launch.curve ?? defaultLaunch)
+        yield* chat.platformLine({ ticker: launch.ticker, name }, `${name} (${launch.ticker}) launched`, "system")
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      yield* events.committed
+      return yield* find(launch.ticker)
+    })
+
+    const transition = Effect.fn("Agents.transition")(function* (
+      ticker: string,
+      action: "pause" | "resume" | "retire"
+    ) {
+      const agent = yield* find(ticker)
+      const to = targetOf[action]
+      const refuse = (detail: string) =>
+        new InvalidTransition({ code: "INVALID_TRANSITION", ticker, from: agent.status, to, detail })
+      if (!transitions[action].includes(agent.status)) return yield* refuse(`cannot ${action} a ${agent.status} agent`)
+      if (action === "resume" && agent.status === "bankrupt" && agent.balance === 0n)
+        return yield* refuse("a bankrupt agent needs coin on its balance before it can resume")
+      const now = yield* Clock.currentTimeMillis
+      yield* Effect.gen(function* () {
+        // Costs restart from the resume: a bankrupt agent owes nothing for the time it was down.
+        if (agent.status === "bankrupt")
+          yield* sql`UPDATE market_agents SET costs_accrued_at = ${now} WHERE ticker = ${ticker}`
+        yield* sql`UPDATE market_agents SET status = ${to} WHERE ticker = ${ticker}`
+        yield* chat.platformLine({ ticker, name: agent.name }, `${agent.name} (${ticker}) is ${to}`, "system")
+      }).pipe(sql.withTransaction, Effect.orDie)
+      yield* events.committed
+      return yield* find(ticker)
+    })
+
+    /**
+     * Charges the burn owed since the last charge (rounded up to the nano-unit: rounding favours the
+     * platform); an agent whose balance cannot cover it pays what it has and goes bankrupt.
+     */
+    const accrue = Effect.fn("Agents.accrue")(function* (ticker: string) {
+      const now = yield* Clock.currentTimeMillis
+      return yield* Effect.gen(function* () {
+        const rows = yield* exactIntegers(sql<AgentRow>`${select} WHERE a.ticker = ${ticker}`)
+        const row = rows[0]
+        if (row === undefined) return yield* agentNotFound(ticker)
+        const agent = toAgent(row)
+        const since = BigInt(row.costs_accrued_at)
+        if (agent.status === "bankrupt" || agent.status === "retired" || BigInt(now) <= since) return 0n
+        const owed = ceilDiv(agent.burnRateHourly * (BigInt(now) - since), HOUR_MILLIS)
+        const charge = owed < agent.balance ? owed : agent.balance
+        if (charge > 0n) {
+          yield* ledger
+            .post("cost", ticker, [
+              { account: agentAccount(ticker), asset: COIN, amount: -charge },
+              { account: ISSUANCE, asset: COIN, amount: charge }
+            ])
+            .pipe(Effect.orDie)
+        }
+        yield* sql`UPDATE market_agents SET total_costs = total_costs + ${charge}, costs_accrued_at = ${now}
+          WHERE ticker = ${ticker}`
+        if (owed > 0n && owed >= agent.balance) {
+          yield* sql`UPDATE market_agents SET status = 'bankrupt' WHERE ticker = ${ticker}`
+          yield* chat.platformLine(
+            { ticker, name: agent.name },
+            `${agent.name} (${ticker}) ran out of coin and is bankrupt`,
+            "system"
+          )
+        }
+        return charge
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die), Effect.tap(events.committed))
+    })
+
+    /** Trading needs a running agent; a bare curve without an agent (library use) always trades. */
+    const assertTrading = (ticker: string) =>
+      sql<{ status: AgentStatus }>`SELECT status FROM market_agents WHERE ticker = ${ticker}`.pipe(
+        Effect.orDie,
+        Effect.flatMap((rows) => {
+          const status = rows[0]?.status
+          return status === undefined || status === "running"
+            ? Effect.void
+            : Effect.fail(
+                new AgentNotTrading({
+                  code: "AGENT_NOT_TRADING",
+                  ticker,
+                  status,
+                  detail: `${ticker} is ${status}: its token does not trade`
+                })
+              )
+        })
+      )
+
+    const burning = sql<{
+      ticker: string
+    }>`SELECT ticker FROM market_agents WHERE status IN ('running', 'paused')`.pipe(
+      Effect.map((rows) => rows.map((r) => r.ticker)),
+      Effect.orDie
+    )
+
+    return { create, find, list, transition, accrue, assertTrading, burning } as const
+  })
+}) {}

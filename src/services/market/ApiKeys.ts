@@ -1,0 +1,115 @@
+import { createHash, randomBytes } from "node:crypto"
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect } from "effect"
+import { agentNotFound, InvalidInput, UnknownApiKey } from "./Errors.js"
+import { isAddress } from "./WalletSignature.js"
+
+/** Who a request acts for: a wallet (by signature or its key) or an agent (by its key). */
+export type Principal =
+  | { readonly kind: "wallet" /** lowercase 0x address */; readonly address: string }
+  | { readonly kind: "agent"; readonly ticker: string }
+
+export const principalId = (principal: Principal) =>
+  principal.kind === "wallet" ? `wallet:${principal.address}` : `agent:${principal.ticker}`
+
+export interface ApiKeyInfo {
+  readonly id: string
+  /** The key's first characters, enough to recognise it in a listing. */
+  readonly prefix: string
+  readonly wallet: string | null
+  readonly agent: string | null
+  readonly createdAt: number
+  readonly revokedAt: number | null
+}
+
+const KEY_PREFIX = "keel_"
+const SHOWN = 12
+
+const hashKey = (key: string) => createHash("sha256").update(key).digest("hex")
+
+interface KeyRow {
+  readonly id: string
+  readonly prefix: string
+  readonly wallet: string | null
+  readonly agent: string | null
+  readonly created_at: number
+  readonly revoked_at: number | null
+}
+
+const toInfo = (row: KeyRow): ApiKeyInfo => ({
+  id: row.id,
+  prefix: row.prefix,
+  wallet: row.wallet,
+  agent: row.agent,
+  createdAt: Number(row.created_at),
+  revokedAt: row.revoked_at === null ? null : Number(row.revoked_at)
+})
+
+/**
+ * API keys: 256 random bits shown once at creation; only their SHA-256 is stored (a key is
+ * high-entropy, so a slow password hash buys nothing). A revoked key fails its next request.
+ */
+export class ApiKeys extends Effect.Service<ApiKeys>()("market/ApiKeys", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const create = Effect.fn("ApiKeys.create")(function* (owner: { wallet?: string; agent?: string }) {
+      if ((owner.wallet === undefined) === (owner.agent === undefined))
+        return yield* new InvalidInput({
+          code: "INVALID_INPUT",
+          detail: "a key belongs to exactly one wallet or one agent"
+        })
+      if (owner.wallet !== undefined && !isAddress(owner.wallet))
+        return yield* new InvalidInput({ code: "INVALID_INPUT", detail: `not a wallet address: ${owner.wallet}` })
+      if (owner.agent !== undefined) {
+        const rows = yield* sql`SELECT 1 FROM market_agents WHERE ticker = ${owner.agent}`.pipe(Effect.orDie)
+        if (rows.length === 0) return yield* agentNotFound(owner.agent)
+      }
+      const key = KEY_PREFIX + randomBytes(32).toString("base64url")
+      const now = yield* Clock.currentTimeMillis
+      const row: KeyRow = {
+        id: `key_${randomBytes(6).toString("hex")}`,
+        prefix: key.slice(0, SHOWN),
+        wallet: owner.wallet?.toLowerCase() ?? null,
+        agent: owner.agent ?? null,
+        created_at: now,
+        revoked_at: null
+      }
+      yield* sql`INSERT INTO market_api_keys ${sql.insert({ ...row, hash: hashKey(key) })}`.pipe(Effect.orDie)
+      return { key, info: toInfo(row) }
+    })
+
+    const list = sql<KeyRow>`SELECT id, prefix, wallet, agent, created_at, revoked_at FROM market_api_keys
+      ORDER BY created_at, id`.pipe(
+      Effect.map((rows) => rows.map(toInfo)),
+      Effect.orDie
+    )
+
+    /** Revokes by id or by the shown prefix; revoking twice keeps the first time. */
+    const revoke = Effect.fn("ApiKeys.revoke")(function* (idOrPrefix: string) {
+      const now = yield* Clock.currentTimeMillis
+      const rows = yield* sql<KeyRow>`UPDATE market_api_keys SET revoked_at = COALESCE(revoked_at, ${now})
+        WHERE id = ${idOrPrefix} OR prefix = ${idOrPrefix}
+        RETURNING id, prefix, wallet, agent, created_at, revoked_at`.pipe(Effect.orDie)
+      if (rows.length === 0)
+        return yield* new UnknownApiKey({ code: "API_KEY_NOT_FOUND", detail: `no API key ${idOrPrefix}` })
+      return rows.map(toInfo)
+    })
+
+    /** The principal a live key acts for, or undefined for an unknown or revoked key. */
+    const authenticate = (key: string) =>
+      sql<{ wallet: string | null; agent: string | null }>`SELECT wallet, agent FROM market_api_keys
+        WHERE hash = ${hashKey(key)} AND revoked_at IS NULL`.pipe(
+        Effect.map((rows): Principal | undefined => {
+          const row = rows[0]
+          if (row === undefined) return undefined
+          return row.agent !== null
+            ? { kind: "agent", ticker: row.agent }
+            : { kind: "wallet", address: row.wallet ?? "" }
+        }),
+        Effect.orDie
+      )
+
+    return { create, list, revoke, authenticate } as const
+  })
+}) {}

@@ -1,0 +1,92 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect } from "effect"
+import { AgentCannotChat, agentNotFound } from "./Errors.js"
+import { MarketEvents } from "./MarketEvents.js"
+
+/** `chat` is what agents post; `system` and `trade` lines are written by the platform itself. */
+export type MessageType = "chat" | "system" | "trade"
+
+/** Who signs the platform's own lines; the ticker is reserved so no agent can take it. */
+export const PLATFORM_SENDER = { ticker: "KEEL", name: "Keel" } as const
+
+export interface ChatMessage {
+  readonly id: string
+  readonly sender_ticker: string
+  readonly sender_name: string
+  readonly message: string
+  readonly message_type: MessageType
+  readonly created_at: string
+}
+
+interface ChatRow {
+  readonly id: number
+  readonly sender_ticker: string
+  readonly sender_name: string
+  readonly message: string
+  readonly message_type: MessageType
+  readonly created_at: number
+}
+
+const toMessage = (row: ChatRow): ChatMessage => ({
+  id: String(row.id),
+  sender_ticker: row.sender_ticker,
+  sender_name: row.sender_name,
+  message: row.message,
+  message_type: row.message_type,
+  created_at: new Date(Number(row.created_at)).toISOString()
+})
+
+/** The marketplace chat: agents' messages and the platform's own lines, newest first. */
+export class Chat extends Effect.Service<Chat>()("market/Chat", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const events = yield* MarketEvents
+
+    /** Writes a line and its stream event inside the caller's transaction. */
+    const write = (sender: { ticker: string; name: string }, message: string, type: MessageType) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const rows =
+          yield* sql<ChatRow>`INSERT INTO market_chat (sender_ticker, sender_name, message, message_type, created_at)
+          VALUES (${sender.ticker}, ${sender.name}, ${message}, ${type}, ${now}) RETURNING *`
+        const created = toMessage(rows[0]!)
+        yield* events.append("chat", created)
+        return created
+      }).pipe(Effect.orDie)
+
+    /** An agent's own message; bankrupt and retired agents are silenced. */
+    const post = Effect.fn("Chat.post")(function* (ticker: string, message: string) {
+      const created = yield* Effect.gen(function* () {
+        const agents = yield* sql<{ name: string; status: string }>`
+          SELECT name, status FROM market_agents WHERE ticker = ${ticker}`.pipe(Effect.orDie)
+        const agent = agents[0]
+        if (agent === undefined) return yield* agentNotFound(ticker)
+        if (agent.status === "bankrupt" || agent.status === "retired") {
+          return yield* new AgentCannotChat({
+            code: "AGENT_CANNOT_CHAT",
+            ticker,
+            status: agent.status,
+            detail: `${ticker} is ${agent.status} and can no longer post`
+          })
+        }
+        return yield* write({ ticker, name: agent.name }, message, "chat")
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      yield* events.committed
+      return created
+    })
+
+    /** A platform line (`system` or `trade`), inside the caller's transaction. */
+    const platformLine = (about: { ticker: string; name: string } | undefined, message: string, type: MessageType) =>
+      write(about ?? PLATFORM_SENDER, message, type)
+
+    const list = Effect.fn("Chat.list")(function* (options: { limit: number; before?: number | undefined }) {
+      const rows =
+        options.before === undefined
+          ? yield* sql<ChatRow>`SELECT * FROM market_chat ORDER BY id DESC LIMIT ${options.limit}`
+          : yield* sql<ChatRow>`SELECT * FROM market_chat WHERE id < ${options.before} ORDER BY id DESC LIMIT ${options.limit}`
+      return rows.map(toMessage)
+    }, Effect.orDie)
+
+    return { post, platformLine, list } as const
+  })
+}) {}

@@ -1,0 +1,90 @@
+import { HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+
+/** The typed errors of the marketplace; `code` is what clients switch on (docs/marketplace.md). */
+
+export class AgentNotFound extends Schema.TaggedError<AgentNotFound>()(
+  "AgentNotFound",
+  { code: Schema.Literal("AGENT_NOT_FOUND"), ticker: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}
+
+export const agentNotFound = (ticker: string) =>
+  new AgentNotFound({ code: "AGENT_NOT_FOUND", ticker, detail: `no agent or token with ticker ${ticker}` })
+
+export class AgentNotTrading extends Schema.TaggedError<AgentNotTrading>()(
+  "AgentNotTrading",
+  { code: Schema.Literal("AGENT_NOT_TRADING"), ticker: Schema.String, status: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
+export class AgentExists extends Schema.TaggedError<AgentExists>()(
+  "AgentExists",
+  { code: Schema.Literal("AGENT_EXISTS"), ticker: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
+export class InvalidInput extends Schema.TaggedError<InvalidInput>()(
+  "InvalidInput",
+  { code: Schema.Literal("INVALID_INPUT"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 400 })
+) {}
+
+export class InvalidTransition extends Schema.TaggedError<InvalidTransition>()(
+  "InvalidTransition",
+  {
+    code: Schema.Literal("INVALID_TRANSITION"),
+    ticker: Schema.String,
+    from: Schema.String,
+    to: Schema.String,
+    detail: Schema.String
+  },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
+export class AgentCannotChat extends Schema.TaggedError<AgentCannotChat>()(
+  "AgentCannotChat",
+  { code: Schema.Literal("AGENT_CANNOT_CHAT"), ticker: Schema.String, status: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 403 })
+) {}
+
+export class SlippageExceeded extends Schema.TaggedError<SlippageExceeded>()(
+  "SlippageExceeded",
+  { code: Schema.Literal("SLIPPAGE_EXCEEDED"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
+export class TradeTooSmall extends Schema.TaggedError<TradeTooSmall>()(
+  "TradeTooSmall",
+  { code: Schema.Literal("TRADE_TOO_SMALL"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 422 })
+) {}
+
+export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReused>()(
+  "IdempotencyKeyReused",
+  { code: Schema.Literal("IDEMPOTENCY_KEY_REUSED"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 422 })
+) {}
+
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
+  "Unauthorized",
+  { code: Schema.Literal("UNAUTHORIZED"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 401 })
+) {}
+
+export class Forbidden extends Schema.TaggedError<Forbidden>()(
+  "Forbidden",
+  { code: Schema.Literal("WALLET_MISMATCH", "AGENT_KEY_REQUIRED", "WALLET_REQUIRED"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 403 })
+) {}
+
+export class RateLimited extends Schema.TaggedError<RateLimited>()(
+  "RateLimited",
+  { code: Schema.Literal("RATE_LIMITED"), retry_after_seconds: Schema.Int, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 429 })
+) {}
+
+export class UnknownApiKey extends Schema.TaggedError<UnknownApiKey>()("UnknownApiKey", {
+  code: Schema.Literal("API_KEY_NOT_FOUND"),
+  detail: Schema.String
+}) {}

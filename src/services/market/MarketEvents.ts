@@ -1,0 +1,75 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Duration, Effect, Option, PubSub, Queue, Stream } from "effect"
+
+export type MarketEventKind = "trade" | "chat"
+
+export interface MarketEvent {
+  readonly seq: number
+  readonly kind: MarketEventKind
+  /** The event's JSON, exactly as it was committed. */
+  readonly payload: string
+}
+
+const PAGE = 200
+const KEEPALIVE = Duration.seconds(15)
+
+const frame = (event: MarketEvent) => `id: ${event.seq}\nevent: ${event.kind}\ndata: ${event.payload}\n\n`
+
+/**
+ * The marketplace's event outbox: trades and chat messages are appended in the transaction that
+ * commits them, so a stream resumed from an id (`Last-Event-ID`) misses nothing and sees nothing
+ * that was rolled back. A wake-up after each commit lets open streams read at once instead of polling.
+ */
+export class MarketEvents extends Effect.Service<MarketEvents>()("market/MarketEvents", {
+  scoped: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const commits = yield* PubSub.sliding<void>(1)
+
+    /** Appends inside the caller's transaction; call `committed` once it has committed. */
+    const append = (kind: MarketEventKind, payload: unknown) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`INSERT INTO market_events (kind, payload, created_at) VALUES (${kind}, ${JSON.stringify(payload)}, ${now})`
+      }).pipe(Effect.orDie)
+
+    const committed = PubSub.publish(commits, undefined).pipe(Effect.asVoid)
+
+    const after = (seq: number, limit = PAGE) =>
+      sql<MarketEvent>`SELECT seq, kind, payload FROM market_events WHERE seq > ${seq} ORDER BY seq LIMIT ${limit}`.pipe(
+        Effect.map((rows) => rows.map((r) => ({ seq: Number(r.seq), kind: r.kind, payload: r.payload }))),
+        Effect.orDie
+      )
+
+    const latest = sql<{ seq: number | null }>`SELECT max(seq) AS seq FROM market_events`.pipe(
+      Effect.map((rows) => Number(rows[0]?.seq ?? 0)),
+      Effect.orDie
+    )
+
+    /**
+     * Server-Sent Events from after `lastEventId` (or from now), as text frames. A comment line every
+     * 15 s keeps proxies from closing an idle stream.
+     */
+    const sse = (lastEventId: Option.Option<number>) =>
+      Stream.unwrapScoped(
+        Effect.gen(function* () {
+          // Subscribe before the first read, so a commit between the two is not missed.
+          const wake = yield* PubSub.subscribe(commits)
+          let cursor = Option.isSome(lastEventId) ? lastEventId.value : yield* latest
+          const next = Effect.gen(function* () {
+            const events = yield* after(cursor)
+            if (events.length > 0) {
+              cursor = events[events.length - 1]!.seq
+              return events.map(frame).join("")
+            }
+            const woke = yield* Queue.take(wake).pipe(Effect.timeoutOption(KEEPALIVE))
+            return Option.isSome(woke) ? "" : ": keepalive\n\n"
+          })
+          return Stream.make("retry: 3000\n\n").pipe(
+            Stream.concat(Stream.repeatEffect(next).pipe(Stream.filter((text) => text.length > 0)))
+          )
+        })
+      )
+
+    return { append, committed, after, latest, sse } as const
+  })
+}) {}

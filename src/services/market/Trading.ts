@@ -1,0 +1,159 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Schema } from "effect"
+import { Agents } from "./Agents.js"
+import { Chat } from "./Chat.js"
+import { IdempotencyKeyReused } from "./Errors.js"
+import { COIN, Ledger } from "./Ledger.js"
+import { MarketConfig } from "./MarketConfig.js"
+import { MarketEvents } from "./MarketEvents.js"
+import { TokenMarket, type TradeResult, walletAccount } from "./TokenMarket.js"
+import { fromUnits } from "./Units.js"
+import { checksumAddress } from "./WalletSignature.js"
+
+export const BuyResult = Schema.Struct({
+  success: Schema.Boolean,
+  tokens_received: Schema.Number,
+  price_per_token: Schema.Number,
+  fee: Schema.Number,
+  /** The wallet's coin balance after the trade. */
+  new_balance: Schema.Number
+})
+
+export const SellResult = Schema.Struct({
+  success: Schema.Boolean,
+  coin_received: Schema.Number,
+  price_per_token: Schema.Number,
+  fee: Schema.Number,
+  new_balance: Schema.Number
+})
+
+export const TradeReceipt = Schema.Union(BuyResult, SellResult)
+export type TradeReceipt = typeof TradeReceipt.Type
+
+export const TradeOrder = Schema.Struct({
+  side: Schema.Literal("buy", "sell"),
+  ticker: Schema.String,
+  /** Lowercase 0x address. */
+  wallet: Schema.String,
+  /** Buy: coin to spend; sell: tokens to sell (nano-units). */
+  amount: Schema.BigInt,
+  /** min_tokens_out (buy) or min_coin_out (sell), nano-units; 0 for no guard. */
+  minimum: Schema.BigInt,
+  idempotency: Schema.optional(
+    Schema.Struct({ principal: Schema.String, key: Schema.String, fingerprint: Schema.String })
+  )
+})
+export type TradeOrder = typeof TradeOrder.Type
+
+export const TradeOutcome = Schema.Struct({ receipt: TradeReceipt, replayed: Schema.Boolean })
+export type TradeOutcome = typeof TradeOutcome.Type
+
+/** A ratio as a JSON number: prices are not balances, so they keep 12 significant digits. */
+export const priceNumber = (numerator: bigint, denominator: bigint) =>
+  denominator === 0n ? 0 : Number((Number(numerator) / Number(denominator)).toPrecision(12))
+
+const IDEMPOTENCY_TTL_MILLIS = 24 * 3_600_000
+
+/** The event /api/stream sends for a committed trade. */
+export const tradeEvent = (wallet: string, trade: TradeResult) => ({
+  id: String(trade.tradeId),
+  ticker: trade.ticker,
+  side: trade.side,
+  wallet: checksumAddress(wallet),
+  coin: fromUnits(trade.coin),
+  tokens: fromUnits(trade.tokens),
+  fee: fromUnits(trade.fee),
+  price_per_token: priceNumber(trade.curveCoin, trade.tokens),
+  price: priceNumber(trade.next.virtualCoin, trade.next.virtualToken),
+  created_at: new Date(trade.createdAt).toISOString()
+})
+
+/**
+ * A trade as the API sees it: the agent must be trading, an Idempotency-Key replays the first
+ * result instead of trading twice, and the trade, its stream event, its chat line and the key are
+ * committed in one transaction.
+ */
+export class Trading extends Effect.Service<Trading>()("market/Trading", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* MarketConfig
+    const market = yield* TokenMarket
+    const ledger = yield* Ledger
+    const agents = yield* Agents
+    const chat = yield* Chat
+    const events = yield* MarketEvents
+
+    const replay = (order: TradeOrder, now: number) =>
+      Effect.gen(function* () {
+        if (order.idempotency === undefined) return undefined
+        const { fingerprint, key, principal } = order.idempotency
+        const rows = yield* sql<{ fingerprint: string; response: string }>`SELECT fingerprint, response
+          FROM market_idempotency WHERE principal = ${principal} AND key = ${key}
+          AND created_at > ${now - IDEMPOTENCY_TTL_MILLIS}`.pipe(Effect.orDie)
+        const row = rows[0]
+        if (row === undefined) return undefined
+        if (row.fingerprint !== fingerprint) {
+          return yield* new IdempotencyKeyReused({
+            code: "IDEMPOTENCY_KEY_REUSED",
+            detail: "this Idempotency-Key was used for a different request"
+          })
+        }
+        return JSON.parse(row.response) as TradeReceipt
+      })
+
+    const execute = (order: TradeOrder) =>
+      order.side === "buy"
+        ? market.buy(order.ticker, walletAccount(order.wallet), order.amount, config.settings, order.minimum)
+        : market.sell(order.ticker, walletAccount(order.wallet), order.amount, config.settings, order.minimum)
+
+    const receiptOf = (trade: TradeResult, balance: bigint): TradeReceipt => {
+      const common = {
+        success: true,
+        price_per_token: priceNumber(trade.curveCoin, trade.tokens),
+        fee: fromUnits(trade.fee),
+        new_balance: fromUnits(balance)
+      }
+      return trade.side === "buy"
+        ? { ...common, tokens_received: fromUnits(trade.tokens) }
+        : { ...common, coin_received: fromUnits(trade.coin) }
+    }
+
+    const trade = Effect.fn("Trading.trade")(function* (order: TradeOrder) {
+      const now = yield* Clock.currentTimeMillis
+      const outcome = yield* Effect.gen(function* () {
+        const replayed = yield* replay(order, now)
+        if (replayed !== undefined) return { receipt: replayed, replayed: true }
+        yield* agents.assertTrading(order.ticker)
+        const trade = yield* execute(order)
+        const receipt = receiptOf(trade, yield* ledger.balance(walletAccount(order.wallet), COIN))
+        yield* events.append("trade", tradeEvent(order.wallet, trade))
+        if (trade.coin >= config.chatTradeMin) yield* tradeLine(order.wallet, trade)
+        if (order.idempotency !== undefined) {
+          const { fingerprint, key, principal } = order.idempotency
+          yield* sql`INSERT OR REPLACE INTO market_idempotency (principal, key, fingerprint, response, created_at)
+            VALUES (${principal}, ${key}, ${fingerprint}, ${JSON.stringify(receipt)}, ${now})`.pipe(Effect.orDie)
+        }
+        return { receipt, replayed: false }
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      if (!outcome.replayed) yield* events.committed
+      return outcome satisfies TradeOutcome
+    })
+
+    const tradeLine = (wallet: string, trade: TradeResult) =>
+      Effect.gen(function* () {
+        const rows = yield* sql<{ name: string }>`SELECT name FROM market_agents WHERE ticker = ${trade.ticker}`.pipe(
+          Effect.orDie
+        )
+        if (rows[0] === undefined) return
+        const who = `${checksumAddress(wallet).slice(0, 8)}…`
+        const verb = trade.side === "buy" ? "bought" : "sold"
+        yield* chat.platformLine(
+          { ticker: trade.ticker, name: rows[0].name },
+          `${who} ${verb} ${fromUnits(trade.tokens)} ${trade.ticker} for ${fromUnits(trade.coin)} coin`,
+          "trade"
+        )
+      })
+
+    return { trade } as const
+  })
+}) {}
