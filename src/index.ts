@@ -5,6 +5,7 @@
 
 // Actors
 export * from "./actors/LeaseKeeper.js"
+export * from "./actors/MarketAgent.js"
 // The CLI tree, for embedding `ctl` commands in another program
 export { ctl, runCtl } from "./cli/Cli.js"
 export { ctlMain, exitCodeOf } from "./cli/Run.js"
@@ -21,7 +22,21 @@ export {
   GroundTruthReadApi
 } from "./http/groundtruth/Api.js"
 export { HealthApi } from "./http/Health.js"
-export { MarketplaceApi } from "./http/marketplace/Api.js"
+export {
+  AgentDetail,
+  AgentSummary,
+  AgentsApi,
+  Caller,
+  ChatApi,
+  CoinApi,
+  CoinHistoryResult,
+  MarketGate,
+  MarketplaceApi,
+  StreamApi,
+  TokensApi,
+  WalletAddress
+} from "./http/marketplace/Api.js"
+export { endpointClass, MarketGateLive } from "./http/marketplace/Gate.js"
 export * from "./http/Problem.js"
 export {
   AnalyticsApi,
@@ -50,12 +65,24 @@ export * from "./services/groundtruth/Ingester.js"
 export { groundTruthMigrations } from "./services/groundtruth/migrations.js"
 export * from "./services/groundtruth/Retriever.js"
 export * from "./services/groundtruth/Sources.js"
-// Marketplace services (in progress: the ledger and the curve math)
+// Marketplace services
+export * from "./services/market/Agents.js"
+export * from "./services/market/ApiKeys.js"
 export * from "./services/market/BondingCurve.js"
+export * from "./services/market/Chat.js"
+export * from "./services/market/CoinPrice.js"
+export { demoCredentialsFile } from "./services/market/DemoData.js"
+export * from "./services/market/Errors.js"
 export * from "./services/market/Ledger.js"
+export * from "./services/market/MarketConfig.js"
+export * from "./services/market/MarketEvents.js"
 export { marketMigrations } from "./services/market/migrations.js"
+export * from "./services/market/TokenBoard.js"
 export * from "./services/market/TokenMarket.js"
+export * from "./services/market/Trading.js"
 export * from "./services/market/Units.js"
+export * from "./services/market/WalletAuth.js"
+export * from "./services/market/WalletSignature.js"
 // Platform services
 export * from "./services/platform/AppConfig.js"
 export * from "./services/platform/Cluster.js"

@@ -12,11 +12,15 @@ export interface MarketSettings {
   readonly agentShareBps: bigint
 }
 
-/** pump.fun's launch parameters, scaled to nano-units. */
+/**
+ * pump.fun's curve shape (virtual reserves 30 coin × 1.073 supply, 79.31 % of the supply sold on
+ * the curve) on a 1,000,000-token supply: in nano-units that is 10^15, so every token amount is
+ * still exact as a JSON number (doubles are exact up to 2^53 ≈ 9·10^15).
+ */
 export const defaultLaunch: CurveState = {
   virtualCoin: 30n * UNIT,
-  virtualToken: 1_073_000_000n * UNIT,
-  realToken: 793_100_000n * UNIT
+  virtualToken: 1_073_000n * UNIT,
+  realToken: 793_100n * UNIT
 }
 
 export const TREASURY = "platform:treasury"
