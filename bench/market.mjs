@@ -11,6 +11,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import Database from "better-sqlite3"
+import { defaultLaunch, fromUnits, quoteBuy, toUnits } from "keel"
 import { cores, MAX_SECONDS, start } from "./harness.mjs"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -21,9 +22,11 @@ const WALLETS = Number(process.env.BENCH_WALLETS ?? 20)
 const CONCURRENCY = Number(process.env.BENCH_MARKET_CONCURRENCY ?? 16)
 const TICKER = "BENCH"
 const MINT = 1_000_000 // coin per wallet
-const PRIME = 0.1 // coin each wallet spends once before the warm-up, so its first sells have tokens
+const PRIME = 0.1 // coin each wallet spends once before the warm-up: ten sells' worth of tokens
 const BUY = 0.01 // coin per buy
-const SELL = 300_000 // tokens per sell: a little less than a buy gets, so the curve settles near its start
+// Tokens per sell: 85 % of what a buy gets at launch, so the curve settles a little above its start
+// and every wallet keeps tokens to sell (follows Keel's launch parameters).
+const SELL = fromUnits((quoteBuy(defaultLaunch, toUnits(BUY), 100n).tokensOut * 85n) / 100n)
 
 const wallets = Array.from({ length: WALLETS }, (_, i) => `0x${(0xbe7c4000 + i).toString(16).padStart(40, "0")}`)
 
@@ -44,7 +47,8 @@ const run = (args, env, timeoutMs = 120_000) =>
       args,
       { cwd: root, env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 1 << 20 },
       (error, stdout, stderr) => {
-        if (error && error.code !== 1) reject(new Error(`${args.join(" ")}: ${error.message}\n${stderr.slice(0, 2000)}`))
+        if (error && error.code !== 1)
+          reject(new Error(`${args.join(" ")}: ${error.message}\n${stderr.slice(0, 2000)}`))
         else resolve({ code: error ? error.code : 0, stdout })
       }
     )
@@ -160,8 +164,10 @@ const rawAudit = (file) => {
     for (const r of db.prepare("SELECT asset FROM ledger_balances GROUP BY asset HAVING sum(balance) <> 0").all())
       problems.push(`${r.asset} does not sum to zero`)
     const entries = Number(db.prepare("SELECT count(*) AS n FROM ledger_entries").get().n)
-    const supply = -(db.prepare("SELECT balance FROM ledger_balances WHERE account = 'system:issuance' AND asset = 'COIN'").get()
-      ?.balance ?? 0n)
+    const supply = -(
+      db.prepare("SELECT balance FROM ledger_balances WHERE account = 'system:issuance' AND asset = 'COIN'").get()
+        ?.balance ?? 0n
+    )
     return { ok: problems.length === 0, entries, coin_supply: Number(supply) / 1e9, problems }
   } finally {
     db.close()
@@ -244,7 +250,7 @@ const raw = await measure("raw")
 const keel = await measure("keel")
 
 console.log(
-  `POST /api/tokens/${TICKER}/buy|sell alternately, ${WALLETS} wallets, ${TRADES} trades after ${WARMUP} warm-up, ${CONCURRENCY} concurrent keep-alive connections, ${cores} cores`
+  `POST /api/tokens/${TICKER}/buy ${BUY} coin | sell ${SELL} tokens alternately, ${WALLETS} wallets, ${TRADES} trades after ${WARMUP} warm-up, ${CONCURRENCY} concurrent keep-alive connections, ${cores} cores`
 )
 console.log(line("keel", keel))
 console.log(line("raw", raw))
@@ -252,6 +258,8 @@ console.log(`market ratio keel/raw  ${(keel.rps / raw.rps).toFixed(2)}`)
 console.log(auditLine("keel", keel.audit))
 console.log(auditLine("raw", raw.audit))
 const same = keel.firstAnswer === raw.firstAnswer
-console.log(`market first answer ${same ? "identical" : "DIFFERS"}: ${keel.firstAnswer}${same ? "" : ` vs raw ${raw.firstAnswer}`}`)
+console.log(
+  `market first answer ${same ? "identical" : "DIFFERS"}: ${keel.firstAnswer}${same ? "" : ` vs raw ${raw.firstAnswer}`}`
+)
 if (keel.firstError) console.log(`keel first non-200: ${keel.firstError}`)
 if (raw.firstError) console.log(`raw first non-200: ${raw.firstError}`)

@@ -12,6 +12,7 @@ import * as path from "node:path"
 import { keccak_256 } from "@noble/hashes/sha3.js"
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js"
 import Database from "better-sqlite3"
+import { defaultLaunch } from "keel"
 
 const dir = process.env.BENCH_DIR
 fs.mkdirSync(dir, { recursive: true })
@@ -49,7 +50,7 @@ const COIN = "COIN"
 const TREASURY = "platform:treasury"
 const toUnits = (n) => {
   const [whole, fraction = ""] = n.toFixed(9).split(".")
-  return BigInt(whole) * UNIT + BigInt((fraction + "000000000").slice(0, 9))
+  return BigInt(whole) * UNIT + BigInt(`${fraction}000000000`.slice(0, 9))
 }
 const fromUnits = (u) => Number(u) / Number(UNIT)
 const ceilDiv = (a, b) => (a % b === 0n ? a / b : a / b + (a > 0n === b > 0n ? 1n : 0n))
@@ -100,13 +101,16 @@ const upsertBalance = db.prepare(`INSERT INTO ledger_balances (account, asset, b
   ON CONFLICT (account, asset) DO UPDATE SET balance = ledger_balances.balance + excluded.balance`)
 const insertEntry = db.prepare("INSERT INTO ledger_entries (kind, reference, created_at) VALUES (?, ?, ?) RETURNING id")
 const legsOf = (n) =>
-  db.prepare(`INSERT INTO ledger_legs (entry_id, account, asset, amount) VALUES ${Array(n).fill("(?, ?, ?, ?)").join(", ")}`)
+  db.prepare(
+    `INSERT INTO ledger_legs (entry_id, account, asset, amount) VALUES ${Array(n).fill("(?, ?, ?, ?)").join(", ")}`
+  )
 const insertLegs = { 2: legsOf(2), 6: legsOf(6) }
 const updateCurve = db.prepare(
   "UPDATE market_curves SET virtual_coin = ?, virtual_token = ?, real_token = ? WHERE ticker = ?"
 )
 const updateRevenue = db.prepare("UPDATE market_agents SET total_revenue = total_revenue + ? WHERE ticker = ?")
-const insertTrade = db.prepare(`INSERT INTO market_trades (ticker, wallet, side, coin, tokens, fee, entry_id, created_at,
+const insertTrade =
+  db.prepare(`INSERT INTO market_trades (ticker, wallet, side, coin, tokens, fee, entry_id, created_at,
   virtual_coin_after, virtual_token_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`)
 const insertEvent = db.prepare("INSERT INTO market_events (kind, payload, created_at) VALUES (?, ?, ?)")
 
@@ -126,7 +130,11 @@ const post = (kind, reference, legs, now) => {
   for (const [account, asset, amount] of legs) {
     const next = (selectBalance.get(account, asset)?.balance ?? 0n) + amount
     if (next < 0n && !account.startsWith("system:"))
-      throw new Refusal(422, asset === COIN ? "INSUFFICIENT_FUNDS" : "INSUFFICIENT_TOKENS", `${account} holds too little ${asset}`)
+      throw new Refusal(
+        422,
+        asset === COIN ? "INSUFFICIENT_FUNDS" : "INSUFFICIENT_TOKENS",
+        `${account} holds too little ${asset}`
+      )
     upsertBalance.run(account, asset, amount)
   }
   const id = insertEntry.get(kind, reference, now).id
@@ -141,7 +149,8 @@ const trade = db.transaction((side, ticker, keyHash, userId, amount) => {
   const address = userId.toLowerCase()
   if (principal.wallet !== address) throw new Refusal(403, "WALLET_MISMATCH", "user_id is not the authenticated wallet")
   const status = selectStatus.get(ticker)?.status
-  if (status !== undefined && status !== "running") throw new Refusal(409, "AGENT_NOT_TRADING", `${ticker} is ${status}`)
+  if (status !== undefined && status !== "running")
+    throw new Refusal(409, "AGENT_NOT_TRADING", `${ticker} is ${status}`)
   const row = selectCurve.get(ticker)
   if (row === undefined) throw new Refusal(404, "AGENT_NOT_FOUND", `no agent ${ticker}`)
   const curve = { vc: row.virtual_coin, vt: row.virtual_token, rt: row.real_token }
@@ -201,29 +210,45 @@ const trade = db.transaction((side, ticker, keyHash, userId, amount) => {
       }
 })
 
-// ---- the bench's initial state: the agent and its curve (pump.fun's launch), wallets' keys and coin
+// ---- the bench's initial state: the agent and its curve (Keel's launch parameters), wallets' keys and coin
 const setup = JSON.parse(fs.readFileSync(process.env.BENCH_SETUP, "utf8"))
 db.transaction(() => {
   const now = Date.now()
   const { ticker } = setup
-  const realToken = 793_100_000n * UNIT
+  const realToken = defaultLaunch.realToken
   db.prepare("INSERT INTO market_agents (ticker, name, status, created_at) VALUES (?, 'Bench', 'running', ?)").run(
     ticker,
     now
   )
   db.prepare("INSERT INTO market_curves VALUES (?, ?, ?, ?, ?)").run(
     ticker,
-    30n * UNIT,
-    1_073_000_000n * UNIT,
+    defaultLaunch.virtualCoin,
+    defaultLaunch.virtualToken,
     realToken,
     now
   )
-  post("launch", ticker, [[`system:issuance:${ticker}`, ticker, -realToken], [`curve:${ticker}`, ticker, realToken]], now)
+  post(
+    "launch",
+    ticker,
+    [
+      [`system:issuance:${ticker}`, ticker, -realToken],
+      [`curve:${ticker}`, ticker, realToken]
+    ],
+    now
+  )
   const insertKey = db.prepare("INSERT INTO market_api_keys (id, hash, wallet, created_at) VALUES (?, ?, ?, ?)")
   for (const [i, { address, key }] of setup.wallets.entries()) {
     insertKey.run(`key_${i}`, sha256(key), address.toLowerCase(), now)
     const amount = BigInt(setup.mint) * UNIT
-    post("mint", "bench", [["system:issuance", COIN, -amount], [`wallet:${address.toLowerCase()}`, COIN, amount]], now)
+    post(
+      "mint",
+      "bench",
+      [
+        ["system:issuance", COIN, -amount],
+        [`wallet:${address.toLowerCase()}`, COIN, amount]
+      ],
+      now
+    )
   }
 })()
 

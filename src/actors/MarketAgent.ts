@@ -41,14 +41,17 @@ export const MarketAgentLive = MarketAgent.toLayer(
     const agents = yield* Agents
     const { entityId: ticker } = yield* Entity.CurrentAddress
     return MarketAgent.of({
-      Trade: ({ payload }) =>
-        payload.ticker === ticker
-          ? trading.trade(payload)
-          : Effect.dieMessage(`order for ${payload.ticker} sent to the ${ticker} actor`),
+      // The actor's own ticker is authoritative: an order can only ever trade the token it was sent to.
+      Trade: ({ payload }) => trading.trade({ ...payload, ticker }),
       Accrue: () => agents.accrue(ticker)
     })
   }),
-  { maxIdleTime: "5 minutes" }
+  {
+    maxIdleTime: "5 minutes",
+    // A defect (a bug, a broken database) fails the one request that hit it, as a 500 to its caller,
+    // instead of restarting the actor and replaying the request forever.
+    disableFatalDefects: true
+  }
 )
 
 /**

@@ -78,13 +78,13 @@ export const serverPort = Effect.map(HttpServer.HttpServer, (s) =>
  * Reads /api/stream over a plain socket until `done` says enough (or `millis` pass), then hangs up.
  * `ready` runs once the stream is open, to cause the events being waited for.
  */
-export const readStream = <A>(
+export const readStream = <A = void, R = never>(
   port: number,
   options: {
     readonly lastEventId?: number
     readonly millis?: number
     readonly done: (text: string) => boolean
-    readonly ready?: Effect.Effect<A>
+    readonly ready?: Effect.Effect<A, never, R>
   }
 ) =>
   Effect.gen(function* () {
