@@ -1,17 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
-import {
-  Agents,
-  AppTest,
-  agentAccount,
-  Chat,
-  Ledger,
-  MarketAgent,
-  MarketServices,
-  SqlTest,
-  toUnits,
-  UNIT
-} from "keel"
+import { Agents, AppTest, agentAccount, Chat, Ledger, MarketAgent, MarketServices, SqlTest, toUnits, UNIT } from "keel"
 
 const HOUR = "1 hour"
 
@@ -100,7 +89,9 @@ describe("agents: costs and status", () => {
       yield* agents.transition("IDLE", "pause")
       yield* TestClock.adjust(HOUR)
       assert.strictEqual(yield* agents.accrue("IDLE"), UNIT)
-      const taken = yield* Effect.flip(agents.create({ ticker: "IDLE", name: "x", description: "", burnRateHourly: 0n }))
+      const taken = yield* Effect.flip(
+        agents.create({ ticker: "IDLE", name: "x", description: "", burnRateHourly: 0n })
+      )
       assert.strictEqual(taken._tag, "AgentExists")
       for (const ticker of ["x", "lower", "KEEL", "TOOLONGTICKER1", "9LIVES"]) {
         const bad = yield* Effect.flip(agents.create({ ticker, name: "x", description: "", burnRateHourly: 0n }))

@@ -22,7 +22,8 @@ const fromRow = (row: TradeRow) =>
 const journal = (tickers: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<TradeRow>`SELECT wallet, side, tokens, fee FROM market_trades WHERE ${sql.in("ticker", tickers)}`
+    const rows =
+      yield* sql<TradeRow>`SELECT wallet, side, tokens, fee FROM market_trades WHERE ${sql.in("ticker", tickers)}`
     return rows.map(fromRow).sort()
   }).pipe(Effect.orDie)
 
@@ -32,8 +33,9 @@ const journal = (tickers: ReadonlyArray<string>) =>
  */
 const storm = (tickers: ReadonlyArray<string>, firstWallet: number) =>
   Effect.gen(function* () {
-    const wallets = yield* Effect.forEach(Array.from({ length: 20 }, (_, i) => firstWallet + i), (n) =>
-      fundedWallet(n, "500")
+    const wallets = yield* Effect.forEach(
+      Array.from({ length: 20 }, (_, i) => firstWallet + i),
+      (n) => fundedWallet(n, "500")
     )
     const answered: Array<string> = []
     const trade = (ticker: string, w: (typeof wallets)[number], side: "buy" | "sell", amount: number) =>

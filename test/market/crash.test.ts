@@ -96,13 +96,16 @@ describe("a crash in the middle of trading", () => {
       for (let i = 0; i < 400 && !stop; i++) {
         const side = i % 2 === 0 ? "buy" : "sell"
         const amount = side === "buy" ? 0.05 : 500
-        const answer = await post(server.port, `/api/tokens/CRASH/${side}`, w.key, { user_id: w.address, amount }).catch(
-          () => undefined
-        )
+        const answer = await post(server.port, `/api/tokens/CRASH/${side}`, w.key, {
+          user_id: w.address,
+          amount
+        }).catch(() => undefined)
         if (answer === undefined) return // the server is gone
         if (answer.status === 200) {
           const body = JSON.parse(answer.body)
-          answered.push(`${w.address.toLowerCase()}|${side}|${side === "buy" ? body.tokens_received : amount}|${body.fee}`)
+          answered.push(
+            `${w.address.toLowerCase()}|${side}|${side === "buy" ? body.tokens_received : amount}|${body.fee}`
+          )
         }
       }
     }
@@ -137,7 +140,9 @@ describe("a crash in the middle of trading", () => {
 
     const db = new Database(path.join(dataDir, "keel.db"), { readonly: true })
     db.defaultSafeIntegers(true)
-    const rows = db.prepare("SELECT wallet, side, tokens, fee FROM market_trades WHERE ticker = 'CRASH'").all() as Array<{
+    const rows = db
+      .prepare("SELECT wallet, side, tokens, fee FROM market_trades WHERE ticker = 'CRASH'")
+      .all() as Array<{
       wallet: string
       side: string
       tokens: bigint

@@ -81,7 +81,10 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
     Effect.gen(function* () {
       yield* launchAgent("TRADE")
       const w = yield* fundedWallet(1)
-      const buy = yield* call("POST", "/api/tokens/TRADE/buy", { bearer: w.key, body: { user_id: w.address, amount: 10 } })
+      const buy = yield* call("POST", "/api/tokens/TRADE/buy", {
+        bearer: w.key,
+        body: { user_id: w.address, amount: 10 }
+      })
       assert.strictEqual(buy.status, 200)
       assert.deepStrictEqual(Object.keys(buy.body).sort(), [
         "fee",
@@ -130,7 +133,10 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
       yield* call("POST", "/api/tokens/CAPLO/buy", { bearer: w.key, body: { user_id: w.address, amount: 1 } })
       yield* call("POST", "/api/tokens/CAPHI/buy", { bearer: w.key, body: { user_id: w.address, amount: 30 } })
       const caps = (yield* call("GET", "/api/tokens")).body.map((t: { market_cap: number }) => t.market_cap)
-      assert.deepStrictEqual(caps, [...caps].sort((a: number, b: number) => b - a))
+      assert.deepStrictEqual(
+        caps,
+        [...caps].sort((a: number, b: number) => b - a)
+      )
     })
   )
 
@@ -181,49 +187,51 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
     })
   )
 
-  it.effect("wallet signatures: a good one trades; wrong address, replayed nonce, stale timestamp, tampered body are 401", () =>
-    Effect.gen(function* () {
-      yield* launchAgent("SIGN")
-      const signer = testWallet(6)
-      yield* (yield* Ledger).mint(walletAccount(signer.address), toUnits("100"), "test funding")
-      const path = "/api/tokens/SIGN/buy"
-      const body = JSON.stringify({ user_id: signer.address, amount: 2 })
-      const send = (headers: Record<string, string>, text = body) =>
-        call("POST", path, { headers: { ...headers, "content-type": "application/json" }, body: JSON.parse(text) })
+  it.effect(
+    "wallet signatures: a good one trades; wrong address, replayed nonce, stale timestamp, tampered body are 401",
+    () =>
+      Effect.gen(function* () {
+        yield* launchAgent("SIGN")
+        const signer = testWallet(6)
+        yield* (yield* Ledger).mint(walletAccount(signer.address), toUnits("100"), "test funding")
+        const path = "/api/tokens/SIGN/buy"
+        const body = JSON.stringify({ user_id: signer.address, amount: 2 })
+        const send = (headers: Record<string, string>, text = body) =>
+          call("POST", path, { headers: { ...headers, "content-type": "application/json" }, body: JSON.parse(text) })
 
-      const good = signRequest(signer.privateKey, { method: "POST", pathWithQuery: path, body })
-      const ok = yield* send(good)
-      assert.strictEqual(ok.status, 200)
-      assert.strictEqual(ok.body.new_balance, 98)
+        const good = signRequest(signer.privateKey, { method: "POST", pathWithQuery: path, body })
+        const ok = yield* send(good)
+        assert.strictEqual(ok.status, 200)
+        assert.strictEqual(ok.body.new_balance, 98)
 
-      const replay = yield* send(good)
-      assert.strictEqual(replay.status, 401)
-      assert.match(replay.body.detail, /nonce/i)
+        const replay = yield* send(good)
+        assert.strictEqual(replay.status, 401)
+        assert.match(replay.body.detail, /nonce/i)
 
-      const other = testWallet(7)
-      const claimed = { ...signRequest(other.privateKey, { method: "POST", pathWithQuery: path, body }) }
-      claimed["x-wallet-address"] = checksumAddress(signer.address) // signed by another key
-      const impostor = yield* send(claimed)
-      assert.strictEqual(impostor.status, 401)
+        const other = testWallet(7)
+        const claimed = { ...signRequest(other.privateKey, { method: "POST", pathWithQuery: path, body }) }
+        claimed["x-wallet-address"] = checksumAddress(signer.address) // signed by another key
+        const impostor = yield* send(claimed)
+        assert.strictEqual(impostor.status, 401)
 
-      const stale = signRequest(signer.privateKey, {
-        method: "POST",
-        pathWithQuery: path,
-        body,
-        timestamp: Math.floor(Date.now() / 1000) - 301
+        const stale = signRequest(signer.privateKey, {
+          method: "POST",
+          pathWithQuery: path,
+          body,
+          timestamp: Math.floor(Date.now() / 1000) - 301
+        })
+        assert.strictEqual((yield* send(stale)).status, 401)
+
+        const signedSmall = signRequest(signer.privateKey, { method: "POST", pathWithQuery: path, body })
+        const tampered = yield* send(signedSmall, JSON.stringify({ user_id: signer.address, amount: 50 }))
+        assert.strictEqual(tampered.status, 401)
+
+        const lowercase = signRequest(signer.privateKey, { method: "POST", pathWithQuery: path, body })
+        lowercase["x-wallet-address"] = signer.address.toLowerCase() // addresses compare case-insensitively
+        assert.strictEqual((yield* send(lowercase)).status, 200)
+        assert.strictEqual(yield* balanceOf(signer.address), toUnits("96"))
+        assert.strictEqual(yield* count("SELECT count(*) AS n FROM market_trades WHERE ticker = 'SIGN'"), 2)
       })
-      assert.strictEqual((yield* send(stale)).status, 401)
-
-      const signedSmall = signRequest(signer.privateKey, { method: "POST", pathWithQuery: path, body })
-      const tampered = yield* send(signedSmall, JSON.stringify({ user_id: signer.address, amount: 50 }))
-      assert.strictEqual(tampered.status, 401)
-
-      const lowercase = signRequest(signer.privateKey, { method: "POST", pathWithQuery: path, body })
-      lowercase["x-wallet-address"] = signer.address.toLowerCase() // addresses compare case-insensitively
-      assert.strictEqual((yield* send(lowercase)).status, 200)
-      assert.strictEqual(yield* balanceOf(signer.address), toUnits("96"))
-      assert.strictEqual(yield* count("SELECT count(*) AS n FROM market_trades WHERE ticker = 'SIGN'"), 2)
-    })
   )
 
   it.effect("slippage, overdrafts and dust fail with their codes and change nothing", () =>
@@ -237,7 +245,10 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
       })
       assert.strictEqual(slip.status, 409)
       assert.strictEqual(slip.body.code, "SLIPPAGE_EXCEEDED")
-      const broke = yield* call("POST", "/api/tokens/GUARD/buy", { bearer: w.key, body: { user_id: w.address, amount: 6 } })
+      const broke = yield* call("POST", "/api/tokens/GUARD/buy", {
+        bearer: w.key,
+        body: { user_id: w.address, amount: 6 }
+      })
       assert.strictEqual(broke.status, 422)
       assert.strictEqual(broke.body.code, "INSUFFICIENT_FUNDS")
       const noTokens = yield* call("POST", "/api/tokens/GUARD/sell", {
@@ -246,15 +257,24 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
       })
       assert.strictEqual(noTokens.status, 422)
       assert.strictEqual(noTokens.body.code, "INSUFFICIENT_TOKENS")
-      const bought = yield* call("POST", "/api/tokens/GUARD/buy", { bearer: w.key, body: { user_id: w.address, amount: 1 } })
+      const bought = yield* call("POST", "/api/tokens/GUARD/buy", {
+        bearer: w.key,
+        body: { user_id: w.address, amount: 1 }
+      })
       const sellSlip = yield* call("POST", "/api/tokens/GUARD/sell", {
         bearer: w.key,
         body: { user_id: w.address, amount: bought.body.tokens_received, min_coin_out: 1 }
       })
       assert.strictEqual(sellSlip.status, 409)
-      const zero = yield* call("POST", "/api/tokens/GUARD/buy", { bearer: w.key, body: { user_id: w.address, amount: 0 } })
+      const zero = yield* call("POST", "/api/tokens/GUARD/buy", {
+        bearer: w.key,
+        body: { user_id: w.address, amount: 0 }
+      })
       assert.strictEqual(zero.status, 400)
-      const unknown = yield* call("POST", "/api/tokens/NOPE/buy", { bearer: w.key, body: { user_id: w.address, amount: 1 } })
+      const unknown = yield* call("POST", "/api/tokens/NOPE/buy", {
+        bearer: w.key,
+        body: { user_id: w.address, amount: 1 }
+      })
       assert.strictEqual(unknown.status, 404)
       assert.strictEqual(yield* count("SELECT count(*) AS n FROM ledger_entries"), before + 1) // only the good buy
       assert.strictEqual(yield* balanceOf(w.address), toUnits("4"))
@@ -331,8 +351,14 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
         const refused = yield* call("POST", "/api/chat", { bearer: key, body })
         assert.strictEqual(refused.status, 400)
       }
-      assert.strictEqual((yield* call("POST", "/api/chat", { body: { message: "hi", message_type: "chat" } })).status, 401)
-      const walletPost = yield* call("POST", "/api/chat", { bearer: w.key, body: { message: "hi", message_type: "chat" } })
+      assert.strictEqual(
+        (yield* call("POST", "/api/chat", { body: { message: "hi", message_type: "chat" } })).status,
+        401
+      )
+      const walletPost = yield* call("POST", "/api/chat", {
+        bearer: w.key,
+        body: { message: "hi", message_type: "chat" }
+      })
       assert.strictEqual(walletPost.status, 403)
       assert.strictEqual(walletPost.body.code, "AGENT_KEY_REQUIRED")
       yield* (yield* Agents).transition("TALK", "retire")

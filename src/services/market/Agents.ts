@@ -3,7 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import type { CurveState } from "./BondingCurve.js"
 import { Chat, PLATFORM_SENDER } from "./Chat.js"
-import { AgentExists, AgentNotTrading, agentNotFound, InvalidInput, InvalidTransition } from "./Errors.js"
+import { AgentExists, agentNotFound, InvalidInput, InvalidTransition } from "./Errors.js"
 import { COIN, exactIntegers, ISSUANCE, Ledger } from "./Ledger.js"
 import { MarketEvents } from "./MarketEvents.js"
 import { agentAccount, defaultLaunch, TokenMarket } from "./TokenMarket.js"
@@ -212,25 +212,6 @@ export class Agents extends Effect.Service<Agents>()("market/Agents", {
       }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die), Effect.tap(events.committed))
     })
 
-    /** Trading needs a running agent; a bare curve without an agent (library use) always trades. */
-    const assertTrading = (ticker: string) =>
-      sql<{ status: AgentStatus }>`SELECT status FROM market_agents WHERE ticker = ${ticker}`.pipe(
-        Effect.orDie,
-        Effect.flatMap((rows) => {
-          const status = rows[0]?.status
-          return status === undefined || status === "running"
-            ? Effect.void
-            : Effect.fail(
-                new AgentNotTrading({
-                  code: "AGENT_NOT_TRADING",
-                  ticker,
-                  status,
-                  detail: `${ticker} is ${status}: its token does not trade`
-                })
-              )
-        })
-      )
-
     const burning = sql<{
       ticker: string
     }>`SELECT ticker FROM market_agents WHERE status IN ('running', 'paused')`.pipe(
@@ -238,6 +219,6 @@ export class Agents extends Effect.Service<Agents>()("market/Agents", {
       Effect.orDie
     )
 
-    return { create, find, list, transition, accrue, assertTrading, burning } as const
+    return { create, find, list, transition, accrue, burning } as const
   })
 }) {}

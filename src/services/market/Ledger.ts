@@ -60,35 +60,63 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
         exactIntegers
       )
 
-    /** Posts one entry atomically; refuses an unbalanced entry or an overdraft, changing nothing. */
-    const post = Effect.fn("Ledger.post")(function* (kind: string, reference: string, legs: ReadonlyArray<Leg>) {
+    /**
+     * Appends one entry and moves the balances it projects, inside the caller's transaction (which
+     * must roll back on failure). Refuses an unbalanced entry or an overdraft. Answers the entry id
+     * and the new balance of every (account, asset) the entry touched.
+     */
+    const postWithin = Effect.fn("Ledger.postWithin")(function* (
+      kind: string,
+      reference: string,
+      legs: ReadonlyArray<Leg>
+    ) {
       const sums = new Map<string, bigint>()
       for (const leg of legs) sums.set(leg.asset, (sums.get(leg.asset) ?? 0n) + leg.amount)
       for (const [asset, sum] of sums) {
         if (sum !== 0n) return yield* new UnbalancedEntry({ asset, detail: `legs of ${asset} sum to ${sum}, not 0` })
       }
+      const net = new Map<string, Leg>()
+      for (const leg of legs) {
+        const key = `${leg.account}\u0000${leg.asset}`
+        net.set(key, { ...leg, amount: (net.get(key)?.amount ?? 0n) + leg.amount })
+      }
       const now = yield* Clock.currentTimeMillis
-      return yield* Effect.gen(function* () {
-        for (const leg of legs) {
-          const next = (yield* balance(leg.account, leg.asset)) + leg.amount
-          if (next < 0n && !mayGoNegative(leg.account)) {
-            return yield* new InsufficientFunds({
-              code: leg.asset === COIN ? "INSUFFICIENT_FUNDS" : "INSUFFICIENT_TOKENS",
-              account: leg.account,
-              asset: leg.asset,
-              detail: `${leg.account} holds too little ${leg.asset}`
-            })
-          }
-          yield* sql`INSERT INTO ledger_balances (account, asset, balance) VALUES (${leg.account}, ${leg.asset}, ${leg.amount})
-            ON CONFLICT (account, asset) DO UPDATE SET balance = ledger_balances.balance + excluded.balance`
+      // One upsert for every balance; an overdraft shows in what it returns, and the caller's rollback undoes it.
+      const moved = yield* sql<{ account: string; asset: string; balance: bigint | number }>`
+        INSERT INTO ledger_balances ${sql.insert([...net.values()].map((l) => ({ account: l.account, asset: l.asset, balance: l.amount })))}
+        ON CONFLICT (account, asset) DO UPDATE SET balance = ledger_balances.balance + excluded.balance
+        RETURNING account, asset, balance`
+      const balances = new Map<string, bigint>()
+      for (const row of moved) {
+        const after = BigInt(row.balance)
+        if (after < 0n && !mayGoNegative(row.account)) {
+          return yield* new InsufficientFunds({
+            code: row.asset === COIN ? "INSUFFICIENT_FUNDS" : "INSUFFICIENT_TOKENS",
+            account: row.account,
+            asset: row.asset,
+            detail: `${row.account} holds too little ${row.asset}`
+          })
         }
-        const entry = yield* sql<{ id: number }>`
-          INSERT INTO ledger_entries (kind, reference, created_at) VALUES (${kind}, ${reference}, ${now}) RETURNING id`
-        const id = Number(entry[0]!.id)
-        yield* sql`INSERT INTO ledger_legs ${sql.insert(legs.map((l) => ({ entry_id: id, account: l.account, asset: l.asset, amount: l.amount })))}`
-        return id
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die), exactIntegers)
-    })
+        balances.set(`${row.account}\u0000${row.asset}`, after)
+      }
+      const entry = yield* sql<{ id: number }>`
+        INSERT INTO ledger_entries (kind, reference, created_at) VALUES (${kind}, ${reference}, ${now}) RETURNING id`
+      const id = Number(entry[0]!.id)
+      yield* sql`INSERT INTO ledger_legs ${sql.insert(legs.map((l) => ({ entry_id: id, account: l.account, asset: l.asset, amount: l.amount })))}`
+      return {
+        id,
+        /** The balance of `account` in `asset` after this entry (only for pairs the entry touched). */
+        balanceAfter: (account: string, asset: string) => balances.get(`${account}\u0000${asset}`) ?? 0n
+      }
+    }, exactIntegers)
+
+    /** Posts one entry atomically in its own transaction; on failure nothing changes. */
+    const post = (kind: string, reference: string, legs: ReadonlyArray<Leg>) =>
+      postWithin(kind, reference, legs).pipe(
+        Effect.map((posted) => posted.id),
+        sql.withTransaction,
+        Effect.catchTag("SqlError", Effect.die)
+      )
 
     const mint = (to: string, amount: bigint, reason: string) =>
       post("mint", reason, [
@@ -151,6 +179,6 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
       exactIntegers
     )
 
-    return { post, mint, burn, balance, audit } as const
+    return { post, postWithin, mint, burn, balance, audit } as const
   })
 }) {}

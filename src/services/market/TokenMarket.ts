@@ -1,8 +1,9 @@
 import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect } from "effect"
 import { BPS, type CurveState, quoteBuy, quoteSell } from "./BondingCurve.js"
-import { agentNotFound, SlippageExceeded, TradeTooSmall } from "./Errors.js"
-import { COIN, exactIntegers as exact, Ledger, type Leg } from "./Ledger.js"
+import { AgentNotTrading, agentNotFound, SlippageExceeded, TradeTooSmall } from "./Errors.js"
+import { COIN, exactIntegers as exact, Ledger, type Leg, type UnbalancedEntry } from "./Ledger.js"
 import { UNIT } from "./Units.js"
 
 export interface MarketSettings {
@@ -46,6 +47,8 @@ export interface TradeResult {
   readonly entryId: number
   readonly tradeId: number
   readonly createdAt: number
+  /** The wallet's coin balance right after the trade. */
+  readonly walletCoinAfter: bigint
 }
 
 /**
@@ -57,21 +60,43 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
     const sql = yield* SqlClient.SqlClient
     const ledger = yield* Ledger
 
-    const curveOf = (ticker: string) =>
+    /** The curve and its agent's status (null for a bare curve launched without an agent). */
+    const market = (ticker: string) =>
       exact(
-        sql<{ virtual_coin: bigint; virtual_token: bigint; real_token: bigint }>`
-          SELECT virtual_coin, virtual_token, real_token FROM market_curves WHERE ticker = ${ticker}`
+        sql<{ virtual_coin: bigint; virtual_token: bigint; real_token: bigint; status: string | null }>`
+          SELECT c.virtual_coin, c.virtual_token, c.real_token, a.status FROM market_curves c
+          LEFT JOIN market_agents a ON a.ticker = c.ticker WHERE c.ticker = ${ticker}`
       ).pipe(
         Effect.orDie,
         Effect.flatMap((rows) =>
           rows[0] === undefined
             ? Effect.fail(agentNotFound(ticker))
-            : Effect.succeed<CurveState>({
-                virtualCoin: BigInt(rows[0].virtual_coin),
-                virtualToken: BigInt(rows[0].virtual_token),
-                realToken: BigInt(rows[0].real_token)
+            : Effect.succeed({
+                curve: {
+                  virtualCoin: BigInt(rows[0].virtual_coin),
+                  virtualToken: BigInt(rows[0].virtual_token),
+                  realToken: BigInt(rows[0].real_token)
+                } satisfies CurveState,
+                status: rows[0].status
               })
         )
+      )
+
+    const curveOf = (ticker: string) => Effect.map(market(ticker), (m) => m.curve)
+
+    /** A token trades while its agent runs; a bare curve (library use) always trades. */
+    const tradable = (ticker: string) =>
+      Effect.flatMap(market(ticker), ({ curve, status }) =>
+        status === null || status === "running"
+          ? Effect.succeed(curve)
+          : Effect.fail(
+              new AgentNotTrading({
+                code: "AGENT_NOT_TRADING",
+                ticker,
+                status,
+                detail: `${ticker} is ${status}: its token does not trade`
+              })
+            )
       )
 
     const saveCurve = (ticker: string, curve: CurveState) =>
@@ -104,13 +129,13 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
      */
     const settle = (
       wallet: string,
-      trade: Omit<TradeResult, "entryId" | "tradeId" | "agentFee" | "createdAt">,
+      trade: Omit<TradeResult, "entryId" | "tradeId" | "agentFee" | "createdAt" | "walletCoinAfter">,
       legs: ReadonlyArray<Leg>,
       settings: MarketSettings
     ) =>
       Effect.gen(function* () {
         const split = splitFee(trade.fee, settings)
-        const entryId = yield* ledger.post(trade.side, trade.ticker, [
+        const posted = yield* ledger.postWithin(trade.side, trade.ticker, [
           ...legs,
           { account: agentAccount(trade.ticker), asset: COIN, amount: split.agent },
           { account: TREASURY, asset: COIN, amount: split.treasury }
@@ -123,27 +148,25 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
         const now = yield* Clock.currentTimeMillis
         const row = yield* sql<{ id: number }>`INSERT INTO market_trades
           (ticker, wallet, side, coin, tokens, fee, entry_id, created_at, virtual_coin_after, virtual_token_after)
-          VALUES (${trade.ticker}, ${wallet}, ${trade.side}, ${trade.coin}, ${trade.tokens}, ${trade.fee}, ${entryId},
+          VALUES (${trade.ticker}, ${wallet}, ${trade.side}, ${trade.coin}, ${trade.tokens}, ${trade.fee}, ${posted.id},
             ${now}, ${trade.next.virtualCoin}, ${trade.next.virtualToken}) RETURNING id`.pipe(Effect.orDie)
         return {
           ...trade,
-          entryId,
+          entryId: posted.id,
           tradeId: Number(row[0]!.id),
           agentFee: split.agent,
-          createdAt: now
+          createdAt: now,
+          walletCoinAfter: posted.balanceAfter(wallet, COIN)
         } satisfies TradeResult
       })
 
-    /** Spends up to `coinIn` on `ticker`; `minTokensOut` guards against slippage. Nothing changes on failure. */
-    const buy = Effect.fn("TokenMarket.buy")(function* (
-      ticker: string,
-      wallet: string,
-      coinIn: bigint,
-      settings: MarketSettings,
-      minTokensOut = 0n
-    ) {
-      return yield* Effect.gen(function* () {
-        const curve = yield* curveOf(ticker)
+    /**
+     * Spends up to `coinIn` on `ticker`, inside the caller's transaction (which must roll back on
+     * failure); `minTokensOut` guards against slippage.
+     */
+    const buyWithin = (ticker: string, wallet: string, coinIn: bigint, settings: MarketSettings, minTokensOut = 0n) =>
+      Effect.gen(function* () {
+        const curve = yield* tradable(ticker)
         const quote = quoteBuy(curve, coinIn, settings.feeBps)
         if (quote === undefined) {
           return yield* new TradeTooSmall({ code: "TRADE_TOO_SMALL", detail: "the amount buys no token" })
@@ -173,19 +196,12 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
           ],
           settings
         )
-      }).pipe(sql.withTransaction, Effect.catchTags({ SqlError: Effect.die, UnbalancedEntry: Effect.die }))
-    })
+      })
 
-    /** Sells `tokensIn` of `ticker`; `minCoinOut` guards against slippage. Nothing changes on failure. */
-    const sell = Effect.fn("TokenMarket.sell")(function* (
-      ticker: string,
-      wallet: string,
-      tokensIn: bigint,
-      settings: MarketSettings,
-      minCoinOut = 0n
-    ) {
-      return yield* Effect.gen(function* () {
-        const curve = yield* curveOf(ticker)
+    /** Sells `tokensIn` of `ticker` inside the caller's transaction; `minCoinOut` guards against slippage. */
+    const sellWithin = (ticker: string, wallet: string, tokensIn: bigint, settings: MarketSettings, minCoinOut = 0n) =>
+      Effect.gen(function* () {
+        const curve = yield* tradable(ticker)
         const quote = quoteSell(curve, tokensIn, settings.feeBps)
         if (quote === undefined) {
           return yield* new TradeTooSmall({ code: "TRADE_TOO_SMALL", detail: "the tokens are worth no coin" })
@@ -215,9 +231,27 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
           ],
           settings
         )
-      }).pipe(sql.withTransaction, Effect.catchTags({ SqlError: Effect.die, UnbalancedEntry: Effect.die }))
-    })
+      })
 
-    return { launch, buy, sell, curve: curveOf } as const
+    const atomically = <A, E extends { readonly _tag: string }, R>(
+      effect: Effect.Effect<A, E | SqlError | UnbalancedEntry, R>
+    ) =>
+      effect.pipe(
+        sql.withTransaction,
+        Effect.catchIf(
+          (e): e is SqlError | UnbalancedEntry => e._tag === "SqlError" || e._tag === "UnbalancedEntry",
+          Effect.die
+        )
+      )
+
+    /** A buy in its own transaction: nothing changes on failure. */
+    const buy = (ticker: string, wallet: string, coinIn: bigint, settings: MarketSettings, minTokensOut = 0n) =>
+      atomically(buyWithin(ticker, wallet, coinIn, settings, minTokensOut)).pipe(Effect.withSpan("TokenMarket.buy"))
+
+    /** A sell in its own transaction: nothing changes on failure. */
+    const sell = (ticker: string, wallet: string, tokensIn: bigint, settings: MarketSettings, minCoinOut = 0n) =>
+      atomically(sellWithin(ticker, wallet, tokensIn, settings, minCoinOut)).pipe(Effect.withSpan("TokenMarket.sell"))
+
+    return { launch, buy, sell, buyWithin, sellWithin, curve: curveOf } as const
   })
 }) {}

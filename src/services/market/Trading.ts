@@ -1,9 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
-import { Agents } from "./Agents.js"
 import { Chat } from "./Chat.js"
 import { IdempotencyKeyReused } from "./Errors.js"
-import { COIN, Ledger } from "./Ledger.js"
 import { MarketConfig } from "./MarketConfig.js"
 import { MarketEvents } from "./MarketEvents.js"
 import { TokenMarket, type TradeResult, walletAccount } from "./TokenMarket.js"
@@ -78,8 +76,6 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
     const sql = yield* SqlClient.SqlClient
     const config = yield* MarketConfig
     const market = yield* TokenMarket
-    const ledger = yield* Ledger
-    const agents = yield* Agents
     const chat = yield* Chat
     const events = yield* MarketEvents
 
@@ -103,8 +99,8 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
 
     const execute = (order: TradeOrder) =>
       order.side === "buy"
-        ? market.buy(order.ticker, walletAccount(order.wallet), order.amount, config.settings, order.minimum)
-        : market.sell(order.ticker, walletAccount(order.wallet), order.amount, config.settings, order.minimum)
+        ? market.buyWithin(order.ticker, walletAccount(order.wallet), order.amount, config.settings, order.minimum)
+        : market.sellWithin(order.ticker, walletAccount(order.wallet), order.amount, config.settings, order.minimum)
 
     const receiptOf = (trade: TradeResult, balance: bigint): TradeReceipt => {
       const common = {
@@ -123,9 +119,8 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
       const outcome = yield* Effect.gen(function* () {
         const replayed = yield* replay(order, now)
         if (replayed !== undefined) return { receipt: replayed, replayed: true }
-        yield* agents.assertTrading(order.ticker)
         const trade = yield* execute(order)
-        const receipt = receiptOf(trade, yield* ledger.balance(walletAccount(order.wallet), COIN))
+        const receipt = receiptOf(trade, trade.walletCoinAfter)
         yield* events.append("trade", tradeEvent(order.wallet, trade))
         if (trade.coin >= config.chatTradeMin) yield* tradeLine(order.wallet, trade)
         if (order.idempotency !== undefined) {
@@ -134,7 +129,7 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
             VALUES (${principal}, ${key}, ${fingerprint}, ${JSON.stringify(receipt)}, ${now})`.pipe(Effect.orDie)
         }
         return { receipt, replayed: false }
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      }).pipe(sql.withTransaction, Effect.catchTags({ SqlError: Effect.die, UnbalancedEntry: Effect.die }))
       if (!outcome.replayed) yield* events.committed
       return outcome satisfies TradeOutcome
     })
