@@ -93,6 +93,7 @@ export * from "./services/platform/Leases.js"
 export * from "./services/platform/Logging.js"
 export { platformMigrations } from "./services/platform/migrations/platform.js"
 export { packageExample, packageRoot, packageVersion } from "./services/platform/Package.js"
+export * from "./services/platform/Shutdown.js"
 
 // Product-client services
 export * from "./services/product/Assigner.js"

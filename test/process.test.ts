@@ -86,7 +86,49 @@ describe("the ctl process", () => {
     expect(search.hits[0].path).toBe("docs/leases.md")
     const blog = await get(server.port, "/api/public/blog/blog")
     expect(JSON.parse(blog.body).posts.length).toBeGreaterThan(0)
+    // Marketplace demo: five agents with traded tokens, a price history, chat, and the demo credentials.
+    const agents = JSON.parse((await get(server.port, "/api/agents")).body)
+    expect(agents.map((a: { ticker: string }) => a.ticker)).toEqual(["SAGE", "FORGE", "SCOUT", "LEDGR", "MUSE"])
+    const tokens = JSON.parse((await get(server.port, "/api/tokens")).body)
+    expect(tokens.every((t: { volume_24h: number }) => t.volume_24h > 0)).toBe(true)
+    expect(JSON.parse((await get(server.port, "/api/coin/history?period=30d")).body).history.length).toBeGreaterThan(50)
+    expect(JSON.parse((await get(server.port, "/api/chat")).body).length).toBeGreaterThan(5)
+    const credentialsFile = path.join(dataDir, "demo-market.json")
+    expect(fs.statSync(credentialsFile).mode & 0o777).toBe(0o600)
+    const demo = JSON.parse(fs.readFileSync(credentialsFile, "utf8"))
+    const balance = await get(server.port, `/api/coin/balance?user_id=${demo.wallet.address}`, {
+      authorization: `Bearer ${demo.wallet.api_key}`
+    })
+    expect(balance.status).toBe(200)
+    expect(JSON.parse(balance.body).balance).toBeGreaterThan(9_000)
     server.child.kill("SIGTERM")
+    expect(await exitOf(server.child)).toEqual({ code: 0, signal: null })
+  }, 40_000)
+
+  it("SIGTERM with an event stream open: the stream ends cleanly and the process exits 0", async () => {
+    const server = await startServer([ctlBin, "serve", "--port", "0"], {
+      KEEL_DATA_DIR: path.join(tempDir(), "data"),
+      KEEL_DEMO_DATA: "false",
+      // Longer than this test's timeout: only ending the stream lets the process exit in time.
+      KEEL_SHUTDOWN_GRACE: "2 minutes"
+    })
+    const stream = new Promise<{ status: number; text: string; ended: boolean }>((resolve, reject) => {
+      http
+        .get({ host: "127.0.0.1", port: server.port, path: "/api/stream", agent: false }, (res) => {
+          let text = ""
+          res.setEncoding("utf8")
+          res.on("data", (chunk) => {
+            text += chunk
+            if (text.includes("retry:")) server.child.kill("SIGTERM")
+          })
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, text, ended: true }))
+          res.on("error", reject)
+        })
+        .on("error", reject)
+    })
+    const ended = await stream
+    expect(ended.status).toBe(200)
+    expect(ended.text.startsWith("retry: 3000")).toBe(true)
     expect(await exitOf(server.child)).toEqual({ code: 0, signal: null })
   }, 40_000)
 

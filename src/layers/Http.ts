@@ -12,7 +12,7 @@ import {
   type Path
 } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Duration, Effect, Layer } from "effect"
+import { Duration, Effect, Layer, Option } from "effect"
 import { bodyLimitMiddleware } from "../http/BodyLimit.js"
 import { corsMiddleware } from "../http/Cors.js"
 import { ControlPlaneApi } from "../http/controlplane/Api.js"
@@ -33,6 +33,7 @@ import { ProductApi } from "../http/product/Api.js"
 import { AnalyticsLive, BlogLive, ExperimentsLive, OnboardingLive, ProductHealthLive } from "../http/product/Http.js"
 import { docsPath, openApiPath, type SurfaceName, SurfaceNames, surfaceApis } from "../http/Surfaces.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
+import { Shutdown } from "../services/platform/Shutdown.js"
 import { ProductConfig } from "../services/product/ProductConfig.js"
 
 const docs = (surface: SurfaceName) =>
@@ -158,8 +159,11 @@ export const nodeServer = (options: {
       const shutdownGuard = Layer.scopedDiscard(
         Effect.gen(function* () {
           yield* HttpServer.HttpServer
+          const shutdown = yield* Effect.serviceOption(Shutdown)
           yield* Effect.addFinalizer(() =>
-            Effect.sync(() => {
+            Effect.gen(function* () {
+              // Event streams end first, so their connections can close like any other.
+              if (Option.isSome(shutdown)) yield* shutdown.value.begin
               server.closeIdleConnections()
               setTimeout(() => server.closeAllConnections(), Duration.toMillis(options.grace)).unref()
             })

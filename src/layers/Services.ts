@@ -19,6 +19,7 @@ import { WalletAuth } from "../services/market/WalletAuth.js"
 import { Database } from "../services/platform/Database.js"
 import { Health } from "../services/platform/Health.js"
 import { Leases } from "../services/platform/Leases.js"
+import { Shutdown } from "../services/platform/Shutdown.js"
 import { Assigner } from "../services/product/Assigner.js"
 import { Blog } from "../services/product/Blog.js"
 import { Collector } from "../services/product/Collector.js"
@@ -40,7 +41,8 @@ export const MarketServices = Layer.mergeAll(
   Layer.provideMerge(CoinPriceSource.AdminSet),
   Layer.provideMerge(TokenMarket.Default),
   Layer.provideMerge(Ledger.Default),
-  Layer.provideMerge(MarketConfig.Default)
+  Layer.provideMerge(MarketConfig.Default),
+  Layer.provideMerge(Shutdown.Default)
 )
 
 /**

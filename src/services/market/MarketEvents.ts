@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Option, PubSub, Queue, Stream } from "effect"
+import { Shutdown } from "../platform/Shutdown.js"
 
 export type MarketEventKind = "trade" | "chat"
 
@@ -23,6 +24,7 @@ const frame = (event: MarketEvent) => `id: ${event.seq}\nevent: ${event.kind}\nd
 export class MarketEvents extends Effect.Service<MarketEvents>()("market/MarketEvents", {
   scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const shutdown = yield* Shutdown
     const commits = yield* PubSub.sliding<void>(1)
 
     /** Appends inside the caller's transaction; call `committed` once it has committed. */
@@ -65,7 +67,8 @@ export class MarketEvents extends Effect.Service<MarketEvents>()("market/MarketE
             return Option.isSome(woke) ? "" : ": keepalive\n\n"
           })
           return Stream.make("retry: 3000\n\n").pipe(
-            Stream.concat(Stream.repeatEffect(next).pipe(Stream.filter((text) => text.length > 0)))
+            Stream.concat(Stream.repeatEffect(next).pipe(Stream.filter((text) => text.length > 0))),
+            Stream.interruptWhen(shutdown.started)
           )
         })
       )
