@@ -5,6 +5,7 @@ import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
 import { migrationsLayer, sqliteFromConfig } from "../services/platform/Database.js"
 import { AllMigrations } from "./Migrations.js"
+import { ObjectStoreLive } from "./Objects.js"
 import { DomainServices } from "./Services.js"
 
 /** The embedded SQLite database of the data dir, migrated before anything reads it. */
@@ -14,7 +15,11 @@ export const SqlLive = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sq
 export const SqliteUnmigratedLive = sqliteFromConfig.pipe(Layer.provideMerge(AppConfig.Default))
 
 /** Every domain service on the embedded defaults. No actor runtime: safe for one-shot CLI commands. */
-export const ServicesLive = DomainServices.pipe(Layer.provideMerge(SqlLive), Layer.provideMerge(AppConfig.Default))
+export const ServicesLive = DomainServices.pipe(
+  Layer.provideMerge(ObjectStoreLive),
+  Layer.provideMerge(SqlLive),
+  Layer.provideMerge(AppConfig.Default)
+)
 
 /** The entities this process hosts, on the single embedded runner. */
 export const EntitiesLive = Layer.mergeAll(LeaseKeeperLive, MarketAgentLive).pipe(

@@ -19,6 +19,7 @@ import { WalletAuth } from "../services/market/WalletAuth.js"
 import { Database } from "../services/platform/Database.js"
 import { Health } from "../services/platform/Health.js"
 import { Leases } from "../services/platform/Leases.js"
+import { ObjectGateway } from "../services/platform/objects/ObjectGateway.js"
 import { Shutdown } from "../services/platform/Shutdown.js"
 import { Assigner } from "../services/product/Assigner.js"
 import { Blog } from "../services/product/Blog.js"
@@ -46,7 +47,7 @@ export const MarketServices = Layer.mergeAll(
 )
 
 /**
- * Every domain service, wired to each other. It still needs a migrated SqlClient and AppConfig:
+ * Every domain service, wired to each other. It still needs a migrated SqlClient, AppConfig and an ObjectStore:
  * Live gives the data dir's SQLite file and the environment, Test an in-memory database and fixed settings.
  */
 export const DomainServices = Layer.mergeAll(
@@ -58,7 +59,8 @@ export const DomainServices = Layer.mergeAll(
   Ingester.Default,
   Answerer.Default,
   BrandAssets.Default,
-  MarketServices
+  MarketServices,
+  ObjectGateway.Default
 ).pipe(
   Layer.provideMerge(Retriever.Default),
   Layer.provideMerge(Sources.Default),

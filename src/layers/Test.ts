@@ -4,6 +4,7 @@ import { MarketAgentLive } from "../actors/MarketAgent.js"
 import { AppConfig, type AppSettings } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
 import { migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
+import { MemoryObjectStoreLayer } from "../services/platform/objects/MemoryObjectStore.js"
 import { AllMigrations } from "./Migrations.js"
 import { DomainServices } from "./Services.js"
 
@@ -32,7 +33,11 @@ export const AppConfigTest = (overrides: Partial<AppSettings> = {}) =>
 export const SqlTest = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteMemory))
 
 export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
-  DomainServices.pipe(Layer.provideMerge(SqlTest), Layer.provideMerge(AppConfigTest(overrides)))
+  DomainServices.pipe(
+    Layer.provideMerge(MemoryObjectStoreLayer),
+    Layer.provideMerge(SqlTest),
+    Layer.provideMerge(AppConfigTest(overrides))
+  )
 
 /** The single runner with test-speed intervals (messages polled every 100 ms, no termination wait). */
 export const ClusterTest = singleRunner({ pollInterval: "100 millis", runnerStorage: "memory", terminationTimeout: 0 })

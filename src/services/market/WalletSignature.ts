@@ -3,9 +3,9 @@
  * so any Ethereum wallet can authenticate without a custom signing scheme, and the server recovers the signer.
  */
 import { secp256k1 } from "@noble/curves/secp256k1.js"
-import { sha256 } from "@noble/hashes/sha2.js"
 import { keccak_256 } from "@noble/hashes/sha3.js"
 import { bytesToHex, concatBytes, hexToBytes, randomBytes, utf8ToBytes } from "@noble/hashes/utils.js"
+import { sha256Hex } from "../platform/Digest.js"
 
 export const WALLET_AUTH_VERSION = "keel-wallet-auth-v1"
 
@@ -27,8 +27,7 @@ export interface RequestToSign {
 
 const strip0x = (hex: string): string => (hex.startsWith("0x") || hex.startsWith("0X") ? hex.slice(2) : hex)
 
-export const sha256Hex = (bytes: Uint8Array | string): string =>
-  bytesToHex(sha256(typeof bytes === "string" ? utf8ToBytes(bytes) : bytes))
+export { sha256Hex }
 
 /** Header values go in verbatim: the server rebuilds this from what it received, so any normalisation would break it. */
 export const canonicalMessage = (req: CanonicalRequest): string =>

@@ -22,6 +22,17 @@ export const platformMigrations: DomainMigrations = {
         domain TEXT PRIMARY KEY,
         seeded_at INTEGER NOT NULL
       )`
+    }),
+    "0003_create_objects": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      // The SQL backend of the object gateway (KEEL_OBJECT_STORE=sql).
+      yield* sql`CREATE TABLE objects (
+        key TEXT PRIMARY KEY,
+        body BLOB NOT NULL,
+        size INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        modified_at INTEGER NOT NULL
+      )`
     })
   }
 }

@@ -1,0 +1,41 @@
+import { Clock, Effect, Layer, Option } from "effect"
+import { sha256Hex } from "../Digest.js"
+import { ObjectStore, type StoredObject } from "./ObjectStore.js"
+
+/** Objects in a Map: for tests and embedders that want nothing on disk. */
+export const MemoryObjectStoreLayer = Layer.sync(ObjectStore, () => {
+  const objects = new Map<string, StoredObject>()
+  const store = (key: string, bytes: Uint8Array, now: number): StoredObject => {
+    const stored = {
+      key,
+      bytes: Uint8Array.from(bytes),
+      size: bytes.byteLength,
+      sha256: sha256Hex(bytes),
+      modifiedAt: now
+    }
+    objects.set(key, stored)
+    return stored
+  }
+  const headOf = ({ bytes: _bytes, ...head }: StoredObject) => head
+  return {
+    scheme: "memory",
+    get: (key) => Effect.sync(() => Option.fromNullable(objects.get(key))),
+    head: (key) => Effect.sync(() => Option.map(Option.fromNullable(objects.get(key)), headOf)),
+    put: (key, bytes) => Effect.map(Clock.currentTimeMillis, (now) => headOf(store(key, bytes, now))),
+    putIfAbsent: (key, bytes) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const existing = objects.get(key)
+        return existing === undefined
+          ? { created: true, head: headOf(store(key, bytes, now)) }
+          : { created: false, head: headOf(existing) }
+      }),
+    list: (prefix) =>
+      Effect.sync(() =>
+        [...objects.values()]
+          .filter((o) => o.key.startsWith(prefix))
+          .sort((a, b) => (a.key < b.key ? -1 : 1))
+          .map(headOf)
+      ),
+    delete: (key) => Effect.sync(() => objects.delete(key))
+  }
+})

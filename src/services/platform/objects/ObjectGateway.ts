@@ -1,0 +1,133 @@
+import { HttpApiSchema } from "@effect/platform"
+import { Config, Effect, Option, Schema } from "effect"
+import { sha256Hex } from "../Digest.js"
+import { checkKey, ObjectStore } from "./ObjectStore.js"
+
+export class ObjectWriteUnauthorized extends Schema.TaggedError<ObjectWriteUnauthorized>()(
+  "ObjectWriteUnauthorized",
+  { code: Schema.Literal("OBJECT_WRITE_UNAUTHORIZED"), key: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 403 })
+) {}
+
+export class ImmutableObjectWrite extends Schema.TaggedError<ImmutableObjectWrite>()(
+  "ImmutableObjectWrite",
+  { code: Schema.Literal("NON_IMMUTABLE_RELEASE_WRITE"), key: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
+export class InvalidObjectUri extends Schema.TaggedError<InvalidObjectUri>()("InvalidObjectUri", {
+  code: Schema.Literal("INVALID_OBJECT_URI"),
+  uri: Schema.String,
+  detail: Schema.String
+}) {}
+
+const prefixList = (name: string, fallback: string) =>
+  Config.string(name).pipe(
+    Config.withDefault(fallback),
+    Config.map((text) =>
+      text
+        .split(",")
+        .map((p) => p.trim())
+        .filter((p) => p.length > 0)
+    )
+  )
+
+/**
+ * Every object write of the fleet goes through here: a key is written only under a configured
+ * namespace prefix, immutable prefixes take create-only writes, and every refusal names its key.
+ * Reads are open to any valid key.
+ */
+export class ObjectGateway extends Effect.Service<ObjectGateway>()("platform/ObjectGateway", {
+  effect: Effect.gen(function* () {
+    const store = yield* ObjectStore
+    const writable = yield* prefixList("KEEL_OBJECT_PREFIXES", "host_health/,state/,release-runs/,releases/")
+    const immutable = yield* prefixList("KEEL_OBJECT_IMMUTABLE_PREFIXES", "releases/")
+
+    const authorize = (key: string) =>
+      Effect.gen(function* () {
+        yield* checkKey(key)
+        if (!writable.some((prefix) => key.startsWith(prefix))) {
+          return yield* new ObjectWriteUnauthorized({
+            code: "OBJECT_WRITE_UNAUTHORIZED",
+            key,
+            detail: `writes are allowed only under ${writable.join(", ")}`
+          })
+        }
+        return immutable.some((prefix) => key.startsWith(prefix))
+      })
+
+    const refuseOverwrite = (key: string) =>
+      new ImmutableObjectWrite({
+        code: "NON_IMMUTABLE_RELEASE_WRITE",
+        key,
+        detail: `${key} is under an immutable prefix and already holds other bytes`
+      })
+
+    /**
+     * Writes an object. Under an immutable prefix the write is create-only: writing the same bytes
+     * again is a no-op (so publication can be retried), different bytes are refused.
+     */
+    const put = Effect.fn("ObjectGateway.put")(function* (key: string, bytes: Uint8Array) {
+      const isImmutable = yield* authorize(key)
+      if (!isImmutable) return yield* store.put(key, bytes)
+      const { created, head } = yield* store.putIfAbsent(key, bytes)
+      if (!created && head.sha256 !== sha256Hex(bytes)) return yield* refuseOverwrite(key)
+      return head
+    })
+
+    /** Creates an object only if it does not exist yet; answers whether it did. */
+    const putIfAbsent = Effect.fn("ObjectGateway.putIfAbsent")(function* (key: string, bytes: Uint8Array) {
+      yield* authorize(key)
+      return yield* store.putIfAbsent(key, bytes)
+    })
+
+    const remove = Effect.fn("ObjectGateway.delete")(function* (key: string) {
+      if (yield* authorize(key)) return yield* refuseOverwrite(key)
+      return yield* store.delete(key)
+    })
+
+    const get = (key: string) => Effect.flatMap(checkKey(key), store.get)
+    const head = (key: string) => Effect.flatMap(checkKey(key), store.head)
+    const list = (prefix: string) => store.list(prefix)
+
+    /** `<scheme>://<key>`: the scheme names the configured backend. */
+    const uri = (key: string) => `${store.scheme}://${key}`
+
+    const keyOf = (uri: string) =>
+      Effect.gen(function* () {
+        const prefix = `${store.scheme}://`
+        if (!uri.startsWith(prefix)) {
+          return yield* new InvalidObjectUri({
+            code: "INVALID_OBJECT_URI",
+            uri,
+            detail: `this gateway's objects are ${prefix}<key>`
+          })
+        }
+        return yield* checkKey(uri.slice(prefix.length))
+      })
+
+    /** Reads JSON; none when the object is absent. */
+    const getJson = (key: string) =>
+      Effect.map(
+        get(key),
+        Option.map((object) => JSON.parse(new TextDecoder().decode(object.bytes)) as unknown)
+      )
+
+    const putJson = (key: string, value: unknown) =>
+      put(key, new TextEncoder().encode(`${JSON.stringify(value, null, 2)}\n`))
+
+    return {
+      put,
+      putIfAbsent,
+      delete: remove,
+      get,
+      head,
+      list,
+      uri,
+      keyOf,
+      getJson,
+      putJson,
+      scheme: store.scheme
+    } as const
+  })
+}) {}

@@ -1,0 +1,91 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Layer, Option } from "effect"
+import { sha256Hex } from "../Digest.js"
+import { type ObjectHead, ObjectStore, ObjectStoreError } from "./ObjectStore.js"
+
+interface ObjectRow {
+  readonly key: string
+  readonly size: number
+  readonly sha256: string
+  readonly modified_at: number
+}
+
+const toHead = (row: ObjectRow): ObjectHead => ({
+  key: row.key,
+  size: Number(row.size),
+  sha256: row.sha256,
+  modifiedAt: Number(row.modified_at)
+})
+
+/** `LIKE` escaping, so `_` and `%` in a prefix match themselves. */
+const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+
+/** Objects as rows of the `objects` table of the application's SqlClient (SQLite here, Postgres later). */
+export const SqlObjectStoreLayer = Layer.effect(
+  ObjectStore,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const guard =
+      (key: string) =>
+      <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        Effect.mapError(
+          effect,
+          (cause) => new ObjectStoreError({ code: "OBJECT_STORE_ERROR", key, detail: String(cause) })
+        )
+    const row = (key: string, bytes: Uint8Array, now: number) => ({
+      key,
+      body: bytes,
+      size: bytes.byteLength,
+      sha256: sha256Hex(bytes),
+      modified_at: now
+    })
+    return {
+      scheme: "sql",
+      get: (key) =>
+        sql<
+          ObjectRow & { body: Uint8Array }
+        >`SELECT key, body, size, sha256, modified_at FROM objects WHERE key = ${key}`.pipe(
+          Effect.map((rows) =>
+            rows[0] === undefined
+              ? Option.none()
+              : Option.some({ ...toHead(rows[0]), bytes: new Uint8Array(rows[0].body) })
+          ),
+          guard(key)
+        ),
+      head: (key) =>
+        sql<ObjectRow>`SELECT key, size, sha256, modified_at FROM objects WHERE key = ${key}`.pipe(
+          Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toHead)),
+          guard(key)
+        ),
+      put: (key, bytes) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const values = row(key, bytes, now)
+          yield* sql`INSERT INTO objects ${sql.insert(values)} ON CONFLICT (key) DO UPDATE SET body = excluded.body,
+            size = excluded.size, sha256 = excluded.sha256, modified_at = excluded.modified_at`
+          return toHead(values)
+        }).pipe(guard(key)),
+      putIfAbsent: (key, bytes) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const values = row(key, bytes, now)
+          const inserted = yield* sql<{ key: string }>`INSERT INTO objects ${sql.insert(values)}
+            ON CONFLICT (key) DO NOTHING RETURNING key`
+          if (inserted.length > 0) return { created: true, head: toHead(values) }
+          const existing = yield* sql<ObjectRow>`SELECT key, size, sha256, modified_at FROM objects WHERE key = ${key}`
+          return { created: false, head: toHead(existing[0]!) }
+        }).pipe(guard(key)),
+      list: (prefix) =>
+        sql<ObjectRow>`SELECT key, size, sha256, modified_at FROM objects WHERE key LIKE ${likePrefix(prefix)} ESCAPE '\\'
+          ORDER BY key`.pipe(
+          Effect.map((rows) => rows.map(toHead)),
+          guard(prefix)
+        ),
+      delete: (key) =>
+        sql<{ key: string }>`DELETE FROM objects WHERE key = ${key} RETURNING key`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          guard(key)
+        )
+    }
+  })
+)
