@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { Answerer } from "../services/groundtruth/Answerer.js"
 import { BrandAssets } from "../services/groundtruth/BrandAssets.js"
 import { GtConfig } from "../services/groundtruth/GtConfig.js"
@@ -60,8 +61,9 @@ export const DomainServices = Layer.mergeAll(
   Answerer.Default,
   BrandAssets.Default,
   MarketServices,
-  ObjectGateway.Default
+  FleetRegistry.Default
 ).pipe(
+  Layer.provideMerge(ObjectGateway.Default),
   Layer.provideMerge(Retriever.Default),
   Layer.provideMerge(Sources.Default),
   Layer.provideMerge(GtConfig.Default),

@@ -2,7 +2,7 @@ import * as path from "node:path"
 import { HttpApiSchema } from "@effect/platform"
 import { Effect, Either, ParseResult, Ref, Schema } from "effect"
 import * as YAML from "yaml"
-import { GitMirror } from "./GitMirror.js"
+import { GitMirror } from "../platform/GitMirror.js"
 import { GtConfig } from "./GtConfig.js"
 import { type Source, Sources } from "./Sources.js"
 

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { stripCredentials } from "./GitMirror.js"
+import { stripCredentials } from "../platform/GitMirror.js"
 import { GtConfig } from "./GtConfig.js"
 import { UnknownRepo } from "./Ingester.js"
 import { Sources } from "./Sources.js"

@@ -3,8 +3,8 @@ import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Clock, Data, Effect, Either, Schema } from "effect"
 import * as YAML from "yaml"
+import { GitMirror } from "../platform/GitMirror.js"
 import { formatIssues } from "../platform/Validation.js"
-import { GitMirror } from "./GitMirror.js"
 import { GtConfig } from "./GtConfig.js"
 
 const Name = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/))

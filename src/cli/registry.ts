@@ -1,0 +1,91 @@
+import * as fs from "node:fs"
+import { Args, Command, Options } from "@effect/cli"
+import { Effect, Option } from "effect"
+import { ServicesLive } from "../layers/Live.js"
+import {
+  FleetRegistry,
+  type FleetRegistryInvalid,
+  type FleetRegistrySnapshot,
+  type FleetRegistryUnavailable
+} from "../services/fleet/registry/Registry.js"
+import { CommandFailed, emit, iso, json, table } from "./Output.js"
+
+const cached = Options.boolean("cached").pipe(
+  Options.withDescription("When the source cannot be read, answer the last valid snapshot (marked cached)")
+)
+const bundledRegistry = Options.boolean("bundled-registry").pipe(
+  Options.withDescription("Read the registry shipped inside the package instead of KEEL_REGISTRY")
+)
+
+const summary = (snapshot: FleetRegistrySnapshot) => ({
+  freshness: snapshot.freshness,
+  ...(snapshot.cachedBecause === undefined ? {} : { cached_because: snapshot.cachedBecause }),
+  source: snapshot.source,
+  digest: snapshot.digest,
+  loaded_at: iso(snapshot.loadedAt),
+  targets: snapshot.registry.targets.map((t) => ({
+    name: t.name,
+    os: t.os,
+    channel: t.channel === "local" ? "local" : `ssh ${t.channel.ssh.user}@${t.channel.ssh.host}:${t.channel.ssh.port}`,
+    roles: t.roles,
+    services: t.services.map((s) => s.name),
+    disk_cleanup: t.disk_cleanup?.mode ?? "default (report)"
+  })),
+  registry: snapshot.registry
+})
+
+const problemsOf = (error: FleetRegistryInvalid | FleetRegistryUnavailable) =>
+  error._tag === "FleetRegistryInvalid" ? error.problems : []
+
+/** Failures of the registry carry their field paths; print every one. */
+const refuse = (asJson: boolean) => (error: FleetRegistryInvalid | FleetRegistryUnavailable) =>
+  Effect.zipRight(
+    asJson
+      ? emit(true, { error: { code: error.code, detail: error.detail, problems: problemsOf(error) } }, () => "")
+      : emit(false, problemsOf(error), (problems) => problems.map((p) => `  ${p}`).join("\n")),
+    Effect.fail(new CommandFailed({ detail: error.detail }))
+  )
+
+const show = Command.make("show", { cached, bundledRegistry, json }, ({ bundledRegistry, cached, json }) =>
+  Effect.gen(function* () {
+    const registry = yield* FleetRegistry
+    const reading: Effect.Effect<FleetRegistrySnapshot, FleetRegistryInvalid | FleetRegistryUnavailable> =
+      bundledRegistry ? registry.bundled() : registry.read({ allowCached: cached })
+    const snapshot = yield* reading.pipe(Effect.catchAll(refuse(json)))
+    const body = summary(snapshot)
+    yield* emit(json, body, (s) =>
+      [
+        `registry ${s.source.location}${s.source.commit ? ` @ ${s.source.commit.slice(0, 12)}` : ""} (${s.freshness}${
+          s.freshness === "cached" ? `: ${s.cached_because}` : ""
+        }), digest ${s.digest.slice(0, 16)}, loaded ${s.loaded_at}`,
+        table(
+          ["TARGET", "OS", "CHANNEL", "ROLES", "SERVICES", "DISK CLEANUP"],
+          s.targets.map((t) => [t.name, t.os, t.channel, t.roles.join(","), t.services.join(","), t.disk_cleanup])
+        )
+      ].join("\n")
+    )
+  })
+).pipe(Command.withDescription("Read and validate the canonical registry (KEEL_REGISTRY) and summarise it"))
+
+const validate = Command.make(
+  "validate",
+  { file: Args.file({ name: "FILE", exists: "yes" }).pipe(Args.optional), json },
+  ({ file, json }) =>
+    Effect.gen(function* () {
+      const registry = yield* FleetRegistry
+      const parsed = Option.isSome(file)
+        ? yield* registry
+            .parse(fs.readFileSync(file.value, "utf8"), file.value)
+            .pipe(Effect.map((doc) => ({ source: file.value, targets: doc.targets.length })))
+        : yield* registry
+            .load()
+            .pipe(Effect.map((s) => ({ source: s.source.location, targets: s.registry.targets.length })))
+      yield* emit(json, { valid: true, ...parsed }, (r) => `${r.source}: valid, ${r.targets} target(s)`)
+    }).pipe(Effect.catchAll(refuse(json)))
+).pipe(Command.withDescription("Validate a registry file (or the configured source); lists every problem by path"))
+
+export const registry = Command.make("registry").pipe(
+  Command.withDescription("The canonical fleet registry"),
+  Command.withSubcommands([show, validate]),
+  Command.provide(ServicesLive)
+)

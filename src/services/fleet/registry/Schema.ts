@@ -1,0 +1,183 @@
+import { Schema } from "effect"
+
+/** Target, service and principal names: DNS-label-like, so they are safe in object keys and unit names. */
+export const Name = Schema.String.pipe(
+  Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,62}$/),
+  Schema.annotations({ message: () => "must be 1-63 of a-z, 0-9, '.', '_' or '-', starting with a letter or digit" })
+)
+
+const PositiveInt = Schema.Int.pipe(Schema.positive())
+const NonNegative = Schema.Number.pipe(Schema.nonNegative())
+const AbsolutePath = Schema.String.pipe(
+  Schema.pattern(/^\//),
+  Schema.annotations({ message: () => "must be an absolute path" })
+)
+
+export const SshChannel = Schema.Struct({
+  ssh: Schema.Struct({
+    host: Schema.String.pipe(Schema.minLength(1)),
+    port: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 65535)), { default: () => 22 }),
+    user: Schema.String.pipe(Schema.minLength(1)),
+    /** `item#field` in the vault holding the private key. */
+    identity_item: Schema.String.pipe(
+      Schema.pattern(/^[^#\s]+#[^#\s]+$/),
+      Schema.annotations({ message: () => "must be a vault reference item#field" })
+    )
+  })
+})
+
+/** How the tool reaches a host: the local machine, or SSH with a key from the vault. */
+export const Channel = Schema.Union(Schema.Literal("local"), SshChannel)
+
+export const Endpoint = Schema.Struct({
+  url: Schema.String.pipe(Schema.pattern(/^https?:\/\//)),
+  /** Hosts that must be able to reach the endpoint (the reachability sweep runs from them). */
+  consumers: Schema.optionalWith(Schema.Array(Name), { default: () => [] })
+})
+
+export const ServiceDeclaration = Schema.Struct({
+  name: Name,
+  /** The unit file: a systemd unit path on Linux, a launchd plist on macOS. */
+  unit: AbsolutePath,
+  program: Schema.optional(AbsolutePath),
+  args: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
+  kind: Schema.optionalWith(Schema.Literal("service", "oneshot-timer", "recovery-managed"), {
+    default: () => "service" as const
+  }),
+  endpoint: Schema.optional(Endpoint)
+})
+
+export const CleanerNames = [
+  "build_caches",
+  "huggingface_cache",
+  "weles_recordings",
+  "chromium_clones",
+  "queue_workdirs",
+  "backup_twins",
+  "release_store"
+] as const
+
+export const CleanerSettings = Schema.Struct(
+  {
+    min_age_seconds: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
+    root: Schema.optional(AbsolutePath)
+  },
+  // Cleaner-specific settings (keep_newest, replica roots, …) are validated by their cleaner.
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+
+export const DiskCleanupPolicy = Schema.Struct({
+  mode: Schema.Literal("off", "report", "enforce"),
+  check_interval_seconds: PositiveInt,
+  low_free_gb: NonNegative,
+  target_free_gb: NonNegative,
+  max_items_per_pass: PositiveInt,
+  max_bytes_per_pass: PositiveInt,
+  max_scan_items: Schema.Int.pipe(
+    Schema.between(1, 200_000),
+    Schema.annotations({ message: () => "must be an integer from 1 to 200000" })
+  ),
+  max_pass_seconds: Schema.optional(PositiveInt),
+  cleaners: Schema.optionalWith(
+    Schema.Struct({
+      build_caches: Schema.optional(CleanerSettings),
+      huggingface_cache: Schema.optional(CleanerSettings),
+      weles_recordings: Schema.optional(CleanerSettings),
+      chromium_clones: Schema.optional(CleanerSettings),
+      queue_workdirs: Schema.optional(CleanerSettings),
+      backup_twins: Schema.optional(CleanerSettings),
+      release_store: Schema.optional(CleanerSettings)
+    }),
+    { default: () => ({}) }
+  )
+}).pipe(
+  Schema.filter((policy) =>
+    policy.target_free_gb >= policy.low_free_gb
+      ? undefined
+      : { path: ["target_free_gb"], message: "must be at least low_free_gb" }
+  )
+)
+
+export const Target = Schema.Struct({
+  name: Name,
+  os: Schema.Literal("linux", "darwin"),
+  channel: Channel,
+  roles: Schema.optionalWith(Schema.Array(Name), { default: () => [] }),
+  /** Hosts that consume this host's services. */
+  consumers: Schema.optionalWith(Schema.Array(Name), { default: () => [] }),
+  /** Mount points whose disk state the host's beacon reports. */
+  mounts: Schema.optionalWith(Schema.Array(AbsolutePath), { default: () => ["/"] }),
+  services: Schema.optionalWith(Schema.Array(ServiceDeclaration), { default: () => [] }),
+  disk_cleanup: Schema.optional(DiskCleanupPolicy)
+})
+
+export const Settings = Schema.Struct({
+  /** A beacon older than this makes every unit of its host `unknown`. */
+  host_silence_seconds: Schema.optionalWith(PositiveInt, { default: () => 900 }),
+  max_actions_per_tick: Schema.optionalWith(PositiveInt, { default: () => 5 }),
+  autonomy_mode: Schema.optionalWith(Schema.Literal("report", "enforce-safe", "enforce-owned"), {
+    default: () => "report" as const
+  })
+})
+
+export const ReleaseControl = Schema.Struct({
+  /** Compare-and-set generation of the desired release state. */
+  generation: Schema.Int.pipe(Schema.nonNegative()),
+  channel: Schema.optionalWith(Schema.String, { default: () => "stable" }),
+  /** Desired version per binary, e.g. { keel: "1.4.2" }. */
+  versions: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { default: () => ({}) })
+})
+
+export const FleetRegistryDocument = Schema.Struct({
+  version: Schema.Literal(1),
+  settings: Schema.optionalWith(Settings, { default: () => Schema.decodeSync(Settings)({}) }),
+  /** Which principals hold each action. */
+  actions: Schema.optionalWith(
+    Schema.Struct({
+      "host-health-write": Schema.optional(Schema.Array(Name)),
+      "storage-reconcile-read": Schema.optional(Schema.Array(Name)),
+      "storage-reconcile-apply": Schema.optional(Schema.Array(Name)),
+      "service-ensure": Schema.optional(Schema.Array(Name)),
+      "space-reclaim": Schema.optional(Schema.Array(Name)),
+      "release-submit": Schema.optional(Schema.Array(Name)),
+      "release-promote": Schema.optional(Schema.Array(Name))
+    }),
+    { default: () => ({}) }
+  ),
+  release_control: Schema.optionalWith(ReleaseControl, {
+    default: () => ({ generation: 0, channel: "stable", versions: {} })
+  }),
+  targets: Schema.Array(Target).pipe(Schema.minItems(1))
+})
+export type FleetRegistryDocument = typeof FleetRegistryDocument.Type
+export type Target = typeof Target.Type
+export type DiskCleanupPolicy = typeof DiskCleanupPolicy.Type
+
+/**
+ * What a schema cannot say: unique target and service names, and references (consumers) that name a
+ * declared target. Each problem carries the path of the offending field.
+ */
+export const crossReferenceProblems = (registry: FleetRegistryDocument): ReadonlyArray<string> => {
+  const problems: Array<string> = []
+  const names = new Set<string>()
+  registry.targets.forEach((target, i) => {
+    if (names.has(target.name)) problems.push(`targets.${i}.name: duplicate target ${target.name}`)
+    names.add(target.name)
+  })
+  registry.targets.forEach((target, i) => {
+    target.consumers.forEach((consumer, j) => {
+      if (!names.has(consumer)) problems.push(`targets.${i}.consumers.${j}: no target named ${consumer}`)
+    })
+    const services = new Set<string>()
+    target.services.forEach((service, j) => {
+      if (services.has(service.name))
+        problems.push(`targets.${i}.services.${j}.name: duplicate service ${service.name}`)
+      services.add(service.name)
+      service.endpoint?.consumers.forEach((consumer, k) => {
+        if (!names.has(consumer))
+          problems.push(`targets.${i}.services.${j}.endpoint.consumers.${k}: no target named ${consumer}`)
+      })
+    })
+  })
+  return problems
+}
