@@ -47,6 +47,7 @@ export {
   ProductApi
 } from "./http/product/Api.js"
 export * from "./http/Surfaces.js"
+export { TokenAnswer, VaultApi, VaultTokensApi } from "./http/vault/Api.js"
 // Layers
 export * from "./layers/DemoSeeds.js"
 export * from "./layers/Http.js"
@@ -104,6 +105,9 @@ export * from "./services/platform/objects/ObjectStore.js"
 export * from "./services/platform/objects/SqlObjectStore.js"
 export { packageExample, packageRoot, packageVersion } from "./services/platform/Package.js"
 export * from "./services/platform/Shutdown.js"
+export * from "./services/platform/vault/EmbeddedVault.js"
+export * from "./services/platform/vault/Vault.js"
+export { loadOrCreateKeyFile, parseMasterKey } from "./services/platform/vault/VaultCipher.js"
 
 // Product-client services
 export * from "./services/product/Assigner.js"

@@ -2,16 +2,18 @@ import { ControlPlaneApi } from "./controlplane/Api.js"
 import { GroundTruthApi } from "./groundtruth/Api.js"
 import { MarketplaceApi } from "./marketplace/Api.js"
 import { ProductApi } from "./product/Api.js"
+import { VaultApi } from "./vault/Api.js"
 
 /** The HTTP surfaces `ctl serve` can run; their seed paths do not collide, so all fit on one port. */
-export const SurfaceNames = ["marketplace", "groundtruth", "product", "controlplane"] as const
+export const SurfaceNames = ["marketplace", "groundtruth", "product", "controlplane", "vault"] as const
 export type SurfaceName = (typeof SurfaceNames)[number]
 
 export const surfaceApis = {
   marketplace: MarketplaceApi,
   groundtruth: GroundTruthApi,
   product: ProductApi,
-  controlplane: ControlPlaneApi
+  controlplane: ControlPlaneApi,
+  vault: VaultApi
 } as const
 
 export const docsPath = (surface: SurfaceName) => `/docs/${surface}` as const

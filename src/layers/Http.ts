@@ -32,6 +32,8 @@ import { problemMiddleware } from "../http/Problem.js"
 import { ProductApi } from "../http/product/Api.js"
 import { AnalyticsLive, BlogLive, ExperimentsLive, OnboardingLive, ProductHealthLive } from "../http/product/Http.js"
 import { docsPath, openApiPath, type SurfaceName, SurfaceNames, surfaceApis } from "../http/Surfaces.js"
+import { VaultApi } from "../http/vault/Api.js"
+import { VaultTokensLive } from "../http/vault/Http.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { Shutdown } from "../services/platform/Shutdown.js"
 import { ProductConfig } from "../services/product/ProductConfig.js"
@@ -72,6 +74,10 @@ export const SurfaceRoutes = {
   controlplane: Layer.mergeAll(
     HttpLayerRouter.addHttpApi(ControlPlaneApi, { openapiPath: openApiPath("controlplane") }),
     docs("controlplane")
+  ),
+  vault: Layer.mergeAll(
+    HttpLayerRouter.addHttpApi(VaultApi, { openapiPath: openApiPath("vault") }).pipe(Layer.provide(VaultTokensLive)),
+    docs("vault")
   )
 } as const
 

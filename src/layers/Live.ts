@@ -4,6 +4,7 @@ import { MarketAgentLive } from "../actors/MarketAgent.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
 import { migrationsLayer, sqliteFromConfig } from "../services/platform/Database.js"
+import { EmbeddedVaultLayer } from "../services/platform/vault/EmbeddedVault.js"
 import { AllMigrations } from "./Migrations.js"
 import { ObjectStoreLive } from "./Objects.js"
 import { DomainServices } from "./Services.js"
@@ -16,6 +17,7 @@ export const SqliteUnmigratedLive = sqliteFromConfig.pipe(Layer.provideMerge(App
 
 /** Every domain service on the embedded defaults. No actor runtime: safe for one-shot CLI commands. */
 export const ServicesLive = DomainServices.pipe(
+  Layer.provideMerge(EmbeddedVaultLayer),
   Layer.provideMerge(ObjectStoreLive),
   Layer.provideMerge(SqlLive),
   Layer.provideMerge(AppConfig.Default)

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto"
 import { Duration, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
@@ -5,6 +6,7 @@ import { AppConfig, type AppSettings } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
 import { migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
 import { MemoryObjectStoreLayer } from "../services/platform/objects/MemoryObjectStore.js"
+import { embeddedVault } from "../services/platform/vault/EmbeddedVault.js"
 import { AllMigrations } from "./Migrations.js"
 import { DomainServices } from "./Services.js"
 
@@ -32,8 +34,12 @@ export const AppConfigTest = (overrides: Partial<AppSettings> = {}) =>
 /** Real SQLite, in memory, with every migration applied. */
 export const SqlTest = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteMemory))
 
+/** The embedded vault on the test database, sealed under a key made for this process (no key file). */
+export const VaultTest = embeddedVault({ masterKey: new Uint8Array(randomBytes(32)) })
+
 export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
   DomainServices.pipe(
+    Layer.provideMerge(VaultTest),
     Layer.provideMerge(MemoryObjectStoreLayer),
     Layer.provideMerge(SqlTest),
     Layer.provideMerge(AppConfigTest(overrides))

@@ -74,7 +74,7 @@ describe("Database", () => {
       assert.strictEqual(info.file, ":memory:")
       assert.deepStrictEqual(
         info.migrations.map((m) => m.name),
-        ["create_leases", "create_demo_seeds", "create_objects"]
+        ["create_leases", "create_demo_seeds", "create_objects", "create_vault"]
       )
       assert.strictEqual((yield* AppConfig).databaseFile, ":memory:")
     }).pipe(Effect.provide(ServicesTest()))

@@ -33,6 +33,42 @@ export const platformMigrations: DomainMigrations = {
         sha256 TEXT NOT NULL,
         modified_at INTEGER NOT NULL
       )`
+    }),
+    "0004_create_vault": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      // Values are sealed (AES-256-GCM, the item name as associated data); field names are not secret.
+      yield* sql`CREATE TABLE vault_items (
+        name TEXT PRIMARY KEY,
+        nonce BLOB NOT NULL,
+        ciphertext BLOB NOT NULL,
+        tag BLOB NOT NULL,
+        fields TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+      )`
+      yield* sql`CREATE TABLE vault_grants (
+        id TEXT PRIMARY KEY,
+        consumer TEXT NOT NULL,
+        actions TEXT NOT NULL,
+        items TEXT NOT NULL,
+        hosts TEXT NOT NULL,
+        secret_hash TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      )`
+      yield* sql`CREATE TABLE vault_tokens (
+        hash TEXT PRIMARY KEY,
+        grant_id TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
+      )`
+      yield* sql`CREATE TABLE vault_audit (
+        id INTEGER PRIMARY KEY,
+        at INTEGER NOT NULL,
+        event TEXT NOT NULL,
+        consumer TEXT,
+        grant_id TEXT,
+        detail TEXT
+      )`
     })
   }
 }

@@ -1,0 +1,158 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Args, Command, Options } from "@effect/cli"
+import { Effect, Option } from "effect"
+import { ServicesLive } from "../layers/Live.js"
+import { type Grant, Vault } from "../services/platform/vault/Vault.js"
+import { CommandFailed, DurationText, emit, failWith, iso, json, table } from "./Output.js"
+
+/** Secret values come on stdin (a JSON object, or `field=value` lines), never in argv. */
+const readFieldsFromStdin = Effect.tryPromise({
+  try: async () => {
+    const chunks: Array<Buffer> = []
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+    const text = Buffer.concat(chunks).toString("utf8").trim()
+    if (text.startsWith("{")) return JSON.parse(text) as Record<string, string>
+    const fields: Record<string, string> = {}
+    for (const line of text.split("\n")) {
+      if (line.trim() === "") continue
+      const eq = line.indexOf("=")
+      if (eq <= 0) throw new Error("stdin must be a JSON object or field=value lines")
+      fields[line.slice(0, eq).trim()] = line.slice(eq + 1)
+    }
+    return fields
+  },
+  catch: (error) => new CommandFailed({ detail: `could not read fields from stdin: ${(error as Error).message}` })
+})
+
+const itemName = Args.text({ name: "ITEM" })
+
+const put = Command.make("put", { item: itemName, json }, ({ item, json }) =>
+  Effect.gen(function* () {
+    const fields = yield* readFieldsFromStdin
+    yield* (yield* Vault).putItem(item, fields).pipe(Effect.catchAll(failWith(json)))
+    yield* emit(json, { item, fields: Object.keys(fields).sort() }, (r) => `stored ${r.item} (${r.fields.join(", ")})`)
+  })
+).pipe(Command.withDescription("Store an item; its fields are read from stdin (JSON or field=value lines)"))
+
+const get = Command.make(
+  "get",
+  { item: itemName, field: Options.text("field").pipe(Options.optional), json },
+  ({ field, item, json }) =>
+    Effect.gen(function* () {
+      const fields = yield* (yield* Vault).getItem(item).pipe(Effect.catchAll(failWith(json)))
+      if (Option.isSome(field)) {
+        const value = fields[field.value]
+        if (value === undefined) return yield* new CommandFailed({ detail: `item ${item} has no field ${field.value}` })
+        return yield* emit(json, { value }, (r) => r.value)
+      }
+      yield* emit(json, fields, (f) =>
+        Object.entries(f)
+          .map(([k, v]) => `${k}=${v}`)
+          .join("\n")
+      )
+    })
+).pipe(Command.withDescription("Print an item's fields (operators only; consumers read through tokens)"))
+
+const list = Command.make("list", { json }, ({ json }) =>
+  Effect.gen(function* () {
+    const items = yield* (yield* Vault).listItems
+    yield* emit(json, items, (rows) =>
+      table(
+        ["ITEM", "FIELDS"],
+        rows.map((r) => [r.name, r.fields.join(", ")])
+      )
+    )
+  })
+).pipe(Command.withDescription("List items and their field names (no values)"))
+
+const rm = Command.make("rm", { item: itemName, json }, ({ item, json }) =>
+  Effect.gen(function* () {
+    const removed = yield* (yield* Vault).removeItem(item)
+    if (!removed) return yield* new CommandFailed({ detail: `no item ${item}` })
+    yield* emit(json, { removed: item }, (r) => `removed ${r.removed}`)
+  })
+).pipe(Command.withDescription("Remove an item"))
+
+const grantJson = (grant: Grant) => ({
+  ...grant,
+  created_at: iso(grant.created_at),
+  expires_at: iso(grant.expires_at),
+  revoked_at: grant.revoked_at === null ? null : iso(grant.revoked_at)
+})
+
+const create = Command.make(
+  "create",
+  {
+    consumer: Options.text("consumer").pipe(Options.withDescription("Who will use the grant")),
+    actions: Options.text("action").pipe(Options.repeated, Options.withDescription("A registry action (repeatable)")),
+    items: Options.text("item").pipe(Options.repeated, Options.withDescription("An item it may read (repeatable)")),
+    hosts: Options.text("host").pipe(
+      Options.repeated,
+      Options.withDescription("A host its actions cover (repeatable)")
+    ),
+    ttl: Options.text("ttl").pipe(
+      Options.withSchema(DurationText),
+      Options.withDefault(30 * 86_400_000),
+      Options.withDescription("How long the grant lives: 1h, 30d (default 30d)")
+    ),
+    out: Options.file("out").pipe(Options.withDescription("Where to write the grant credential (mode 0600)")),
+    json
+  },
+  ({ actions, consumer, hosts, items, json, out, ttl }) =>
+    Effect.gen(function* () {
+      const { credential, grant } = yield* (yield* Vault)
+        .createGrant({ consumer, actions, items, hosts, ttlMillis: ttl })
+        .pipe(Effect.catchAll(failWith(json)))
+      yield* Effect.try({
+        try: () => {
+          fs.mkdirSync(path.dirname(path.resolve(out)), { recursive: true })
+          fs.rmSync(out, { force: true })
+          fs.writeFileSync(out, `${JSON.stringify(credential, null, 2)}\n`, { mode: 0o600, flag: "wx" })
+        },
+        catch: (error) => new CommandFailed({ detail: `could not write ${out}: ${(error as Error).message}` })
+      })
+      yield* emit(json, { grant: grantJson(grant), credential_file: path.resolve(out) }, (r) =>
+        [
+          `granted ${r.grant.id} to ${r.grant.consumer} until ${r.grant.expires_at}`,
+          `credential: ${r.credential_file}`
+        ].join("\n")
+      )
+    })
+).pipe(Command.withDescription("Create a grant and write its credential file (owner-only)"))
+
+const grants = Command.make("list", { json }, ({ json }) =>
+  Effect.gen(function* () {
+    const all = yield* (yield* Vault).listGrants
+    yield* emit(json, all.map(grantJson), (rows) =>
+      table(
+        ["ID", "CONSUMER", "ACTIONS", "HOSTS", "ITEMS", "EXPIRES", "REVOKED"],
+        rows.map((g) => [
+          g.id,
+          g.consumer,
+          g.actions.join(","),
+          g.hosts.join(","),
+          g.items.join(","),
+          g.expires_at,
+          g.revoked_at ?? "-"
+        ])
+      )
+    )
+  })
+).pipe(Command.withDescription("List grants (no secrets)"))
+
+const revoke = Command.make("revoke", { id: Args.text({ name: "GRANT_ID" }), json }, ({ id, json }) =>
+  Effect.gen(function* () {
+    if (!(yield* (yield* Vault).revokeGrant(id))) return yield* new CommandFailed({ detail: `no grant ${id}` })
+    yield* emit(json, { revoked: id }, (r) => `revoked ${r.revoked}; its tokens are refused from now on`)
+  })
+).pipe(Command.withDescription("Revoke a grant and every token issued under it"))
+
+export const vault = Command.make("vault").pipe(
+  Command.withDescription("The embedded secret vault: items, grants"),
+  Command.withSubcommands([
+    Command.make("item").pipe(Command.withSubcommands([put, get, list, rm])),
+    Command.make("grant").pipe(Command.withSubcommands([create, grants, revoke]))
+  ]),
+  Command.provide(ServicesLive)
+)

@@ -1,0 +1,49 @@
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import {
+  GrantCredential,
+  VaultCorrupt,
+  VaultDenied,
+  VaultForbidden,
+  VaultItemNotFound
+} from "../../services/platform/vault/Vault.js"
+
+export const TokenAnswer = Schema.Struct({
+  token: Schema.String,
+  expires_at: Schema.String,
+  consumer: Schema.String,
+  actions: Schema.Array(Schema.String),
+  hosts: Schema.Array(Schema.String),
+  items: Schema.Array(Schema.String)
+})
+
+const Bearer = Schema.Struct({ authorization: Schema.optional(Schema.String) })
+const Segment = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/))
+
+export class VaultTokensApi extends HttpApiGroup.make("tokens")
+  .add(
+    HttpApiEndpoint.post("exchange", "/token")
+      .setPayload(GrantCredential)
+      .addSuccess(TokenAnswer)
+      .addError(VaultDenied)
+      .annotate(OpenApi.Description, "Exchanges a grant credential for a short-lived token scoped to that grant.")
+  )
+  .add(
+    HttpApiEndpoint.get("read", "/items/:item/:field")
+      .setPath(Schema.Struct({ item: Segment, field: Segment }))
+      .setHeaders(Bearer)
+      .addSuccess(Schema.Struct({ value: Schema.String }))
+      .addError(VaultDenied)
+      .addError(VaultForbidden)
+      .addError(VaultItemNotFound)
+      .addError(VaultCorrupt)
+      .annotate(OpenApi.Description, "Reads item#field with a token whose grant names the item.")
+  )
+  .annotate(OpenApi.Title, "Tokens and reads") {}
+
+/** The embedded secret vault's consumer API (admin operations are `ctl vault` only). */
+export class VaultApi extends HttpApi.make("vault")
+  .add(VaultTokensApi)
+  .prefix("/v1/vault")
+  .annotate(OpenApi.Title, "Keel secret vault")
+  .annotate(OpenApi.Description, "Grant credentials for short-lived tokens; item reads by authorized consumers.") {}
