@@ -12,7 +12,7 @@ export { ctlMain, exitCodeOf } from "./cli/Run.js"
 // HTTP contracts, shared middleware and typed clients
 export * from "./http/BodyLimit.js"
 export * from "./http/Clients.js"
-export { ControlPlaneApi } from "./http/controlplane/Api.js"
+export { ControlPlaneApi, HostHealthApi, StoredBeaconAnswer } from "./http/controlplane/Api.js"
 export {
   GroundTruthApi,
   GroundTruthAskApi,
@@ -58,6 +58,12 @@ export * from "./layers/Server.js"
 export * from "./layers/Services.js"
 export * from "./layers/Test.js"
 // Fleet services
+export * from "./services/fleet/beacon/Beacon.js"
+export * from "./services/fleet/beacon/BeaconPublisher.js"
+export * from "./services/fleet/beacon/BeaconUnits.js"
+export * from "./services/fleet/beacon/BeaconWriter.js"
+export * from "./services/fleet/beacon/HostHealth.js"
+export * from "./services/fleet/beacon/ServiceManager.js"
 export * from "./services/fleet/registry/Registry.js"
 export * from "./services/fleet/registry/Schema.js"
 // Ground-truth services

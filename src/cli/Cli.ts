@@ -4,6 +4,7 @@ import { blog } from "./blog.js"
 import { config } from "./config.js"
 import { db } from "./db.js"
 import { gt } from "./gt.js"
+import { host } from "./host.js"
 import { lease } from "./lease.js"
 import { market } from "./market.js"
 import { registry } from "./registry.js"
@@ -13,7 +14,7 @@ import { vault } from "./vault.js"
 /** The whole `ctl` tree, assembled in one call (a second withSubcommands would replace the first). */
 export const ctl = Command.make("ctl").pipe(
   Command.withDescription("Keel: marketplace, ground truth, product API and fleet operations on one runtime"),
-  Command.withSubcommands([serve, db, gt, market, registry, vault, lease, blog, config])
+  Command.withSubcommands([serve, db, gt, market, registry, vault, host, lease, blog, config])
 )
 
 /** Runs `ctl` on an argv (`["node", "ctl", ...args]`); the version is read when it runs, not on import. */

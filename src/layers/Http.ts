@@ -16,6 +16,7 @@ import { Duration, Effect, Layer, Option } from "effect"
 import { bodyLimitMiddleware } from "../http/BodyLimit.js"
 import { corsMiddleware } from "../http/Cors.js"
 import { ControlPlaneApi } from "../http/controlplane/Api.js"
+import { HostHealthLive } from "../http/controlplane/Http.js"
 import { GroundTruthApi } from "../http/groundtruth/Api.js"
 import {
   GroundTruthAskLive,
@@ -72,7 +73,9 @@ export const SurfaceRoutes = {
     docs("product")
   ),
   controlplane: Layer.mergeAll(
-    HttpLayerRouter.addHttpApi(ControlPlaneApi, { openapiPath: openApiPath("controlplane") }),
+    HttpLayerRouter.addHttpApi(ControlPlaneApi, { openapiPath: openApiPath("controlplane") }).pipe(
+      Layer.provide(HostHealthLive)
+    ),
     docs("controlplane")
   ),
   vault: Layer.mergeAll(

@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { Answerer } from "../services/groundtruth/Answerer.js"
 import { BrandAssets } from "../services/groundtruth/BrandAssets.js"
@@ -61,8 +62,9 @@ export const DomainServices = Layer.mergeAll(
   Answerer.Default,
   BrandAssets.Default,
   MarketServices,
-  FleetRegistry.Default
+  HostHealth.Default
 ).pipe(
+  Layer.provideMerge(FleetRegistry.Default),
   Layer.provideMerge(ObjectGateway.Default),
   Layer.provideMerge(Retriever.Default),
   Layer.provideMerge(Sources.Default),

@@ -194,7 +194,16 @@ export const embeddedVault = (options: { readonly masterKey?: Uint8Array } = {})
             }
             yield* sql`INSERT INTO vault_grants ${sql.insert({ ...row })}`.pipe(Effect.orDie)
             yield* audit("grant_created", { consumer: row.consumer, grant: row.id })
-            return { grant: toGrant(row), credential: { grant_id: row.id, consumer: row.consumer, secret } }
+            const grant = toGrant(row)
+            return {
+              grant,
+              credential: {
+                grant_id: row.id,
+                consumer: row.consumer,
+                secret,
+                scope: { actions: grant.actions, hosts: grant.hosts, items: grant.items }
+              }
+            }
           }),
         listGrants: sql<GrantRow>`SELECT * FROM vault_grants ORDER BY created_at, id`.pipe(
           Effect.map((rows) => rows.map(toGrant)),

@@ -23,7 +23,15 @@ export type Grant = typeof Grant.Type
 export const GrantCredential = Schema.Struct({
   grant_id: Schema.String,
   consumer: Schema.String,
-  secret: Schema.String
+  secret: Schema.String,
+  /** What the grant allows (not secret): lets a holder refuse an over-broad grant before using it. */
+  scope: Schema.optional(
+    Schema.Struct({
+      actions: Schema.Array(Schema.String),
+      hosts: Schema.Array(Schema.String),
+      items: Schema.Array(Schema.String)
+    })
+  )
 })
 export type GrantCredential = typeof GrantCredential.Type
 

@@ -1,0 +1,161 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Args, Command, Options } from "@effect/cli"
+import { Config, Effect, Option, Schema } from "effect"
+import { ServicesLive } from "../layers/Live.js"
+import { HostBeacon } from "../services/fleet/beacon/Beacon.js"
+import { beaconRouting, publishBeacon } from "../services/fleet/beacon/BeaconPublisher.js"
+import { renderEnvFile, renderLaunchd, renderSystemd } from "../services/fleet/beacon/BeaconUnits.js"
+import { collectBeacon } from "../services/fleet/beacon/BeaconWriter.js"
+import { ServiceManagerLive } from "../services/fleet/beacon/ServiceManager.js"
+import { FleetRegistry } from "../services/fleet/registry/Registry.js"
+import { CommandFailed, emit, json } from "./Output.js"
+
+const hostOption = Options.text("host").pipe(
+  Options.optional,
+  Options.withDescription("The registry target this host is (default: KEEL_HOST, then the hostname)")
+)
+const bundledRegistry = Options.boolean("bundled-registry").pipe(
+  Options.withDescription("Use the registry shipped inside the package")
+)
+
+/** Writes a file atomically: temporary file beside it, fsync, rename. */
+const writeAtomically = (file: string, text: string, mode = 0o644) =>
+  Effect.try({
+    try: () => {
+      fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
+      const temp = `${file}.tmp-${process.pid}`
+      const fd = fs.openSync(temp, "w", mode)
+      try {
+        fs.writeSync(fd, text)
+        fs.fsyncSync(fd)
+      } finally {
+        fs.closeSync(fd)
+      }
+      fs.renameSync(temp, file)
+    },
+    catch: (error) => new CommandFailed({ detail: `could not write ${file}: ${(error as Error).message}` })
+  })
+
+const write = Command.make(
+  "write",
+  {
+    out: Options.file("out").pipe(
+      Options.optional,
+      Options.withDescription("Write here (atomically) instead of stdout")
+    ),
+    host: hostOption,
+    bundledRegistry
+  },
+  ({ bundledRegistry, host, out }) =>
+    Effect.gen(function* () {
+      const registry = yield* FleetRegistry
+      const snapshot = yield* (bundledRegistry ? registry.bundled() : registry.read({ allowCached: true })).pipe(
+        Effect.mapError((error) => new CommandFailed({ detail: error.detail }))
+      )
+      const envHost = yield* Config.option(Config.string("KEEL_HOST")).pipe(Effect.orDie)
+      const name = Option.getOrElse(host, () => Option.getOrElse(envHost, () => os.hostname()))
+      const target = snapshot.registry.targets.find((t) => t.name === name)
+      if (target === undefined)
+        return yield* new CommandFailed({ detail: `${name} is not a target of the registry (use --host)` })
+      const beacon = yield* collectBeacon(target).pipe(Effect.provide(ServiceManagerLive))
+      const text = `${JSON.stringify(Schema.encodeSync(HostBeacon)(beacon), null, 2)}\n`
+      if (Option.isSome(out)) {
+        yield* writeAtomically(out.value, text)
+        yield* emit(false, out.value, (file) => `beacon for ${beacon.host} written to ${file}`)
+      } else yield* emit(false, text.trimEnd(), (t) => t)
+    })
+).pipe(Command.withDescription("Collect this host's disk and unit state into a beacon document"))
+
+const install = Command.make(
+  "install",
+  {
+    print: Options.boolean("print").pipe(Options.withDescription("Print the rendered units instead of writing them")),
+    dir: Options.directory("dir").pipe(Options.optional, Options.withDescription("Write the rendered files here")),
+    os: Options.choice("os", ["linux", "darwin"]).pipe(Options.optional),
+    ctlCommand: Options.text("ctl").pipe(
+      Options.withDefault("/usr/local/bin/ctl"),
+      Options.withDescription("The ctl command the units run (absolute)")
+    ),
+    beaconFile: Options.text("beacon-file").pipe(Options.withDefault("/var/lib/keel/beacon.json")),
+    envFile: Options.text("routing-file").pipe(Options.withDefault("/etc/keel/beacon.env")),
+    interval: Options.integer("interval").pipe(
+      Options.withDefault(300),
+      Options.withDescription("Seconds between beacons")
+    ),
+    user: Options.text("user").pipe(Options.optional),
+    controlPlaneUrl: Options.text("control-plane-url").pipe(Options.withDefault("https://control.example.internal")),
+    vaultUrl: Options.text("vault-url").pipe(Options.withDefault("https://control.example.internal")),
+    consumer: Options.text("consumer").pipe(Options.withDefault("beacon-HOST")),
+    grantFile: Options.text("grant-file").pipe(Options.withDefault("/etc/keel/beacon-grant.json"))
+  },
+  (options) =>
+    Effect.gen(function* () {
+      const target = Option.getOrElse(options.os, () => (process.platform === "darwin" ? "darwin" : "linux"))
+      const unitOptions = {
+        ctl: options.ctlCommand.split(" ").filter((p) => p.length > 0),
+        beaconFile: options.beaconFile,
+        envFile: options.envFile,
+        intervalSeconds: options.interval,
+        user: Option.getOrUndefined(options.user),
+        routing: {
+          controlPlaneUrl: options.controlPlaneUrl,
+          vaultUrl: options.vaultUrl,
+          consumer: options.consumer,
+          grantFile: options.grantFile
+        }
+      }
+      const files: Record<string, string> =
+        target === "darwin"
+          ? renderLaunchd(unitOptions)
+          : { ...renderSystemd(unitOptions), [path.basename(options.envFile)]: renderEnvFile(unitOptions) }
+      if (options.print || Option.isNone(options.dir)) {
+        return yield* emit(false, files, (all) =>
+          Object.entries(all)
+            .map(([name, text]) => `# ${name}\n${text}`)
+            .join("\n")
+        )
+      }
+      for (const [name, text] of Object.entries(files)) yield* writeAtomically(path.join(options.dir.value, name), text)
+      yield* emit(
+        false,
+        Object.keys(files),
+        (names) => `wrote ${names.join(", ")} to ${Option.getOrElse(options.dir, () => "")}`
+      )
+    })
+).pipe(Command.withDescription("Render the beacon's systemd service + timer (Linux) or launchd plist (macOS)"))
+
+const publish = Command.make(
+  "publish-beacon",
+  {
+    file: Args.file({ name: "FILE" }),
+    envFile: Options.file("routing-file").pipe(
+      Options.optional,
+      Options.withDescription("Routing KEY=value lines (the units' EnvironmentFile); the environment wins")
+    ),
+    json
+  },
+  ({ envFile, file, json }) =>
+    Effect.gen(function* () {
+      const routing = yield* beaconRouting(envFile)
+      const stored = yield* publishBeacon(file, routing)
+      yield* emit(json, stored, (s) => `published ${s.host} (${s.reported_at}) to ${s.key}`)
+    }).pipe(
+      Effect.catchTag("BeaconPublishFailed", (error) =>
+        Effect.fail(new CommandFailed({ detail: `${error.reason}: ${error.detail}` }))
+      )
+    )
+).pipe(Command.withDescription("Exchange the beacon grant for a token and PUT the beacon to the control plane"))
+
+export const host = Command.make("host").pipe(
+  Command.withDescription("Host-side fleet commands: beacons"),
+  Command.withSubcommands([
+    Command.make("beacon").pipe(
+      Command.withDescription("Write a beacon, or render the units that publish it"),
+      Command.withSubcommands([write.pipe(Command.provide(ServicesLive)), install])
+    ),
+    publish
+  ])
+)
+// Options are named --routing-file, not --env-file: Node 20 scans the whole argv for --env-file.

@@ -1,0 +1,53 @@
+import { Schema } from "effect"
+
+const Bytes = Schema.Int.pipe(Schema.nonNegative())
+const Sha256 = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/))
+
+export const DiskState = Schema.Struct({
+  mount: Schema.String,
+  /** Exact integers from statfs (blocks × block size); null when the mount could not be read, never 0. */
+  total_bytes: Schema.NullOr(Bytes),
+  free_bytes: Schema.NullOr(Bytes),
+  available_bytes: Schema.NullOr(Bytes),
+  error: Schema.NullOr(Schema.String)
+})
+
+export const LiveProcess = Schema.Struct({
+  pid: Schema.Int.pipe(Schema.positive()),
+  /** The running executable's path (Linux: /proc/<pid>/exe), null when unreadable. */
+  executable: Schema.NullOr(Schema.String),
+  sha256: Schema.NullOr(Sha256)
+})
+
+export const UnitState = Schema.Struct({
+  name: Schema.String,
+  unit: Schema.String,
+  manager: Schema.Literal("systemd", "launchd"),
+  load_state: Schema.NullOr(Schema.String),
+  active_state: Schema.NullOr(Schema.String),
+  sub_state: Schema.NullOr(Schema.String),
+  main_pid: Schema.NullOr(Schema.Int.pipe(Schema.nonNegative())),
+  exec_start: Schema.NullOr(Schema.String),
+  fragment_path: Schema.NullOr(Schema.String),
+  process: Schema.NullOr(LiveProcess),
+  /** Why the unit could not be read, when it could not. */
+  error: Schema.NullOr(Schema.String)
+})
+export type UnitState = typeof UnitState.Type
+
+/** The host-health beacon (docs/beacon.md), validated by the writer and by the control plane. */
+export const HostBeacon = Schema.Struct({
+  schema: Schema.Literal("keel.beacon/v1"),
+  host: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,62}$/)),
+  os: Schema.Literal("linux", "darwin"),
+  reported_at: Schema.String.pipe(
+    Schema.pattern(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,3})?Z$/),
+    Schema.annotations({ message: () => "must be an ISO 8601 UTC timestamp" })
+  ),
+  writer_version: Schema.String,
+  disks: Schema.Array(DiskState),
+  units: Schema.Array(UnitState)
+})
+export type HostBeacon = typeof HostBeacon.Type
+
+export const beaconKey = (host: string) => `host_health/${host}.json`

@@ -1,0 +1,192 @@
+import * as fs from "node:fs/promises"
+import { Config, Data, Effect, Option, Schema } from "effect"
+import { GrantCredential } from "../../platform/vault/Vault.js"
+import { HostBeacon } from "./Beacon.js"
+
+/** Why a publication failed, in one line; the stored beacon is untouched. */
+export class BeaconPublishFailed extends Data.TaggedError("BeaconPublishFailed")<{
+  readonly reason:
+    | "routing_missing"
+    | "insecure_url"
+    | "beacon_invalid"
+    | "grant_unreadable"
+    | "grant_not_owner_only"
+    | "grant_over_broad"
+    | "vault_refused"
+    | "control_plane_refused"
+    | "backend_error"
+  readonly detail: string
+}> {}
+
+export interface BeaconRouting {
+  readonly controlPlaneUrl: string
+  readonly vaultUrl: string
+  readonly consumer: string
+  readonly grantFile: string
+}
+
+const ROUTING = {
+  controlPlaneUrl: "KEEL_CONTROL_PLANE_URL",
+  vaultUrl: "KEEL_VAULT_URL",
+  consumer: "KEEL_BEACON_CONSUMER",
+  grantFile: "KEEL_BEACON_GRANT_FILE"
+} as const
+
+const fail = (reason: BeaconPublishFailed["reason"], detail: string) => new BeaconPublishFailed({ reason, detail })
+
+/** `KEY=value` lines (comments and blanks ignored), as systemd's EnvironmentFile= reads them. */
+export const parseEnvFile = (text: string): Record<string, string> => {
+  const values: Record<string, string> = {}
+  for (const raw of text.split("\n")) {
+    const line = raw.trim()
+    if (line === "" || line.startsWith("#")) continue
+    const eq = line.indexOf("=")
+    if (eq <= 0) continue
+    values[line.slice(0, eq).trim()] = line
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, "$1")
+  }
+  return values
+}
+
+/** Routing from the environment, falling back to an env file; every missing name is reported. */
+export const beaconRouting = (envFile: Option.Option<string>) =>
+  Effect.gen(function* () {
+    const fromFile = Option.isSome(envFile)
+      ? yield* Effect.tryPromise({
+          try: () => fs.readFile(envFile.value, "utf8").then(parseEnvFile),
+          catch: (error) => fail("routing_missing", `cannot read ${envFile.value}: ${(error as Error).message}`)
+        })
+      : {}
+    const resolved: Record<string, string> = {}
+    const missing: Array<string> = []
+    for (const [field, name] of Object.entries(ROUTING)) {
+      const value =
+        Option.getOrUndefined(yield* Config.option(Config.string(name)).pipe(Effect.orDie)) ?? fromFile[name]
+      if (value === undefined || value === "") missing.push(name)
+      else resolved[field] = value
+    }
+    if (missing.length > 0) return yield* fail("routing_missing", `missing ${missing.join(", ")}`)
+    return resolved as unknown as BeaconRouting
+  })
+
+const LOOPBACK = new Set(["127.0.0.1", "::1", "[::1]", "localhost"])
+
+const checkUrl = (name: string, text: string) => {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    return Effect.fail(fail("routing_missing", `${name} is not a URL`))
+  }
+  if (url.protocol === "https:") return Effect.succeed(url)
+  if (url.protocol === "http:" && LOOPBACK.has(url.hostname)) return Effect.succeed(url)
+  return Effect.fail(fail("insecure_url", `${name} must use https: (http: only to a loopback address)`))
+}
+
+const request = (url: URL, init: RequestInit) =>
+  Effect.tryPromise({
+    try: async () => {
+      const response = await fetch(url, { ...init, signal: AbortSignal.timeout(15_000) })
+      const text = await response.text()
+      let body: unknown = text
+      try {
+        body = JSON.parse(text)
+      } catch {}
+      return { status: response.status, body }
+    },
+    catch: (error) => fail("backend_error", `${url.origin}: ${(error as Error).message}`)
+  })
+
+const problemDetail = (body: unknown) =>
+  typeof body === "object" && body !== null && "detail" in body ? String((body as { detail: unknown }).detail) : ""
+
+const sameSet = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
+  a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i])
+
+/** A beacon grant may do exactly one thing: write this one host's health. */
+const overBroad = (
+  scope: { actions: ReadonlyArray<string>; hosts: ReadonlyArray<string>; items: ReadonlyArray<string> },
+  host: string
+) => !sameSet(scope.actions, ["host-health-write"]) || !sameSet(scope.hosts, [host]) || scope.items.length > 0
+
+/**
+ * `ctl host publish-beacon`: validates the beacon, checks the grant file (owner-only, exactly
+ * host-health-write for this host), exchanges it at the vault for a short-lived token and PUTs the
+ * beacon to the control plane. It uses no other credential source.
+ */
+export const publishBeacon = (file: string, routing: BeaconRouting) =>
+  Effect.gen(function* () {
+    const controlPlane = yield* checkUrl("KEEL_CONTROL_PLANE_URL", routing.controlPlaneUrl)
+    const vault = yield* checkUrl("KEEL_VAULT_URL", routing.vaultUrl)
+    const text = yield* Effect.tryPromise({
+      try: () => fs.readFile(file, "utf8"),
+      catch: (error) => fail("beacon_invalid", `cannot read ${file}: ${(error as Error).message}`)
+    })
+    const beacon = yield* Effect.try({
+      try: () => Schema.decodeUnknownSync(HostBeacon)(JSON.parse(text)),
+      catch: (error) =>
+        fail("beacon_invalid", `${file} is not a valid beacon: ${(error as Error).message.split("\n")[0]}`)
+    })
+    const stat = yield* Effect.tryPromise({
+      try: () => fs.stat(routing.grantFile),
+      catch: (error) => fail("grant_unreadable", `cannot read the grant file: ${(error as Error).message}`)
+    })
+    if ((stat.mode & 0o077) !== 0) {
+      return yield* fail(
+        "grant_not_owner_only",
+        `${routing.grantFile} is mode ${(stat.mode & 0o777).toString(8)}; it must be owner-only (0600)`
+      )
+    }
+    const credential = yield* Effect.tryPromise({
+      try: async () =>
+        Schema.decodeUnknownSync(GrantCredential)(JSON.parse(await fs.readFile(routing.grantFile, "utf8"))),
+      catch: (error) =>
+        fail(
+          "grant_unreadable",
+          `${routing.grantFile} is not a grant credential: ${(error as Error).message.split("\n")[0]}`
+        )
+    })
+    if (credential.consumer !== routing.consumer)
+      return yield* fail("grant_unreadable", `the grant belongs to ${credential.consumer}, not ${routing.consumer}`)
+    if (credential.scope !== undefined && overBroad(credential.scope, beacon.host))
+      return yield* fail("grant_over_broad", `the grant allows more than host-health-write for ${beacon.host}`)
+
+    const exchanged = yield* request(new URL("/v1/vault/token", vault), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ grant_id: credential.grant_id, consumer: credential.consumer, secret: credential.secret })
+    })
+    if (exchanged.status === 401 || exchanged.status === 403)
+      return yield* fail(
+        "vault_refused",
+        `the vault refused the grant (${exchanged.status}): ${problemDetail(exchanged.body)}`
+      )
+    if (exchanged.status !== 200) return yield* fail("backend_error", `the vault answered ${exchanged.status}`)
+    const token = exchanged.body as {
+      token: string
+      actions: Array<string>
+      hosts: Array<string>
+      items: Array<string>
+    }
+    if (overBroad(token, beacon.host))
+      return yield* fail("grant_over_broad", `the grant allows more than host-health-write for ${beacon.host}`)
+
+    const stored = yield* request(new URL("/api/host-health", controlPlane), {
+      method: "PUT",
+      headers: { "content-type": "application/json", authorization: `Bearer ${token.token}` },
+      body: text
+    })
+    if (stored.status === 401 || stored.status === 403)
+      return yield* fail(
+        "control_plane_refused",
+        `the control plane refused (${stored.status}): ${problemDetail(stored.body)}`
+      )
+    if (stored.status !== 200)
+      return yield* fail(
+        stored.status >= 500 ? "backend_error" : "control_plane_refused",
+        `the control plane answered ${stored.status}: ${problemDetail(stored.body)}`
+      )
+    return stored.body as { host: string; key: string; reported_at: string; stored_at: string }
+  })

@@ -1,0 +1,179 @@
+/** What the rendered units need: the `ctl` to run, where the beacon goes, the non-secret routing. */
+export interface BeaconUnitOptions {
+  /** Absolute command that runs ctl (e.g. `/usr/local/bin/ctl`, or `/usr/bin/node /opt/keel/bin/ctl.js`). */
+  readonly ctl: ReadonlyArray<string>
+  readonly beaconFile: string
+  readonly envFile: string
+  readonly intervalSeconds: number
+  readonly user?: string | undefined
+  readonly routing: {
+    readonly controlPlaneUrl: string
+    readonly vaultUrl: string
+    readonly consumer: string
+    readonly grantFile: string
+  }
+}
+
+const quote = (arg: string) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `"${arg.replace(/(["\\$`])/g, "\\$1")}"`)
+const command = (parts: ReadonlyArray<string>) => parts.map(quote).join(" ")
+
+/** The EnvironmentFile both units read: origins and grant metadata only, never a secret. */
+export const renderEnvFile = (options: BeaconUnitOptions) =>
+  [
+    "# Keel beacon routing (non-secret). The grant credential itself stays in its owner-only file.",
+    `KEEL_CONTROL_PLANE_URL=${options.routing.controlPlaneUrl}`,
+    `KEEL_VAULT_URL=${options.routing.vaultUrl}`,
+    `KEEL_BEACON_CONSUMER=${options.routing.consumer}`,
+    `KEEL_BEACON_GRANT_FILE=${options.routing.grantFile}`,
+    ""
+  ].join("\n")
+
+/** A oneshot service that writes then publishes the beacon, and the timer that runs it. */
+export const renderSystemd = (options: BeaconUnitOptions) => ({
+  "keel-beacon.service": [
+    "[Unit]",
+    "Description=Keel host-health beacon (write and publish)",
+    "Wants=network-online.target",
+    "After=network-online.target",
+    "",
+    "[Service]",
+    "Type=oneshot",
+    `EnvironmentFile=${options.envFile}`,
+    ...(options.user === undefined ? [] : [`User=${options.user}`]),
+    `ExecStart=${command([...options.ctl, "host", "beacon", "write", "--out", options.beaconFile])}`,
+    `ExecStart=${command([...options.ctl, "host", "publish-beacon", options.beaconFile])}`,
+    "NoNewPrivileges=yes",
+    "PrivateTmp=yes",
+    ""
+  ].join("\n"),
+  "keel-beacon.timer": [
+    "[Unit]",
+    "Description=Publish the Keel host-health beacon periodically",
+    "",
+    "[Timer]",
+    "OnBootSec=60",
+    `OnUnitActiveSec=${options.intervalSeconds}`,
+    "Unit=keel-beacon.service",
+    "",
+    "[Install]",
+    "WantedBy=timers.target",
+    ""
+  ].join("\n")
+})
+
+const xml = (text: string) =>
+  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
+
+/** A launchd daemon with the same routing metadata, run every interval. */
+export const renderLaunchd = (options: BeaconUnitOptions) => {
+  const script = `${command([...options.ctl, "host", "beacon", "write", "--out", options.beaconFile])} && ${command([
+    ...options.ctl,
+    "host",
+    "publish-beacon",
+    options.beaconFile
+  ])}`
+  const env: Record<string, string> = {
+    KEEL_CONTROL_PLANE_URL: options.routing.controlPlaneUrl,
+    KEEL_VAULT_URL: options.routing.vaultUrl,
+    KEEL_BEACON_CONSUMER: options.routing.consumer,
+    KEEL_BEACON_GRANT_FILE: options.routing.grantFile
+  }
+  return {
+    "dev.keel.beacon.plist": [
+      '<?xml version="1.0" encoding="UTF-8"?>',
+      '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">',
+      '<plist version="1.0">',
+      "<dict>",
+      "  <key>Label</key>",
+      "  <string>dev.keel.beacon</string>",
+      "  <key>ProgramArguments</key>",
+      "  <array>",
+      "    <string>/bin/sh</string>",
+      "    <string>-c</string>",
+      `    <string>${xml(script)}</string>`,
+      "  </array>",
+      "  <key>EnvironmentVariables</key>",
+      "  <dict>",
+      ...Object.entries(env).flatMap(([k, v]) => [`    <key>${k}</key>`, `    <string>${xml(v)}</string>`]),
+      "  </dict>",
+      ...(options.user === undefined ? [] : ["  <key>UserName</key>", `  <string>${xml(options.user)}</string>`]),
+      "  <key>StartInterval</key>",
+      `  <integer>${options.intervalSeconds}</integer>`,
+      "  <key>RunAtLoad</key>",
+      "  <true/>",
+      "</dict>",
+      "</plist>",
+      ""
+    ].join("\n")
+  }
+}
+
+export type PlistValue = string | number | boolean | ReadonlyArray<PlistValue> | { readonly [key: string]: PlistValue }
+
+/**
+ * A strict parser for the XML property-list subset launchd reads (dict, key, string, integer, array,
+ * true, false), as `plutil -lint` would check it: anything else, unbalanced or misplaced, throws.
+ */
+export const parsePlist = (text: string): PlistValue => {
+  const body = text
+    .replace(/^<\?xml[^>]*\?>\s*/, "")
+    .replace(/^<!DOCTYPE plist[^>]*>\s*/, "")
+    .trim()
+  const tokens = body.match(/<[^>]+>|[^<]+/g) ?? []
+  let i = 0
+  const next = () => {
+    while (i < tokens.length && tokens[i]!.trim() === "") i++
+    return tokens[i++]
+  }
+  const unescapeXml = (s: string) =>
+    s
+      .replace(/&lt;/g, "<")
+      .replace(/&gt;/g, ">")
+      .replace(/&quot;/g, '"')
+      .replace(/&amp;/g, "&")
+  const textUntil = (close: string) => {
+    let value = ""
+    while (i < tokens.length && tokens[i] !== close) {
+      if (tokens[i]!.startsWith("<")) throw new Error(`unexpected ${tokens[i]} before ${close}`)
+      value += tokens[i++]
+    }
+    if (tokens[i++] !== close) throw new Error(`missing ${close}`)
+    return unescapeXml(value)
+  }
+  const value = (open: string | undefined): PlistValue => {
+    switch (open) {
+      case "<string>":
+        return textUntil("</string>")
+      case "<integer>": {
+        const n = textUntil("</integer>")
+        if (!/^-?\d+$/.test(n)) throw new Error(`not an integer: ${n}`)
+        return Number(n)
+      }
+      case "<true/>":
+        return true
+      case "<false/>":
+        return false
+      case "<array>": {
+        const items: Array<PlistValue> = []
+        for (let t = next(); t !== "</array>"; t = next()) items.push(value(t))
+        return items
+      }
+      case "<dict>": {
+        const dict: Record<string, PlistValue> = {}
+        for (let t = next(); t !== "</dict>"; t = next()) {
+          if (t !== "<key>") throw new Error(`expected <key>, got ${t}`)
+          const key = textUntil("</key>")
+          dict[key] = value(next())
+        }
+        return dict
+      }
+      default:
+        throw new Error(`unexpected ${open ?? "end of document"}`)
+    }
+  }
+  if (next() !== '<plist version="1.0">') throw new Error('the document must be <plist version="1.0">')
+  const root = value(next())
+  if (next() !== "</plist>") throw new Error("missing </plist>")
+  if (next() !== undefined) throw new Error("content after </plist>")
+  return root
+}

@@ -1,0 +1,101 @@
+import { HttpApiSchema } from "@effect/platform"
+import { Clock, Effect, Option, type ParseResult, Schema } from "effect"
+import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
+import { formatIssues } from "../../platform/Validation.js"
+import { Vault, VaultForbidden } from "../../platform/vault/Vault.js"
+import { FleetRegistry } from "../registry/Registry.js"
+import { beaconKey, HostBeacon } from "./Beacon.js"
+
+export class BeaconInvalid extends Schema.TaggedError<BeaconInvalid>()(
+  "BeaconInvalid",
+  { code: Schema.Literal("BEACON_INVALID", "UNKNOWN_HOST"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 400 })
+) {}
+
+export class BeaconStale extends Schema.TaggedError<BeaconStale>()(
+  "BeaconStale",
+  {
+    code: Schema.Literal("BEACON_STALE"),
+    host: Schema.String,
+    stored_reported_at: Schema.String,
+    detail: Schema.String
+  },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
+export class BeaconStoreFailed extends Schema.TaggedError<BeaconStoreFailed>()(
+  "BeaconStoreFailed",
+  { code: Schema.Literal("BEACON_STORE_FAILED"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
+export interface StoredBeacon {
+  readonly host: string
+  readonly key: string
+  readonly reported_at: string
+  readonly stored_at: string
+}
+
+/**
+ * The control plane's side of beacons: a token from the vault scoped to `host-health-write` for the
+ * beacon's own host, a document that validates and names a registry target, and an atomic write that
+ * never rolls a newer beacon back.
+ */
+export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth", {
+  effect: Effect.gen(function* () {
+    const vault = yield* Vault
+    const objects = yield* ObjectGateway
+    const registry = yield* FleetRegistry
+
+    const store = Effect.fn("HostHealth.store")(function* (token: string, body: unknown) {
+      // Credentials first: an unauthenticated caller learns nothing about what a valid beacon is.
+      const grant = yield* vault.authorize(token, { action: "host-health-write" })
+      const beacon = yield* Schema.decodeUnknown(HostBeacon, { errors: "all", onExcessProperty: "error" })(body).pipe(
+        Effect.mapError(
+          (error: ParseResult.ParseError) =>
+            new BeaconInvalid({ code: "BEACON_INVALID", detail: formatIssues(error, { limit: 10 }) })
+        )
+      )
+      if (!grant.hosts.includes(beacon.host)) {
+        return yield* new VaultForbidden({
+          code: "VAULT_FORBIDDEN",
+          detail: `this token may write the health of ${grant.hosts.join(", ") || "no host"}, not ${beacon.host}`
+        })
+      }
+      const snapshot = yield* registry
+        .read({ allowCached: true })
+        .pipe(Effect.mapError((error) => new BeaconStoreFailed({ code: "BEACON_STORE_FAILED", detail: error.detail })))
+      if (!snapshot.registry.targets.some((t) => t.name === beacon.host)) {
+        return yield* new BeaconInvalid({
+          code: "UNKNOWN_HOST",
+          detail: `${beacon.host} is not a target of the registry`
+        })
+      }
+      const key = beaconKey(beacon.host)
+      const stored = yield* objects.getJson(key).pipe(Effect.orElseSucceed(() => Option.none()))
+      if (Option.isSome(stored)) {
+        const previous = Schema.decodeUnknownOption(HostBeacon)(stored.value)
+        if (Option.isSome(previous) && Date.parse(previous.value.reported_at) > Date.parse(beacon.reported_at)) {
+          return yield* new BeaconStale({
+            code: "BEACON_STALE",
+            host: beacon.host,
+            stored_reported_at: previous.value.reported_at,
+            detail: `a newer beacon (${previous.value.reported_at}) is already stored`
+          })
+        }
+      }
+      yield* objects
+        .putJson(key, beacon)
+        .pipe(Effect.mapError((error) => new BeaconStoreFailed({ code: "BEACON_STORE_FAILED", detail: error.detail })))
+      const now = yield* Clock.currentTimeMillis
+      return {
+        host: beacon.host,
+        key,
+        reported_at: beacon.reported_at,
+        stored_at: new Date(now).toISOString()
+      } satisfies StoredBeacon
+    })
+
+    return { store } as const
+  })
+}) {}

@@ -1,0 +1,320 @@
+import { execFileSync, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import {
+  type BeaconRouting,
+  beaconKey,
+  beaconRouting,
+  type HostBeacon,
+  ObjectGateway,
+  parsePlist,
+  publishBeacon,
+  renderEnvFile,
+  renderLaunchd,
+  renderSystemd,
+  Vault
+} from "keel"
+import { HttpTest } from "../support/http.js"
+import { call, serverPort } from "../support/market.js"
+
+const root = fileURLToPath(new URL("../..", import.meta.url))
+const registryFile = path.join(root, "examples", "registry.yml")
+const work = fs.mkdtempSync(path.join(os.tmpdir(), "keel-beacon-"))
+
+const beacon = (host: string, reportedAt: string): HostBeacon => ({
+  schema: "keel.beacon/v1",
+  host,
+  os: "linux",
+  reported_at: reportedAt,
+  writer_version: "test",
+  disks: [{ mount: "/", total_bytes: 1000, free_bytes: 400, available_bytes: 300, error: null }],
+  units: []
+})
+
+const writeJson = (name: string, value: unknown, mode = 0o600) => {
+  const file = path.join(work, name)
+  fs.rmSync(file, { force: true })
+  fs.writeFileSync(file, JSON.stringify(value), { mode })
+  fs.chmodSync(file, mode)
+  return file
+}
+
+/** A grant credential file for `hosts`/`actions`, written owner-only unless told otherwise. */
+const grantFile = (name: string, grant: { actions: Array<string>; hosts: Array<string> }, mode = 0o600) =>
+  Effect.gen(function* () {
+    const { credential } = yield* (yield* Vault).createGrant({
+      consumer: "beacon-forge-1",
+      actions: grant.actions,
+      items: [],
+      hosts: grant.hosts,
+      ttlMillis: 3_600_000
+    })
+    return { file: writeJson(name, credential, mode), credential }
+  }).pipe(Effect.orDie)
+
+const storedBytes = Effect.gen(function* () {
+  const object = yield* (yield* ObjectGateway).get(beaconKey("forge-1")).pipe(Effect.orDie)
+  return Option.map(object, (o) => Buffer.from(o.bytes).toString("utf8"))
+})
+
+const failureOf = <A, E extends { readonly _tag: string }, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.map(Effect.flip(effect), (error) => error as E & { reason?: string; detail?: string })
+
+layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: registryFile } }), {
+  timeout: "60 seconds",
+  excludeTestServices: true
+})("host-health beacons", (it) => {
+  it.effect("publish-beacon stores the beacon; each failure leaves the stored bytes exactly as they were", () =>
+    Effect.gen(function* () {
+      const port = yield* serverPort
+      const local = `http://127.0.0.1:${port}`
+      const good = yield* grantFile("good.json", { actions: ["host-health-write"], hosts: ["forge-1"] })
+      const routing: BeaconRouting = {
+        controlPlaneUrl: local,
+        vaultUrl: local,
+        consumer: "beacon-forge-1",
+        grantFile: good.file
+      }
+      const first = writeJson("first.json", beacon("forge-1", "2026-11-23T10:00:00.000Z"), 0o644)
+      const stored = yield* publishBeacon(first, routing)
+      assert.strictEqual(stored.key, "host_health/forge-1.json")
+      assert.strictEqual(stored.reported_at, "2026-11-23T10:00:00.000Z")
+      const before = yield* storedBytes
+      assert.isTrue(Option.isSome(before))
+      assert.strictEqual(JSON.parse(Option.getOrThrow(before)).reported_at, "2026-11-23T10:00:00.000Z")
+
+      const next = writeJson("next.json", beacon("forge-1", "2026-11-23T11:00:00.000Z"), 0o644)
+      const cases: Array<[string, Effect.Effect<unknown, { readonly _tag: string }, Vault>]> = [
+        ["routing_missing", beaconRouting(Option.none()).pipe(Effect.flatMap((r) => publishBeacon(next, r)))],
+        ["grant_unreadable", publishBeacon(next, { ...routing, grantFile: path.join(work, "absent.json") })],
+        [
+          "grant_not_owner_only",
+          Effect.flatMap(grantFile("open.json", { actions: ["host-health-write"], hosts: ["forge-1"] }, 0o644), (g) =>
+            publishBeacon(next, { ...routing, grantFile: g.file })
+          )
+        ],
+        [
+          "grant_over_broad",
+          Effect.flatMap(
+            grantFile("broad.json", { actions: ["host-health-write", "storage-reconcile-apply"], hosts: ["forge-1"] }),
+            (g) => publishBeacon(next, { ...routing, grantFile: g.file })
+          )
+        ],
+        [
+          "grant_over_broad",
+          // The file hides its scope: the vault's answer still shows the grant covers two hosts.
+          Effect.flatMap(
+            grantFile("hidden.json", { actions: ["host-health-write"], hosts: ["forge-1", "forge-2"] }),
+            (g) =>
+              publishBeacon(next, {
+                ...routing,
+                grantFile: writeJson("hidden-scope.json", { ...g.credential, scope: undefined })
+              })
+          )
+        ],
+        ["insecure_url", publishBeacon(next, { ...routing, controlPlaneUrl: `http://10.0.0.1:${port}` })],
+        [
+          "vault_refused",
+          publishBeacon(next, {
+            ...routing,
+            grantFile: writeJson("forged.json", { ...good.credential, secret: "not-the-secret" })
+          })
+        ],
+        [
+          "control_plane_refused",
+          // Older than what is stored: the control plane refuses to roll state back (409).
+          publishBeacon(writeJson("old.json", beacon("forge-1", "2026-11-23T09:00:00.000Z"), 0o644), routing)
+        ],
+        ["backend_error", publishBeacon(next, { ...routing, controlPlaneUrl: "http://127.0.0.1:9" })]
+      ]
+      for (const [reason, attempt] of cases) {
+        const failure = yield* failureOf(attempt)
+        assert.strictEqual(failure._tag, "BeaconPublishFailed", reason)
+        assert.strictEqual(failure.reason, reason, failure.detail)
+        assert.deepStrictEqual(yield* storedBytes, before, `${reason} changed the stored beacon`)
+      }
+      const revoked = yield* grantFile("revoked.json", { actions: ["host-health-write"], hosts: ["forge-1"] })
+      yield* (yield* Vault).revokeGrant(revoked.credential.grant_id)
+      const refused = yield* failureOf(publishBeacon(next, { ...routing, grantFile: revoked.file }))
+      assert.strictEqual(refused.reason, "vault_refused")
+      assert.deepStrictEqual(yield* storedBytes, before)
+
+      const newer = yield* publishBeacon(next, routing)
+      assert.strictEqual(newer.reported_at, "2026-11-23T11:00:00.000Z")
+    })
+  )
+
+  it.effect(
+    "PUT /api/host-health: 401 without a token, 403 for another host's token, 400 invalid or unknown host",
+    () =>
+      Effect.gen(function* () {
+        const vault = yield* Vault
+        const grant = yield* vault.createGrant({
+          consumer: "beacon-forge-2",
+          actions: ["host-health-write"],
+          items: [],
+          hosts: ["forge-2"],
+          ttlMillis: 3_600_000
+        })
+        const { token } = yield* vault.exchange(grant.credential)
+        const body = beacon("forge-1", "2026-11-23T12:00:00.000Z")
+        assert.strictEqual((yield* call("POST", "/api/host-health", { body })).status, 404) // PUT only
+        const put = (options: { bearer?: string; body: unknown }) =>
+          Effect.gen(function* () {
+            const { HttpClient, HttpClientRequest } = yield* Effect.promise(() => import("@effect/platform"))
+            const client = yield* HttpClient.HttpClient
+            const response = yield* client.execute(
+              HttpClientRequest.put("/api/host-health").pipe(
+                HttpClientRequest.setHeaders(options.bearer ? { authorization: `Bearer ${options.bearer}` } : {}),
+                HttpClientRequest.bodyUnsafeJson(options.body)
+              )
+            )
+            return { status: response.status, body: (yield* response.json) as { code: string } }
+          }).pipe(Effect.scoped, Effect.orDie)
+        assert.strictEqual((yield* put({ body })).status, 401)
+        const otherHost = yield* put({ bearer: token, body })
+        assert.strictEqual(otherHost.status, 403)
+        assert.strictEqual(otherHost.body.code, "VAULT_FORBIDDEN")
+        const invalid = yield* put({ bearer: token, body: { ...beacon("forge-2", "yesterday") } })
+        assert.strictEqual(invalid.status, 400)
+        assert.strictEqual(invalid.body.code, "BEACON_INVALID")
+        const ghost = yield* vault.createGrant({
+          consumer: "beacon-ghost",
+          actions: ["host-health-write"],
+          items: [],
+          hosts: ["ghost"],
+          ttlMillis: 3_600_000
+        })
+        const ghostToken = (yield* vault.exchange(ghost.credential)).token
+        const unknown = yield* put({ bearer: ghostToken, body: beacon("ghost", "2026-11-23T12:00:00.000Z") })
+        assert.strictEqual(unknown.status, 400)
+        assert.strictEqual(unknown.body.code, "UNKNOWN_HOST")
+        const ok = yield* put({ bearer: token, body: beacon("forge-2", "2026-11-23T12:00:00.000Z") })
+        assert.strictEqual(ok.status, 200)
+      })
+  )
+})
+
+describe("beacon units", () => {
+  const options = {
+    ctl: [process.execPath, path.join(root, "bin", "ctl.js")],
+    beaconFile: "/var/lib/keel/beacon.json",
+    envFile: path.join(work, "beacon.env"),
+    intervalSeconds: 300,
+    routing: {
+      controlPlaneUrl: "https://control.example.internal",
+      vaultUrl: "https://vault.example.internal",
+      consumer: "beacon-forge-1",
+      grantFile: "/etc/keel/beacon-grant.json"
+    }
+  }
+
+  it("the rendered systemd service and timer pass systemd-analyze verify", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-units-"))
+    fs.writeFileSync(options.envFile, renderEnvFile(options))
+    for (const [name, text] of Object.entries(renderSystemd(options))) fs.writeFileSync(path.join(dir, name), text)
+    const verify = spawnSync(
+      "systemd-analyze",
+      ["verify", path.join(dir, "keel-beacon.service"), path.join(dir, "keel-beacon.timer")],
+      { encoding: "utf8" }
+    )
+    assert.strictEqual(verify.status, 0, verify.stderr)
+    assert.strictEqual(verify.stderr.trim(), "")
+    // Routing only: the four origins and grant metadata, no credential value.
+    assert.deepStrictEqual(
+      renderEnvFile(options)
+        .split("\n")
+        .filter((line) => line.includes("="))
+        .map((line) => line.slice(0, line.indexOf("="))),
+      ["KEEL_CONTROL_PLANE_URL", "KEEL_VAULT_URL", "KEEL_BEACON_CONSUMER", "KEEL_BEACON_GRANT_FILE"]
+    )
+  })
+
+  it("the rendered launchd plist is a well-formed property list with the same routing", () => {
+    const plist = parsePlist(renderLaunchd(options)["dev.keel.beacon.plist"]) as Record<string, never>
+    assert.strictEqual(plist.Label, "dev.keel.beacon")
+    assert.deepStrictEqual(plist.EnvironmentVariables, {
+      KEEL_CONTROL_PLANE_URL: "https://control.example.internal",
+      KEEL_VAULT_URL: "https://vault.example.internal",
+      KEEL_BEACON_CONSUMER: "beacon-forge-1",
+      KEEL_BEACON_GRANT_FILE: "/etc/keel/beacon-grant.json"
+    })
+    assert.strictEqual(plist.StartInterval, 300)
+    assert.throws(() => parsePlist('<plist version="1.0"><dict><key>a</key></dict></plist>'))
+    assert.throws(() => parsePlist('<plist version="1.0"><dict><string>a</string></dict></plist>'))
+    assert.throws(() => parsePlist('<plist version="1.0"><dict></plist>'))
+  })
+})
+
+describe("a beacon end to end, through real ctl processes", () => {
+  it("grant with ctl vault, write and publish with ctl host, read host_health/<host>.json back", async () => {
+    const dataDir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "keel-beacon-e2e-")), "data")
+    const env = {
+      ...process.env,
+      KEEL_DATA_DIR: dataDir,
+      KEEL_REGISTRY: registryFile,
+      KEEL_DEMO_DATA: "false",
+      KEEL_LOG_LEVEL: "info",
+      KEEL_LOG_FORMAT: "json"
+    }
+    const ctlBin = path.join(root, "bin", "ctl.js")
+    const { spawn } = await import("node:child_process")
+    const server = spawn(process.execPath, [ctlBin, "serve", "--port", "0"], { env, stdio: ["ignore", "pipe", "pipe"] })
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        let output = ""
+        const timer = setTimeout(() => reject(new Error(output)), 20_000)
+        const onData = (chunk: Buffer) => {
+          output += chunk.toString()
+          const match = /Listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
+          if (match) {
+            clearTimeout(timer)
+            resolve(Number(match[1]))
+          }
+        }
+        server.stdout.on("data", onData)
+        server.stderr.on("data", onData)
+      })
+      const ctl = (args: Array<string>, extra: Record<string, string> = {}) =>
+        execFileSync(process.execPath, [ctlBin, ...args], { env: { ...env, ...extra }, encoding: "utf8" })
+      const grant = path.join(dataDir, "..", "grant.json")
+      ctl([
+        "vault",
+        "grant",
+        "create",
+        "--consumer",
+        "beacon-forge-1",
+        "--action",
+        "host-health-write",
+        "--host",
+        "forge-1",
+        "--out",
+        grant
+      ])
+      const beaconFile = path.join(dataDir, "..", "beacon.json")
+      ctl(["host", "beacon", "write", "--host", "forge-1", "--out", beaconFile])
+      const routing = path.join(dataDir, "..", "routing.env")
+      fs.writeFileSync(
+        routing,
+        `KEEL_CONTROL_PLANE_URL=http://127.0.0.1:${port}\nKEEL_VAULT_URL=http://127.0.0.1:${port}\nKEEL_BEACON_CONSUMER=beacon-forge-1\nKEEL_BEACON_GRANT_FILE=${grant}\n`
+      )
+      const published = JSON.parse(ctl(["host", "publish-beacon", beaconFile, "--routing-file", routing, "--json"]))
+      assert.strictEqual(published.key, "host_health/forge-1.json")
+      const stored = JSON.parse(fs.readFileSync(path.join(dataDir, "objects", "host_health", "forge-1.json"), "utf8"))
+      const written = JSON.parse(fs.readFileSync(beaconFile, "utf8"))
+      assert.deepStrictEqual(stored, written)
+      assert.strictEqual(stored.disks[0].mount, "/")
+      assert.isAbove(stored.disks[0].total_bytes, 0)
+      assert.deepStrictEqual(
+        stored.units.map((u: { name: string }) => u.name),
+        ["keel-api", "keel-beacon", "keel-disk-cleanup"]
+      )
+    } finally {
+      server.kill("SIGTERM")
+    }
+  }, 90_000)
+})
