@@ -93,6 +93,9 @@ describe("the ctl process", () => {
     expect(tokens.every((t: { volume_24h: number }) => t.volume_24h > 0)).toBe(true)
     expect(JSON.parse((await get(server.port, "/api/coin/history?period=30d")).body).history.length).toBeGreaterThan(50)
     expect(JSON.parse((await get(server.port, "/api/chat")).body).length).toBeGreaterThan(5)
+    // Fleet demo: the example registry is the data dir's registry, and its first load was kept.
+    expect(fs.existsSync(path.join(dataDir, "fleet-registry.yml"))).toBe(true)
+    expect(fs.existsSync(path.join(dataDir, "objects", "state", "registry", "last-valid.json"))).toBe(true)
     const credentialsFile = path.join(dataDir, "demo-market.json")
     expect(fs.statSync(credentialsFile).mode & 0o777).toBe(0o600)
     const demo = JSON.parse(fs.readFileSync(credentialsFile, "utf8"))

@@ -1,3 +1,5 @@
+import { fleetDemoSeeder } from "../services/fleet/registry/DemoData.js"
+import type { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { groundTruthDemoSeeder } from "../services/groundtruth/DemoData.js"
 import type { GtConfig } from "../services/groundtruth/GtConfig.js"
 import type { Ingester } from "../services/groundtruth/Ingester.js"
@@ -28,5 +30,6 @@ export const AllDemoSeeders: ReadonlyArray<
     | Chat
     | Ledger
     | Trading
+    | FleetRegistry
   >
-> = [productDemoSeeder, groundTruthDemoSeeder, marketDemoSeeder]
+> = [productDemoSeeder, groundTruthDemoSeeder, marketDemoSeeder, fleetDemoSeeder]

@@ -86,7 +86,13 @@ export class FleetRegistry extends Effect.Service<FleetRegistry>()("fleet/FleetR
     const configured = yield* Config.option(Config.string("KEEL_REGISTRY"))
     const ref = yield* Config.option(Config.string("KEEL_REGISTRY_REF"))
     const filePath = yield* Config.string("KEEL_REGISTRY_PATH").pipe(Config.withDefault("registry.yml"))
-    const location = Option.map(configured, (value) => (isGitUrl(value) ? value : path.resolve(value)))
+    // Unset: the data dir's fleet-registry.yml (the demo seed puts the example there on first start).
+    const location = Option.some(
+      Option.match(configured, {
+        onNone: () => path.join(app.dataDir, "fleet-registry.yml"),
+        onSome: (value) => (isGitUrl(value) ? value : path.resolve(value))
+      })
+    )
 
     /** Parses and validates registry text; never reads anything. */
     const parse = (text: string, source: string) =>
