@@ -22,7 +22,9 @@ export const SshChannel = Schema.Struct({
     identity_item: Schema.String.pipe(
       Schema.pattern(/^[^#\s]+#[^#\s]+$/),
       Schema.annotations({ message: () => "must be a vault reference item#field" })
-    )
+    ),
+    /** The known_hosts file the host key is checked against (strictly); default KEEL_SSH_KNOWN_HOSTS. */
+    known_hosts: Schema.optional(AbsolutePath)
   })
 })
 

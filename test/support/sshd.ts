@@ -1,0 +1,94 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+
+export const SSHD = "/usr/sbin/sshd"
+export const sshdAvailable = fs.existsSync(SSHD) && fs.existsSync("/usr/bin/ssh")
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = net.createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject()))
+    })
+  })
+
+export interface TestSshd {
+  readonly port: number
+  readonly user: string
+  readonly clientKey: string
+  readonly knownHosts: string
+  readonly stop: () => void
+}
+
+/**
+ * A real OpenSSH server on a loopback port, with its own host key, client key and config in a temp
+ * dir: the ssh channel is tested against the real thing, not a mock.
+ */
+export const startSshd = async (): Promise<TestSshd> => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-sshd-"))
+  const keygen = (name: string) =>
+    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(dir, name)])
+  keygen("host_key")
+  keygen("client_key")
+  fs.copyFileSync(path.join(dir, "client_key.pub"), path.join(dir, "authorized_keys"))
+  const port = await freePort()
+  const user = os.userInfo().username
+  fs.writeFileSync(
+    path.join(dir, "sshd_config"),
+    [
+      `Port ${port}`,
+      "ListenAddress 127.0.0.1",
+      `HostKey ${path.join(dir, "host_key")}`,
+      `PidFile ${path.join(dir, "sshd.pid")}`,
+      `AuthorizedKeysFile ${path.join(dir, "authorized_keys")}`,
+      "StrictModes no",
+      "UsePAM no",
+      "PasswordAuthentication no",
+      "KbdInteractiveAuthentication no",
+      "PubkeyAuthentication yes",
+      "PermitRootLogin prohibit-password",
+      `AllowUsers ${user}`,
+      "LogLevel ERROR",
+      ""
+    ].join("\n")
+  )
+  fs.mkdirSync("/run/sshd", { recursive: true })
+  const hostKey = fs.readFileSync(path.join(dir, "host_key.pub"), "utf8").trim().split(" ").slice(0, 2).join(" ")
+  const knownHosts = path.join(dir, "known_hosts")
+  fs.writeFileSync(knownHosts, `[127.0.0.1]:${port} ${hostKey}\n`)
+  const child: ChildProcess = spawn(SSHD, ["-D", "-e", "-f", path.join(dir, "sshd_config")], {
+    stdio: ["ignore", "ignore", "pipe"]
+  })
+  let stderr = ""
+  child.stderr?.on("data", (c) => {
+    stderr += c
+  })
+  // Ready when the port accepts connections.
+  const deadline = Date.now() + 10_000
+  for (;;) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = net.connect({ host: "127.0.0.1", port }, () => {
+        socket.destroy()
+        resolve(true)
+      })
+      socket.on("error", () => resolve(false))
+    })
+    if (open) break
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`sshd did not start: ${stderr}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return {
+    port,
+    user,
+    clientKey: fs.readFileSync(path.join(dir, "client_key"), "utf8"),
+    knownHosts,
+    stop: () => {
+      child.kill("SIGTERM")
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}
