@@ -6,6 +6,9 @@ export const json = Options.boolean("json").pipe(Options.withDescription("Print 
 /** A command failed for a reason the user can act on; main prints `detail` and exits 1. */
 export class CommandFailed extends Data.TaggedError("CommandFailed")<{ readonly detail: string }> {}
 
+/** Ends the command with this exact exit code (a remote command's), after its output was shown. */
+export class ExitWith extends Data.TaggedError("ExitWith")<{ readonly code: number }> {}
+
 /** Prints `value` as JSON, or its human rendering. */
 export const emit = <A>(asJson: boolean, value: A, human: (value: A) => string) =>
   Console.log(asJson ? JSON.stringify(value, null, 2) : human(value))

@@ -4,11 +4,13 @@ import { Cause, ConfigError, Console, Effect, Exit, Layer, Option } from "effect
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { loggerFromConfig } from "../services/platform/Logging.js"
 import { runCtl } from "./Cli.js"
+import { ExitWith } from "./Output.js"
 
 /** Exit codes: 0 ok (and a clean shutdown on SIGTERM/SIGINT), 1 failure, 2 usage. */
 export const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
   if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) return 0
   const failure = Cause.failureOption(exit.cause)
+  if (Option.isSome(failure) && failure.value instanceof ExitWith) return failure.value.code
   return Option.isSome(failure) && ValidationError.isValidationError(failure.value) ? 2 : 1
 }
 
@@ -17,7 +19,7 @@ const report = (cause: Cause.Cause<unknown>) => {
   const failure = Cause.failureOption(cause)
   if (Option.isSome(failure)) {
     const error = failure.value
-    if (ValidationError.isValidationError(error)) return Effect.void
+    if (ValidationError.isValidationError(error) || error instanceof ExitWith) return Effect.void
     if (ConfigError.isConfigError(error)) return Console.error(`ctl: invalid configuration: ${String(error)}`)
     const detail =
       typeof error === "object" && error !== null && "detail" in error

@@ -3,14 +3,17 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Args, Command, Options } from "@effect/cli"
 import { Config, Effect, Option, Schema } from "effect"
-import { ServicesLive } from "../layers/Live.js"
+import { HostOpsLive, ServicesLive } from "../layers/Live.js"
 import { HostBeacon } from "../services/fleet/beacon/Beacon.js"
 import { beaconRouting, publishBeacon } from "../services/fleet/beacon/BeaconPublisher.js"
 import { renderEnvFile, renderLaunchd, renderSystemd } from "../services/fleet/beacon/BeaconUnits.js"
 import { collectBeacon } from "../services/fleet/beacon/BeaconWriter.js"
 import { ServiceManagerLive } from "../services/fleet/beacon/ServiceManager.js"
+import { channelSpec } from "../services/fleet/Channels.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
-import { CommandFailed, emit, json } from "./Output.js"
+import { AppConfig } from "../services/platform/AppConfig.js"
+import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
+import { CommandFailed, ExitWith, emit, json, table } from "./Output.js"
 
 const hostOption = Options.text("host").pipe(
   Options.optional,
@@ -148,14 +151,135 @@ const publish = Command.make(
     )
 ).pipe(Command.withDescription("Exchange the beacon grant for a token and PUT the beacon to the control plane"))
 
+/** The registry target named on the command line (current registry, or its last valid snapshot). */
+const targetNamed = (name: string) =>
+  Effect.gen(function* () {
+    const snapshot = yield* (yield* FleetRegistry)
+      .read({ allowCached: true })
+      .pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
+    const target = snapshot.registry.targets.find((t) => t.name === name)
+    if (target === undefined) return yield* new CommandFailed({ detail: `${name} is not a target of the registry` })
+    return target
+  })
+
+const knownHostsDefault = Effect.gen(function* () {
+  const app = yield* AppConfig
+  return Option.getOrElse(yield* Config.option(Config.string("KEEL_SSH_KNOWN_HOSTS")).pipe(Effect.orDie), () =>
+    path.join(app.dataDir, "known_hosts")
+  )
+})
+
+const exec = Command.make(
+  "exec",
+  {
+    target: Args.text({ name: "TARGET" }),
+    command: Args.text({ name: "COMMAND" }).pipe(Args.atLeast(1)),
+    timeout: Options.integer("timeout").pipe(Options.withDefault(600), Options.withDescription("Seconds"))
+  },
+  ({ command, target, timeout }) =>
+    Effect.gen(function* () {
+      const spec = channelSpec(yield* targetNamed(target), yield* knownHostsDefault)
+      const result = yield* (yield* HostChannel)
+        .run(spec, {
+          argv: command,
+          timeoutMs: timeout * 1000,
+          onOutput: (stream, chunk) => (stream === "stdout" ? process.stdout : process.stderr).write(chunk)
+        })
+        .pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
+      if (result.timedOut) return yield* new CommandFailed({ detail: `timed out after ${timeout} s` })
+      if (result.exitCode !== 0) return yield* new ExitWith({ code: result.exitCode ?? 1 })
+    })
+).pipe(Command.withDescription("Run a command (argv after --) on a target; exits with its exit code"))
+
+/** The host's state now: its beacon, collected on the host itself through its channel. */
+const currentBeacon = (targetName: string) =>
+  Effect.gen(function* () {
+    const target = yield* targetNamed(targetName)
+    if (target.channel === "local") return yield* collectBeacon(target).pipe(Effect.provide(ServiceManagerLive))
+    const remoteCtl = yield* Config.string("KEEL_REMOTE_CTL").pipe(Config.withDefault("ctl"), Effect.orDie)
+    const result = yield* (yield* HostChannel)
+      .run(channelSpec(target, yield* knownHostsDefault), {
+        argv: [remoteCtl, "host", "beacon", "write", "--host", target.name],
+        timeoutMs: 30_000
+      })
+      .pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
+    if (result.exitCode !== 0)
+      return yield* new CommandFailed({
+        detail: `the host answered ${result.exitCode}: ${new TextDecoder().decode(result.stderr).trim()}`
+      })
+    return yield* Schema.decodeUnknown(HostBeacon)(JSON.parse(new TextDecoder().decode(result.stdout))).pipe(
+      Effect.mapError(() => new CommandFailed({ detail: "the host's beacon does not validate" }))
+    )
+  })
+
+const gib = (bytes: number | null) => (bytes === null ? "unknown" : `${(bytes / 1024 ** 3).toFixed(1)} GiB`)
+
+const health = Command.make("health", { target: Args.text({ name: "TARGET" }), json }, ({ json, target }) =>
+  Effect.gen(function* () {
+    const beacon = yield* currentBeacon(target)
+    yield* emit(json, beacon, (b) =>
+      [
+        `${b.host} (${b.os}) at ${b.reported_at}, ctl ${b.writer_version}`,
+        table(
+          ["MOUNT", "FREE", "AVAILABLE", "TOTAL", "ERROR"],
+          b.disks.map((d) => [d.mount, gib(d.free_bytes), gib(d.available_bytes), gib(d.total_bytes), d.error ?? ""])
+        ),
+        table(
+          ["UNIT", "STATE", "PID", "BINARY", "ERROR"],
+          b.units.map((u) => [
+            u.name,
+            [u.load_state, u.active_state, u.sub_state].filter((x) => x !== null).join("/") || "unknown",
+            u.main_pid === null ? "-" : String(u.main_pid),
+            u.process?.executable ?? "-",
+            u.error ?? ""
+          ])
+        )
+      ].join("\n")
+    )
+  })
+).pipe(Command.withDescription("The host's state now: disks and declared units, read on the host"))
+
+const inventory = Command.make("inventory", { target: Args.text({ name: "TARGET" }), json }, ({ json, target }) =>
+  Effect.gen(function* () {
+    const declared = yield* targetNamed(target)
+    const beacon = yield* currentBeacon(target)
+    const uname = yield* (yield* HostChannel)
+      .run(channelSpec(declared, yield* knownHostsDefault), { argv: ["uname", "-srm"], timeoutMs: 30_000 })
+      .pipe(
+        Effect.map((r) => (r.exitCode === 0 ? new TextDecoder().decode(r.stdout).trim() : null)),
+        Effect.orElseSucceed(() => null)
+      )
+    const body = {
+      host: declared.name,
+      os: declared.os,
+      kernel: uname,
+      roles: declared.roles,
+      tool_version: beacon.writer_version,
+      reported_at: beacon.reported_at,
+      disks: beacon.disks,
+      units: beacon.units
+    }
+    yield* emit(json, body, (b) =>
+      [
+        `${b.host}: ${b.kernel ?? b.os}, roles ${b.roles.join(", ") || "-"}, ctl ${b.tool_version}`,
+        ...b.disks.map((d) => `  ${d.mount}: ${gib(d.free_bytes)} free of ${gib(d.total_bytes)}`),
+        ...b.units.map((u) => `  ${u.name}: ${u.active_state ?? "unknown"}`)
+      ].join("\n")
+    )
+  })
+).pipe(Command.withDescription("What the host is: kernel, roles, tool version, disks, units"))
+
 export const host = Command.make("host").pipe(
-  Command.withDescription("Host-side fleet commands: beacons"),
+  Command.withDescription("Fleet hosts: beacons, remote commands, health and inventory"),
   Command.withSubcommands([
     Command.make("beacon").pipe(
       Command.withDescription("Write a beacon, or render the units that publish it"),
       Command.withSubcommands([write.pipe(Command.provide(ServicesLive)), install])
     ),
-    publish
+    publish,
+    exec.pipe(Command.provide(HostOpsLive)),
+    health.pipe(Command.provide(HostOpsLive)),
+    inventory.pipe(Command.provide(HostOpsLive))
   ])
 )
 // Options are named --routing-file, not --env-file: Node 20 scans the whole argv for --env-file.

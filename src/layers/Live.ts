@@ -4,6 +4,7 @@ import { MarketAgentLive } from "../actors/MarketAgent.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
 import { migrationsLayer, sqliteFromConfig } from "../services/platform/Database.js"
+import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js"
 import { EmbeddedVaultLayer } from "../services/platform/vault/EmbeddedVault.js"
 import { AllMigrations } from "./Migrations.js"
 import { ObjectStoreLive } from "./Objects.js"
@@ -22,6 +23,9 @@ export const ServicesLive = DomainServices.pipe(
   Layer.provideMerge(SqlLive),
   Layer.provideMerge(AppConfig.Default)
 )
+
+/** Services plus the host channel: for commands that reach hosts (`ctl host exec|health|inventory`, jobs). */
+export const HostOpsLive = HostChannelLive.pipe(Layer.provideMerge(ServicesLive))
 
 /** The entities this process hosts, on the single embedded runner. */
 export const EntitiesLive = Layer.mergeAll(LeaseKeeperLive, MarketAgentLive).pipe(
