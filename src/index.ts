@@ -65,6 +65,10 @@ export * from "./services/fleet/beacon/HostHealth.js"
 export * from "./services/fleet/beacon/ServiceManager.js"
 // Fleet services
 export * from "./services/fleet/Channels.js"
+export * from "./services/fleet/jobs/FailureTable.js"
+export * from "./services/fleet/jobs/JobQueue.js"
+export * from "./services/fleet/jobs/JobWorker.js"
+export { fleetMigrations } from "./services/fleet/migrations.js"
 export * from "./services/fleet/registry/Registry.js"
 export * from "./services/fleet/registry/Schema.js"
 // Ground-truth services

@@ -1,3 +1,4 @@
+import { fleetMigrations } from "../services/fleet/migrations.js"
 import { groundTruthMigrations } from "../services/groundtruth/migrations.js"
 import { marketMigrations } from "../services/market/migrations.js"
 import type { DomainMigrations } from "../services/platform/Database.js"
@@ -9,7 +10,8 @@ export const AllMigrations: ReadonlyArray<DomainMigrations> = [
   platformMigrations,
   productMigrations,
   groundTruthMigrations,
-  marketMigrations
+  marketMigrations,
+  fleetMigrations
 ]
 
 export const AllDomains = AllMigrations.map((set) => set.domain)

@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
+import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { Answerer } from "../services/groundtruth/Answerer.js"
 import { BrandAssets } from "../services/groundtruth/BrandAssets.js"
@@ -62,7 +63,8 @@ export const DomainServices = Layer.mergeAll(
   Answerer.Default,
   BrandAssets.Default,
   MarketServices,
-  HostHealth.Default
+  HostHealth.Default,
+  JobQueue.Default
 ).pipe(
   Layer.provideMerge(FleetRegistry.Default),
   Layer.provideMerge(ObjectGateway.Default),

@@ -1,0 +1,127 @@
+import * as os from "node:os"
+import { Args, Command, Options } from "@effect/cli"
+import { Effect } from "effect"
+import { HostOpsLive, ServicesLive } from "../layers/Live.js"
+import { diagnose } from "../services/fleet/jobs/FailureTable.js"
+import { type Job, JobQueue } from "../services/fleet/jobs/JobQueue.js"
+import { JobWorker } from "../services/fleet/jobs/JobWorker.js"
+import { CommandFailed, emit, failWith, iso, json } from "./Output.js"
+
+const jobId = Args.text({ name: "JOB_ID" })
+
+const jobJson = (job: Job) => ({
+  id: job.id,
+  kind: job.kind,
+  target: job.target,
+  argv: job.argv,
+  state: job.state,
+  attempt: job.attempt,
+  worker: job.worker,
+  created_at: iso(job.createdAt),
+  started_at: job.startedAt === null ? null : iso(job.startedAt),
+  finished_at: job.finishedAt === null ? null : iso(job.finishedAt),
+  duration_ms: job.startedAt === null || job.finishedAt === null ? null : job.finishedAt - job.startedAt,
+  exit_code: job.exitCode,
+  error: job.error
+})
+
+const submit = Command.make(
+  "submit",
+  { target: Args.text({ name: "TARGET" }), command: Args.text({ name: "COMMAND" }).pipe(Args.atLeast(1)), json },
+  ({ command, json, target }) =>
+    Effect.gen(function* () {
+      const job = yield* (yield* JobQueue).submit({ kind: "command", target, argv: command })
+      yield* emit(json, jobJson(job), (j) => j.id)
+    })
+).pipe(Command.withDescription("Queue a command (argv after --) to run on a target"))
+
+const status = Command.make("status", { id: jobId, json }, ({ id, json }) =>
+  Effect.gen(function* () {
+    const queue = yield* JobQueue
+    const job = yield* queue.get(id).pipe(Effect.catchAll(failWith(json)))
+    const diagnosis = job.state === "failed" ? diagnose(yield* queue.fullOutput(id)) : null
+    yield* emit(json, { ...jobJson(job), diagnosis }, (j) =>
+      [
+        `${j.id} ${j.state} on ${j.target} (attempt ${j.attempt})${j.exit_code === null ? "" : `, exit ${j.exit_code}`}`,
+        `  ${j.argv.join(" ")}`,
+        ...(j.error === null ? [] : [`  error: ${j.error}`]),
+        ...(j.diagnosis === null
+          ? []
+          : j.diagnosis.id === "unknown"
+            ? ["  diagnosis: unknown (no known failure in the output)"]
+            : [`  diagnosis: ${j.diagnosis.id}: ${j.diagnosis.cause}`, `  remedy: ${j.diagnosis.remedy}`])
+      ].join("\n")
+    )
+  })
+).pipe(Command.withDescription("A job's state, timings, exit code and, when it failed, the diagnosis"))
+
+const logs = Command.make(
+  "logs",
+  {
+    id: jobId,
+    cursor: Options.integer("cursor").pipe(Options.withDefault(0)),
+    limit: Options.integer("limit").pipe(Options.withDefault(200)),
+    follow: Options.boolean("follow").pipe(Options.withDescription("Keep printing until the job ends")),
+    json
+  },
+  ({ cursor, follow, id, json, limit }) =>
+    Effect.gen(function* () {
+      const queue = yield* JobQueue
+      yield* queue.get(id).pipe(Effect.catchAll(failWith(json)))
+      if (limit < 1 || limit > 10_000) return yield* new CommandFailed({ detail: "--limit must be 1..10000" })
+      let next = cursor
+      for (;;) {
+        const page = yield* queue.output(id, next, limit)
+        if (json) yield* emit(true, { lines: page.lines, next_cursor: page.next }, () => "")
+        else for (const line of page.lines) yield* emit(false, line.line, (l) => l)
+        next = page.next
+        if (!follow) return
+        if (page.lines.length === 0) {
+          const job = yield* queue.get(id).pipe(Effect.orDie)
+          if (job.state !== "queued" && job.state !== "running") {
+            const rest = yield* queue.output(id, next, 10_000)
+            if (rest.lines.length === 0) return
+            continue
+          }
+          yield* Effect.sleep("300 millis")
+        }
+      }
+    })
+).pipe(Command.withDescription("A page of a job's output lines after --cursor, and the next cursor"))
+
+const work = Command.make(
+  "work",
+  {
+    concurrency: Options.integer("concurrency").pipe(Options.withDefault(2)),
+    untilEmpty: Options.boolean("until-empty").pipe(Options.withDescription("Stop when nothing is claimable")),
+    worker: Options.text("worker").pipe(Options.withDefault(`${os.hostname()}-${process.pid}`)),
+    json
+  },
+  ({ concurrency, json, untilEmpty, worker }) =>
+    Effect.gen(function* () {
+      const ran = yield* (yield* JobWorker).work({ worker, concurrency, untilEmpty })
+      yield* emit(json, { worker, ran }, (r) => `${r.worker} ran ${r.ran} job(s)`)
+    })
+).pipe(Command.withDescription("Run queued jobs through the host channel"))
+
+const control = (name: "pause" | "resume") =>
+  Command.make(name, { json }, ({ json }) =>
+    Effect.gen(function* () {
+      const queue = yield* JobQueue
+      yield* name === "pause" ? queue.pause : queue.resume
+      const stats = yield* queue.stats
+      yield* emit(json, stats, (s) => `queue ${s.paused ? "paused" : "running"}: ${JSON.stringify(s.counts)}`)
+    })
+  ).pipe(Command.withDescription(name === "pause" ? "Stop workers from claiming jobs" : "Let workers claim jobs again"))
+
+export const machine = Command.make("machine").pipe(
+  Command.withDescription("The job queue: submit, inspect, diagnose, run"),
+  Command.withSubcommands([
+    submit.pipe(Command.provide(ServicesLive)),
+    status.pipe(Command.provide(ServicesLive)),
+    logs.pipe(Command.provide(ServicesLive)),
+    control("pause").pipe(Command.provide(ServicesLive)),
+    control("resume").pipe(Command.provide(ServicesLive)),
+    work.pipe(Command.provide(HostOpsLive))
+  ])
+)

@@ -1,0 +1,224 @@
+import { randomBytes } from "node:crypto"
+import { HttpApiSchema } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Option, Schema } from "effect"
+
+export type JobState = "queued" | "running" | "succeeded" | "failed" | "cancelled"
+
+export interface Job {
+  readonly id: string
+  readonly kind: string
+  readonly target: string
+  readonly argv: ReadonlyArray<string>
+  readonly state: JobState
+  readonly attempt: number
+  readonly worker: string | null
+  readonly leaseExpiresAt: number | null
+  readonly createdAt: number
+  readonly startedAt: number | null
+  readonly finishedAt: number | null
+  readonly exitCode: number | null
+  readonly error: string | null
+}
+
+interface JobRow {
+  readonly id: string
+  readonly kind: string
+  readonly target: string
+  readonly argv: string
+  readonly state: JobState
+  readonly attempt: number
+  readonly worker: string | null
+  readonly lease_expires_at: number | null
+  readonly created_at: number
+  readonly started_at: number | null
+  readonly finished_at: number | null
+  readonly exit_code: number | null
+  readonly error: string | null
+}
+
+const orNull = (value: number | null) => (value === null ? null : Number(value))
+
+const toJob = (row: JobRow): Job => ({
+  id: row.id,
+  kind: row.kind,
+  target: row.target,
+  argv: JSON.parse(row.argv),
+  state: row.state,
+  attempt: Number(row.attempt),
+  worker: row.worker,
+  leaseExpiresAt: orNull(row.lease_expires_at),
+  createdAt: Number(row.created_at),
+  startedAt: orNull(row.started_at),
+  finishedAt: orNull(row.finished_at),
+  exitCode: orNull(row.exit_code),
+  error: row.error
+})
+
+export class JobNotFound extends Schema.TaggedError<JobNotFound>()(
+  "JobNotFound",
+  { code: Schema.Literal("JOB_NOT_FOUND"), id: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}
+
+export interface OutputLine {
+  readonly lineNo: number
+  readonly stream: "stdout" | "stderr"
+  readonly line: string
+}
+
+/**
+ * The durable job queue on the application database. A claim is one UPDATE … RETURNING, so two
+ * workers (threads or processes) never take the same job; a running job is leased, and a worker
+ * that dies loses its jobs to whoever claims after the lease expires. Completion is fenced by the
+ * worker name: a worker whose lease was taken over cannot overwrite the new attempt.
+ */
+export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const submit = Effect.fn("JobQueue.submit")(function* (job: {
+      readonly kind: string
+      readonly target: string
+      readonly argv: ReadonlyArray<string>
+    }) {
+      const now = yield* Clock.currentTimeMillis
+      const id = `job_${now.toString(36)}_${randomBytes(5).toString("hex")}`
+      const rows = yield* sql<JobRow>`INSERT INTO jobs (id, seq, kind, target, argv, state, created_at)
+        VALUES (${id}, (SELECT COALESCE(max(seq), 0) + 1 FROM jobs), ${job.kind}, ${job.target}, ${JSON.stringify(job.argv)},
+          'queued', ${now}) RETURNING *`
+      return toJob(rows[0]!)
+    }, Effect.orDie)
+
+    const paused = sql<{ value: string }>`SELECT value FROM queue_control WHERE key = 'paused'`.pipe(
+      Effect.map((rows) => rows[0]?.value === "true"),
+      Effect.orDie
+    )
+
+    /** The oldest claimable job (queued, or running past its lease), now this worker's; none when paused. */
+    const claim = Effect.fn("JobQueue.claim")(function* (worker: string, leaseMillis: number) {
+      if (yield* paused) return Option.none<Job>()
+      const now = yield* Clock.currentTimeMillis
+      const rows = yield* sql<JobRow>`UPDATE jobs SET state = 'running', worker = ${worker}, attempt = attempt + 1,
+          started_at = ${now}, lease_expires_at = ${now + leaseMillis}
+        WHERE id = (SELECT id FROM jobs WHERE state = 'queued' OR (state = 'running' AND lease_expires_at < ${now})
+          ORDER BY seq LIMIT 1)
+        RETURNING *`
+      return Option.map(Option.fromNullable(rows[0]), toJob)
+    }, Effect.orDie)
+
+    /** Extends a running job's lease; false when the job is no longer this worker's. */
+    const renew = (id: string, worker: string, leaseMillis: number) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* sql`UPDATE jobs SET lease_expires_at = ${now + leaseMillis}
+          WHERE id = ${id} AND worker = ${worker} AND state = 'running' RETURNING id`
+        return rows.length > 0
+      }).pipe(Effect.orDie)
+
+    const appendOutput = (id: string, lines: ReadonlyArray<{ stream: "stdout" | "stderr"; line: string }>) =>
+      Effect.gen(function* () {
+        if (lines.length === 0) return
+        const last = yield* sql<{ n: number | null }>`SELECT max(line_no) AS n FROM job_output WHERE job_id = ${id}`
+        const start = Number(last[0]?.n ?? 0)
+        yield* sql`INSERT INTO job_output ${sql.insert(
+          lines.map((l, i) => ({ job_id: id, line_no: start + i + 1, stream: l.stream, line: l.line }))
+        )}`
+      }).pipe(sql.withTransaction, Effect.orDie)
+
+    /** Records the outcome, only while the job is still this worker's attempt. */
+    const complete = Effect.fn("JobQueue.complete")(function* (
+      id: string,
+      worker: string,
+      outcome: { readonly exitCode: number | null; readonly error?: string | undefined }
+    ) {
+      const now = yield* Clock.currentTimeMillis
+      const state: JobState = outcome.exitCode === 0 && outcome.error === undefined ? "succeeded" : "failed"
+      const rows = yield* sql`UPDATE jobs SET state = ${state}, exit_code = ${outcome.exitCode},
+          error = ${outcome.error ?? null}, finished_at = ${now}, lease_expires_at = NULL
+        WHERE id = ${id} AND worker = ${worker} AND state = 'running' RETURNING id`
+      return rows.length > 0
+    }, Effect.orDie)
+
+    const get = (id: string) =>
+      sql<JobRow>`SELECT * FROM jobs WHERE id = ${id}`.pipe(
+        Effect.orDie,
+        Effect.flatMap((rows) =>
+          rows[0] === undefined
+            ? Effect.fail(new JobNotFound({ code: "JOB_NOT_FOUND", id, detail: `no job ${id}` }))
+            : Effect.succeed(toJob(rows[0]))
+        )
+      )
+
+    /** A page of output lines after `cursor` (a line number), and the cursor to continue from. */
+    const output = (id: string, cursor: number, limit: number) =>
+      sql<{ line_no: number; stream: "stdout" | "stderr"; line: string }>`SELECT line_no, stream, line FROM job_output
+        WHERE job_id = ${id} AND line_no > ${cursor} ORDER BY line_no LIMIT ${limit}`.pipe(
+        Effect.map((rows) => {
+          const lines: Array<OutputLine> = rows.map((r) => ({
+            lineNo: Number(r.line_no),
+            stream: r.stream,
+            line: r.line
+          }))
+          return { lines, next: lines.length === 0 ? cursor : lines[lines.length - 1]!.lineNo }
+        }),
+        Effect.orDie
+      )
+
+    const fullOutput = (id: string) =>
+      sql<{ line: string }>`SELECT line FROM job_output WHERE job_id = ${id} ORDER BY line_no`.pipe(
+        Effect.map((rows) => rows.map((r) => r.line).join("\n")),
+        Effect.orDie
+      )
+
+    const cancel = (id: string) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* sql`UPDATE jobs SET state = 'cancelled', finished_at = ${now}
+          WHERE id = ${id} AND state = 'queued' RETURNING id`
+        return rows.length > 0
+      }).pipe(Effect.orDie)
+
+    const setPaused = (value: boolean) =>
+      sql`INSERT INTO queue_control (key, value) VALUES ('paused', ${String(value)})
+        ON CONFLICT (key) DO UPDATE SET value = excluded.value`.pipe(Effect.asVoid, Effect.orDie)
+
+    /** Counts by state and the age of the oldest queued job (for gates and the overview). */
+    const stats = Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const rows = yield* sql<{ state: JobState; n: number }>`SELECT state, count(*) AS n FROM jobs GROUP BY state`
+      const oldest = yield* sql<{ at: number | null }>`SELECT min(created_at) AS at FROM jobs WHERE state = 'queued'`
+      const counts: Record<JobState, number> = { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 }
+      for (const row of rows) counts[row.state] = Number(row.n)
+      const at = oldest[0]?.at
+      return {
+        counts,
+        paused: yield* paused,
+        oldestQueuedAgeMs: at === null || at === undefined ? null : now - Number(at)
+      }
+    }).pipe(Effect.orDie)
+
+    /** Pauses claims and waits until nothing runs: what the storage handoff needs before it moves data. */
+    const drain = (pollMillis = 200) =>
+      Effect.gen(function* () {
+        yield* setPaused(true)
+        while ((yield* stats).counts.running > 0) yield* Effect.sleep(pollMillis)
+      })
+
+    return {
+      submit,
+      claim,
+      renew,
+      appendOutput,
+      complete,
+      get,
+      output,
+      fullOutput,
+      cancel,
+      pause: setPaused(true),
+      resume: setPaused(false),
+      drain,
+      stats
+    } as const
+  })
+}) {}
