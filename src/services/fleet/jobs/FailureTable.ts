@@ -81,7 +81,7 @@ export type Diagnosis =
       readonly offset: null
     }
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
 /** A pattern as a regular expression: literal text, with `...` and `*` matching within one line. */
 const compile = (pattern: string) =>
@@ -91,7 +91,7 @@ const compile = (pattern: string) =>
       .map((alternative) =>
         alternative
           .split(/(\.\.\.|\*)/)
-          .map((part) => (part === "..." || part === "*" ? "[^\\n]*?" : escape(part)))
+          .map((part) => (part === "..." || part === "*" ? "[^\\n]*?" : escapeRegex(part)))
           .join("")
       )
       .join("|")
