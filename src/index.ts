@@ -65,6 +65,7 @@ export * from "./services/fleet/beacon/HostHealth.js"
 export * from "./services/fleet/beacon/ServiceManager.js"
 // Fleet services
 export * from "./services/fleet/Channels.js"
+export * from "./services/fleet/gates/Gates.js"
 export * from "./services/fleet/jobs/FailureTable.js"
 export * from "./services/fleet/jobs/JobQueue.js"
 export * from "./services/fleet/jobs/JobWorker.js"

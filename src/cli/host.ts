@@ -10,6 +10,7 @@ import { renderEnvFile, renderLaunchd, renderSystemd } from "../services/fleet/b
 import { collectBeacon } from "../services/fleet/beacon/BeaconWriter.js"
 import { ServiceManagerLive } from "../services/fleet/beacon/ServiceManager.js"
 import { channelSpec } from "../services/fleet/Channels.js"
+import { Gates } from "../services/fleet/gates/Gates.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
@@ -269,6 +270,35 @@ const inventory = Command.make("inventory", { target: Args.text({ name: "TARGET"
   })
 ).pipe(Command.withDescription("What the host is: kernel, roles, tool version, disks, units"))
 
+const gates = Command.make("gates", { target: Args.text({ name: "HOST" }), json }, ({ json, target }) =>
+  Effect.gen(function* () {
+    const report = yield* (yield* Gates).report(target)
+    yield* emit(json, report, (r) =>
+      [
+        r.claiming === null
+          ? `${r.host}: INCOMPLETE (the diagnostic could not finish; see the observations)`
+          : r.claiming.admits
+            ? `${r.host}: ADMITS work`
+            : `${r.host}: REFUSES work: ${r.claiming.reasons.join(", ")}`,
+        `disk ${r.disk.mount ?? "?"}: ${r.disk.free_gb === null ? "unknown" : `${r.disk.free_gb} GiB free`}` +
+          `${r.disk.low_free_gb === null ? "" : ` (watermark ${r.disk.low_free_gb} GiB${r.below_watermark ? ", BELOW" : ""})`}` +
+          `; pressure from ${r.pressure_source}`,
+        table(
+          ["OPERATION", "SOURCE", "STATE", "MS", "ERROR"],
+          r.observations.map((o) => [
+            o.operation,
+            o.source,
+            o.state,
+            o.elapsed_ms === null ? "-" : String(o.elapsed_ms),
+            o.error ?? ""
+          ])
+        )
+      ].join("\n")
+    )
+    if (!report.complete) return yield* new ExitWith({ code: 1 })
+  })
+).pipe(Command.withDescription("Why the host does or does not admit work; exit 1 when the diagnostic is incomplete"))
+
 export const host = Command.make("host").pipe(
   Command.withDescription("Fleet hosts: beacons, remote commands, health and inventory"),
   Command.withSubcommands([
@@ -279,7 +309,8 @@ export const host = Command.make("host").pipe(
     publish,
     exec.pipe(Command.provide(HostOpsLive)),
     health.pipe(Command.provide(HostOpsLive)),
-    inventory.pipe(Command.provide(HostOpsLive))
+    inventory.pipe(Command.provide(HostOpsLive)),
+    gates.pipe(Command.provide(HostOpsLive))
   ])
 )
 // Options are named --routing-file, not --env-file: Node 20 scans the whole argv for --env-file.

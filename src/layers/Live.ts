@@ -1,6 +1,7 @@
 import { Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
+import { Gates } from "../services/fleet/gates/Gates.js"
 import { JobWorker } from "../services/fleet/jobs/JobWorker.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
@@ -26,7 +27,10 @@ export const ServicesLive = DomainServices.pipe(
 )
 
 /** Services plus the host channel: for commands that reach hosts (`ctl host exec|health|inventory`, jobs). */
-export const HostOpsLive = JobWorker.Default.pipe(Layer.provideMerge(HostChannelLive), Layer.provideMerge(ServicesLive))
+export const HostOpsLive = Layer.mergeAll(JobWorker.Default, Gates.Default).pipe(
+  Layer.provideMerge(HostChannelLive),
+  Layer.provideMerge(ServicesLive)
+)
 
 /** The entities this process hosts, on the single embedded runner. */
 export const EntitiesLive = Layer.mergeAll(LeaseKeeperLive, MarketAgentLive).pipe(

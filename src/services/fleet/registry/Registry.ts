@@ -175,18 +175,22 @@ export class FleetRegistry extends Effect.Service<FleetRegistry>()("fleet/FleetR
     })
 
     /** A current read of the configured source; a valid one becomes the last valid snapshot. */
-    const load = Effect.fn("FleetRegistry.load")(function* () {
+    const load = Effect.fn("FleetRegistry.load")(function* (options: { readonly record?: boolean } = {}) {
       const { source, text } = yield* readSource
       const registry = yield* parse(text, source.location)
       const loadedAt = yield* Clock.currentTimeMillis
       const digest = sha256Hex(text)
-      yield* objects
-        .putJson(LAST_VALID_KEY, { text, digest, loaded_at: loadedAt, source })
-        .pipe(
-          Effect.catchAll((error) =>
-            Effect.logWarning("could not keep the registry snapshot").pipe(Effect.annotateLogs("detail", error.detail))
+      if (options.record !== false) {
+        yield* objects
+          .putJson(LAST_VALID_KEY, { text, digest, loaded_at: loadedAt, source })
+          .pipe(
+            Effect.catchAll((error) =>
+              Effect.logWarning("could not keep the registry snapshot").pipe(
+                Effect.annotateLogs("detail", error.detail)
+              )
+            )
           )
-        )
+      }
       const snapshot: FleetRegistrySnapshot = { registry, digest, loadedAt, source, freshness: "current" }
       return snapshot
     })
@@ -210,8 +214,14 @@ export class FleetRegistry extends Effect.Service<FleetRegistry>()("fleet/FleetR
      * A current read, or, when the source cannot be read and the caller accepts history, the last
      * valid snapshot marked `cached`. An invalid registry is never papered over by a snapshot.
      */
-    const read = Effect.fn("FleetRegistry.read")(function* (options: { readonly allowCached?: boolean } = {}) {
-      return yield* load().pipe(
+    const read = Effect.fn("FleetRegistry.read")(function* (
+      options: {
+        readonly allowCached?: boolean
+        /** false for pure readers (gates): the read then writes nothing, not even the snapshot. */
+        readonly record?: boolean
+      } = {}
+    ) {
+      return yield* load({ record: options.record ?? true }).pipe(
         Effect.catchTag("FleetRegistryUnavailable", (error) =>
           Effect.gen(function* () {
             if (options.allowCached !== true) return yield* error

@@ -1,7 +1,7 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Config, Effect, Option, Schema } from "effect"
 import { sha256Hex } from "../Digest.js"
-import { checkKey, ObjectStore } from "./ObjectStore.js"
+import { checkKey, ObjectStore, ObjectStoreError } from "./ObjectStore.js"
 
 export class ObjectWriteUnauthorized extends Schema.TaggedError<ObjectWriteUnauthorized>()(
   "ObjectWriteUnauthorized",
@@ -106,11 +106,20 @@ export class ObjectGateway extends Effect.Service<ObjectGateway>()("platform/Obj
         return yield* checkKey(uri.slice(prefix.length))
       })
 
-    /** Reads JSON; none when the object is absent. */
+    /** Reads JSON; none when the object is absent; bytes that are not JSON are a store error naming the key. */
     const getJson = (key: string) =>
-      Effect.map(
-        get(key),
-        Option.map((object) => JSON.parse(new TextDecoder().decode(object.bytes)) as unknown)
+      Effect.flatMap(get(key), (found) =>
+        Option.isNone(found)
+          ? Effect.succeed(Option.none<unknown>())
+          : Effect.try({
+              try: () => Option.some(JSON.parse(new TextDecoder().decode(found.value.bytes)) as unknown),
+              catch: (error) =>
+                new ObjectStoreError({
+                  code: "OBJECT_STORE_ERROR",
+                  key,
+                  detail: `${key} is not JSON: ${(error as Error).message}`
+                })
+            })
       )
 
     const putJson = (key: string, value: unknown) =>
