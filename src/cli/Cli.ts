@@ -8,6 +8,7 @@ import { host } from "./host.js"
 import { lease } from "./lease.js"
 import { machine } from "./machine.js"
 import { market } from "./market.js"
+import { overview } from "./overview.js"
 import { registry } from "./registry.js"
 import { serve } from "./serve.js"
 import { vault } from "./vault.js"
@@ -15,7 +16,7 @@ import { vault } from "./vault.js"
 /** The whole `ctl` tree, assembled in one call (a second withSubcommands would replace the first). */
 export const ctl = Command.make("ctl").pipe(
   Command.withDescription("Keel: marketplace, ground truth, product API and fleet operations on one runtime"),
-  Command.withSubcommands([serve, db, gt, market, registry, vault, host, machine, lease, blog, config])
+  Command.withSubcommands([serve, db, gt, market, registry, vault, host, machine, overview, lease, blog, config])
 )
 
 /** Runs `ctl` on an argv (`["node", "ctl", ...args]`); the version is read when it runs, not on import. */

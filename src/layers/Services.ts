@@ -1,6 +1,7 @@
 import { Layer } from "effect"
 import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
 import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
+import { Overview } from "../services/fleet/overview/Overview.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { Answerer } from "../services/groundtruth/Answerer.js"
 import { BrandAssets } from "../services/groundtruth/BrandAssets.js"
@@ -64,8 +65,9 @@ export const DomainServices = Layer.mergeAll(
   BrandAssets.Default,
   MarketServices,
   HostHealth.Default,
-  JobQueue.Default
+  Overview.Default
 ).pipe(
+  Layer.provideMerge(JobQueue.Default),
   Layer.provideMerge(FleetRegistry.Default),
   Layer.provideMerge(ObjectGateway.Default),
   Layer.provideMerge(Retriever.Default),

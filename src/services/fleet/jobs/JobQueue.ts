@@ -198,6 +198,24 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
       }
     }).pipe(Effect.orDie)
 
+    /** Per target: jobs running now, and job-hours since `since` (running jobs count up to now). */
+    const usage = (since: number) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* sql<{ target: string; running: number; millis: number | null }>`
+          SELECT target,
+            sum(CASE WHEN state = 'running' THEN 1 ELSE 0 END) AS running,
+            sum(CASE WHEN started_at IS NULL THEN 0
+                     ELSE COALESCE(finished_at, ${now}) - max(started_at, ${since}) END) AS millis
+          FROM jobs WHERE started_at IS NOT NULL AND COALESCE(finished_at, ${now}) >= ${since}
+          GROUP BY target`
+        return new Map(
+          rows.map(
+            (r) => [r.target, { running: Number(r.running), jobHours: Number(r.millis ?? 0) / 3_600_000 }] as const
+          )
+        )
+      }).pipe(Effect.orDie)
+
     /** Pauses claims and waits until nothing runs: what the storage handoff needs before it moves data. */
     const drain = (pollMillis = 200) =>
       Effect.gen(function* () {
@@ -218,7 +236,8 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
       pause: setPaused(true),
       resume: setPaused(false),
       drain,
-      stats
+      stats,
+      usage
     } as const
   })
 }) {}

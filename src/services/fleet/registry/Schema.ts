@@ -110,7 +110,11 @@ export const Target = Schema.Struct({
   /** Mount points whose disk state the host's beacon reports. */
   mounts: Schema.optionalWith(Schema.Array(AbsolutePath), { default: () => ["/"] }),
   services: Schema.optionalWith(Schema.Array(ServiceDeclaration), { default: () => [] }),
-  disk_cleanup: Schema.optional(DiskCleanupPolicy)
+  disk_cleanup: Schema.optional(DiskCleanupPolicy),
+  /** Job slots the host offers (its quota in `ctl overview`). */
+  slots: Schema.optional(PositiveInt),
+  /** What one job-hour on this host costs, for the overview's billing. */
+  hourly_rate: Schema.optional(NonNegative)
 })
 
 export const Settings = Schema.Struct({
