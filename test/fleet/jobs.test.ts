@@ -64,6 +64,24 @@ describe("the job queue", () => {
     }).pipe(Effect.provide(ServicesTest()))
   )
 
+  it.live("drain pauses claims and returns once the running job has finished", () =>
+    Effect.gen(function* () {
+      const queue = yield* JobQueue
+      const job = yield* queue.submit({ kind: "command", target: "forge-1", argv: ["true"] })
+      yield* queue.claim("w", 60_000)
+      yield* queue.submit({ kind: "command", target: "forge-1", argv: ["true"] })
+      const draining = yield* Effect.fork(queue.drain(20))
+      yield* Effect.sleep("100 millis")
+      assert.isNull(draining.unsafePoll())
+      assert.isTrue(Option.isNone(yield* queue.claim("other", 60_000))) // paused: the queued job waits
+      yield* queue.complete(job.id, "w", { exitCode: 0 })
+      yield* draining.await
+      const stats = yield* queue.stats
+      assert.isTrue(stats.paused)
+      assert.deepStrictEqual([stats.counts.running, stats.counts.queued], [0, 1])
+    }).pipe(Effect.provide(ServicesTest()))
+  )
+
   it.live("a worker runs jobs on their target, stores ordered output, records exits; status diagnoses failures", () =>
     Effect.gen(function* () {
       const queue = yield* JobQueue
