@@ -5,6 +5,7 @@ import { config } from "./config.js"
 import { db } from "./db.js"
 import { gt } from "./gt.js"
 import { host } from "./host.js"
+import { diskCleanup, space } from "./janitor.js"
 import { lease } from "./lease.js"
 import { machine } from "./machine.js"
 import { market } from "./market.js"
@@ -16,7 +17,22 @@ import { vault } from "./vault.js"
 /** The whole `ctl` tree, assembled in one call (a second withSubcommands would replace the first). */
 export const ctl = Command.make("ctl").pipe(
   Command.withDescription("Keel: marketplace, ground truth, product API and fleet operations on one runtime"),
-  Command.withSubcommands([serve, db, gt, market, registry, vault, host, machine, overview, lease, blog, config])
+  Command.withSubcommands([
+    serve,
+    db,
+    gt,
+    market,
+    registry,
+    vault,
+    host,
+    machine,
+    overview,
+    space,
+    diskCleanup,
+    lease,
+    blog,
+    config
+  ])
 )
 
 /** Runs `ctl` on an argv (`["node", "ctl", ...args]`); the version is read when it runs, not on import. */

@@ -2,6 +2,8 @@ import { Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
+import { DiskMeter } from "../services/fleet/janitor/DiskMeter.js"
+import { Janitor } from "../services/fleet/janitor/Janitor.js"
 import { JobWorker } from "../services/fleet/jobs/JobWorker.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
@@ -31,6 +33,9 @@ export const HostOpsLive = Layer.mergeAll(JobWorker.Default, Gates.Default).pipe
   Layer.provideMerge(HostChannelLive),
   Layer.provideMerge(ServicesLive)
 )
+
+/** Services plus the janitor on the live disk meter: `ctl disk-cleanup` and `ctl space`. */
+export const JanitorLive = Janitor.Default.pipe(Layer.provide(DiskMeter.Live), Layer.provideMerge(ServicesLive))
 
 /** The entities this process hosts, on the single embedded runner. */
 export const EntitiesLive = Layer.mergeAll(LeaseKeeperLive, MarketAgentLive).pipe(

@@ -1,0 +1,148 @@
+import { Args, Command, Options } from "@effect/cli"
+import { Effect, Option, Schedule } from "effect"
+import { JanitorLive } from "../layers/Live.js"
+import { type CleanupReport, Janitor, REPORTING_DEFAULT } from "../services/fleet/janitor/Janitor.js"
+import { FleetRegistry } from "../services/fleet/registry/Registry.js"
+import { CleanerNames } from "../services/fleet/registry/Schema.js"
+import { CommandFailed, ExitWith, emit, json } from "./Output.js"
+
+const human = (r: CleanupReport) => {
+  const counts =
+    (r.cleaners.build_caches as { skipped_counts?: Record<string, number> } | undefined)?.skipped_counts ?? {}
+  return [
+    `${r.host}: ${r.outcome}${r.detail === null ? "" : ` (${r.detail})`}${r.dry_run ? " [dry run]" : ""}`,
+    `free ${r.free_bytes_before === null ? "unknown" : `${(r.free_bytes_before / 1024 ** 3).toFixed(1)} GiB`}` +
+      `${r.low_free_gb === null ? "" : `, watermark ${r.low_free_gb} GiB, target ${r.target_free_gb} GiB`}`,
+    `deleted ${r.deleted.length} item(s), ${(r.deleted_bytes / 1024 ** 2).toFixed(1)} MiB` +
+      `${r.caps.length > 0 ? `; stopped by ${r.caps.join(", ")}` : ""}`,
+    ...Object.entries(counts).map(([reason, n]) => `  skipped ${reason}: ${n}`),
+    ...r.errors.map((e) => `  error ${e.path}: ${e.error}`)
+  ].join("\n")
+}
+
+const failedOutcomes = new Set(["invalid_or_unavailable_policy", "partial_error"])
+
+const runPass = (options: {
+  dryRun: boolean
+  toTarget: boolean
+  writer: "watch" | "cli"
+  json: boolean
+  reason?: string | undefined
+}) =>
+  Effect.gen(function* () {
+    const report = yield* (yield* Janitor).pass({
+      writer: options.writer,
+      dryRun: options.dryRun,
+      toTarget: options.toTarget,
+      reason: options.reason
+    })
+    yield* emit(options.json, report, human)
+    return report
+  })
+
+const diskCleanup = Command.make(
+  "disk-cleanup",
+  {
+    once: Options.boolean("once").pipe(Options.withDescription("Run one pass (the default)")),
+    dryRun: Options.boolean("dry-run").pipe(Options.withDescription("Scan and report; write no state, delete nothing")),
+    watch: Options.boolean("watch").pipe(
+      Options.withDescription("Run a pass every --interval seconds (the timer unit)")
+    ),
+    interval: Options.integer("interval").pipe(Options.withDefault(300)),
+    json
+  },
+  ({ dryRun, interval, json, watch }) =>
+    Effect.gen(function* () {
+      if (watch) {
+        yield* runPass({ dryRun, toTarget: false, writer: "watch", json }).pipe(
+          Effect.repeat(Schedule.spaced(`${interval} seconds`))
+        )
+        return
+      }
+      const report = yield* runPass({ dryRun, toTarget: false, writer: "watch", json })
+      if (failedOutcomes.has(report.outcome)) return yield* new ExitWith({ code: 1 })
+    })
+).pipe(
+  Command.withDescription("The disk janitor on this host: one pass, a preview, or a watch loop"),
+  Command.provide(JanitorLive)
+)
+
+const target = Args.text({ name: "TARGET" })
+
+/** The janitor acts on this host; another target's pass would run there through its channel (not built yet). */
+const localOnly = (name: string) =>
+  Effect.gen(function* () {
+    const host = (yield* Janitor).host
+    if (name !== host)
+      return yield* new CommandFailed({
+        detail: `${name} is not this host (${host}); remote janitor passes are not built yet`
+      })
+  })
+
+const report = Command.make("report", { target, json }, ({ json, target }) =>
+  Effect.gen(function* () {
+    yield* localOnly(target)
+    const last = yield* (yield* Janitor).lastReport
+    yield* emit(json, { cleanup_state: { outcome: last?.outcome ?? "never_run", report: last } }, (r) =>
+      r.cleanup_state.report === null ? `${target}: never_run` : human(r.cleanup_state.report)
+    )
+  })
+).pipe(Command.withDescription("The full recorded pass under cleanup_state.report"))
+
+const cleanersList = Command.make("list", { target, json }, ({ json, target }) =>
+  Effect.gen(function* () {
+    const snapshot = yield* (yield* FleetRegistry).read({ allowCached: true, record: false }).pipe(Effect.option)
+    const declared = Option.flatMap(snapshot, (s) =>
+      Option.fromNullable(s.registry.targets.find((t) => t.name === target)?.disk_cleanup)
+    )
+    const policy = Option.getOrElse(declared, () => REPORTING_DEFAULT)
+    const rows = CleanerNames.map((name) => ({
+      name,
+      configured: policy.cleaners[name] !== undefined,
+      settings: policy.cleaners[name] ?? null,
+      available: name === "build_caches"
+    }))
+    yield* emit(json, { target, mode: policy.mode, declared: Option.isSome(declared), cleaners: rows }, (r) =>
+      [
+        `${r.target}: mode ${r.mode}${r.declared ? "" : " (built-in reporting default)"}`,
+        ...r.cleaners.map(
+          (c) => `  ${c.name}: ${c.configured ? "configured" : "not configured"}${c.available ? "" : ", not built yet"}`
+        )
+      ].join("\n")
+    )
+  })
+).pipe(Command.withDescription("The cleaners and the target's settings for each"))
+
+const reclaim = Command.make(
+  "reclaim",
+  {
+    target,
+    stage: Options.choice("stage", ["registry_cleanup"]).pipe(Options.withDefault("registry_cleanup" as const)),
+    dryRun: Options.boolean("dry-run"),
+    apply: Options.boolean("apply"),
+    reason: Options.text("reason").pipe(Options.optional),
+    json
+  },
+  ({ apply, dryRun, json, reason, target }) =>
+    Effect.gen(function* () {
+      if (apply === dryRun) return yield* new CommandFailed({ detail: "say --dry-run or --apply" })
+      if (apply && Option.isNone(reason)) return yield* new CommandFailed({ detail: "--apply needs --reason" })
+      yield* localOnly(target)
+      const result = yield* runPass({
+        dryRun,
+        toTarget: true,
+        writer: "cli",
+        json,
+        reason: Option.getOrUndefined(reason)
+      })
+      if (failedOutcomes.has(result.outcome)) return yield* new ExitWith({ code: 1 })
+    })
+).pipe(Command.withDescription("Reclaim space toward the target now (--dry-run previews; --apply --reason deletes)"))
+
+export const space = Command.make("space").pipe(
+  Command.withDescription("Disk space: the janitor's reports, cleaners and reclamation"),
+  Command.withSubcommands([report, Command.make("cleaners").pipe(Command.withSubcommands([cleanersList])), reclaim]),
+  Command.provide(JanitorLive)
+)
+
+export { diskCleanup }
