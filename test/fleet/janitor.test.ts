@@ -1,0 +1,546 @@
+import { execFileSync, spawn } from "node:child_process"
+import { createHash } from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Effect, FastCheck as fc, Layer } from "effect"
+import {
+  AppConfigTest,
+  acquireLock,
+  CACHEDIR_SIGNATURE,
+  DiskMeter,
+  FleetRegistry,
+  Janitor,
+  JobQueue,
+  MemoryObjectStoreLayer,
+  ObjectGateway,
+  SqlTest,
+  scanBuildCaches
+} from "keel"
+
+const root = fileURLToPath(new URL("../..", import.meta.url))
+const GIB = 1024 ** 3
+const DAY = 86_400_000
+
+const temp = (prefix: string) => fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+
+/** A directory with a CACHEDIR.TAG (`tag` overrides its first line), `bytes` of payload, aged `ageDays`. */
+const cacheDir = (dir: string, options: { tag?: string; bytes?: number; ageDays?: number } = {}) => {
+  fs.mkdirSync(dir, { recursive: true })
+  fs.writeFileSync(path.join(dir, "CACHEDIR.TAG"), `${options.tag ?? CACHEDIR_SIGNATURE}\n# generated\n`)
+  fs.writeFileSync(path.join(dir, "payload.bin"), Buffer.alloc(options.bytes ?? 1024))
+  const when = new Date(Date.now() - (options.ageDays ?? 10) * DAY)
+  fs.utimesSync(dir, when, when)
+  return dir
+}
+
+const registryWith = (dir: string, host: string, policy: Record<string, unknown> | undefined) => {
+  const file = path.join(dir, "registry.yml")
+  const body = {
+    version: 1,
+    targets: [{ name: host, os: "linux", channel: "local", ...(policy === undefined ? {} : { disk_cleanup: policy }) }]
+  }
+  fs.writeFileSync(file, JSON.stringify(body)) // JSON is YAML
+  return file
+}
+
+const policy = (buildRoot: string, overrides: Record<string, unknown> = {}) => ({
+  mode: "enforce",
+  check_interval_seconds: 3600,
+  low_free_gb: 50,
+  target_free_gb: 100,
+  max_items_per_pass: 100,
+  max_bytes_per_pass: 10 * GIB,
+  max_scan_items: 200_000,
+  cleaners: { build_caches: { min_age_seconds: DAY / 1000, root: buildRoot } },
+  ...overrides
+})
+
+/** A meter whose free space is scripted by the test (bytes, read on each measurement). */
+const scriptedMeter = (free: () => number) => Layer.succeed(DiskMeter, { available: () => Effect.sync(free) })
+
+const JanitorTest = (env: Record<string, string>, meter: Layer.Layer<DiskMeter>) =>
+  Janitor.Default.pipe(
+    Layer.provide(meter),
+    Layer.provideMerge(JobQueue.Default),
+    Layer.provideMerge(FleetRegistry.Default),
+    Layer.provideMerge(ObjectGateway.Default),
+    Layer.provideMerge(MemoryObjectStoreLayer),
+    Layer.provideMerge(SqlTest),
+    Layer.provideMerge(AppConfigTest({ dataDir: temp("keel-janitor-data-") })),
+    Layer.provide(
+      Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({ KEEL_HOST: "jan", ...env }))))
+    )
+  )
+
+describe("build_caches: rule 1 and rule 2 on real trees", () => {
+  it("only tagged, signed, own, old, same-device directories reached without a symlink are candidates", async () => {
+    const base = temp("keel-rule1-")
+    const tree = path.join(base, "root")
+    const outside = path.join(base, "outside")
+    const eligible = cacheDir(path.join(tree, "proj", "target"))
+    cacheDir(path.join(tree, "wrong-signature"), { tag: "Signature: 0000" })
+    cacheDir(path.join(tree, "young"), { ageDays: 0 })
+    const foreign = cacheDir(path.join(tree, "foreign-owner"))
+    fs.chownSync(path.join(foreign, "CACHEDIR.TAG"), 4321, 4321)
+    const linkedTag = path.join(tree, "linked-tag")
+    fs.mkdirSync(linkedTag, { recursive: true })
+    fs.writeFileSync(path.join(base, "real-tag"), `${CACHEDIR_SIGNATURE}\n`)
+    fs.symlinkSync(path.join(base, "real-tag"), path.join(linkedTag, "CACHEDIR.TAG"))
+    fs.utimesSync(linkedTag, new Date(Date.now() - 10 * DAY), new Date(Date.now() - 10 * DAY))
+    cacheDir(outside) // valid, but only reachable through the symlink below
+    fs.symlinkSync(outside, path.join(tree, "via-link"))
+    fs.mkdirSync(path.join(tree, "untagged", "deep"), { recursive: true })
+    const refusedState = cacheDir(path.join(tree, "janitor-state", "cache"))
+    const hub = cacheDir(path.join(tree, "hub"))
+    // A loop of symlinks must not trap the walk.
+    fs.symlinkSync(tree, path.join(tree, "untagged", "deep", "loop"))
+
+    const scan = await scanBuildCaches({
+      root: tree,
+      minAgeSeconds: 86_400,
+      nowMs: Date.now(),
+      uid: process.getuid?.() ?? 0,
+      refused: [
+        { path: path.join(tree, "janitor-state"), why: "janitor_state" },
+        { path: hub, why: "model_hub" }
+      ],
+      maxScanItems: 10_000
+    })
+    assert.deepStrictEqual(
+      scan.candidates.map((c) => c.path),
+      [eligible]
+    )
+    assert.isAbove(scan.candidates[0]!.bytes, 1024)
+    const reasons = Object.fromEntries(scan.skipped.map((s) => [path.relative(tree, s.path), s.reason]))
+    assert.strictEqual(reasons["wrong-signature"], "tag_signature_mismatch")
+    assert.strictEqual(reasons.young, "too_young")
+    assert.strictEqual(reasons["foreign-owner"], "tag_owned_by_other_user")
+    assert.strictEqual(reasons["linked-tag"], "tag_not_regular_file")
+    assert.strictEqual(reasons["janitor-state"], "refused_janitor_state") // not even descended into
+    assert.isTrue(fs.existsSync(refusedState))
+    assert.strictEqual(reasons.hub, "refused_model_hub")
+    assert.isUndefined(reasons["via-link"])
+    assert.deepStrictEqual(scan.frontier, [])
+  })
+
+  it("a directory on another device is never a candidate (tmpfs mount; needs root)", async (context) => {
+    const tree = temp("keel-rule1-dev-")
+    const mountpoint = path.join(tree, "mounted")
+    fs.mkdirSync(mountpoint)
+    try {
+      execFileSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountpoint], { stdio: "ignore" })
+    } catch {
+      context.skip("cannot mount a tmpfs here (not root, or no mount permission in this sandbox)")
+      return
+    }
+    try {
+      cacheDir(path.join(mountpoint, "cache"))
+      const scan = await scanBuildCaches({
+        root: tree,
+        minAgeSeconds: 86_400,
+        nowMs: Date.now(),
+        uid: process.getuid?.() ?? 0,
+        refused: [],
+        maxScanItems: 10_000
+      })
+      assert.deepStrictEqual(scan.candidates, [])
+      assert.deepStrictEqual(
+        scan.skipped.map((s) => s.reason),
+        ["other_device"]
+      )
+    } finally {
+      execFileSync("umount", [mountpoint])
+    }
+  })
+
+  it("randomized trees: under every budget, only eligible directories are ever removed", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            kind: fc.constantFrom("eligible", "young", "wrong-tag", "untagged", "foreign", "linked", "refused"),
+            depth: fc.integer({ min: 0, max: 3 })
+          }),
+          { minLength: 1, maxLength: 12 }
+        ),
+        fc.integer({ min: 1, max: 5 }),
+        async (items, maxItems) => {
+          const tree = temp("keel-random-")
+          const eligible = new Set<string>()
+          const kept: Array<string> = []
+          items.forEach((item, i) => {
+            const dir = path.join(tree, ...Array.from({ length: item.depth }, (_, d) => `d${d}`), `item-${i}`)
+            if (item.kind === "eligible") eligible.add(cacheDir(dir))
+            else if (item.kind === "young") kept.push(cacheDir(dir, { ageDays: 0 }))
+            else if (item.kind === "wrong-tag") kept.push(cacheDir(dir, { tag: "Signature: nope" }))
+            else if (item.kind === "foreign") {
+              kept.push(cacheDir(dir))
+              fs.chownSync(path.join(dir, "CACHEDIR.TAG"), 4321, 4321)
+            } else if (item.kind === "refused") kept.push(cacheDir(path.join(tree, "state", `item-${i}`)))
+            else if (item.kind === "linked") {
+              const target = cacheDir(path.join(os.tmpdir(), `keel-linked-${process.pid}-${i}-${Math.random()}`))
+              kept.push(target)
+              fs.mkdirSync(path.dirname(dir), { recursive: true })
+              fs.symlinkSync(target, dir)
+            } else {
+              fs.mkdirSync(dir, { recursive: true })
+              kept.push(dir)
+            }
+          })
+          const scan = await scanBuildCaches({
+            root: tree,
+            minAgeSeconds: 86_400,
+            nowMs: Date.now(),
+            uid: process.getuid?.() ?? 0,
+            refused: [{ path: path.join(tree, "state"), why: "janitor_state" }],
+            maxScanItems: 100_000
+          })
+          for (const candidate of scan.candidates.slice(0, maxItems)) {
+            if (!eligible.has(candidate.path)) return false
+            fs.rmSync(candidate.path, { recursive: true })
+          }
+          return kept.every((dir) => fs.existsSync(dir))
+        }
+      ),
+      { numRuns: 60 }
+    )
+  })
+})
+
+describe("janitor passes: every outcome", () => {
+  it.live(
+    "never_run before the first pass; healthy_noop above the watermark; interval_noop within the interval",
+    () => {
+      const dir = temp("keel-outcomes-")
+      const build = path.join(dir, "build")
+      fs.mkdirSync(build)
+      return Effect.gen(function* () {
+        const janitor = yield* Janitor
+        assert.isNull(yield* janitor.lastReport) // never_run
+        const healthy = yield* janitor.pass({ writer: "watch" })
+        assert.strictEqual(healthy.outcome, "healthy_noop")
+        assert.strictEqual(healthy.writer, "watch")
+        const again = yield* janitor.pass({ writer: "queue-agent" })
+        assert.strictEqual(again.outcome, "interval_noop")
+      }).pipe(
+        Effect.provide(
+          JanitorTest(
+            { KEEL_REGISTRY: registryWith(dir, "jan", policy(build)) },
+            scriptedMeter(() => 500 * GIB)
+          )
+        )
+      )
+    }
+  )
+
+  it.live("an invalid policy deletes nothing: invalid_or_unavailable_policy", () => {
+    const dir = temp("keel-outcomes-")
+    const file = path.join(dir, "registry.yml")
+    fs.writeFileSync(
+      file,
+      "version: 1\ntargets:\n  - { name: jan, os: linux, channel: local, disk_cleanup: { mode: sometimes } }\n"
+    )
+    return Effect.gen(function* () {
+      const report = yield* (yield* Janitor).pass({ writer: "watch" })
+      assert.strictEqual(report.outcome, "invalid_or_unavailable_policy")
+      assert.include(report.detail ?? "", "disk_cleanup.mode")
+    }).pipe(
+      Effect.provide(
+        JanitorTest(
+          { KEEL_REGISTRY: file },
+          scriptedMeter(() => 0)
+        )
+      )
+    )
+  })
+
+  it.live("a host without a policy gets the reporting default: it reports and never deletes", () => {
+    const dir = temp("keel-outcomes-")
+    const home = path.join(dir, "home")
+    const cache = cacheDir(path.join(home, "proj", "target"))
+    // The default scans the home directory: point it at this test's tree.
+    const realHome = process.env.HOME
+    return Effect.gen(function* () {
+      process.env.HOME = home
+      yield* Effect.addFinalizer(() => Effect.sync(() => (process.env.HOME = realHome)))
+      const report = yield* (yield* Janitor).pass({ writer: "watch", toTarget: true })
+      assert.strictEqual(report.outcome, "report_only")
+      assert.strictEqual(report.mode, "report")
+      assert.isTrue(fs.existsSync(cache))
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(
+        JanitorTest(
+          { KEEL_REGISTRY: registryWith(dir, "jan", undefined), HOME: home },
+          scriptedMeter(() => 0)
+        )
+      )
+    )
+  })
+
+  it.live("pressure in enforce mode: reclaimed_target once the target is free; report mode is report_only", () => {
+    const dir = temp("keel-outcomes-")
+    const build = path.join(dir, "build")
+    const a = cacheDir(path.join(build, "a"))
+    const b = cacheDir(path.join(build, "b"))
+    // Free space grows by 60 GiB per deleted cache: one deletion reaches the 100 GiB target.
+    const free = () => (40 + 60 * [a, b].filter((d) => !fs.existsSync(d)).length) * GIB
+    return Effect.gen(function* () {
+      const report = yield* (yield* Janitor).pass({ writer: "watch" })
+      assert.strictEqual(report.outcome, "reclaimed_target")
+      assert.strictEqual(report.deleted.length, 1)
+      assert.strictEqual([a, b].filter((d) => fs.existsSync(d)).length, 1)
+    }).pipe(
+      Effect.provide(JanitorTest({ KEEL_REGISTRY: registryWith(dir, "jan", policy(build)) }, scriptedMeter(free)))
+    )
+  })
+
+  it.live("report mode scans and deletes nothing: report_only", () => {
+    const dir = temp("keel-outcomes-")
+    const build = path.join(dir, "build")
+    const a = cacheDir(path.join(build, "a"))
+    return Effect.gen(function* () {
+      const report = yield* (yield* Janitor).pass({ writer: "watch" })
+      assert.strictEqual(report.outcome, "report_only")
+      assert.strictEqual((report.cleaners.build_caches as { candidates: Array<unknown> }).candidates.length, 1)
+      assert.isTrue(fs.existsSync(a))
+    }).pipe(
+      Effect.provide(
+        JanitorTest(
+          { KEEL_REGISTRY: registryWith(dir, "jan", policy(build, { mode: "report" })) },
+          scriptedMeter(() => 0)
+        )
+      )
+    )
+  })
+
+  it.live(
+    "budgets: the item cap stops the pass (cap_reached) and the goal is kept; then progress; then nothing",
+    () => {
+      const dir = temp("keel-outcomes-")
+      const build = path.join(dir, "build")
+      for (const name of ["a", "b", "c"]) cacheDir(path.join(build, name))
+      return Effect.gen(function* () {
+        const janitor = yield* Janitor
+        const capped = yield* janitor.pass({ writer: "watch" })
+        assert.strictEqual(capped.outcome, "cap_reached")
+        assert.deepStrictEqual(capped.caps, ["max_items_per_pass"])
+        assert.strictEqual(capped.deleted.length, 2)
+        const progress = yield* janitor.pass({ writer: "watch" }) // the kept goal bypasses the interval gate
+        assert.strictEqual(progress.outcome, "reclaimed_progress")
+        const nothing = yield* janitor.pass({ writer: "watch" })
+        assert.strictEqual(nothing.outcome, "no_eligible_items")
+      }).pipe(
+        Effect.provide(
+          JanitorTest(
+            { KEEL_REGISTRY: registryWith(dir, "jan", policy(build, { max_items_per_pass: 2 })) },
+            scriptedMeter(() => 0)
+          )
+        )
+      )
+    }
+  )
+
+  it.live("a candidate that stops being eligible before deletion is kept: partial_error", () => {
+    const dir = temp("keel-outcomes-")
+    const build = path.join(dir, "build")
+    const a = cacheDir(path.join(build, "a"))
+    const b = cacheDir(path.join(build, "b"))
+    let reads = 0
+    // After the first deletion, b's tag is rewritten (a build started using it again).
+    const meter = () => {
+      reads++
+      if (reads === 3) fs.writeFileSync(path.join(b, "CACHEDIR.TAG"), "not a tag\n")
+      return 0
+    }
+    return Effect.gen(function* () {
+      const report = yield* (yield* Janitor).pass({ writer: "watch" })
+      assert.strictEqual(report.outcome, "partial_error")
+      assert.deepStrictEqual(
+        report.errors.map((e) => e.path),
+        [b]
+      )
+      assert.isFalse(fs.existsSync(a))
+      assert.isTrue(fs.existsSync(b))
+    }).pipe(
+      Effect.provide(JanitorTest({ KEEL_REGISTRY: registryWith(dir, "jan", policy(build)) }, scriptedMeter(meter)))
+    )
+  })
+
+  it.live("a running job on the host blocks build_caches: blocked_running_jobs", () => {
+    const dir = temp("keel-outcomes-")
+    const build = path.join(dir, "build")
+    const a = cacheDir(path.join(build, "a"))
+    return Effect.gen(function* () {
+      const queue = yield* JobQueue
+      yield* queue.submit({ kind: "command", target: "jan", argv: ["make"] })
+      yield* queue.claim("w", 60_000)
+      const report = yield* (yield* Janitor).pass({ writer: "queue-agent" })
+      assert.strictEqual(report.outcome, "blocked_running_jobs")
+      assert.isTrue(fs.existsSync(a))
+    }).pipe(
+      Effect.provide(
+        JanitorTest(
+          { KEEL_REGISTRY: registryWith(dir, "jan", policy(build)) },
+          scriptedMeter(() => 0)
+        )
+      )
+    )
+  })
+
+  it.live("a live lock holder: lock_busy, and the holder's state is left alone", () => {
+    const dir = temp("keel-outcomes-")
+    const build = path.join(dir, "build")
+    fs.mkdirSync(build)
+    return Effect.gen(function* () {
+      const janitor = yield* Janitor
+      const held = acquireLock(janitor.stateDir, 60_000)
+      assert.strictEqual(held.kind, "held")
+      const report = yield* janitor.pass({ writer: "watch" })
+      assert.strictEqual(report.outcome, "lock_busy")
+      assert.isFalse(fs.existsSync(path.join(janitor.stateDir, "state.json")))
+      if (held.kind === "held") held.release()
+    }).pipe(
+      Effect.provide(
+        JanitorTest(
+          { KEEL_REGISTRY: registryWith(dir, "jan", policy(build)) },
+          scriptedMeter(() => 0)
+        )
+      )
+    )
+  })
+
+  it.live("the scan budget checkpoints the frontier; the next pass resumes it; a changed root invalidates it", () => {
+    const dir = temp("keel-outcomes-")
+    const build = path.join(dir, "build")
+    for (let i = 0; i < 6; i++) fs.mkdirSync(path.join(build, `dir-${i}`, "sub"), { recursive: true })
+    cacheDir(path.join(build, "dir-5", "sub", "cache"))
+    return Effect.gen(function* () {
+      const janitor = yield* Janitor
+      const first = yield* janitor.pass({ writer: "watch", toTarget: true })
+      assert.include(first.caps, "max_scan_items")
+      assert.isNotNull(first.build_caches_resume_from)
+      let report = first
+      for (let i = 0; i < 20 && report.build_caches_resume_from !== null; i++)
+        report = yield* janitor.pass({ writer: "watch", toTarget: true })
+      assert.isNull(report.build_caches_resume_from) // a completed traversal clears the checkpoint
+      assert.isFalse(fs.existsSync(path.join(build, "dir-5", "sub", "cache")))
+    }).pipe(
+      Effect.provide(
+        JanitorTest(
+          { KEEL_REGISTRY: registryWith(dir, "jan", policy(build, { max_scan_items: 8 })) },
+          scriptedMeter(() => 0)
+        )
+      )
+    )
+  })
+})
+
+const treeDigest = (dir: string): string => {
+  const hash = createHash("sha256")
+  const walk = (current: string) => {
+    for (const name of fs.readdirSync(current).sort()) {
+      const full = path.join(current, name)
+      const stat = fs.lstatSync(full)
+      hash.update(`${path.relative(dir, full)}|${stat.mode}|${stat.size}|${stat.mtimeMs}\n`)
+      if (stat.isDirectory()) walk(full)
+      else if (stat.isFile()) hash.update(fs.readFileSync(full))
+    }
+  }
+  if (fs.existsSync(dir)) walk(dir)
+  return hash.digest("hex")
+}
+
+describe("ctl space and ctl disk-cleanup, as real processes", () => {
+  const ctl = path.join(root, "bin", "ctl.js")
+  const setup = () => {
+    const dir = temp("keel-space-")
+    const build = path.join(dir, "build")
+    cacheDir(path.join(build, "a"))
+    cacheDir(path.join(build, "b"))
+    const env = {
+      ...process.env,
+      KEEL_DATA_DIR: path.join(dir, "data"),
+      KEEL_REGISTRY: registryWith(dir, "jan", policy(build, { low_free_gb: 1_000_000, target_free_gb: 1_000_001 })),
+      KEEL_HOST: "jan",
+      KEEL_LOG_LEVEL: "warning"
+    }
+    return { dir, build, env, state: path.join(dir, "data", "janitor") }
+  }
+
+  it("reclaim --dry-run writes no state and deletes nothing (tree and state dir hashed before and after)", () => {
+    const { build, env, state } = setup()
+    const before = [treeDigest(build), treeDigest(state)]
+    const out = JSON.parse(
+      execFileSync(
+        process.execPath,
+        [ctl, "space", "reclaim", "jan", "--stage", "registry_cleanup", "--dry-run", "--json"],
+        {
+          env,
+          encoding: "utf8"
+        }
+      )
+    )
+    assert.strictEqual(out.outcome, "report_only")
+    assert.strictEqual(out.dry_run, true)
+    assert.deepStrictEqual([treeDigest(build), treeDigest(state)], before)
+  }, 60_000)
+
+  it("reclaim --apply records the reason and the result on the host; space report shows the pass", () => {
+    const { build, env } = setup()
+    const applied = JSON.parse(
+      execFileSync(
+        process.execPath,
+        [ctl, "space", "reclaim", "jan", "--apply", "--reason", "disk alert #42", "--json"],
+        {
+          env,
+          encoding: "utf8"
+        }
+      )
+    )
+    assert.strictEqual(applied.reason, "disk alert #42")
+    assert.strictEqual(applied.deleted.length, 2)
+    assert.deepStrictEqual(fs.readdirSync(build), [])
+    const recorded = JSON.parse(
+      execFileSync(process.execPath, [ctl, "space", "report", "jan", "--json"], { env, encoding: "utf8" })
+    )
+    assert.strictEqual(recorded.cleanup_state.report.reason, "disk alert #42")
+    assert.strictEqual(recorded.cleanup_state.outcome, applied.outcome)
+  }, 60_000)
+
+  it("lock recovery: a SIGSTOPped holder's overdue lock is replaced, but nothing is deleted while it lives", async () => {
+    const { build, env } = setup()
+    const holdEnv = { ...env, KEEL_JANITOR_HOLD_MS: "60000" }
+    const holder = spawn(process.execPath, [ctl, "disk-cleanup", "--once"], { env: holdEnv, stdio: "ignore" })
+    const lockFile = path.join(env.KEEL_DATA_DIR, "janitor", "janitor.lock")
+    const deadline = Date.now() + 20_000
+    while (!fs.existsSync(lockFile) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    holder.kill("SIGSTOP")
+    try {
+      const run = (extra: Record<string, string> = {}) =>
+        JSON.parse(
+          execFileSync(process.execPath, [ctl, "disk-cleanup", "--once", "--json"], {
+            env: { ...env, ...extra },
+            encoding: "utf8"
+          })
+        )
+      assert.strictEqual(run().outcome, "lock_busy")
+      // Make the stopped holder's heartbeat overdue (policy max_pass_seconds is 30: overdue after 65 s).
+      const record = JSON.parse(fs.readFileSync(lockFile, "utf8"))
+      fs.writeFileSync(lockFile, JSON.stringify({ ...record, heartbeat_at: Date.now() - 120_000 }))
+      const recovering = run()
+      assert.strictEqual(recovering.outcome, "lock_recovery_report_only")
+      assert.strictEqual(fs.readdirSync(build).length, 2)
+      holder.kill("SIGKILL")
+      await new Promise((r) => holder.once("exit", r))
+      const after = run()
+      assert.strictEqual(after.outcome, "reclaimed_progress")
+      assert.strictEqual(fs.readdirSync(build).length, 0)
+    } finally {
+      holder.kill("SIGKILL")
+    }
+  }, 90_000)
+})
