@@ -1,4 +1,4 @@
-import * as fs from "node:fs/promises"
+import * as fs from "node:fs"
 import * as path from "node:path"
 
 /** The CACHEDIR.TAG signature (https://bford.info/cachedir/): the first line of a valid tag. */
@@ -33,49 +33,62 @@ export interface BuildCacheRules {
   readonly maxScanItems: number
 }
 
-const firstLine = async (file: string) => {
-  const handle = await fs.open(file, "r")
+const firstLine = (file: string) => {
+  const fd = fs.openSync(file, "r")
   try {
     const buffer = Buffer.alloc(128)
-    const { bytesRead } = await handle.read(buffer, 0, 128, 0)
+    const bytesRead = fs.readSync(fd, buffer, 0, 128, 0)
     return buffer.subarray(0, bytesRead).toString("utf8").split(/\r?\n/)[0] ?? ""
   } finally {
-    await handle.close()
+    fs.closeSync(fd)
   }
 }
 
 const within = (child: string, parent: string) => child === parent || child.startsWith(`${parent}${path.sep}`)
 
+const lstat = (file: string) => {
+  try {
+    return fs.lstatSync(file)
+  } catch {
+    return undefined
+  }
+}
+
 /** Bytes under a directory, by lstat, never following links; `count` is charged one per entry. */
-const sizeOf = async (dir: string, count: () => void): Promise<number> => {
+const sizeOf = (dir: string, count: () => void): number => {
   let total = 0
   const stack = [dir]
   while (stack.length > 0) {
     const current = stack.pop()!
-    let handle: import("node:fs").Dir
+    let entries: Array<fs.Dirent>
     try {
-      handle = await fs.opendir(current)
+      entries = fs.readdirSync(current, { withFileTypes: true })
     } catch {
       continue
     }
-    for await (const entry of handle) {
+    for (const entry of entries) {
       count()
       const full = path.join(current, entry.name)
-      try {
-        const stat = await fs.lstat(full)
-        total += stat.size
-        if (stat.isDirectory()) stack.push(full)
-      } catch {}
+      const stat = lstat(full)
+      if (stat === undefined) continue
+      total += stat.size
+      if (stat.isDirectory()) stack.push(full)
     }
   }
   return total
 }
+
+/** How long the walk runs before yielding to the event loop (the queue agent keeps serving meanwhile). */
+const SLICE_MS = 20
 
 /**
  * Rule 1 exactly: a directory is a candidate only when it holds a CACHEDIR.TAG whose first line is the
  * signature, the tag is a regular file owned by the same user, the directory's own mtime is older than
  * min_age, it is on the scan root's device, and it was reached without following a symlink (the walk
  * never follows links). Rule 2's refusals win over a valid tag. A candidate is not descended into.
+ *
+ * The walk uses synchronous lstat/readdir in short slices: on a small machine that is as fast as
+ * `find`, where one promise per syscall was several times slower.
  */
 export const scanBuildCaches = async (
   rules: BuildCacheRules,
@@ -84,69 +97,70 @@ export const scanBuildCaches = async (
   const candidates: Array<Candidate> = []
   const skipped: Array<Skip> = []
   let scanned = 0
-  const rootStat = await fs.lstat(rules.root)
-  const device = rootStat.dev
+  const device = fs.lstatSync(rules.root).dev
   // Resuming changes the order of the walk, never what may be deleted: the same checks run on each dir.
   const stack = resumeFrom.length > 0 ? [...resumeFrom].filter((d) => within(d, rules.root)) : [rules.root]
-  const budgetLeft = () => scanned < rules.maxScanItems
-  while (stack.length > 0) {
-    if (!budgetLeft()) break
-    const dir = stack.pop()!
-    let stat: import("node:fs").Stats
-    try {
-      stat = await fs.lstat(dir)
-    } catch {
-      continue
-    }
+
+  const visit = (dir: string) => {
+    const stat = lstat(dir)
+    if (stat === undefined) return
     scanned++
-    if (stat.isSymbolicLink() || !stat.isDirectory()) continue
+    if (stat.isSymbolicLink() || !stat.isDirectory()) return
     if (stat.dev !== device) {
       skipped.push({ path: dir, reason: "other_device" })
-      continue
+      return
     }
     const refusal = rules.refused.find((r) => within(dir, r.path))
-    const tag = path.join(dir, "CACHEDIR.TAG")
-    const tagStat = await fs.lstat(tag).catch(() => undefined)
-    if (tagStat !== undefined && dir !== rules.root) {
+    if (refusal !== undefined && dir === refusal.path) {
+      skipped.push({ path: dir, reason: `refused_${refusal.why}` })
+      return
+    }
+    let entries: Array<fs.Dirent>
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true })
+    } catch {
+      skipped.push({ path: dir, reason: "unreadable" })
+      return
+    }
+    scanned += entries.length
+    if (dir !== rules.root && entries.some((e) => e.name === "CACHEDIR.TAG")) {
       if (refusal !== undefined) {
         skipped.push({ path: dir, reason: `refused_${refusal.why}` })
-        continue
+        return
       }
-      const reason = !tagStat.isFile()
-        ? "tag_not_regular_file"
-        : tagStat.uid !== rules.uid
-          ? "tag_owned_by_other_user"
-          : (await firstLine(tag).catch(() => "")) !== CACHEDIR_SIGNATURE
-            ? "tag_signature_mismatch"
-            : rules.nowMs - stat.mtimeMs < rules.minAgeSeconds * 1000
-              ? "too_young"
-              : undefined
+      const tag = path.join(dir, "CACHEDIR.TAG")
+      const tagStat = lstat(tag)
+      let signed = false
+      try {
+        signed = tagStat?.isFile() === true && firstLine(tag) === CACHEDIR_SIGNATURE
+      } catch {}
+      const reason =
+        tagStat === undefined || !tagStat.isFile()
+          ? "tag_not_regular_file"
+          : tagStat.uid !== rules.uid
+            ? "tag_owned_by_other_user"
+            : !signed
+              ? "tag_signature_mismatch"
+              : rules.nowMs - stat.mtimeMs < rules.minAgeSeconds * 1000
+                ? "too_young"
+                : undefined
       if (reason === undefined) {
-        const bytes = await sizeOf(dir, () => scanned++)
-        candidates.push({ path: dir, bytes, reason: "cachedir_tag" })
-        continue
+        candidates.push({ path: dir, bytes: sizeOf(dir, () => scanned++), reason: "cachedir_tag" })
+        return
       }
       skipped.push({ path: dir, reason })
     }
-    if (refusal !== undefined && dir === refusal.path) {
-      skipped.push({ path: dir, reason: `refused_${refusal.why}` })
-      continue
-    }
-    let handle: import("node:fs").Dir
-    try {
-      handle = await fs.opendir(dir)
-    } catch {
-      skipped.push({ path: dir, reason: "unreadable" })
-      continue
-    }
     const children: Array<string> = []
-    for await (const entry of handle) {
-      scanned++
-      if (entry.isDirectory()) children.push(path.join(dir, entry.name))
-    }
+    for (const entry of entries) if (entry.isDirectory()) children.push(path.join(dir, entry.name))
     // Depth-first in name order (reversed onto the stack), so a resumed walk is deterministic.
     children.sort().reverse()
-    stack.push(...children)
+    for (const child of children) stack.push(child)
+  }
+
+  while (stack.length > 0 && scanned < rules.maxScanItems) {
+    const sliceEnd = Date.now() + SLICE_MS
+    while (stack.length > 0 && scanned < rules.maxScanItems && Date.now() < sliceEnd) visit(stack.pop()!)
+    await new Promise((resolve) => setImmediate(resolve))
   }
   return { candidates, skipped, scanned, frontier: stack }
 }
