@@ -391,6 +391,56 @@ describe("janitor passes: every outcome", () => {
     )
   })
 
+  it.live(
+    "queue_workdirs: only finished jobs' old trees go; active and unknown jobs' trees are kept and reported",
+    () => {
+      const dir = temp("keel-workdirs-")
+      const work = path.join(dir, "work")
+      const old = new Date(Date.now() - 2 * DAY)
+      const tree = (id: string, aged = true) => {
+        fs.mkdirSync(path.join(work, id, "out"), { recursive: true })
+        fs.writeFileSync(path.join(work, id, "out", "log.txt"), "x".repeat(2048))
+        if (aged) fs.utimesSync(path.join(work, id), old, old)
+        return path.join(work, id)
+      }
+      return Effect.gen(function* () {
+        const queue = yield* JobQueue
+        const done = yield* queue.submit({ kind: "command", target: "elsewhere", argv: ["true"] })
+        yield* queue.claim("w", 60_000)
+        yield* queue.complete(done.id, "w", { exitCode: 0 })
+        const active = yield* queue.submit({ kind: "command", target: "elsewhere", argv: ["true"] })
+        const fresh = yield* queue.submit({ kind: "command", target: "elsewhere", argv: ["true"] })
+        yield* queue.cancel(fresh.id)
+        const finishedTree = tree(done.id)
+        const activeTree = tree(active.id)
+        const youngTree = tree(fresh.id, false)
+        const strangerTree = tree("job_not_in_this_queue")
+        const report = yield* (yield* Janitor).pass({ writer: "queue-agent" })
+        assert.strictEqual(report.outcome, "reclaimed_progress")
+        assert.deepStrictEqual(
+          report.deleted.map((d) => d.path),
+          [finishedTree]
+        )
+        assert.isFalse(fs.existsSync(finishedTree))
+        for (const kept of [activeTree, youngTree, strangerTree]) assert.isTrue(fs.existsSync(kept))
+        const counts = (report.cleaners.queue_workdirs as { skipped_counts: Record<string, number> }).skipped_counts
+        assert.deepStrictEqual(counts, { job_active: 1, too_young: 1, unknown_job: 1 })
+      }).pipe(
+        Effect.provide(
+          JanitorTest(
+            {
+              KEEL_REGISTRY: registryWith(dir, "jan", {
+                ...policy(path.join(dir, "none")),
+                cleaners: { queue_workdirs: { min_age_seconds: 3600, root: work } }
+              })
+            },
+            scriptedMeter(() => 0)
+          )
+        )
+      )
+    }
+  )
+
   it.live("a live lock holder: lock_busy, and the holder's state is left alone", () => {
     const dir = temp("keel-outcomes-")
     const build = path.join(dir, "build")

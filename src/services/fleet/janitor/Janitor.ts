@@ -11,6 +11,7 @@ import type { DiskCleanupPolicy } from "../registry/Schema.js"
 import { type BuildCacheScan, CACHEDIR_SIGNATURE, type Candidate, scanBuildCaches } from "./BuildCaches.js"
 import { DiskMeter } from "./DiskMeter.js"
 import { acquireLock } from "./JanitorLock.js"
+import { scanQueueWorkdirs } from "./QueueWorkdirs.js"
 
 export type Outcome =
   | "never_run"
@@ -273,6 +274,7 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
         }
         const running = (yield* queue.usage(0)).get(hostName)?.running ?? 0
         if (running > 0 && policy.cleaners.build_caches !== undefined) {
+          // queue_workdirs alone does not need the host idle: it only takes finished jobs' trees.
           const report = yield* finish("blocked_running_jobs", {
             policy,
             freeBefore: free,
@@ -323,15 +325,48 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
             base.build_caches_resume_from = scan.frontier
           }
         }
+        const workdirs = policy.cleaners.queue_workdirs
+        let workdirCandidates: ReadonlyArray<Candidate> = []
+        if (workdirs !== undefined) {
+          const workRoot = workdirs.root
+          if (workRoot === undefined) {
+            base.cleaners.queue_workdirs = { status: "unavailable", reason: "queue_workdirs needs a root" }
+          } else {
+            const names = yield* Effect.sync(() => {
+              try {
+                return fs.readdirSync(workRoot)
+              } catch {
+                return []
+              }
+            })
+            const states = yield* queue.statesOf(names)
+            const found = scanQueueWorkdirs({
+              root: path.resolve(workRoot),
+              minAgeSeconds: workdirs.min_age_seconds ?? 3600,
+              nowMs: started,
+              stateOf: (id) => states.get(id)
+            })
+            const counts: Record<string, number> = {}
+            for (const skip of found.skipped) counts[skip.reason] = (counts[skip.reason] ?? 0) + 1
+            base.cleaners.queue_workdirs = {
+              root: workRoot,
+              scanned: found.scanned,
+              candidates: found.candidates,
+              skipped_counts: counts,
+              skipped: found.skipped.slice(0, 200)
+            }
+            workdirCandidates = found.candidates
+          }
+        }
         for (const name of Object.keys(policy.cleaners)) {
-          if (name !== "build_caches")
+          if (name !== "build_caches" && name !== "queue_workdirs")
             base.cleaners[name] = { status: "unavailable", reason: "this cleaner is not built yet" }
         }
         const checkpoints =
           scan !== undefined && scan.frontier.length > 0
             ? { policy_digest: digest, root, build_caches: scan.frontier }
             : null
-        const candidates = scan?.candidates ?? []
+        const candidates = [...(scan?.candidates ?? []), ...workdirCandidates]
 
         const reportOnly =
           lock?.kind === "recovery"
@@ -380,7 +415,12 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
             base.caps.push("max_pass_seconds")
             break
           }
-          if (!stillEligible(candidate, (build?.min_age_seconds ?? 86_400) * 1000, now)) {
+          const eligible = candidate.reason.startsWith("job_")
+            ? ["succeeded", "failed", "cancelled"].includes(
+                (yield* queue.statesOf([path.basename(candidate.path)])).get(path.basename(candidate.path)) ?? ""
+              )
+            : stillEligible(candidate, (build?.min_age_seconds ?? 86_400) * 1000, now)
+          if (!eligible) {
             base.errors.push({ path: candidate.path, error: "no longer eligible at deletion time; kept" })
             continue
           }

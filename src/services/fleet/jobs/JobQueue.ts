@@ -198,6 +198,16 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
       }
     }).pipe(Effect.orDie)
 
+    /** The state of each known job among `ids` (unknown ids are absent from the map). */
+    const statesOf = (ids: ReadonlyArray<string>) =>
+      (ids.length === 0
+        ? Effect.succeed([] as ReadonlyArray<{ id: string; state: JobState }>)
+        : sql<{ id: string; state: JobState }>`SELECT id, state FROM jobs WHERE ${sql.in("id", ids)}`
+      ).pipe(
+        Effect.map((rows) => new Map(rows.map((r) => [r.id, r.state] as const))),
+        Effect.orDie
+      )
+
     /** Per target: jobs running now, and job-hours since `since` (running jobs count up to now). */
     const usage = (since: number) =>
       Effect.gen(function* () {
@@ -237,7 +247,8 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
       resume: setPaused(false),
       drain,
       stats,
-      usage
+      usage,
+      statesOf
     } as const
   })
 }) {}
