@@ -17,7 +17,8 @@ import {
   MemoryObjectStoreLayer,
   ObjectGateway,
   SqlTest,
-  scanBuildCaches
+  scanBuildCaches,
+  scanHuggingfaceCache
 } from "keel"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
@@ -432,6 +433,65 @@ describe("janitor passes: every outcome", () => {
               KEEL_REGISTRY: registryWith(dir, "jan", {
                 ...policy(path.join(dir, "none")),
                 cleaners: { queue_workdirs: { min_age_seconds: 3600, root: work } }
+              })
+            },
+            scriptedMeter(() => 0)
+          )
+        )
+      )
+    }
+  )
+
+  it.live(
+    "huggingface_cache: unreferenced blobs and old .incomplete downloads go; a referenced blob never does",
+    () => {
+      const dir = temp("keel-hub-")
+      const hub = path.join(dir, "hub")
+      const repo = path.join(hub, "models--org--model")
+      const old = new Date(Date.now() - 3 * DAY)
+      fs.mkdirSync(path.join(repo, "blobs"), { recursive: true })
+      fs.mkdirSync(path.join(repo, "refs"), { recursive: true })
+      for (const blob of ["aaa", "bbb", "ccc", "ddd.incomplete", "eee.incomplete"])
+        fs.writeFileSync(path.join(repo, "blobs", blob), blob.repeat(100))
+      fs.utimesSync(path.join(repo, "blobs", "ddd.incomplete"), old, old)
+      const snapshot = (rev: string, file: string, blob: string) => {
+        fs.mkdirSync(path.join(repo, "snapshots", rev), { recursive: true })
+        fs.symlinkSync(`../../blobs/${blob}`, path.join(repo, "snapshots", rev, file))
+      }
+      snapshot("rev1", "config.json", "aaa")
+      snapshot("rev0", "model.bin", "ccc")
+      fs.writeFileSync(path.join(repo, "refs", "main"), "rev1")
+      return Effect.gen(function* () {
+        const report = yield* (yield* Janitor).pass({ writer: "watch" })
+        assert.deepStrictEqual(report.deleted.map((d) => path.basename(d.path)).sort(), ["bbb", "ddd.incomplete"])
+        for (const kept of ["aaa", "ccc", "eee.incomplete"])
+          assert.isTrue(fs.existsSync(path.join(repo, "blobs", kept)))
+        assert.isTrue(fs.existsSync(path.join(repo, "snapshots", "rev0"))) // the policy keeps unreferenced snapshots
+        const counts = (report.cleaners.huggingface_cache as { skipped_counts: Record<string, number> }).skipped_counts
+        assert.deepStrictEqual(counts, {
+          incomplete_download_in_progress: 1,
+          referenced_by_snapshot: 2,
+          unreferenced_snapshot_kept_by_policy: 1
+        })
+        // With the policy's consent the unreferenced snapshot goes; its blob only in a later scan, once it is gone.
+        const withSnapshots = { root: hub, minAgeSeconds: 86_400, nowMs: Date.now(), deleteUnreferencedSnapshots: true }
+        const first = scanHuggingfaceCache(withSnapshots)
+        assert.deepStrictEqual(
+          first.candidates.map((c) => path.basename(c.path)),
+          ["rev0"]
+        )
+        fs.rmSync(first.candidates[0]!.path, { recursive: true })
+        assert.deepStrictEqual(
+          scanHuggingfaceCache(withSnapshots).candidates.map((c) => path.basename(c.path)),
+          ["ccc"]
+        )
+      }).pipe(
+        Effect.provide(
+          JanitorTest(
+            {
+              KEEL_REGISTRY: registryWith(dir, "jan", {
+                ...policy(path.join(dir, "none")),
+                cleaners: { huggingface_cache: { min_age_seconds: 86_400, root: hub } }
               })
             },
             scriptedMeter(() => 0)

@@ -10,6 +10,7 @@ import { FleetRegistry } from "../registry/Registry.js"
 import type { DiskCleanupPolicy } from "../registry/Schema.js"
 import { type BuildCacheScan, CACHEDIR_SIGNATURE, type Candidate, scanBuildCaches } from "./BuildCaches.js"
 import { DiskMeter } from "./DiskMeter.js"
+import { scanHuggingfaceCache, stillHuggingfaceEligible } from "./HuggingfaceCache.js"
 import { acquireLock } from "./JanitorLock.js"
 import { scanQueueWorkdirs } from "./QueueWorkdirs.js"
 
@@ -358,15 +359,39 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
             workdirCandidates = found.candidates
           }
         }
+        const hub = policy.cleaners.huggingface_cache
+        let hubCandidates: ReadonlyArray<Candidate> = []
+        if (hub !== undefined) {
+          const hubRoot = path.resolve(hub.root ?? path.join(os.homedir(), ".cache", "huggingface", "hub"))
+          const found = scanHuggingfaceCache({
+            root: hubRoot,
+            minAgeSeconds: hub.min_age_seconds ?? 86_400,
+            nowMs: started,
+            deleteUnreferencedSnapshots: hub.delete_unreferenced_snapshots === true
+          })
+          const counts: Record<string, number> = {}
+          for (const skip of found.skipped) counts[skip.reason] = (counts[skip.reason] ?? 0) + 1
+          base.cleaners.huggingface_cache = {
+            root: hubRoot,
+            scanned: found.scanned,
+            candidates: found.candidates,
+            skipped_counts: counts,
+            skipped: found.skipped.slice(0, 200)
+          }
+          // Snapshots first: a blob only they used becomes a candidate in a later pass, once they are gone.
+          hubCandidates = [...found.candidates].sort((a, b) =>
+            a.reason === b.reason ? 0 : a.reason === "hf_unreferenced_snapshot" ? -1 : 1
+          )
+        }
         for (const name of Object.keys(policy.cleaners)) {
-          if (name !== "build_caches" && name !== "queue_workdirs")
+          if (name !== "build_caches" && name !== "queue_workdirs" && name !== "huggingface_cache")
             base.cleaners[name] = { status: "unavailable", reason: "this cleaner is not built yet" }
         }
         const checkpoints =
           scan !== undefined && scan.frontier.length > 0
             ? { policy_digest: digest, root, build_caches: scan.frontier }
             : null
-        const candidates = [...(scan?.candidates ?? []), ...workdirCandidates]
+        const candidates = [...(scan?.candidates ?? []), ...workdirCandidates, ...hubCandidates]
 
         const reportOnly =
           lock?.kind === "recovery"
@@ -415,11 +440,13 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
             base.caps.push("max_pass_seconds")
             break
           }
-          const eligible = candidate.reason.startsWith("job_")
-            ? ["succeeded", "failed", "cancelled"].includes(
-                (yield* queue.statesOf([path.basename(candidate.path)])).get(path.basename(candidate.path)) ?? ""
-              )
-            : stillEligible(candidate, (build?.min_age_seconds ?? 86_400) * 1000, now)
+          const eligible = candidate.reason.startsWith("hf_")
+            ? stillHuggingfaceEligible(candidate, (hub?.min_age_seconds ?? 86_400) * 1000, now)
+            : candidate.reason.startsWith("job_")
+              ? ["succeeded", "failed", "cancelled"].includes(
+                  (yield* queue.statesOf([path.basename(candidate.path)])).get(path.basename(candidate.path)) ?? ""
+                )
+              : stillEligible(candidate, (build?.min_age_seconds ?? 86_400) * 1000, now)
           if (!eligible) {
             base.errors.push({ path: candidate.path, error: "no longer eligible at deletion time; kept" })
             continue
