@@ -501,6 +501,126 @@ describe("janitor passes: every outcome", () => {
     }
   )
 
+  it.live("weles_recordings: only old recordings whose upload proof matches their size and SHA-256 go", () => {
+    const dir = temp("keel-recordings-")
+    const recs = path.join(dir, "recordings")
+    fs.mkdirSync(recs)
+    const old = new Date(Date.now() - 30 * DAY)
+    const recording = (
+      name: string,
+      options: { proof?: "good" | "bad-sha" | "bad-size" | "none"; aged?: boolean } = {}
+    ) => {
+      const file = path.join(recs, name)
+      const bytes = Buffer.from(`${name} frames `.repeat(50))
+      fs.writeFileSync(file, bytes)
+      const sha = createHash("sha256").update(bytes).digest("hex")
+      const proof = options.proof ?? "good"
+      if (proof !== "none")
+        fs.writeFileSync(
+          `${file}.upload-proof.json`,
+          JSON.stringify({
+            file: name,
+            size: proof === "bad-size" ? bytes.length + 1 : bytes.length,
+            sha256: proof === "bad-sha" ? "0".repeat(64) : sha,
+            uploaded_at: new Date().toISOString(),
+            destination: "s3://recordings/x"
+          })
+        )
+      if (options.aged !== false) fs.utimesSync(file, old, old)
+      return file
+    }
+    const uploaded = recording("a.webm")
+    const kept = [
+      recording("no-proof.webm", { proof: "none" }),
+      recording("wrong-sha.webm", { proof: "bad-sha" }),
+      recording("wrong-size.webm", { proof: "bad-size" }),
+      recording("young.webm", { aged: false })
+    ]
+    return Effect.gen(function* () {
+      const report = yield* (yield* Janitor).pass({ writer: "watch" })
+      assert.deepStrictEqual(
+        report.deleted.map((d) => d.path),
+        [uploaded]
+      )
+      assert.isFalse(fs.existsSync(`${uploaded}.upload-proof.json`))
+      for (const file of kept) assert.isTrue(fs.existsSync(file))
+      const counts = (report.cleaners.weles_recordings as { skipped_counts: Record<string, number> }).skipped_counts
+      assert.deepStrictEqual(counts, {
+        no_upload_proof: 1,
+        proof_sha256_mismatch: 1,
+        proof_size_mismatch: 1,
+        too_young: 1
+      })
+    }).pipe(
+      Effect.provide(
+        JanitorTest(
+          {
+            KEEL_REGISTRY: registryWith(dir, "jan", {
+              ...policy(path.join(dir, "none")),
+              cleaners: { weles_recordings: { min_age_seconds: 7 * 86_400, root: recs } }
+            })
+          },
+          scriptedMeter(() => 0)
+        )
+      )
+    )
+  })
+
+  it.live(
+    "backup_twins: a replica goes only when the primary holds the same bytes; the same file is retained; the cursor resumes",
+    () => {
+      const dir = temp("keel-twins-")
+      const replica = path.join(dir, "replica")
+      const primary = path.join(dir, "primary")
+      const put = (root: string, rel: string, text: string) => {
+        fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true })
+        fs.writeFileSync(path.join(root, rel), text)
+      }
+      put(replica, "a/one.bin", "same bytes")
+      put(primary, "a/one.bin", "same bytes")
+      put(replica, "a/two.bin", "local edit")
+      put(primary, "a/two.bin", "other bytes")
+      put(replica, "b/only-here.bin", "not mirrored")
+      put(primary, "c/hardlinked.bin", "one inode")
+      fs.mkdirSync(path.join(replica, "c"), { recursive: true })
+      fs.linkSync(path.join(primary, "c", "hardlinked.bin"), path.join(replica, "c", "hardlinked.bin"))
+      put(replica, "d/three.bin", "same again")
+      put(primary, "d/three.bin", "same again")
+      return Effect.gen(function* () {
+        const janitor = yield* Janitor
+        const first = yield* janitor.pass({ writer: "watch", toTarget: true })
+        assert.deepStrictEqual(
+          first.deleted.map((d) => path.relative(replica, d.path)),
+          ["a/one.bin"]
+        )
+        assert.strictEqual(first.backup_twins_cursor, "b/only-here.bin") // max_scan_items 3: resume after it
+        const second = yield* janitor.pass({ writer: "watch", toTarget: true })
+        assert.deepStrictEqual(
+          second.deleted.map((d) => path.relative(replica, d.path)),
+          ["d/three.bin"]
+        )
+        assert.isNull(second.backup_twins_cursor)
+        const skipped = (second.cleaners.backup_twins as { skipped_counts: Record<string, number> }).skipped_counts
+        assert.deepStrictEqual(skipped, { same_file_as_primary: 1 })
+        for (const rel of ["a/two.bin", "b/only-here.bin", "c/hardlinked.bin"])
+          assert.isTrue(fs.existsSync(path.join(replica, rel)))
+        assert.isTrue(fs.existsSync(path.join(primary, "c", "hardlinked.bin")))
+      }).pipe(
+        Effect.provide(
+          JanitorTest(
+            {
+              KEEL_REGISTRY: registryWith(dir, "jan", {
+                ...policy(path.join(dir, "none"), { max_scan_items: 3 }),
+                cleaners: { backup_twins: { root: replica, primary_root: primary } }
+              })
+            },
+            scriptedMeter(() => 0)
+          )
+        )
+      )
+    }
+  )
+
   it.live("a live lock holder: lock_busy, and the holder's state is left alone", () => {
     const dir = temp("keel-outcomes-")
     const build = path.join(dir, "build")

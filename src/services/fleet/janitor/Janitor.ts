@@ -8,11 +8,13 @@ import { packageVersion } from "../../platform/Package.js"
 import { JobQueue } from "../jobs/JobQueue.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import type { DiskCleanupPolicy } from "../registry/Schema.js"
+import { scanBackupTwins, twinRefusal } from "./BackupTwins.js"
 import { type BuildCacheScan, CACHEDIR_SIGNATURE, type Candidate, scanBuildCaches } from "./BuildCaches.js"
 import { DiskMeter } from "./DiskMeter.js"
 import { scanHuggingfaceCache, stillHuggingfaceEligible } from "./HuggingfaceCache.js"
 import { acquireLock } from "./JanitorLock.js"
 import { scanQueueWorkdirs } from "./QueueWorkdirs.js"
+import { PROOF_SUFFIX, recordingRefusal, scanRecordings } from "./Recordings.js"
 
 export type Outcome =
   | "never_run"
@@ -80,6 +82,8 @@ interface JanitorState {
     readonly root: string
     readonly build_caches: ReadonlyArray<string>
   } | null
+  /** Where the backup-twins walk resumes (a relative path), null when the last walk completed. */
+  readonly twins_cursor?: string | null
 }
 
 const EMPTY_STATE: JanitorState = { last_pass_at: null, report: null, goal: null, checkpoints: null }
@@ -201,7 +205,7 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
         errors: [] as Array<{ path: string; error: string }>,
         cleaners: {} as Record<string, unknown>,
         build_caches_resume_from: null as ReadonlyArray<string> | null,
-        backup_twins_cursor: null
+        backup_twins_cursor: null as string | null
       }
       const finish = (
         outcome: Outcome,
@@ -383,15 +387,81 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
             a.reason === b.reason ? 0 : a.reason === "hf_unreferenced_snapshot" ? -1 : 1
           )
         }
+        const summarize = (
+          found: {
+            candidates: ReadonlyArray<Candidate>
+            skipped: ReadonlyArray<{ path: string; reason: string }>
+            scanned: number
+          },
+          root: string
+        ) => {
+          const counts: Record<string, number> = {}
+          for (const skip of found.skipped) counts[skip.reason] = (counts[skip.reason] ?? 0) + 1
+          return {
+            root,
+            scanned: found.scanned,
+            candidates: found.candidates,
+            skipped_counts: counts,
+            skipped: found.skipped.slice(0, 200)
+          }
+        }
+        const recordings = policy.cleaners.weles_recordings
+        let recordingCandidates: ReadonlyArray<Candidate> = []
+        if (recordings !== undefined) {
+          if (recordings.root === undefined) {
+            base.cleaners.weles_recordings = { status: "unavailable", reason: "weles_recordings needs a root" }
+          } else {
+            const found = scanRecordings({
+              root: path.resolve(recordings.root),
+              minAgeSeconds: recordings.min_age_seconds ?? 7 * 86_400,
+              nowMs: started
+            })
+            base.cleaners.weles_recordings = summarize(found, recordings.root)
+            recordingCandidates = found.candidates
+          }
+        }
+        const twins = policy.cleaners.backup_twins
+        let twinCandidates: ReadonlyArray<Candidate> = []
+        let twinsCursor: string | null = null
+        if (twins !== undefined) {
+          const primary = typeof twins.primary_root === "string" ? twins.primary_root : undefined
+          if (twins.root === undefined || primary === undefined) {
+            base.cleaners.backup_twins = { status: "unavailable", reason: "backup_twins needs root and primary_root" }
+          } else {
+            const found = scanBackupTwins({
+              replicaRoot: path.resolve(twins.root),
+              primaryRoot: path.resolve(primary),
+              cursor: state.twins_cursor ?? null,
+              maxItems: policy.max_scan_items
+            })
+            base.cleaners.backup_twins = summarize(found, twins.root)
+            twinCandidates = found.candidates
+            twinsCursor = found.next
+            base.backup_twins_cursor = found.next
+            if (found.next !== null && !base.caps.includes("max_scan_items")) base.caps.push("max_scan_items")
+          }
+        }
         for (const name of Object.keys(policy.cleaners)) {
-          if (name !== "build_caches" && name !== "queue_workdirs" && name !== "huggingface_cache")
+          if (
+            name !== "build_caches" &&
+            name !== "queue_workdirs" &&
+            name !== "huggingface_cache" &&
+            name !== "weles_recordings" &&
+            name !== "backup_twins"
+          )
             base.cleaners[name] = { status: "unavailable", reason: "this cleaner is not built yet" }
         }
         const checkpoints =
           scan !== undefined && scan.frontier.length > 0
             ? { policy_digest: digest, root, build_caches: scan.frontier }
             : null
-        const candidates = [...(scan?.candidates ?? []), ...workdirCandidates, ...hubCandidates]
+        const candidates = [
+          ...(scan?.candidates ?? []),
+          ...workdirCandidates,
+          ...hubCandidates,
+          ...recordingCandidates,
+          ...twinCandidates
+        ]
 
         const reportOnly =
           lock?.kind === "recovery"
@@ -408,14 +478,14 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
                 ? `the retired lock holder ${lock.predecessor} still runs: nothing deleted until it is gone`
                 : null
           })
-          return yield* persist(report, { last_pass_at: started, checkpoints })
+          return yield* persist(report, { last_pass_at: started, checkpoints, twins_cursor: twinsCursor })
         }
         if (candidates.length === 0) {
           const report = yield* finish(base.caps.length > 0 ? "cap_reached" : "no_eligible_items", {
             policy,
             freeBefore: free
           })
-          return yield* persist(report, { last_pass_at: started, checkpoints })
+          return yield* persist(report, { last_pass_at: started, checkpoints, twins_cursor: twinsCursor })
         }
 
         // Delete, oldest budgets first: items, bytes, seconds; stop once the target is free.
@@ -440,20 +510,34 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
             base.caps.push("max_pass_seconds")
             break
           }
-          const eligible = candidate.reason.startsWith("hf_")
-            ? stillHuggingfaceEligible(candidate, (hub?.min_age_seconds ?? 86_400) * 1000, now)
-            : candidate.reason.startsWith("job_")
-              ? ["succeeded", "failed", "cancelled"].includes(
-                  (yield* queue.statesOf([path.basename(candidate.path)])).get(path.basename(candidate.path)) ?? ""
-                )
-              : stillEligible(candidate, (build?.min_age_seconds ?? 86_400) * 1000, now)
+          const eligible =
+            candidate.reason === "recording_uploaded"
+              ? recordingRefusal(candidate.path, (recordings?.min_age_seconds ?? 7 * 86_400) * 1000, now) === undefined
+              : candidate.reason === "twin_in_primary"
+                ? twinRefusal(
+                    candidate.path,
+                    path.join(
+                      path.resolve(String(twins?.primary_root ?? "")),
+                      path.relative(path.resolve(twins?.root ?? "/"), candidate.path)
+                    )
+                  ) === undefined
+                : candidate.reason.startsWith("hf_")
+                  ? stillHuggingfaceEligible(candidate, (hub?.min_age_seconds ?? 86_400) * 1000, now)
+                  : candidate.reason.startsWith("job_")
+                    ? ["succeeded", "failed", "cancelled"].includes(
+                        (yield* queue.statesOf([path.basename(candidate.path)])).get(path.basename(candidate.path)) ??
+                          ""
+                      )
+                    : stillEligible(candidate, (build?.min_age_seconds ?? 86_400) * 1000, now)
           if (!eligible) {
             base.errors.push({ path: candidate.path, error: "no longer eligible at deletion time; kept" })
             continue
           }
-          const removed = yield* Effect.tryPromise(() => fs.promises.rm(candidate.path, { recursive: true })).pipe(
-            Effect.either
-          )
+          const removed = yield* Effect.tryPromise(async () => {
+            await fs.promises.rm(candidate.path, { recursive: true })
+            if (candidate.reason === "recording_uploaded")
+              await fs.promises.rm(`${candidate.path}${PROOF_SUFFIX}`, { force: true })
+          }).pipe(Effect.either)
           if (removed._tag === "Left") base.errors.push({ path: candidate.path, error: String(removed.left.error) })
           else base.deleted.push({ path: candidate.path, bytes: candidate.bytes })
         }
@@ -474,7 +558,7 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
           : pressure || pursuing
             ? { target_free_gb: policy.target_free_gb, since: state.goal?.since ?? started }
             : null
-        return yield* persist(report, { last_pass_at: started, checkpoints, goal })
+        return yield* persist(report, { last_pass_at: started, checkpoints, goal, twins_cursor: twinsCursor })
       }).pipe(
         Effect.ensuring(
           Effect.sync(() => {

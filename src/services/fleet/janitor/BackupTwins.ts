@@ -1,0 +1,68 @@
+import { createHash } from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import type { Candidate, Skip } from "./BuildCaches.js"
+
+const sha256File = (file: string) => createHash("sha256").update(fs.readFileSync(file)).digest("hex")
+
+/** Why a replica must stay, or undefined when the primary holds the same bytes (checked now). */
+export const twinRefusal = (replica: string, primary: string): string | undefined => {
+  let r: fs.Stats
+  let p: fs.Stats
+  try {
+    r = fs.lstatSync(replica)
+  } catch {
+    return "missing"
+  }
+  try {
+    p = fs.statSync(primary)
+  } catch {
+    return "primary_missing"
+  }
+  if (!r.isFile() || !p.isFile()) return "not_a_regular_file"
+  // The same file under two names: deleting the "replica" would delete the primary.
+  if (r.dev === p.dev && r.ino === p.ino) return "same_file_as_primary"
+  if (r.size !== p.size) return "primary_differs"
+  if (sha256File(replica) !== sha256File(primary)) return "primary_differs"
+  return undefined
+}
+
+/**
+ * backup_twins: files under the replica root whose counterpart (same relative path) in the mirrored
+ * store holds the same size and SHA-256. The walk is in path order and resumes after `cursor` (the
+ * last relative path handled); `next` is where a walk stopped by the budget should resume.
+ */
+export const scanBackupTwins = (options: {
+  readonly replicaRoot: string
+  readonly primaryRoot: string
+  readonly cursor: string | null
+  readonly maxItems: number
+}) => {
+  const files: Array<string> = []
+  const walk = (relative: string) => {
+    let entries: Array<fs.Dirent> = []
+    try {
+      entries = fs.readdirSync(path.join(options.replicaRoot, relative), { withFileTypes: true })
+    } catch {}
+    for (const entry of entries) {
+      const rel = relative === "" ? entry.name : `${relative}/${entry.name}`
+      if (entry.isDirectory()) walk(rel)
+      else if (entry.isFile()) files.push(rel)
+    }
+  }
+  walk("")
+  files.sort()
+  const start = options.cursor === null ? 0 : files.findIndex((f) => f > options.cursor!)
+  const slice = start < 0 ? [] : files.slice(start, start + options.maxItems)
+  const candidates: Array<Candidate> = []
+  const skipped: Array<Skip> = []
+  for (const rel of slice) {
+    const replica = path.join(options.replicaRoot, rel)
+    const refusal = twinRefusal(replica, path.join(options.primaryRoot, rel))
+    if (refusal === undefined)
+      candidates.push({ path: replica, bytes: fs.lstatSync(replica).size, reason: "twin_in_primary" })
+    else skipped.push({ path: replica, reason: refusal })
+  }
+  const done = start < 0 || start + options.maxItems >= files.length
+  return { candidates, skipped, scanned: slice.length, next: done ? null : (slice[slice.length - 1] ?? null) }
+}

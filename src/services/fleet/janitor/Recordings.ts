@@ -1,0 +1,73 @@
+import { createHash } from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import type { Candidate, Skip } from "./BuildCaches.js"
+
+/** `<recording>.upload-proof.json`, written by the uploader once the destination confirmed the bytes. */
+export interface UploadProof {
+  readonly file: string
+  readonly size: number
+  readonly sha256: string
+  readonly uploaded_at: string
+  readonly destination: string
+}
+
+export const PROOF_SUFFIX = ".upload-proof.json"
+
+const sha256File = (file: string) => createHash("sha256").update(fs.readFileSync(file)).digest("hex")
+
+/** Why a recording may not go yet, or undefined when its proof matches the file byte for byte. */
+export const recordingRefusal = (file: string, minAgeMs: number, nowMs: number): string | undefined => {
+  let stat: fs.Stats
+  try {
+    stat = fs.lstatSync(file)
+  } catch {
+    return "missing"
+  }
+  if (!stat.isFile()) return "not_a_regular_file"
+  if (nowMs - stat.mtimeMs < minAgeMs) return "too_young"
+  let proof: UploadProof
+  try {
+    proof = JSON.parse(fs.readFileSync(`${file}${PROOF_SUFFIX}`, "utf8")) as UploadProof
+  } catch {
+    return "no_upload_proof"
+  }
+  if (proof.file !== path.basename(file)) return "proof_names_another_file"
+  if (proof.size !== stat.size) return "proof_size_mismatch"
+  if (typeof proof.sha256 !== "string" || proof.sha256.toLowerCase() !== sha256File(file))
+    return "proof_sha256_mismatch"
+  return undefined
+}
+
+/**
+ * weles_recordings: a recording is eligible only past its declared age and with an upload proof
+ * whose size and SHA-256 the janitor re-computes from the file (at scan and again at deletion).
+ */
+export const scanRecordings = (options: {
+  readonly root: string
+  readonly minAgeSeconds: number
+  readonly nowMs: number
+}) => {
+  const candidates: Array<Candidate> = []
+  const skipped: Array<Skip> = []
+  let scanned = 0
+  const stack = [options.root]
+  while (stack.length > 0) {
+    const dir = stack.pop()!
+    let entries: Array<fs.Dirent> = []
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true })
+    } catch {}
+    for (const entry of entries) {
+      scanned++
+      const full = path.join(dir, entry.name)
+      if (entry.isDirectory()) stack.push(full)
+      if (!entry.isFile() || entry.name.endsWith(PROOF_SUFFIX)) continue
+      const refusal = recordingRefusal(full, options.minAgeSeconds * 1000, options.nowMs)
+      if (refusal === undefined)
+        candidates.push({ path: full, bytes: fs.lstatSync(full).size, reason: "recording_uploaded" })
+      else skipped.push({ path: full, reason: refusal })
+    }
+  }
+  return { candidates, skipped, scanned }
+}
