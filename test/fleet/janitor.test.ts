@@ -18,6 +18,7 @@ import {
   ObjectGateway,
   SqlTest,
   scanBuildCaches,
+  scanChromiumClones,
   scanHuggingfaceCache
 } from "keel"
 
@@ -612,6 +613,50 @@ describe("janitor passes: every outcome", () => {
               KEEL_REGISTRY: registryWith(dir, "jan", {
                 ...policy(path.join(dir, "none"), { max_scan_items: 3 }),
                 cleaners: { backup_twins: { root: replica, primary_root: primary } }
+              })
+            },
+            scriptedMeter(() => 0)
+          )
+        )
+      )
+    }
+  )
+
+  it.live(
+    "chromium_clones: nothing is eligible on Linux (no_eligible_items); on macOS only old code-sign clones",
+    () => {
+      const dir = temp("keel-clones-")
+      const x = path.join(dir, "X")
+      const clone = path.join(x, "com.google.Chrome.code_sign_clone")
+      fs.mkdirSync(path.join(clone, "code_sign_clone", "Google Chrome.app"), { recursive: true })
+      fs.writeFileSync(path.join(clone, "code_sign_clone", "Google Chrome.app", "Info.plist"), "<plist/>")
+      fs.mkdirSync(path.join(x, "com.apple.Safari.code_sign_clone"))
+      fs.mkdirSync(path.join(x, "unrelated"))
+      const old = new Date(Date.now() - 3 * DAY)
+      fs.utimesSync(clone, old, old)
+      const onMac = scanChromiumClones({ platform: "darwin", roots: [x], minAgeSeconds: 86_400, nowMs: Date.now() })
+      assert.deepStrictEqual(
+        onMac.candidates.map((c) => c.path),
+        [clone]
+      )
+      assert.deepStrictEqual(
+        onMac.skipped.map((s) => s.reason),
+        ["too_young"]
+      )
+      return Effect.gen(function* () {
+        const report = yield* (yield* Janitor).pass({ writer: "watch" })
+        assert.strictEqual(report.outcome, process.platform === "darwin" ? "reclaimed_progress" : "no_eligible_items")
+        if (process.platform !== "darwin") {
+          assert.strictEqual((report.cleaners.chromium_clones as { status: string }).status, "not_applicable")
+          assert.isTrue(fs.existsSync(clone))
+        }
+      }).pipe(
+        Effect.provide(
+          JanitorTest(
+            {
+              KEEL_REGISTRY: registryWith(dir, "jan", {
+                ...policy(path.join(dir, "none")),
+                cleaners: { chromium_clones: { min_age_seconds: 86_400, root: x } }
               })
             },
             scriptedMeter(() => 0)

@@ -10,6 +10,7 @@ import { FleetRegistry } from "../registry/Registry.js"
 import type { DiskCleanupPolicy } from "../registry/Schema.js"
 import { scanBackupTwins, twinRefusal } from "./BackupTwins.js"
 import { type BuildCacheScan, CACHEDIR_SIGNATURE, type Candidate, scanBuildCaches } from "./BuildCaches.js"
+import { defaultCloneRoots, scanChromiumClones } from "./ChromiumClones.js"
 import { DiskMeter } from "./DiskMeter.js"
 import { scanHuggingfaceCache, stillHuggingfaceEligible } from "./HuggingfaceCache.js"
 import { acquireLock } from "./JanitorLock.js"
@@ -441,13 +442,28 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
             if (found.next !== null && !base.caps.includes("max_scan_items")) base.caps.push("max_scan_items")
           }
         }
+        const clones = policy.cleaners.chromium_clones
+        let cloneCandidates: ReadonlyArray<Candidate> = []
+        if (clones !== undefined) {
+          const found = scanChromiumClones({
+            platform: process.platform,
+            roots: clones.root === undefined ? defaultCloneRoots() : [clones.root],
+            minAgeSeconds: clones.min_age_seconds ?? 86_400,
+            nowMs: started
+          })
+          base.cleaners.chromium_clones = found.applicable
+            ? summarize(found, clones.root ?? defaultCloneRoots()[0]!)
+            : { status: "not_applicable", reason: "only macOS makes code-sign clones", candidates: [] }
+          cloneCandidates = found.candidates
+        }
         for (const name of Object.keys(policy.cleaners)) {
           if (
             name !== "build_caches" &&
             name !== "queue_workdirs" &&
             name !== "huggingface_cache" &&
             name !== "weles_recordings" &&
-            name !== "backup_twins"
+            name !== "backup_twins" &&
+            name !== "chromium_clones"
           )
             base.cleaners[name] = { status: "unavailable", reason: "this cleaner is not built yet" }
         }
@@ -460,7 +476,8 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
           ...workdirCandidates,
           ...hubCandidates,
           ...recordingCandidates,
-          ...twinCandidates
+          ...twinCandidates,
+          ...cloneCandidates
         ]
 
         const reportOnly =
@@ -511,24 +528,33 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
             break
           }
           const eligible =
-            candidate.reason === "recording_uploaded"
-              ? recordingRefusal(candidate.path, (recordings?.min_age_seconds ?? 7 * 86_400) * 1000, now) === undefined
-              : candidate.reason === "twin_in_primary"
-                ? twinRefusal(
-                    candidate.path,
-                    path.join(
-                      path.resolve(String(twins?.primary_root ?? "")),
-                      path.relative(path.resolve(twins?.root ?? "/"), candidate.path)
-                    )
-                  ) === undefined
-                : candidate.reason.startsWith("hf_")
-                  ? stillHuggingfaceEligible(candidate, (hub?.min_age_seconds ?? 86_400) * 1000, now)
-                  : candidate.reason.startsWith("job_")
-                    ? ["succeeded", "failed", "cancelled"].includes(
-                        (yield* queue.statesOf([path.basename(candidate.path)])).get(path.basename(candidate.path)) ??
-                          ""
+            candidate.reason === "code_sign_clone"
+              ? (() => {
+                  try {
+                    return now - fs.lstatSync(candidate.path).mtimeMs >= (clones?.min_age_seconds ?? 86_400) * 1000
+                  } catch {
+                    return false
+                  }
+                })()
+              : candidate.reason === "recording_uploaded"
+                ? recordingRefusal(candidate.path, (recordings?.min_age_seconds ?? 7 * 86_400) * 1000, now) ===
+                  undefined
+                : candidate.reason === "twin_in_primary"
+                  ? twinRefusal(
+                      candidate.path,
+                      path.join(
+                        path.resolve(String(twins?.primary_root ?? "")),
+                        path.relative(path.resolve(twins?.root ?? "/"), candidate.path)
                       )
-                    : stillEligible(candidate, (build?.min_age_seconds ?? 86_400) * 1000, now)
+                    ) === undefined
+                  : candidate.reason.startsWith("hf_")
+                    ? stillHuggingfaceEligible(candidate, (hub?.min_age_seconds ?? 86_400) * 1000, now)
+                    : candidate.reason.startsWith("job_")
+                      ? ["succeeded", "failed", "cancelled"].includes(
+                          (yield* queue.statesOf([path.basename(candidate.path)])).get(path.basename(candidate.path)) ??
+                            ""
+                        )
+                      : stillEligible(candidate, (build?.min_age_seconds ?? 86_400) * 1000, now)
           if (!eligible) {
             base.errors.push({ path: candidate.path, error: "no longer eligible at deletion time; kept" })
             continue
