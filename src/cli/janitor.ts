@@ -2,6 +2,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option, Schedule } from "effect"
 import { JanitorLive } from "../layers/Live.js"
 import { type CleanupReport, Janitor, REPORTING_DEFAULT } from "../services/fleet/janitor/Janitor.js"
+import { renderJanitorLaunchd, renderJanitorSystemd } from "../services/fleet/janitor/JanitorUnits.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { CleanerNames } from "../services/fleet/registry/Schema.js"
 import { CommandFailed, ExitWith, emit, json } from "./Output.js"
@@ -49,10 +50,27 @@ const diskCleanup = Command.make(
       Options.withDescription("Run a pass every --interval seconds (the timer unit)")
     ),
     interval: Options.integer("interval").pipe(Options.withDefault(300)),
+    printUnits: Options.boolean("print-units").pipe(
+      Options.withDescription("Print the systemd service + timer (or, with --os darwin, the launchd plist) for --once")
+    ),
+    os: Options.choice("os", ["linux", "darwin"]).pipe(Options.optional),
+    ctlCommand: Options.text("ctl").pipe(Options.withDefault("/usr/local/bin/ctl")),
     json
   },
-  ({ dryRun, interval, json, watch }) =>
+  ({ ctlCommand, dryRun, interval, json, os, printUnits, watch }) =>
     Effect.gen(function* () {
+      if (printUnits) {
+        const unitOptions = { ctl: ctlCommand.split(" ").filter((p) => p.length > 0), intervalSeconds: interval }
+        const darwin = Option.getOrElse(os, () => (process.platform === "darwin" ? "darwin" : "linux")) === "darwin"
+        const files: Record<string, string> = darwin
+          ? renderJanitorLaunchd(unitOptions)
+          : renderJanitorSystemd(unitOptions)
+        return yield* emit(json, files, (all) =>
+          Object.entries(all)
+            .map(([name, text]) => `# ${name}\n${text}`)
+            .join("\n")
+        )
+      }
       if (watch) {
         yield* runPass({ dryRun, toTarget: false, writer: "watch", json }).pipe(
           Effect.repeat(Schedule.spaced(`${interval} seconds`))

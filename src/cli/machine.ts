@@ -1,7 +1,8 @@
 import * as os from "node:os"
 import { Args, Command, Options } from "@effect/cli"
-import { Effect } from "effect"
+import { Effect, Schedule } from "effect"
 import { HostOpsLive, ServicesLive } from "../layers/Live.js"
+import { Janitor } from "../services/fleet/janitor/Janitor.js"
 import { diagnose } from "../services/fleet/jobs/FailureTable.js"
 import { type Job, JobQueue } from "../services/fleet/jobs/JobQueue.js"
 import { JobWorker } from "../services/fleet/jobs/JobWorker.js"
@@ -95,14 +96,31 @@ const work = Command.make(
     concurrency: Options.integer("concurrency").pipe(Options.withDefault(2)),
     untilEmpty: Options.boolean("until-empty").pipe(Options.withDescription("Stop when nothing is claimable")),
     worker: Options.text("worker").pipe(Options.withDefault(`${os.hostname()}-${process.pid}`)),
+    janitor: Options.boolean("janitor").pipe(
+      Options.withDescription(
+        "Also run the disk janitor on each tick (writer queue-agent; its policy's interval gates it)"
+      )
+    ),
+    tick: Options.integer("tick").pipe(
+      Options.withDefault(60),
+      Options.withDescription("Seconds between janitor ticks")
+    ),
     json
   },
-  ({ concurrency, json, untilEmpty, worker }) =>
+  ({ concurrency, janitor, json, tick, untilEmpty, worker }) =>
     Effect.gen(function* () {
+      if (janitor) {
+        // The same pass, lock and state file as the watch timer: the two writers never collide.
+        const pass = Effect.flatMap(Janitor, (j) => j.pass({ writer: "queue-agent" })).pipe(
+          Effect.catchAllCause((cause) => Effect.logWarning("janitor tick failed", cause))
+        )
+        if (untilEmpty) yield* pass
+        else yield* Effect.forkScoped(Effect.repeat(pass, Schedule.spaced(`${tick} seconds`)))
+      }
       const ran = yield* (yield* JobWorker).work({ worker, concurrency, untilEmpty })
       yield* emit(json, { worker, ran }, (r) => `${r.worker} ran ${r.ran} job(s)`)
-    })
-).pipe(Command.withDescription("Run queued jobs through the host channel"))
+    }).pipe(Effect.scoped)
+).pipe(Command.withDescription("Run queued jobs through the host channel (and, with --janitor, the disk janitor)"))
 
 const control = (name: "pause" | "resume") =>
   Command.make(name, { json }, ({ json }) =>

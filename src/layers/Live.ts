@@ -29,10 +29,11 @@ export const ServicesLive = DomainServices.pipe(
 )
 
 /** Services plus the host channel: for commands that reach hosts (`ctl host exec|health|inventory`, jobs). */
-export const HostOpsLive = Layer.mergeAll(JobWorker.Default, Gates.Default).pipe(
-  Layer.provideMerge(HostChannelLive),
-  Layer.provideMerge(ServicesLive)
-)
+export const HostOpsLive = Layer.mergeAll(
+  JobWorker.Default,
+  Gates.Default,
+  Janitor.Default.pipe(Layer.provide(DiskMeter.Live))
+).pipe(Layer.provideMerge(HostChannelLive), Layer.provideMerge(ServicesLive))
 
 /** Services plus the janitor on the live disk meter: `ctl disk-cleanup` and `ctl space`. */
 export const JanitorLive = Janitor.Default.pipe(Layer.provide(DiskMeter.Live), Layer.provideMerge(ServicesLive))

@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from "node:child_process"
+import { execFileSync, spawn, spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -16,6 +16,9 @@ import {
   JobQueue,
   MemoryObjectStoreLayer,
   ObjectGateway,
+  parsePlist,
+  renderJanitorLaunchd,
+  renderJanitorSystemd,
   SqlTest,
   scanBuildCaches,
   scanChromiumClones,
@@ -729,6 +732,25 @@ const treeDigest = (dir: string): string => {
   return hash.digest("hex")
 }
 
+describe("the watch writer's units", () => {
+  it("the rendered systemd service and timer pass systemd-analyze verify; the plist parses", () => {
+    const dir = temp("keel-janitor-units-")
+    const options = { ctl: [process.execPath, path.join(root, "bin", "ctl.js")], intervalSeconds: 600 }
+    for (const [name, text] of Object.entries(renderJanitorSystemd(options)))
+      fs.writeFileSync(path.join(dir, name), text)
+    const verify = spawnSync(
+      "systemd-analyze",
+      ["verify", path.join(dir, "keel-disk-cleanup.service"), path.join(dir, "keel-disk-cleanup.timer")],
+      { encoding: "utf8" }
+    )
+    assert.strictEqual(verify.status, 0, verify.stderr)
+    assert.strictEqual(verify.stderr.trim(), "")
+    const plist = parsePlist(renderJanitorLaunchd(options)["dev.keel.disk-cleanup.plist"]) as Record<string, unknown>
+    assert.deepStrictEqual((plist.ProgramArguments as Array<string>).slice(-2), ["disk-cleanup", "--once"])
+    assert.strictEqual(plist.StartInterval, 600)
+  })
+})
+
 describe("ctl space and ctl disk-cleanup, as real processes", () => {
   const ctl = path.join(root, "bin", "ctl.js")
   const setup = () => {
@@ -784,6 +806,23 @@ describe("ctl space and ctl disk-cleanup, as real processes", () => {
     )
     assert.strictEqual(recorded.cleanup_state.report.reason, "disk alert #42")
     assert.strictEqual(recorded.cleanup_state.outcome, applied.outcome)
+  }, 60_000)
+
+  it("both writers share one pass, lock and state file: the queue agent's tick is recorded as such", () => {
+    const { build, env } = setup()
+    execFileSync(process.execPath, [ctl, "machine", "work", "--until-empty", "--janitor"], { env, encoding: "utf8" })
+    const recorded = JSON.parse(
+      execFileSync(process.execPath, [ctl, "space", "report", "jan", "--json"], { env, encoding: "utf8" })
+    )
+    assert.strictEqual(recorded.cleanup_state.report.writer, "queue-agent")
+    assert.strictEqual(recorded.cleanup_state.outcome, "reclaimed_progress")
+    assert.deepStrictEqual(fs.readdirSync(build), [])
+    // The watch writer's next pass reads the same state: it is gated by the agent's pass.
+    const watch = JSON.parse(
+      execFileSync(process.execPath, [ctl, "disk-cleanup", "--once", "--json"], { env, encoding: "utf8" })
+    )
+    assert.strictEqual(watch.writer, "watch")
+    assert.strictEqual(watch.outcome, "no_eligible_items")
   }, 60_000)
 
   it("lock recovery: a SIGSTOPped holder's overdue lock is replaced, but nothing is deleted while it lives", async () => {
