@@ -9,10 +9,9 @@ import { beaconRouting, publishBeacon } from "../services/fleet/beacon/BeaconPub
 import { renderEnvFile, renderLaunchd, renderSystemd } from "../services/fleet/beacon/BeaconUnits.js"
 import { collectBeacon } from "../services/fleet/beacon/BeaconWriter.js"
 import { ServiceManagerLive } from "../services/fleet/beacon/ServiceManager.js"
-import { channelSpec } from "../services/fleet/Channels.js"
+import { channelSpec, defaultKnownHosts } from "../services/fleet/Channels.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
-import { AppConfig } from "../services/platform/AppConfig.js"
 import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
 import { CommandFailed, ExitWith, emit, json, table } from "./Output.js"
 
@@ -163,12 +162,7 @@ const targetNamed = (name: string) =>
     return target
   })
 
-const knownHostsDefault = Effect.gen(function* () {
-  const app = yield* AppConfig
-  return Option.getOrElse(yield* Config.option(Config.string("KEEL_SSH_KNOWN_HOSTS")).pipe(Effect.orDie), () =>
-    path.join(app.dataDir, "known_hosts")
-  )
-})
+const knownHostsDefault = defaultKnownHosts
 
 const exec = Command.make(
   "exec",

@@ -1,10 +1,12 @@
 import { Args, Command, Options } from "@effect/cli"
-import { Effect, Option, Schedule } from "effect"
-import { JanitorLive } from "../layers/Live.js"
+import { Config, Effect, Option, Schedule } from "effect"
+import { HostOpsLive, JanitorLive } from "../layers/Live.js"
+import { channelSpec, defaultKnownHosts } from "../services/fleet/Channels.js"
 import { type CleanupReport, Janitor, REPORTING_DEFAULT } from "../services/fleet/janitor/Janitor.js"
 import { renderJanitorLaunchd, renderJanitorSystemd } from "../services/fleet/janitor/JanitorUnits.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { CleanerNames } from "../services/fleet/registry/Schema.js"
+import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
 import { CommandFailed, ExitWith, emit, json } from "./Output.js"
 
 const human = (r: CleanupReport) => {
@@ -31,12 +33,18 @@ const runPass = (options: {
   reason?: string | undefined
 }) =>
   Effect.gen(function* () {
+    // A progress line on a terminal (stderr), never in --json output or in logs.
+    const tty = process.stderr.isTTY === true && !options.json
     const report = yield* (yield* Janitor).pass({
       writer: options.writer,
       dryRun: options.dryRun,
       toTarget: options.toTarget,
-      reason: options.reason
+      reason: options.reason,
+      onProgress: tty
+        ? (scanned) => process.stderr.write(`\rscanning: ${scanned.toLocaleString("en")} entries`)
+        : undefined
     })
+    if (tty) process.stderr.write("\r\x1b[K")
     yield* emit(options.json, report, human)
     return report
   })
@@ -87,19 +95,56 @@ const diskCleanup = Command.make(
 
 const target = Args.text({ name: "TARGET" })
 
-/** The janitor acts on this host; another target's pass would run there through its channel (not built yet). */
-const localOnly = (name: string) =>
+const here = Options.boolean("here").pipe(
+  Options.withDescription("Act on this host whatever its name (how a remote pass is invoked through the channel)")
+)
+
+/**
+ * Another target's janitor runs there: the same command through the target's host channel, with
+ * `--here --json`, its answer relayed and its exit code kept.
+ */
+const onTarget = (target: string, args: ReadonlyArray<string>, asJson: boolean) =>
   Effect.gen(function* () {
-    const host = (yield* Janitor).host
-    if (name !== host)
+    const snapshot = yield* (yield* FleetRegistry)
+      .read({ allowCached: true, record: false })
+      .pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
+    const declared = snapshot.registry.targets.find((t) => t.name === target)
+    if (declared === undefined) return yield* new CommandFailed({ detail: `${target} is not a target of the registry` })
+    if (declared.channel === "local") {
       return yield* new CommandFailed({
-        detail: `${name} is not this host (${host}); remote janitor passes are not built yet`
+        detail: `${target} is reached locally but this host is ${(yield* Janitor).host}: set KEEL_HOST=${target} or pass --here`
       })
+    }
+    const remoteCtl = (yield* Config.string("KEEL_REMOTE_CTL").pipe(Config.withDefault("ctl"), Effect.orDie))
+      .split(" ")
+      .filter((part) => part.length > 0)
+    const result = yield* (yield* HostChannel)
+      .run(channelSpec(declared, yield* defaultKnownHosts), {
+        argv: [...remoteCtl, "space", ...args, "--here", "--json"],
+        timeoutMs: 10 * 60_000
+      })
+      .pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
+    const text = new TextDecoder().decode(result.stdout).trim()
+    if (text === "") {
+      return yield* new CommandFailed({
+        detail: `${target} answered nothing (exit ${result.exitCode}): ${new TextDecoder().decode(result.stderr).trim()}`
+      })
+    }
+    const body = JSON.parse(text) as { cleanup_state?: { report: CleanupReport | null }; outcome?: string }
+    yield* emit(asJson, body, (b) =>
+      b.cleanup_state !== undefined
+        ? b.cleanup_state.report === null
+          ? `${target}: never_run`
+          : human(b.cleanup_state.report)
+        : human(b as CleanupReport)
+    )
+    if (result.exitCode !== 0) return yield* new ExitWith({ code: result.exitCode ?? 1 })
+    return true
   })
 
-const report = Command.make("report", { target, json }, ({ json, target }) =>
+const report = Command.make("report", { target, here, json }, ({ here, json, target }) =>
   Effect.gen(function* () {
-    yield* localOnly(target)
+    if (!here && target !== (yield* Janitor).host) return yield* onTarget(target, ["report", target], json)
     const last = yield* (yield* Janitor).lastReport
     yield* emit(json, { cleanup_state: { outcome: last?.outcome ?? "never_run", report: last } }, (r) =>
       r.cleanup_state.report === null ? `${target}: never_run` : human(r.cleanup_state.report)
@@ -118,7 +163,7 @@ const cleanersList = Command.make("list", { target, json }, ({ json, target }) =
       name,
       configured: policy.cleaners[name] !== undefined,
       settings: policy.cleaners[name] ?? null,
-      available: name === "build_caches"
+      available: name !== "release_store"
     }))
     yield* emit(json, { target, mode: policy.mode, declared: Option.isSome(declared), cleaners: rows }, (r) =>
       [
@@ -139,13 +184,21 @@ const reclaim = Command.make(
     dryRun: Options.boolean("dry-run"),
     apply: Options.boolean("apply"),
     reason: Options.text("reason").pipe(Options.optional),
+    here,
     json
   },
-  ({ apply, dryRun, json, reason, target }) =>
+  ({ apply, dryRun, here, json, reason, target }) =>
     Effect.gen(function* () {
       if (apply === dryRun) return yield* new CommandFailed({ detail: "say --dry-run or --apply" })
       if (apply && Option.isNone(reason)) return yield* new CommandFailed({ detail: "--apply needs --reason" })
-      yield* localOnly(target)
+      if (!here && target !== (yield* Janitor).host) {
+        const args = [
+          "reclaim",
+          target,
+          ...(dryRun ? ["--dry-run"] : ["--apply", "--reason", Option.getOrElse(reason, () => "")])
+        ]
+        return yield* onTarget(target, args, json)
+      }
       const result = yield* runPass({
         dryRun,
         toTarget: true,
@@ -160,7 +213,7 @@ const reclaim = Command.make(
 export const space = Command.make("space").pipe(
   Command.withDescription("Disk space: the janitor's reports, cleaners and reclamation"),
   Command.withSubcommands([report, Command.make("cleaners").pipe(Command.withSubcommands([cleanersList])), reclaim]),
-  Command.provide(JanitorLive)
+  Command.provide(HostOpsLive)
 )
 
 export { diskCleanup }

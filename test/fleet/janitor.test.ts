@@ -215,6 +215,62 @@ describe("build_caches: rule 1 and rule 2 on real trees", () => {
   })
 })
 
+describe("janitor passes under random budgets", () => {
+  it("only eligible items are ever removed, and no budget is exceeded", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.constantFrom("eligible", "young", "wrong-tag", "untagged", "foreign"), {
+          minLength: 1,
+          maxLength: 10
+        }),
+        fc.record({
+          max_items_per_pass: fc.integer({ min: 1, max: 6 }),
+          max_bytes_per_pass: fc.integer({ min: 1_000, max: 20_000 }),
+          max_scan_items: fc.integer({ min: 5, max: 400 })
+        }),
+        async (kinds, budgets) => {
+          const dir = temp("keel-random-pass-")
+          const build = path.join(dir, "build")
+          fs.mkdirSync(build)
+          const eligible = new Set<string>()
+          const kept: Array<string> = []
+          kinds.forEach((kind, i) => {
+            const item = path.join(build, `p${i % 3}`, `item-${i}`)
+            if (kind === "eligible") eligible.add(cacheDir(item, { bytes: 1_500 }))
+            else if (kind === "young") kept.push(cacheDir(item, { ageDays: 0 }))
+            else if (kind === "wrong-tag") kept.push(cacheDir(item, { tag: "Signature: x" }))
+            else if (kind === "foreign") {
+              kept.push(cacheDir(item))
+              fs.chownSync(path.join(item, "CACHEDIR.TAG"), 4321, 4321)
+            } else {
+              fs.mkdirSync(item, { recursive: true })
+              kept.push(item)
+            }
+          })
+          const report = await Effect.runPromise(
+            Effect.flatMap(Janitor, (j) => j.pass({ writer: "watch", toTarget: true })).pipe(
+              Effect.provide(
+                JanitorTest(
+                  { KEEL_REGISTRY: registryWith(dir, "jan", policy(build, budgets)) },
+                  scriptedMeter(() => 0)
+                )
+              )
+            )
+          )
+          const deletedBytes = report.deleted.reduce((sum, d) => sum + d.bytes, 0)
+          return (
+            report.deleted.every((d) => eligible.has(d.path) && !fs.existsSync(d.path)) &&
+            kept.every((item) => fs.existsSync(item)) &&
+            report.deleted.length <= budgets.max_items_per_pass &&
+            deletedBytes <= budgets.max_bytes_per_pass
+          )
+        }
+      ),
+      { numRuns: 25 }
+    )
+  }, 120_000)
+})
+
 describe("janitor passes: every outcome", () => {
   it.live(
     "never_run before the first pass; healthy_noop above the watermark; interval_noop within the interval",
@@ -669,6 +725,59 @@ describe("janitor passes: every outcome", () => {
     }
   )
 
+  it.live("a changed root invalidates the checkpoint: the next pass walks the new root from its top", () => {
+    const dir = temp("keel-checkpoint-")
+    const first = path.join(dir, "first")
+    const second = path.join(dir, "second")
+    for (let i = 0; i < 6; i++) fs.mkdirSync(path.join(first, `dir-${i}`, "sub"), { recursive: true })
+    const cache = cacheDir(path.join(second, "proj", "target"))
+    const file = registryWith(dir, "jan", policy(first, { max_scan_items: 8 }))
+    return Effect.gen(function* () {
+      const janitor = yield* Janitor
+      const capped = yield* janitor.pass({ writer: "watch", toTarget: true })
+      assert.isNotNull(capped.build_caches_resume_from)
+      registryWith(dir, "jan", policy(second, { max_scan_items: 8 }))
+      const moved = yield* janitor.pass({ writer: "watch", toTarget: true })
+      assert.deepStrictEqual(
+        moved.deleted.map((d) => d.path),
+        [cache]
+      )
+      assert.strictEqual((moved.cleaners.build_caches as { root: string }).root, second)
+    }).pipe(
+      Effect.provide(
+        JanitorTest(
+          { KEEL_REGISTRY: file },
+          scriptedMeter(() => 0)
+        )
+      )
+    )
+  })
+
+  it.live("an unfinished pressure pass keeps its goal after free space crosses the lower watermark", () => {
+    const dir = temp("keel-goal-")
+    const build = path.join(dir, "build")
+    const caches = ["a", "b", "c"].map((name) => cacheDir(path.join(build, name)))
+    // 40 GiB free at first (watermark 50, target 80); each deletion frees 20 GiB.
+    const free = () => (40 + 20 * caches.filter((c) => !fs.existsSync(c)).length) * GIB
+    return Effect.gen(function* () {
+      const janitor = yield* Janitor
+      const first = yield* janitor.pass({ writer: "watch" })
+      assert.strictEqual(first.outcome, "cap_reached") // one item per pass
+      assert.isAbove(free(), 50 * GIB) // now above the watermark, below the target
+      const second = yield* janitor.pass({ writer: "watch" }) // not healthy_noop, not interval_noop: the goal holds
+      assert.strictEqual(second.outcome, "reclaimed_target")
+      const third = yield* janitor.pass({ writer: "watch" })
+      assert.strictEqual(third.outcome, "interval_noop") // goal reached: ordinary observations are gated again
+    }).pipe(
+      Effect.provide(
+        JanitorTest(
+          { KEEL_REGISTRY: registryWith(dir, "jan", policy(build, { max_items_per_pass: 1, target_free_gb: 80 })) },
+          scriptedMeter(free)
+        )
+      )
+    )
+  })
+
   it.live("a live lock holder: lock_busy, and the holder's state is left alone", () => {
     const dir = temp("keel-outcomes-")
     const build = path.join(dir, "build")
@@ -705,6 +814,8 @@ describe("janitor passes: every outcome", () => {
       for (let i = 0; i < 20 && report.build_caches_resume_from !== null; i++)
         report = yield* janitor.pass({ writer: "watch", toTarget: true })
       assert.isNull(report.build_caches_resume_from) // a completed traversal clears the checkpoint
+      const state = JSON.parse(fs.readFileSync(path.join(janitor.stateDir, "state.json"), "utf8"))
+      assert.isNull(state.checkpoints)
       assert.isFalse(fs.existsSync(path.join(build, "dir-5", "sub", "cache")))
     }).pipe(
       Effect.provide(

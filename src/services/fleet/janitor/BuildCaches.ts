@@ -31,6 +31,7 @@ export interface BuildCacheRules {
   /** Directories never deleted, even tagged (rule 2): state dir, model hub, package registry, declared roots. */
   readonly refused: ReadonlyArray<{ readonly path: string; readonly why: string }>
   readonly maxScanItems: number
+  readonly onProgress?: ((scanned: number) => void) | undefined
 }
 
 const firstLine = (file: string) => {
@@ -160,6 +161,7 @@ export const scanBuildCaches = async (
   while (stack.length > 0 && scanned < rules.maxScanItems) {
     const sliceEnd = Date.now() + SLICE_MS
     while (stack.length > 0 && scanned < rules.maxScanItems && Date.now() < sliceEnd) visit(stack.pop()!)
+    rules.onProgress?.(scanned)
     await new Promise((resolve) => setImmediate(resolve))
   }
   return { candidates, skipped, scanned, frontier: stack }

@@ -190,6 +190,8 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
       readonly toTarget?: boolean
       /** Why an operator asked (`ctl space reclaim --apply --reason`), recorded with the pass. */
       readonly reason?: string | undefined
+      /** Called as the scan advances (for a progress line on a terminal). */
+      readonly onProgress?: ((scanned: number) => void) | undefined
     }) {
       const started = yield* Clock.currentTimeMillis
       const dryRun = options.dryRun === true
@@ -307,7 +309,8 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
                 nowMs: started,
                 uid: process.getuid?.() ?? 0,
                 refused: refusedDirs(policy),
-                maxScanItems: policy.max_scan_items
+                maxScanItems: policy.max_scan_items,
+                onProgress: options.onProgress
               },
               checkpoint
             ).catch((error: Error) => ({
@@ -456,8 +459,15 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
             : { status: "not_applicable", reason: "only macOS makes code-sign clones", candidates: [] }
           cloneCandidates = found.candidates
         }
+        // The release pipeline's cleaner keeps its slot in every report until it is built with that pipeline.
+        base.cleaners.release_store = {
+          status: "unavailable",
+          reason: "release_store comes with the release pipeline",
+          skipped: {}
+        }
         for (const name of Object.keys(policy.cleaners)) {
           if (
+            name !== "release_store" &&
             name !== "build_caches" &&
             name !== "queue_workdirs" &&
             name !== "huggingface_cache" &&
