@@ -1,4 +1,3 @@
-import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Args, Command, Options } from "@effect/cli"
@@ -12,6 +11,7 @@ import { ServiceManagerLive } from "../services/fleet/beacon/ServiceManager.js"
 import { channelSpec, defaultKnownHosts } from "../services/fleet/Channels.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
+import { writeFileAtomically } from "../services/platform/Files.js"
 import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
 import { CommandFailed, ExitWith, emit, json, table } from "./Output.js"
 
@@ -23,21 +23,9 @@ const bundledRegistry = Options.boolean("bundled-registry").pipe(
   Options.withDescription("Use the registry shipped inside the package")
 )
 
-/** Writes a file atomically: temporary file beside it, fsync, rename. */
-const writeAtomically = (file: string, text: string, mode = 0o644) =>
+const writeFile = (file: string, text: string) =>
   Effect.try({
-    try: () => {
-      fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
-      const temp = `${file}.tmp-${process.pid}`
-      const fd = fs.openSync(temp, "w", mode)
-      try {
-        fs.writeSync(fd, text)
-        fs.fsyncSync(fd)
-      } finally {
-        fs.closeSync(fd)
-      }
-      fs.renameSync(temp, file)
-    },
+    try: () => writeFileAtomically(file, text),
     catch: (error) => new CommandFailed({ detail: `could not write ${file}: ${(error as Error).message}` })
   })
 
@@ -65,7 +53,7 @@ const write = Command.make(
       const beacon = yield* collectBeacon(target).pipe(Effect.provide(ServiceManagerLive))
       const text = `${JSON.stringify(Schema.encodeSync(HostBeacon)(beacon), null, 2)}\n`
       if (Option.isSome(out)) {
-        yield* writeAtomically(out.value, text)
+        yield* writeFile(out.value, text)
         yield* emit(false, out.value, (file) => `beacon for ${beacon.host} written to ${file}`)
       } else yield* emit(false, text.trimEnd(), (t) => t)
     })
@@ -120,7 +108,7 @@ const install = Command.make(
             .join("\n")
         )
       }
-      for (const [name, text] of Object.entries(files)) yield* writeAtomically(path.join(options.dir.value, name), text)
+      for (const [name, text] of Object.entries(files)) yield* writeFile(path.join(options.dir.value, name), text)
       yield* emit(
         false,
         Object.keys(files),

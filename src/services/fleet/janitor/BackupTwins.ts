@@ -1,9 +1,7 @@
-import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { sha256File } from "../../platform/Digest.js"
 import type { Candidate, Skip } from "./BuildCaches.js"
-
-const sha256File = (file: string) => createHash("sha256").update(fs.readFileSync(file)).digest("hex")
 
 /** Why a replica must stay, or undefined when the primary holds the same bytes (checked now). */
 export const twinRefusal = (replica: string, primary: string): string | undefined => {

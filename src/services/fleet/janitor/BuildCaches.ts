@@ -1,5 +1,6 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { treeBytes } from "../../platform/Files.js"
 
 /** The CACHEDIR.TAG signature (https://bford.info/cachedir/): the first line of a valid tag. */
 export const CACHEDIR_SIGNATURE = "Signature: 8a477f597d28d172789f06886806bc55"
@@ -53,30 +54,6 @@ const lstat = (file: string) => {
   } catch {
     return undefined
   }
-}
-
-/** Bytes under a directory, by lstat, never following links; `count` is charged one per entry. */
-const sizeOf = (dir: string, count: () => void): number => {
-  let total = 0
-  const stack = [dir]
-  while (stack.length > 0) {
-    const current = stack.pop()!
-    let entries: Array<fs.Dirent>
-    try {
-      entries = fs.readdirSync(current, { withFileTypes: true })
-    } catch {
-      continue
-    }
-    for (const entry of entries) {
-      count()
-      const full = path.join(current, entry.name)
-      const stat = lstat(full)
-      if (stat === undefined) continue
-      total += stat.size
-      if (stat.isDirectory()) stack.push(full)
-    }
-  }
-  return total
 }
 
 /** How long the walk runs before yielding to the event loop (the queue agent keeps serving meanwhile). */
@@ -146,7 +123,7 @@ export const scanBuildCaches = async (
                 ? "too_young"
                 : undefined
       if (reason === undefined) {
-        candidates.push({ path: dir, bytes: sizeOf(dir, () => scanned++), reason: "cachedir_tag" })
+        candidates.push({ path: dir, bytes: treeBytes(dir, () => scanned++), reason: "cachedir_tag" })
         return
       }
       skipped.push({ path: dir, reason })

@@ -1,29 +1,11 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { treeBytes } from "../../platform/Files.js"
 import type { Candidate, Skip } from "./BuildCaches.js"
 
 /** macOS keeps its per-user caches beside $TMPDIR: `/private/var/folders/xx/yyyy/{T,C,X}`. */
 export const defaultCloneRoots = () => [path.join(path.dirname(os.tmpdir()), "X")]
-
-const sizeOf = (dir: string): number => {
-  let total = 0
-  const stack = [dir]
-  while (stack.length > 0) {
-    const current = stack.pop()!
-    let entries: Array<fs.Dirent> = []
-    try {
-      entries = fs.readdirSync(current, { withFileTypes: true })
-    } catch {}
-    for (const entry of entries) {
-      const full = path.join(current, entry.name)
-      const stat = fs.lstatSync(full)
-      total += stat.size
-      if (stat.isDirectory()) stack.push(full)
-    }
-  }
-  return total
-}
 
 /**
  * chromium_clones: the bundle clones macOS makes to validate a browser's code signature at launch
@@ -51,7 +33,7 @@ export const scanChromiumClones = (options: {
       const dir = path.join(root, entry.name)
       if (options.nowMs - fs.lstatSync(dir).mtimeMs < options.minAgeSeconds * 1000)
         skipped.push({ path: dir, reason: "too_young" })
-      else candidates.push({ path: dir, bytes: sizeOf(dir), reason: "code_sign_clone" })
+      else candidates.push({ path: dir, bytes: treeBytes(dir), reason: "code_sign_clone" })
     }
   }
   return { candidates, skipped, scanned, applicable: true }

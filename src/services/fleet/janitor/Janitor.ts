@@ -4,6 +4,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Clock, Config, Effect, Option } from "effect"
 import { AppConfig } from "../../platform/AppConfig.js"
+import { writeFileAtomically } from "../../platform/Files.js"
 import { packageVersion } from "../../platform/Package.js"
 import { JobQueue } from "../jobs/JobQueue.js"
 import { FleetRegistry } from "../registry/Registry.js"
@@ -36,6 +37,26 @@ export type Writer = "watch" | "queue-agent" | "cli"
 
 const GIB = 1024 ** 3
 const DEFAULT_PASS_SECONDS = 30
+
+/** A cleaner's part of the report: what it scanned, its candidates, its skips counted by reason (and the first 200). */
+const summarize = (
+  found: {
+    readonly candidates: ReadonlyArray<Candidate>
+    readonly skipped: ReadonlyArray<{ readonly path: string; readonly reason: string }>
+    readonly scanned: number
+  },
+  root: string
+) => {
+  const counts: Record<string, number> = {}
+  for (const skip of found.skipped) counts[skip.reason] = (counts[skip.reason] ?? 0) + 1
+  return {
+    root,
+    scanned: found.scanned,
+    candidates: found.candidates,
+    skipped_counts: counts,
+    skipped: found.skipped.slice(0, 200)
+  }
+}
 
 /** What a host without a declared policy gets: a report, never a deletion. */
 export const REPORTING_DEFAULT: DiskCleanupPolicy = {
@@ -88,26 +109,6 @@ interface JanitorState {
 }
 
 const EMPTY_STATE: JanitorState = { last_pass_at: null, report: null, goal: null, checkpoints: null }
-
-/** temp + fsync + rename: a reader sees the old state or the new one. */
-export const writeAtomically = (file: string, text: string) => {
-  fs.mkdirSync(path.dirname(file), { recursive: true })
-  const temp = `${file}.tmp-${process.pid}`
-  const fd = fs.openSync(temp, "w", 0o644)
-  try {
-    fs.writeSync(fd, text)
-    fs.fsyncSync(fd)
-  } finally {
-    fs.closeSync(fd)
-  }
-  fs.renameSync(temp, file)
-  const dir = fs.openSync(path.dirname(file), "r")
-  try {
-    fs.fsyncSync(dir)
-  } finally {
-    fs.closeSync(dir)
-  }
-}
 
 /**
  * The disk janitor: one pass function, one lock, one state file, for both writers. A pass measures
@@ -238,7 +239,7 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
         })
       const persist = (report: CleanupReport, next: Partial<JanitorState>) =>
         Effect.sync(() => {
-          if (!dryRun) writeAtomically(stateFile, `${JSON.stringify({ ...state, ...next, report }, null, 2)}\n`)
+          if (!dryRun) writeFileAtomically(stateFile, `${JSON.stringify({ ...state, ...next, report }, null, 2)}\n`)
           return report
         })
 
@@ -320,15 +321,7 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
               frontier: []
             }))
           )
-          const counts: Record<string, number> = {}
-          for (const skip of scan.skipped) counts[skip.reason] = (counts[skip.reason] ?? 0) + 1
-          base.cleaners.build_caches = {
-            root,
-            scanned: scan.scanned,
-            candidates: scan.candidates,
-            skipped_counts: counts,
-            skipped: scan.skipped.slice(0, 200)
-          }
+          base.cleaners.build_caches = summarize(scan, root)
           if (scan.frontier.length > 0) {
             base.caps.push("max_scan_items")
             base.build_caches_resume_from = scan.frontier
@@ -355,15 +348,7 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
               nowMs: started,
               stateOf: (id) => states.get(id)
             })
-            const counts: Record<string, number> = {}
-            for (const skip of found.skipped) counts[skip.reason] = (counts[skip.reason] ?? 0) + 1
-            base.cleaners.queue_workdirs = {
-              root: workRoot,
-              scanned: found.scanned,
-              candidates: found.candidates,
-              skipped_counts: counts,
-              skipped: found.skipped.slice(0, 200)
-            }
+            base.cleaners.queue_workdirs = summarize(found, workRoot)
             workdirCandidates = found.candidates
           }
         }
@@ -377,37 +362,11 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
             nowMs: started,
             deleteUnreferencedSnapshots: hub.delete_unreferenced_snapshots === true
           })
-          const counts: Record<string, number> = {}
-          for (const skip of found.skipped) counts[skip.reason] = (counts[skip.reason] ?? 0) + 1
-          base.cleaners.huggingface_cache = {
-            root: hubRoot,
-            scanned: found.scanned,
-            candidates: found.candidates,
-            skipped_counts: counts,
-            skipped: found.skipped.slice(0, 200)
-          }
+          base.cleaners.huggingface_cache = summarize(found, hubRoot)
           // Snapshots first: a blob only they used becomes a candidate in a later pass, once they are gone.
           hubCandidates = [...found.candidates].sort((a, b) =>
             a.reason === b.reason ? 0 : a.reason === "hf_unreferenced_snapshot" ? -1 : 1
           )
-        }
-        const summarize = (
-          found: {
-            candidates: ReadonlyArray<Candidate>
-            skipped: ReadonlyArray<{ path: string; reason: string }>
-            scanned: number
-          },
-          root: string
-        ) => {
-          const counts: Record<string, number> = {}
-          for (const skip of found.skipped) counts[skip.reason] = (counts[skip.reason] ?? 0) + 1
-          return {
-            root,
-            scanned: found.scanned,
-            candidates: found.candidates,
-            skipped_counts: counts,
-            skipped: found.skipped.slice(0, 200)
-          }
         }
         const recordings = policy.cleaners.weles_recordings
         let recordingCandidates: ReadonlyArray<Candidate> = []

@@ -1,28 +1,8 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { treeBytes } from "../../platform/Files.js"
 import type { JobState } from "../jobs/JobQueue.js"
 import type { Candidate, Skip } from "./BuildCaches.js"
-
-const sizeOf = (dir: string): number => {
-  let total = 0
-  const stack = [dir]
-  while (stack.length > 0) {
-    const current = stack.pop()!
-    let entries: Array<fs.Dirent> = []
-    try {
-      entries = fs.readdirSync(current, { withFileTypes: true })
-    } catch {}
-    for (const entry of entries) {
-      const full = path.join(current, entry.name)
-      try {
-        const stat = fs.lstatSync(full)
-        total += stat.size
-        if (stat.isDirectory()) stack.push(full)
-      } catch {}
-    }
-  }
-  return total
-}
 
 /**
  * queue_workdirs: `<root>/<job id>/…` trees. A tree is a candidate only when the queue knows its job
@@ -57,7 +37,7 @@ export const scanQueueWorkdirs = (options: {
           : age < options.minAgeSeconds * 1000
             ? "too_young"
             : undefined
-    if (reason === undefined) candidates.push({ path: dir, bytes: sizeOf(dir), reason: `job_${state}` })
+    if (reason === undefined) candidates.push({ path: dir, bytes: treeBytes(dir), reason: `job_${state}` })
     else skipped.push({ path: dir, reason })
   }
   return { candidates, skipped, scanned: entries.length }

@@ -1,6 +1,6 @@
-import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { sha256File } from "../../platform/Digest.js"
 import type { Candidate, Skip } from "./BuildCaches.js"
 
 /** `<recording>.upload-proof.json`, written by the uploader once the destination confirmed the bytes. */
@@ -13,8 +13,6 @@ export interface UploadProof {
 }
 
 export const PROOF_SUFFIX = ".upload-proof.json"
-
-const sha256File = (file: string) => createHash("sha256").update(fs.readFileSync(file)).digest("hex")
 
 /** Why a recording may not go yet, or undefined when its proof matches the file byte for byte. */
 export const recordingRefusal = (file: string, minAgeMs: number, nowMs: number): string | undefined => {
