@@ -2,10 +2,9 @@ import { Args, Command, Options } from "@effect/cli"
 import { Config, Effect, Option, Schedule } from "effect"
 import { HostOpsLive, JanitorLive } from "../layers/Live.js"
 import { channelSpec, defaultKnownHosts } from "../services/fleet/Channels.js"
-import { type CleanupReport, Janitor, REPORTING_DEFAULT } from "../services/fleet/janitor/Janitor.js"
+import { type CleanupReport, Janitor } from "../services/fleet/janitor/Janitor.js"
 import { renderJanitorLaunchd, renderJanitorSystemd } from "../services/fleet/janitor/JanitorUnits.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
-import { CleanerNames } from "../services/fleet/registry/Schema.js"
 import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
 import { CommandFailed, ExitWith, emit, json } from "./Output.js"
 
@@ -154,18 +153,8 @@ const report = Command.make("report", { target, here, json }, ({ here, json, tar
 
 const cleanersList = Command.make("list", { target, json }, ({ json, target }) =>
   Effect.gen(function* () {
-    const snapshot = yield* (yield* FleetRegistry).read({ allowCached: true, record: false }).pipe(Effect.option)
-    const declared = Option.flatMap(snapshot, (s) =>
-      Option.fromNullable(s.registry.targets.find((t) => t.name === target)?.disk_cleanup)
-    )
-    const policy = Option.getOrElse(declared, () => REPORTING_DEFAULT)
-    const rows = CleanerNames.map((name) => ({
-      name,
-      configured: policy.cleaners[name] !== undefined,
-      settings: policy.cleaners[name] ?? null,
-      available: name !== "release_store"
-    }))
-    yield* emit(json, { target, mode: policy.mode, declared: Option.isSome(declared), cleaners: rows }, (r) =>
+    const listing = yield* (yield* Janitor).cleaners(target)
+    yield* emit(json, listing, (r) =>
       [
         `${r.target}: mode ${r.mode}${r.declared ? "" : " (built-in reporting default)"}`,
         ...r.cleaners.map(

@@ -8,7 +8,7 @@ import { writeFileAtomically } from "../../platform/Files.js"
 import { packageVersion } from "../../platform/Package.js"
 import { JobQueue } from "../jobs/JobQueue.js"
 import { FleetRegistry } from "../registry/Registry.js"
-import type { DiskCleanupPolicy } from "../registry/Schema.js"
+import { CleanerNames, type DiskCleanupPolicy } from "../registry/Schema.js"
 import { scanBackupTwins, twinRefusal } from "./BackupTwins.js"
 import { type BuildCacheScan, CACHEDIR_SIGNATURE, type Candidate, scanBuildCaches } from "./BuildCaches.js"
 import { defaultCloneRoots, scanChromiumClones } from "./ChromiumClones.js"
@@ -138,19 +138,21 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
     }
 
     /** The host's policy: its declaration, the reporting default when it has none, or why neither. */
-    const policyOf = Effect.gen(function* () {
-      const snapshot = yield* registry.read({ allowCached: true, record: false }).pipe(Effect.either)
-      if (snapshot._tag === "Left") {
-        // No registry at all: a local host still gets the reporting default.
-        return snapshot.left._tag === "FleetRegistryUnavailable"
+    const policyFor = (host: string) =>
+      Effect.gen(function* () {
+        const snapshot = yield* registry.read({ allowCached: true, record: false }).pipe(Effect.either)
+        if (snapshot._tag === "Left") {
+          // No registry at all: a local host still gets the reporting default.
+          return snapshot.left._tag === "FleetRegistryUnavailable"
+            ? ({ ok: true, policy: REPORTING_DEFAULT, declared: false } as const)
+            : ({ ok: false, why: snapshot.left.detail } as const)
+        }
+        const target = snapshot.right.registry.targets.find((t) => t.name === host)
+        return target?.disk_cleanup === undefined
           ? ({ ok: true, policy: REPORTING_DEFAULT, declared: false } as const)
-          : ({ ok: false, why: snapshot.left.detail } as const)
-      }
-      const target = snapshot.right.registry.targets.find((t) => t.name === hostName)
-      return target?.disk_cleanup === undefined
-        ? ({ ok: true, policy: REPORTING_DEFAULT, declared: false } as const)
-        : ({ ok: true, policy: target.disk_cleanup, declared: true } as const)
-    })
+          : ({ ok: true, policy: target.disk_cleanup, declared: true } as const)
+      })
+    const policyOf = policyFor(hostName)
 
     const refusedDirs = (policy: DiskCleanupPolicy) => {
       const home = os.homedir()
@@ -567,6 +569,23 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
     /** The last recorded pass, or `never_run`. */
     const lastReport = Effect.sync(() => readState().report)
 
-    return { pass, lastReport, stateDir, host: hostName } as const
+    /** A target's cleaners: which its policy (or the reporting default) configures, and which are built. */
+    const cleaners = (host: string) =>
+      Effect.map(policyFor(host), (read) => {
+        const policy = read.ok ? read.policy : REPORTING_DEFAULT
+        return {
+          target: host,
+          mode: policy.mode,
+          declared: read.ok && read.declared,
+          cleaners: CleanerNames.map((name) => ({
+            name,
+            configured: policy.cleaners[name] !== undefined,
+            settings: policy.cleaners[name] ?? null,
+            available: name !== "release_store"
+          }))
+        }
+      })
+
+    return { pass, lastReport, cleaners, stateDir, host: hostName } as const
   })
 }) {}
