@@ -281,6 +281,13 @@ describe("janitor passes: every outcome", () => {
       return Effect.gen(function* () {
         const janitor = yield* Janitor
         assert.isNull(yield* janitor.lastReport) // never_run
+        const listing = yield* janitor.cleaners("jan")
+        assert.isTrue(listing.declared)
+        assert.deepStrictEqual(
+          listing.cleaners.filter((c) => c.configured).map((c) => c.name),
+          ["build_caches"]
+        )
+        assert.isFalse((yield* janitor.cleaners("elsewhere")).declared) // the reporting default
         const healthy = yield* janitor.pass({ writer: "watch" })
         assert.strictEqual(healthy.outcome, "healthy_noop")
         assert.strictEqual(healthy.writer, "watch")
