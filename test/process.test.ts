@@ -5,6 +5,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
+import { startServer as startChild } from "./support/server.js"
 
 // These tests run the built package (npm test builds first) as real processes.
 const root = fileURLToPath(new URL("..", import.meta.url))
@@ -17,32 +18,7 @@ afterEach(() => {
 
 const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "keel-proc-"))
 
-/** Starts a server process and resolves with its port once it logs that it listens. */
-const startServer = (args: ReadonlyArray<string>, env: Record<string, string>) =>
-  new Promise<{ child: ChildProcess; port: number; logs: () => string }>((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
-      cwd: root,
-      env: { ...process.env, KEEL_LOG_FORMAT: "json", KEEL_LOG_LEVEL: "info", ...env },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    children.push(child)
-    let output = ""
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 20_000)
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /Listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
-      if (match) {
-        clearTimeout(timer)
-        resolve({ child, port: Number(match[1]), logs: () => output })
-      }
-    }
-    child.stdout?.on("data", onData)
-    child.stderr?.on("data", onData)
-    child.on("exit", (code) => {
-      clearTimeout(timer)
-      reject(new Error(`server exited with ${code}:\n${output}`))
-    })
-  })
+const startServer = (args: ReadonlyArray<string>, env: Record<string, string>) => startChild(args, env, children)
 
 const get = (port: number, pathname: string, headers: Record<string, string> = {}) =>
   new Promise<{ status: number; body: string }>((resolve, reject) => {

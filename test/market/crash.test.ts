@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import * as os from "node:os"
@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url"
 import Database from "better-sqlite3"
 import { afterEach, describe, expect, it } from "vitest"
 import { testWallet } from "../support/market.js"
+import { startServer as startChild } from "../support/server.js"
 
 // Real processes of the built package (npm test builds first): a server killed with SIGKILL mid-load.
 const root = fileURLToPath(new URL("../..", import.meta.url))
@@ -29,28 +30,7 @@ const baseEnv = (dataDir: string) => ({
 const ctl = (dataDir: string, args: ReadonlyArray<string>) =>
   JSON.parse(execFileSync(process.execPath, [ctlBin, ...args, "--json"], { env: baseEnv(dataDir), encoding: "utf8" }))
 
-const startServer = (dataDir: string) =>
-  new Promise<{ child: ChildProcess; port: number }>((resolve, reject) => {
-    const child = spawn(process.execPath, [ctlBin, "serve", "--port", "0"], {
-      cwd: root,
-      env: baseEnv(dataDir),
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    children.push(child)
-    let output = ""
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 20_000)
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /Listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
-      if (match) {
-        clearTimeout(timer)
-        resolve({ child, port: Number(match[1]) })
-      }
-    }
-    child.stdout?.on("data", onData)
-    child.stderr?.on("data", onData)
-    child.on("exit", (code) => reject(new Error(`server exited with ${code}:\n${output}`)))
-  })
+const startServer = (dataDir: string) => startChild([ctlBin, "serve", "--port", "0"], baseEnv(dataDir), children)
 
 const post = (port: number, pathname: string, key: string, body: unknown) =>
   new Promise<{ status: number; body: string }>((resolve, reject) => {

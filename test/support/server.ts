@@ -1,0 +1,40 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+export const root = fileURLToPath(new URL("../..", import.meta.url))
+export const ctlBin = path.join(root, "bin", "ctl.js")
+
+/**
+ * Starts a server process (the built package) and resolves with its port once it logs that it
+ * listens. Every child is pushed onto `children` so the test file can kill what is left.
+ */
+export const startServer = (
+  args: ReadonlyArray<string>,
+  env: Record<string, string | undefined>,
+  children: Array<ChildProcess>
+) =>
+  new Promise<{ child: ChildProcess; port: number; logs: () => string }>((resolve, reject) => {
+    const child = spawn(process.execPath, args, {
+      cwd: root,
+      env: { ...process.env, KEEL_LOG_FORMAT: "json", KEEL_LOG_LEVEL: "info", ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    children.push(child)
+    let output = ""
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 20_000)
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString()
+      const match = /Listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
+      if (match) {
+        clearTimeout(timer)
+        resolve({ child, port: Number(match[1]), logs: () => output })
+      }
+    }
+    child.stdout?.on("data", onData)
+    child.stderr?.on("data", onData)
+    child.on("exit", (code) => {
+      clearTimeout(timer)
+      reject(new Error(`server exited with ${code}:\n${output}`))
+    })
+  })
