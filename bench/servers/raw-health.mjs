@@ -9,6 +9,7 @@ const dir = process.env.BENCH_DIR
 fs.mkdirSync(dir, { recursive: true })
 const db = new Database(path.join(dir, "raw.db"))
 db.pragma("journal_mode = WAL")
+db.pragma("synchronous = NORMAL") // as Keel (KEEL_SQLITE_SYNCHRONOUS=normal)
 const ping = db.prepare("SELECT 1 AS ok")
 const body = JSON.stringify({ status: "ok" })
 

@@ -12,6 +12,7 @@ const dir = process.env.BENCH_DIR
 fs.mkdirSync(dir, { recursive: true })
 const db = new Database(path.join(dir, "raw.db"))
 db.pragma("journal_mode = WAL")
+db.pragma("synchronous = NORMAL") // as Keel (KEEL_SQLITE_SYNCHRONOUS=normal)
 db.exec(`
   CREATE TABLE experiment_assignments (experiment_id TEXT NOT NULL, subject TEXT NOT NULL, variant TEXT NOT NULL,
     assigned_at INTEGER NOT NULL, PRIMARY KEY (experiment_id, subject));

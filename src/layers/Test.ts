@@ -22,6 +22,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   demoData: false,
   sqliteCacheMb: 16,
   sqliteMmapMb: 0,
+  sqliteSynchronous: "normal",
   clusterPollInterval: Duration.millis(100),
   requestLog: false,
   ...overrides

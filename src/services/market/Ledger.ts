@@ -1,6 +1,7 @@
 import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
+import { placeholders, SqlDirect } from "../platform/SqlDirect.js"
 
 /** The platform coin; a token's asset is its ticker. */
 export const COIN = "COIN"
@@ -51,6 +52,7 @@ const mayGoNegative = (account: string) => account.startsWith("system:")
 export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const direct = yield* SqlDirect
 
     const balance = (account: string, asset: string) =>
       sql<{ balance: number | bigint | string }>`
@@ -81,11 +83,15 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
         net.set(key, { ...leg, amount: (net.get(key)?.amount ?? 0n) + leg.amount })
       }
       const now = yield* Clock.currentTimeMillis
+      const db = yield* direct.current
+      const moves = [...net.values()]
       // One upsert for every balance; an overdraft shows in what it returns, and the caller's rollback undoes it.
-      const moved = yield* sql<{ account: string; asset: string; balance: bigint | number }>`
-        INSERT INTO ledger_balances ${sql.insert([...net.values()].map((l) => ({ account: l.account, asset: l.asset, balance: l.amount })))}
+      const moved = yield* db.all<{ account: string; asset: string; balance: bigint | number }>(
+        `INSERT INTO ledger_balances (account, asset, balance) VALUES ${placeholders(3, moves.length)}
         ON CONFLICT (account, asset) DO UPDATE SET balance = ledger_balances.balance + excluded.balance
-        RETURNING account, asset, balance`
+        RETURNING account, asset, balance`,
+        moves.flatMap((l) => [l.account, l.asset, l.amount])
+      )
       const balances = new Map<string, bigint>()
       for (const row of moved) {
         const after = BigInt(row.balance)
@@ -99,10 +105,15 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
         }
         balances.set(`${row.account}\u0000${row.asset}`, after)
       }
-      const entry = yield* sql<{ id: number }>`
-        INSERT INTO ledger_entries (kind, reference, created_at) VALUES (${kind}, ${reference}, ${now}) RETURNING id`
+      const entry = yield* db.all<{ id: number | bigint }>(
+        "INSERT INTO ledger_entries (kind, reference, created_at) VALUES (?, ?, ?) RETURNING id",
+        [kind, reference, now]
+      )
       const id = Number(entry[0]!.id)
-      yield* sql`INSERT INTO ledger_legs ${sql.insert(legs.map((l) => ({ entry_id: id, account: l.account, asset: l.asset, amount: l.amount })))}`
+      yield* db.run(
+        `INSERT INTO ledger_legs (entry_id, account, asset, amount) VALUES ${placeholders(4, legs.length)}`,
+        legs.flatMap((l) => [id, l.account, l.asset, l.amount])
+      )
       return {
         id,
         /** The balance of `account` in `asset` after this entry (only for pairs the entry touched). */
@@ -180,5 +191,6 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
     )
 
     return { post, postWithin, mint, burn, balance, audit } as const
-  })
+  }),
+  dependencies: [SqlDirect.Default]
 }) {}

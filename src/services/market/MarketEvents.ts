@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Option, PubSub, Queue, Stream } from "effect"
 import { Shutdown } from "../platform/Shutdown.js"
+import { SqlDirect } from "../platform/SqlDirect.js"
 
 export type MarketEventKind = "trade" | "chat"
 
@@ -24,6 +25,7 @@ const frame = (event: MarketEvent) => `id: ${event.seq}\nevent: ${event.kind}\nd
 export class MarketEvents extends Effect.Service<MarketEvents>()("market/MarketEvents", {
   scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const direct = yield* SqlDirect
     const shutdown = yield* Shutdown
     const commits = yield* PubSub.sliding<void>(1)
 
@@ -31,7 +33,12 @@ export class MarketEvents extends Effect.Service<MarketEvents>()("market/MarketE
     const append = (kind: MarketEventKind, payload: unknown) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
-        yield* sql`INSERT INTO market_events (kind, payload, created_at) VALUES (${kind}, ${JSON.stringify(payload)}, ${now})`
+        const db = yield* direct.current
+        yield* db.run("INSERT INTO market_events (kind, payload, created_at) VALUES (?, ?, ?)", [
+          kind,
+          JSON.stringify(payload),
+          now
+        ])
       }).pipe(Effect.orDie)
 
     const committed = PubSub.publish(commits, undefined).pipe(Effect.asVoid)
@@ -74,5 +81,6 @@ export class MarketEvents extends Effect.Service<MarketEvents>()("market/MarketE
       )
 
     return { append, committed, after, latest, sse } as const
-  })
+  }),
+  dependencies: [SqlDirect.Default]
 }) {}

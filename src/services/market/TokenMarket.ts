@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect } from "effect"
+import { SqlDirect } from "../platform/SqlDirect.js"
 import { BPS, type CurveState, quoteBuy, quoteSell } from "./BondingCurve.js"
 import { AgentNotTrading, agentNotFound, SlippageExceeded, TradeTooSmall } from "./Errors.js"
 import { COIN, exactIntegers as exact, Ledger, type Leg, type UnbalancedEntry } from "./Ledger.js"
@@ -58,14 +59,19 @@ export interface TradeResult {
 export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMarket", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const direct = yield* SqlDirect
     const ledger = yield* Ledger
 
     /** The curve and its agent's status (null for a bare curve launched without an agent). */
     const market = (ticker: string) =>
       exact(
-        sql<{ virtual_coin: bigint; virtual_token: bigint; real_token: bigint; status: string | null }>`
-          SELECT c.virtual_coin, c.virtual_token, c.real_token, a.status FROM market_curves c
-          LEFT JOIN market_agents a ON a.ticker = c.ticker WHERE c.ticker = ${ticker}`
+        Effect.flatMap(direct.current, (db) =>
+          db.all<{ virtual_coin: bigint; virtual_token: bigint; real_token: bigint; status: string | null }>(
+            `SELECT c.virtual_coin, c.virtual_token, c.real_token, a.status FROM market_curves c
+            LEFT JOIN market_agents a ON a.ticker = c.ticker WHERE c.ticker = ?`,
+            [ticker]
+          )
+        )
       ).pipe(
         Effect.orDie,
         Effect.flatMap((rows) =>
@@ -82,7 +88,9 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
         )
       )
 
-    const curveOf = (ticker: string) => Effect.map(market(ticker), (m) => m.curve)
+    /** A token's curve now (a read of its own, or part of the caller's transaction). */
+    const curveOf = (ticker: string) =>
+      direct.transaction(Effect.map(market(ticker), (m) => m.curve)).pipe(Effect.catchTag("SqlError", Effect.die))
 
     /** A token trades while its agent runs; a bare curve (library use) always trades. */
     const tradable = (ticker: string) =>
@@ -98,10 +106,6 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
               })
             )
       )
-
-    const saveCurve = (ticker: string, curve: CurveState) =>
-      sql`UPDATE market_curves SET virtual_coin = ${curve.virtualCoin}, virtual_token = ${curve.virtualToken},
-        real_token = ${curve.realToken} WHERE ticker = ${ticker}`.pipe(Effect.orDie)
 
     /** Creates a token's curve and issues its sellable supply to the curve. */
     const launch = Effect.fn("TokenMarket.launch")(function* (ticker: string, curve: CurveState = defaultLaunch) {
@@ -140,16 +144,36 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
           { account: agentAccount(trade.ticker), asset: COIN, amount: split.agent },
           { account: TREASURY, asset: COIN, amount: split.treasury }
         ])
-        yield* saveCurve(trade.ticker, trade.next)
+        const db = yield* direct.current
+        yield* db.run("UPDATE market_curves SET virtual_coin = ?, virtual_token = ?, real_token = ? WHERE ticker = ?", [
+          trade.next.virtualCoin,
+          trade.next.virtualToken,
+          trade.next.realToken,
+          trade.ticker
+        ])
         // A curve launched without an agent (library use) has no row here, and nothing to credit.
-        yield* sql`UPDATE market_agents SET total_revenue = total_revenue + ${split.agent} WHERE ticker = ${trade.ticker}`.pipe(
-          Effect.orDie
-        )
+        yield* db.run("UPDATE market_agents SET total_revenue = total_revenue + ? WHERE ticker = ?", [
+          split.agent,
+          trade.ticker
+        ])
         const now = yield* Clock.currentTimeMillis
-        const row = yield* sql<{ id: number }>`INSERT INTO market_trades
+        const row = yield* db.all<{ id: number | bigint }>(
+          `INSERT INTO market_trades
           (ticker, wallet, side, coin, tokens, fee, entry_id, created_at, virtual_coin_after, virtual_token_after)
-          VALUES (${trade.ticker}, ${wallet}, ${trade.side}, ${trade.coin}, ${trade.tokens}, ${trade.fee}, ${posted.id},
-            ${now}, ${trade.next.virtualCoin}, ${trade.next.virtualToken}) RETURNING id`.pipe(Effect.orDie)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+          [
+            trade.ticker,
+            wallet,
+            trade.side,
+            trade.coin,
+            trade.tokens,
+            trade.fee,
+            posted.id,
+            now,
+            trade.next.virtualCoin,
+            trade.next.virtualToken
+          ]
+        )
         return {
           ...trade,
           entryId: posted.id,
@@ -253,5 +277,6 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
       atomically(sellWithin(ticker, wallet, tokensIn, settings, minCoinOut)).pipe(Effect.withSpan("TokenMarket.sell"))
 
     return { launch, buy, sell, buyWithin, sellWithin, curve: curveOf } as const
-  })
+  }),
+  dependencies: [SqlDirect.Default]
 }) {}

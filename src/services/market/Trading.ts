@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
+import { SqlDirect } from "../platform/SqlDirect.js"
 import { Chat } from "./Chat.js"
 import { IdempotencyKeyReused } from "./Errors.js"
 import { MarketConfig } from "./MarketConfig.js"
@@ -74,6 +75,7 @@ export const tradeEvent = (wallet: string, trade: TradeResult) => ({
 export class Trading extends Effect.Service<Trading>()("market/Trading", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const direct = yield* SqlDirect
     const config = yield* MarketConfig
     const market = yield* TokenMarket
     const chat = yield* Chat
@@ -83,9 +85,14 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
       Effect.gen(function* () {
         if (order.idempotency === undefined) return undefined
         const { fingerprint, key, principal } = order.idempotency
-        const rows = yield* sql<{ fingerprint: string; response: string }>`SELECT fingerprint, response
-          FROM market_idempotency WHERE principal = ${principal} AND key = ${key}
-          AND created_at > ${now - IDEMPOTENCY_TTL_MILLIS}`.pipe(Effect.orDie)
+        const db = yield* direct.current
+        const rows = yield* db
+          .all<{ fingerprint: string; response: string }>(
+            `SELECT fingerprint, response FROM market_idempotency
+            WHERE principal = ? AND key = ? AND created_at > ?`,
+            [principal, key, now - IDEMPOTENCY_TTL_MILLIS]
+          )
+          .pipe(Effect.orDie)
         const row = rows[0]
         if (row === undefined) return undefined
         if (row.fingerprint !== fingerprint) {
@@ -125,11 +132,15 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
         if (trade.coin >= config.chatTradeMin) yield* tradeLine(order.wallet, trade)
         if (order.idempotency !== undefined) {
           const { fingerprint, key, principal } = order.idempotency
-          yield* sql`INSERT OR REPLACE INTO market_idempotency (principal, key, fingerprint, response, created_at)
-            VALUES (${principal}, ${key}, ${fingerprint}, ${JSON.stringify(receipt)}, ${now})`.pipe(Effect.orDie)
+          const db = yield* direct.current
+          yield* db.run(
+            `INSERT OR REPLACE INTO market_idempotency (principal, key, fingerprint, response, created_at)
+            VALUES (?, ?, ?, ?, ?)`,
+            [principal, key, fingerprint, JSON.stringify(receipt), now]
+          )
         }
         return { receipt, replayed: false }
-      }).pipe(sql.withTransaction, Effect.catchTags({ SqlError: Effect.die, UnbalancedEntry: Effect.die }))
+      }).pipe(direct.transaction, Effect.catchTags({ SqlError: Effect.die, UnbalancedEntry: Effect.die }))
       if (!outcome.replayed) yield* events.committed
       return outcome satisfies TradeOutcome
     })
@@ -150,5 +161,6 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
       })
 
     return { trade } as const
-  })
+  }),
+  dependencies: [SqlDirect.Default]
 }) {}

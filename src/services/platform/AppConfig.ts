@@ -35,6 +35,7 @@ export const appConfig = Config.all({
   demoData: Config.boolean("KEEL_DEMO_DATA").pipe(Config.withDefault(true)),
   sqliteCacheMb: Config.integer("KEEL_SQLITE_CACHE_MB").pipe(Config.withDefault(64)),
   sqliteMmapMb: Config.integer("KEEL_SQLITE_MMAP_MB").pipe(Config.withDefault(256)),
+  sqliteSynchronous: Config.literal("normal", "full")("KEEL_SQLITE_SYNCHRONOUS").pipe(Config.withDefault("normal")),
   clusterPollInterval: Config.duration("KEEL_CLUSTER_POLL_INTERVAL").pipe(Config.withDefault(Duration.seconds(1)))
 })
 
@@ -51,6 +52,8 @@ export interface AppSettings {
   readonly demoData: boolean
   readonly sqliteCacheMb: number
   readonly sqliteMmapMb: number
+  /** WAL with `normal` survives a process crash (kill -9); `full` also the last commits before a power loss. */
+  readonly sqliteSynchronous: "normal" | "full"
   readonly clusterPollInterval: Duration.Duration
   /** Whether the per-request log line can be emitted at all (it is logged at Info). */
   readonly requestLog: boolean

@@ -77,12 +77,15 @@ export const sqliteFromConfig = Layer.unwrapEffect(
     }
     const client = SqliteClient.layer({ filename: config.databaseFile })
     // SQLite's default page cache is 2 MB; search indexes are far larger. Memory-mapped reads and a
-    // bigger cache keep hot index pages off the read() path. Durability settings are left as they are.
+    // bigger cache keep hot index pages off the read() path. In WAL mode, synchronous=NORMAL syncs the
+    // log at checkpoints instead of at every commit: a killed process loses nothing it committed, an OS
+    // crash or power loss may roll back the last commits (never corrupts). FULL is one setting away.
     const tuned = Layer.effectDiscard(
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         yield* sql.unsafe(`PRAGMA cache_size = -${config.sqliteCacheMb * 1024}`)
         yield* sql.unsafe(`PRAGMA mmap_size = ${config.sqliteMmapMb * 1024 * 1024}`)
+        yield* sql.unsafe(`PRAGMA synchronous = ${config.sqliteSynchronous.toUpperCase()}`)
       }).pipe(Effect.orDie)
     )
     return tuned.pipe(Layer.provideMerge(client))

@@ -1,6 +1,7 @@
 import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option, Schema } from "effect"
+import { SqlDirect } from "../platform/SqlDirect.js"
 import { buckets, chooseVariant } from "./Hashing.js"
 import { type Experiment, JourneyRegistry } from "./JourneyRegistry.js"
 
@@ -42,6 +43,7 @@ const participating = (experiment: Experiment) => experiment.status === "running
 export class Assigner extends Effect.Service<Assigner>()("product/Assigner", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const direct = yield* SqlDirect
     const registry = yield* JourneyRegistry
 
     /** The app, once its publishable client key has been checked. */
@@ -65,34 +67,46 @@ export class Assigner extends Effect.Service<Assigner>()("product/Assigner", {
         const bucket = buckets(experiment.id, subject)
         const hashed =
           bucket.traffic < experiment.traffic ? chooseVariant(experiment.variants, bucket.variant) : undefined
-        let variantName: string | undefined
-        if (hashed !== undefined) {
-          // One statement: store the hashed variant for a new subject, or return the stored one untouched.
-          const rows = yield* sql<{ variant: string }>`
-            INSERT INTO experiment_assignments (experiment_id, subject, variant, assigned_at)
-            VALUES (${experiment.id}, ${subject}, ${hashed.name}, ${now})
-            ON CONFLICT (experiment_id, subject) DO UPDATE SET variant = experiment_assignments.variant
-            RETURNING variant`
-          variantName = rows[0]?.variant
-        } else {
-          // Outside traffic today, but an earlier assignment still wins.
-          const stored = yield* sql<{ variant: string }>`
-            SELECT variant FROM experiment_assignments
-            WHERE experiment_id = ${experiment.id} AND subject = ${subject}`
-          variantName = stored[0]?.variant
-        }
-        if (variantName === undefined) return emptyAssignment
-        // A stored variant the registry no longer lists has no config to serve: not in the experiment.
-        const variant = experiment.variants.find((v) => v.name === variantName)
-        if (variant === undefined) return emptyAssignment
-        yield* sql`INSERT INTO experiment_exposures
-            (experiment_id, subject, variant, first_exposed_at, last_exposed_at, exposures)
-          VALUES (${experiment.id}, ${subject}, ${variant.name}, ${now}, ${now}, 1)
-          ON CONFLICT (experiment_id, subject) DO UPDATE SET
-            last_exposed_at = excluded.last_exposed_at,
-            exposures = experiment_exposures.exposures + 1`
-        return new Assignment({ variant: variant.name, config: variant.config, experimentId: experiment.id })
-      }).pipe(sql.withTransaction, Effect.orDie)
+        return yield* direct
+          .transaction((db) =>
+            Effect.gen(function* () {
+              let variantName: string | undefined
+              if (hashed !== undefined) {
+                // One statement: store the hashed variant for a new subject, or return the stored one untouched.
+                const rows = yield* db.all<{ variant: string }>(
+                  `INSERT INTO experiment_assignments (experiment_id, subject, variant, assigned_at)
+                  VALUES (?, ?, ?, ?)
+                  ON CONFLICT (experiment_id, subject) DO UPDATE SET variant = experiment_assignments.variant
+                  RETURNING variant`,
+                  [experiment.id, subject, hashed.name, now]
+                )
+                variantName = rows[0]?.variant
+              } else {
+                // Outside traffic today, but an earlier assignment still wins.
+                const stored = yield* db.all<{ variant: string }>(
+                  "SELECT variant FROM experiment_assignments WHERE experiment_id = ? AND subject = ?",
+                  [experiment.id, subject]
+                )
+                variantName = stored[0]?.variant
+              }
+              if (variantName === undefined) return emptyAssignment
+              // A stored variant the registry no longer lists has no config to serve: not in the experiment.
+              const variant = experiment.variants.find((v) => v.name === variantName)
+              if (variant === undefined) return emptyAssignment
+              yield* db.run(
+                `INSERT INTO experiment_exposures
+                  (experiment_id, subject, variant, first_exposed_at, last_exposed_at, exposures)
+                VALUES (?, ?, ?, ?, ?, 1)
+                ON CONFLICT (experiment_id, subject) DO UPDATE SET
+                  last_exposed_at = excluded.last_exposed_at,
+                  exposures = experiment_exposures.exposures + 1`,
+                [experiment.id, subject, variant.name, now, now]
+              )
+              return new Assignment({ variant: variant.name, config: variant.config, experimentId: experiment.id })
+            })
+          )
+          .pipe(Effect.orDie)
+      })
 
     const assign = Effect.fn("Assigner.assign")(function* (request: AssignRequest) {
       const app = yield* authorizedApp(request.appId, request.clientKey)
@@ -126,5 +140,6 @@ export class Assigner extends Effect.Service<Assigner>()("product/Assigner", {
       )
 
     return { assign, assignAll, authorizedApp, exposure } as const
-  })
+  }),
+  dependencies: [SqlDirect.Default]
 }) {}

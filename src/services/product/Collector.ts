@@ -1,6 +1,6 @@
 import { HttpApiSchema } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, type ParseResult, Schema } from "effect"
+import { placeholders, SqlDirect, type SqlParam } from "../platform/SqlDirect.js"
 import { formatIssues, BoundedText as Text } from "../platform/Validation.js"
 import { ProductConfig } from "./ProductConfig.js"
 
@@ -62,6 +62,34 @@ export class MalformedBatch extends Schema.TaggedError<MalformedBatch>()(
 export type CollectorKind = "web" | "mobile"
 
 /** An event's time in epoch milliseconds, whichever form the client sent. */
+const EVENT_COLUMNS = [
+  "site_id",
+  "event_id",
+  "collector",
+  "name",
+  "occurred_at",
+  "visitor_id",
+  "session_id",
+  "url",
+  "referrer",
+  "utm",
+  "props",
+  "received_at"
+]
+const ATTRIBUTION_COLUMNS = [
+  "site_id",
+  "visitor_id",
+  "first_event_id",
+  "first_seen_at",
+  "landing_url",
+  "referrer",
+  "utm_source",
+  "utm_medium",
+  "utm_campaign",
+  "utm_content",
+  "utm_term"
+]
+
 const occurredAt = (event: AnalyticsEvent) =>
   typeof event.timestamp === "number" ? event.timestamp : Date.parse(event.timestamp)
 
@@ -86,7 +114,7 @@ const safeJson = (value: unknown) => {
  */
 export class Collector extends Effect.Service<Collector>()("product/Collector", {
   effect: Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
+    const direct = yield* SqlDirect
     const config = yield* ProductConfig
 
     /**
@@ -99,53 +127,69 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
       siteId: string,
       events: ReadonlyArray<{ index: number; event: AnalyticsEvent }>
     ) =>
-      Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        const rows = events.map(({ event }) => ({
-          site_id: siteId,
-          event_id: event.event_id,
-          collector: kind,
-          name: event.name,
-          occurred_at: occurredAt(event),
-          visitor_id: event.visitor_id,
-          session_id: event.session_id ?? null,
-          url: event.url ?? null,
-          referrer: event.referrer ?? null,
-          utm: event.utm ? safeJson(event.utm) : null,
-          props: event.props ? safeJson(event.props) : null,
-          received_at: now
-        }))
-        const inserted = yield* sql<{ event_id: string }>`
-          INSERT INTO analytics_events ${sql.insert(rows)}
-          ON CONFLICT (site_id, event_id) DO NOTHING
-          RETURNING event_id`
-        const stored = new Set(inserted.map((r) => r.event_id))
-        const firstByVisitor = new Map<string, AnalyticsEvent>()
-        for (const { event } of events) {
-          if (stored.has(event.event_id) && !firstByVisitor.has(event.visitor_id)) {
-            firstByVisitor.set(event.visitor_id, event)
-          }
-        }
-        if (firstByVisitor.size > 0) {
-          const attribution = [...firstByVisitor.values()].map((event) => ({
-            site_id: siteId,
-            visitor_id: event.visitor_id,
-            first_event_id: event.event_id,
-            first_seen_at: occurredAt(event),
-            landing_url: event.url ?? null,
-            referrer: event.referrer ?? null,
-            utm_source: event.utm?.source ?? null,
-            utm_medium: event.utm?.medium ?? null,
-            utm_campaign: event.utm?.campaign ?? null,
-            utm_content: event.utm?.content ?? null,
-            utm_term: event.utm?.term ?? null
-          }))
-          yield* sql`INSERT INTO analytics_attribution ${sql.insert(attribution)}
-            ON CONFLICT (site_id, visitor_id) DO NOTHING`
-        }
-        // A duplicate within the batch itself is inserted once: everything not stored is a duplicate.
-        return { accepted: stored.size, duplicates: events.length - stored.size }
-      }).pipe(sql.withTransaction, Effect.orDie)
+      direct
+        .transaction((db) =>
+          Effect.gen(function* () {
+            const now = yield* Clock.currentTimeMillis
+            const stored = new Set<string>()
+            const eventParams: Array<SqlParam> = []
+            for (const { event } of events) {
+              eventParams.push(
+                siteId,
+                event.event_id,
+                kind,
+                event.name,
+                occurredAt(event),
+                event.visitor_id,
+                event.session_id ?? null,
+                event.url ?? null,
+                event.referrer ?? null,
+                event.utm ? safeJson(event.utm) : null,
+                event.props ? safeJson(event.props) : null,
+                now
+              )
+            }
+            const inserted = yield* db.all<{ event_id: string }>(
+              `INSERT INTO analytics_events (${EVENT_COLUMNS.join(", ")}) VALUES ${placeholders(EVENT_COLUMNS.length, events.length)}
+          ON CONFLICT (site_id, event_id) DO NOTHING RETURNING event_id`,
+              eventParams
+            )
+            for (const row of inserted) stored.add(row.event_id)
+            const firstByVisitor = new Map<string, AnalyticsEvent>()
+            for (const { event } of events) {
+              if (stored.has(event.event_id) && !firstByVisitor.has(event.visitor_id)) {
+                firstByVisitor.set(event.visitor_id, event)
+              }
+            }
+            if (firstByVisitor.size > 0) {
+              const attributionParams: Array<SqlParam> = []
+              for (const event of firstByVisitor.values()) {
+                attributionParams.push(
+                  siteId,
+                  event.visitor_id,
+                  event.event_id,
+                  occurredAt(event),
+                  event.url ?? null,
+                  event.referrer ?? null,
+                  event.utm?.source ?? null,
+                  event.utm?.medium ?? null,
+                  event.utm?.campaign ?? null,
+                  event.utm?.content ?? null,
+                  event.utm?.term ?? null
+                )
+              }
+              yield* db.run(
+                `INSERT INTO analytics_attribution (${ATTRIBUTION_COLUMNS.join(", ")})
+            VALUES ${placeholders(ATTRIBUTION_COLUMNS.length, firstByVisitor.size)}
+            ON CONFLICT (site_id, visitor_id) DO NOTHING`,
+                attributionParams
+              )
+            }
+            // A duplicate within the batch itself is inserted once: everything not stored is a duplicate.
+            return { accepted: stored.size, duplicates: events.length - stored.size }
+          })
+        )
+        .pipe(Effect.orDie)
 
     /** Takes the raw body (JSON sent as application/json or text/plain, as sendBeacon does). */
     const collect = Effect.fn("Collector.collect")(function* (kind: CollectorKind, body: string) {
@@ -178,5 +222,6 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
     })
 
     return { collect } as const
-  })
+  }),
+  dependencies: [SqlDirect.Default]
 }) {}
