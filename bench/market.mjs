@@ -200,7 +200,10 @@ const measure = async (name) => {
       fs.writeFileSync(setupFile, JSON.stringify({ ticker: TICKER, wallets: credentials, mint: MINT }))
     }
     const profile = process.env.BENCH_MARKET_PROFILE // a directory: the Keel server writes a V8 CPU profile there
-    const server = name === "keel" ? (profile ? "keel-profiled.mjs" : "keel.mjs") : "raw-market.mjs"
+    const server =
+      name === "keel"
+        ? (process.env.BENCH_KEEL_SERVER ?? (profile ? "keel-profiled.mjs" : "keel.mjs"))
+        : "raw-market.mjs"
     const { child, port } = await start(server, {
       ...baseEnv,
       ...(profile ? { BENCH_PROFILE_DIR: path.resolve(profile) } : {}),

@@ -36,9 +36,13 @@ export const BlogImportLive = Layer.effectDiscard(
   })
 )
 
+/** Spans only where someone collects them (KEEL_TRACING); set before the server forks its request fibers. */
+export const TracingLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) => Layer.setTracerEnabled(config.tracing)))
+
 /** What `ctl serve` runs: the HTTP server on the full application graph. */
 export const serverLive = (options: ServeOptions & { readonly host?: string; readonly port?: number } = {}) =>
   httpServer(options).pipe(
+    Layer.provide(TracingLive),
     Layer.provide([DemoDataLive, BlogImportLive]),
     Layer.provide(MarketScheduleLive),
     Layer.provideMerge(AppLive)

@@ -23,6 +23,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   sqliteCacheMb: 16,
   sqliteMmapMb: 0,
   sqliteSynchronous: "normal",
+  tracing: true,
   clusterPollInterval: Duration.millis(100),
   requestLog: false,
   ...overrides

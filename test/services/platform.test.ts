@@ -1,8 +1,17 @@
 import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect } from "effect"
-import { AppConfig, Database, loadSettings, resolveLogFormat, ServicesTest, seedDemoData } from "keel"
+import { ConfigProvider, Duration, Effect, FiberRef, Layer } from "effect"
+import {
+  AppConfig,
+  AppConfigTest,
+  Database,
+  loadSettings,
+  resolveLogFormat,
+  ServicesTest,
+  seedDemoData,
+  TracingLive
+} from "keel"
 
 const withEnv = (env: Record<string, string>) =>
   Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
@@ -18,6 +27,8 @@ describe("AppConfig", () => {
       assert.strictEqual(settings.bodyLimitBytes, 1024 * 1024)
       assert.strictEqual(settings.logFormat, "auto")
       assert.isTrue(Duration.equals(settings.shutdownGrace, Duration.seconds(30)))
+      assert.strictEqual(settings.sqliteSynchronous, "normal")
+      assert.isFalse(settings.tracing)
     })
   )
 
@@ -33,9 +44,13 @@ describe("AppConfig", () => {
           KEEL_LOG_FORMAT: "logfmt",
           KEEL_LOG_LEVEL: "debug",
           KEEL_DEMO_DATA: "false",
-          KEEL_DATABASE_FILE: ":memory:"
+          KEEL_DATABASE_FILE: ":memory:",
+          KEEL_SQLITE_SYNCHRONOUS: "full",
+          KEEL_TRACING: "true"
         })
       )
+      assert.strictEqual(settings.sqliteSynchronous, "full")
+      assert.isTrue(settings.tracing)
       assert.strictEqual(settings.dataDir, "/srv/keel")
       assert.strictEqual(settings.databaseFile, ":memory:")
       assert.strictEqual(settings.httpHost, "::")
@@ -50,9 +65,26 @@ describe("AppConfig", () => {
 
   it.effect("bad values are refused with the variable's name", () =>
     Effect.gen(function* () {
-      for (const env of [{ KEEL_HTTP_PORT: "70000" }, { KEEL_LOG_FORMAT: "xml" }, { KEEL_HTTP_BODY_LIMIT: "-1" }]) {
+      for (const env of [
+        { KEEL_HTTP_PORT: "70000" },
+        { KEEL_LOG_FORMAT: "xml" },
+        { KEEL_HTTP_BODY_LIMIT: "-1" },
+        { KEEL_SQLITE_SYNCHRONOUS: "off" }
+      ]) {
         const error = yield* Effect.flip(loadSettings.pipe(withEnv(env)))
         assert.include(String(error), Object.keys(env)[0] ?? "")
+      }
+    })
+  )
+
+  it.effect("the server's fibers make spans only when KEEL_TRACING asks for them", () =>
+    Effect.gen(function* () {
+      const tracerEnabled = FiberRef.get(FiberRef.currentTracerEnabled)
+      for (const tracing of [false, true]) {
+        const enabled = yield* tracerEnabled.pipe(
+          Effect.provide(TracingLive.pipe(Layer.provide(AppConfigTest({ tracing }))))
+        )
+        assert.strictEqual(enabled, tracing)
       }
     })
   )

@@ -36,7 +36,8 @@ export const appConfig = Config.all({
   sqliteCacheMb: Config.integer("KEEL_SQLITE_CACHE_MB").pipe(Config.withDefault(64)),
   sqliteMmapMb: Config.integer("KEEL_SQLITE_MMAP_MB").pipe(Config.withDefault(256)),
   sqliteSynchronous: Config.literal("normal", "full")("KEEL_SQLITE_SYNCHRONOUS").pipe(Config.withDefault("normal")),
-  clusterPollInterval: Config.duration("KEEL_CLUSTER_POLL_INTERVAL").pipe(Config.withDefault(Duration.seconds(1)))
+  clusterPollInterval: Config.duration("KEEL_CLUSTER_POLL_INTERVAL").pipe(Config.withDefault(Duration.seconds(1))),
+  tracing: Config.boolean("KEEL_TRACING").pipe(Config.withDefault(false))
 })
 
 export interface AppSettings {
@@ -55,6 +56,8 @@ export interface AppSettings {
   /** WAL with `normal` survives a process crash (kill -9); `full` also the last commits before a power loss. */
   readonly sqliteSynchronous: "normal" | "full"
   readonly clusterPollInterval: Duration.Duration
+  /** Tracer spans in the server (for an OpenTelemetry exporter an embedder adds); off, they cost nothing. */
+  readonly tracing: boolean
   /** Whether the per-request log line can be emitted at all (it is logged at Info). */
   readonly requestLog: boolean
 }
