@@ -8,8 +8,8 @@ import { beaconRouting, publishBeacon } from "../services/fleet/beacon/BeaconPub
 import { renderEnvFile, renderLaunchd, renderSystemd } from "../services/fleet/beacon/BeaconUnits.js"
 import { collectBeacon } from "../services/fleet/beacon/BeaconWriter.js"
 import { ServiceManagerLive } from "../services/fleet/beacon/ServiceManager.js"
-import { channelSpec, defaultKnownHosts } from "../services/fleet/Channels.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
+import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { writeFileAtomically } from "../services/platform/Files.js"
 import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
@@ -141,16 +141,9 @@ const publish = Command.make(
 
 /** The registry target named on the command line (current registry, or its last valid snapshot). */
 const targetNamed = (name: string) =>
-  Effect.gen(function* () {
-    const snapshot = yield* (yield* FleetRegistry)
-      .read({ allowCached: true })
-      .pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
-    const target = snapshot.registry.targets.find((t) => t.name === name)
-    if (target === undefined) return yield* new CommandFailed({ detail: `${name} is not a target of the registry` })
-    return target
-  })
-
-const knownHostsDefault = defaultKnownHosts
+  Effect.flatMap(RemoteCtl, (remote) => remote.target(name)).pipe(
+    Effect.mapError((error) => new CommandFailed({ detail: error.detail }))
+  )
 
 const exec = Command.make(
   "exec",
@@ -161,7 +154,7 @@ const exec = Command.make(
   },
   ({ command, target, timeout }) =>
     Effect.gen(function* () {
-      const spec = channelSpec(yield* targetNamed(target), yield* knownHostsDefault)
+      const spec = (yield* RemoteCtl).spec(yield* targetNamed(target))
       const result = yield* (yield* HostChannel)
         .run(spec, {
           argv: command,
@@ -174,23 +167,18 @@ const exec = Command.make(
     })
 ).pipe(Command.withDescription("Run a command (argv after --) on a target; exits with its exit code"))
 
-/** The host's state now: its beacon, collected on the host itself through its channel. */
+/** The host's state now: its beacon, collected on the host itself (through its channel when it is remote). */
 const currentBeacon = (targetName: string) =>
   Effect.gen(function* () {
     const target = yield* targetNamed(targetName)
     if (target.channel === "local") return yield* collectBeacon(target).pipe(Effect.provide(ServiceManagerLive))
-    const remoteCtl = yield* Config.string("KEEL_REMOTE_CTL").pipe(Config.withDefault("ctl"), Effect.orDie)
-    const result = yield* (yield* HostChannel)
-      .run(channelSpec(target, yield* knownHostsDefault), {
-        argv: [remoteCtl, "host", "beacon", "write", "--host", target.name],
-        timeoutMs: 30_000
-      })
+    const answer = yield* (yield* RemoteCtl)
+      .runJson(target, ["host", "beacon", "write", "--host", target.name], 30_000)
       .pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
-    if (result.exitCode !== 0)
-      return yield* new CommandFailed({
-        detail: `the host answered ${result.exitCode}: ${new TextDecoder().decode(result.stderr).trim()}`
-      })
-    return yield* Schema.decodeUnknown(HostBeacon)(JSON.parse(new TextDecoder().decode(result.stdout))).pipe(
+    if (answer.exitCode !== 0) {
+      return yield* new CommandFailed({ detail: `${target.name} answered exit ${answer.exitCode ?? "killed"}` })
+    }
+    return yield* Schema.decodeUnknown(HostBeacon)(answer.json).pipe(
       Effect.mapError(() => new CommandFailed({ detail: "the host's beacon does not validate" }))
     )
   })
@@ -227,7 +215,7 @@ const inventory = Command.make("inventory", { target: Args.text({ name: "TARGET"
     const declared = yield* targetNamed(target)
     const beacon = yield* currentBeacon(target)
     const uname = yield* (yield* HostChannel)
-      .run(channelSpec(declared, yield* knownHostsDefault), { argv: ["uname", "-srm"], timeoutMs: 30_000 })
+      .run((yield* RemoteCtl).spec(declared), { argv: ["uname", "-srm"], timeoutMs: 30_000 })
       .pipe(
         Effect.map((r) => (r.exitCode === 0 ? new TextDecoder().decode(r.stdout).trim() : null)),
         Effect.orElseSucceed(() => null)

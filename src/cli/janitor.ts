@@ -1,11 +1,9 @@
 import { Args, Command, Options } from "@effect/cli"
-import { Config, Effect, Option, Schedule } from "effect"
+import { Effect, Option, Schedule } from "effect"
 import { HostOpsLive, JanitorLive } from "../layers/Live.js"
-import { channelSpec, defaultKnownHosts } from "../services/fleet/Channels.js"
 import { type CleanupReport, Janitor } from "../services/fleet/janitor/Janitor.js"
 import { renderJanitorLaunchd, renderJanitorSystemd } from "../services/fleet/janitor/JanitorUnits.js"
-import { FleetRegistry } from "../services/fleet/registry/Registry.js"
-import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
+import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { CommandFailed, ExitWith, emit, json } from "./Output.js"
 
 const human = (r: CleanupReport) => {
@@ -104,32 +102,19 @@ const here = Options.boolean("here").pipe(
  */
 const onTarget = (target: string, args: ReadonlyArray<string>, asJson: boolean) =>
   Effect.gen(function* () {
-    const snapshot = yield* (yield* FleetRegistry)
-      .read({ allowCached: true, record: false })
+    const remote = yield* RemoteCtl
+    const declared = yield* remote
+      .target(target)
       .pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
-    const declared = snapshot.registry.targets.find((t) => t.name === target)
-    if (declared === undefined) return yield* new CommandFailed({ detail: `${target} is not a target of the registry` })
     if (declared.channel === "local") {
       return yield* new CommandFailed({
         detail: `${target} is reached locally but this host is ${(yield* Janitor).host}: set KEEL_HOST=${target} or pass --here`
       })
     }
-    const remoteCtl = (yield* Config.string("KEEL_REMOTE_CTL").pipe(Config.withDefault("ctl"), Effect.orDie))
-      .split(" ")
-      .filter((part) => part.length > 0)
-    const result = yield* (yield* HostChannel)
-      .run(channelSpec(declared, yield* defaultKnownHosts), {
-        argv: [...remoteCtl, "space", ...args, "--here", "--json"],
-        timeoutMs: 10 * 60_000
-      })
+    const result = yield* remote
+      .runJson(declared, ["space", ...args, "--here", "--json"], 10 * 60_000)
       .pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
-    const text = new TextDecoder().decode(result.stdout).trim()
-    if (text === "") {
-      return yield* new CommandFailed({
-        detail: `${target} answered nothing (exit ${result.exitCode}): ${new TextDecoder().decode(result.stderr).trim()}`
-      })
-    }
-    const body = JSON.parse(text) as { cleanup_state?: { report: CleanupReport | null }; outcome?: string }
+    const body = result.json as { cleanup_state?: { report: CleanupReport | null }; outcome?: string }
     yield* emit(asJson, body, (b) =>
       b.cleanup_state !== undefined
         ? b.cleanup_state.report === null

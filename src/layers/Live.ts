@@ -5,6 +5,7 @@ import { Gates } from "../services/fleet/gates/Gates.js"
 import { DiskMeter } from "../services/fleet/janitor/DiskMeter.js"
 import { Janitor } from "../services/fleet/janitor/Janitor.js"
 import { JobWorker } from "../services/fleet/jobs/JobWorker.js"
+import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
 import { migrationsLayer, sqliteFromConfig } from "../services/platform/Database.js"
@@ -32,6 +33,7 @@ export const ServicesLive = DomainServices.pipe(
 export const HostOpsLive = Layer.mergeAll(
   JobWorker.Default,
   Gates.Default,
+  RemoteCtl.Default,
   Janitor.Default.pipe(Layer.provide(DiskMeter.Live))
 ).pipe(Layer.provideMerge(HostChannelLive), Layer.provideMerge(ServicesLive))
 

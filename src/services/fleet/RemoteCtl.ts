@@ -1,0 +1,75 @@
+import { Config, Effect, Schema } from "effect"
+import { HostChannel } from "../platform/hostchannel/HostChannel.js"
+import { channelSpec, defaultKnownHosts } from "./Channels.js"
+import { FleetRegistry } from "./registry/Registry.js"
+import type { Target } from "./registry/Schema.js"
+
+export class RemoteCtlFailed extends Schema.TaggedError<RemoteCtlFailed>()("RemoteCtlFailed", {
+  target: Schema.String,
+  detail: Schema.String
+}) {}
+
+export interface RemoteAnswer {
+  /** The remote command's exit code (null when it was killed). */
+  readonly exitCode: number | null
+  /** Its standard output, parsed as JSON. */
+  readonly json: unknown
+}
+
+const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes).trim()
+
+/**
+ * `ctl` on another host of the fleet: the target's declared host channel runs `KEEL_REMOTE_CTL …args`
+ * there and its JSON answer comes back, so what a command reads or changes on a host is read or changed
+ * by the `ctl` of that host. Used by `ctl host health|inventory` (the beacon collected on the host) and
+ * `ctl space` for another target (its janitor runs there).
+ */
+export class RemoteCtl extends Effect.Service<RemoteCtl>()("fleet/RemoteCtl", {
+  effect: Effect.gen(function* () {
+    const registry = yield* FleetRegistry
+    const channel = yield* HostChannel
+    const ctl = (yield* Config.string("KEEL_REMOTE_CTL").pipe(Config.withDefault("ctl"), Effect.orDie))
+      .split(" ")
+      .filter((part) => part.length > 0)
+    const knownHosts = yield* defaultKnownHosts
+
+    /** The registry target named `name` (the current registry, or its last valid snapshot). */
+    const target = (name: string) =>
+      Effect.gen(function* () {
+        const snapshot = yield* registry
+          .read({ allowCached: true })
+          .pipe(Effect.mapError((error) => new RemoteCtlFailed({ target: name, detail: error.detail })))
+        const found = snapshot.registry.targets.find((t) => t.name === name)
+        if (found === undefined) {
+          return yield* new RemoteCtlFailed({ target: name, detail: `${name} is not a target of the registry` })
+        }
+        return found
+      })
+
+    /** How `target` is reached, with the fleet's known_hosts where the target names none. */
+    const spec = (target: Target) => channelSpec(target, knownHosts)
+
+    /** Runs `ctl …args` on the target; an empty or non-JSON answer is a failure that quotes its stderr. */
+    const runJson = (target: Target, args: ReadonlyArray<string>, timeoutMs: number) =>
+      Effect.gen(function* () {
+        const result = yield* channel
+          .run(spec(target), { argv: [...ctl, ...args], timeoutMs })
+          .pipe(Effect.mapError((error) => new RemoteCtlFailed({ target: target.name, detail: error.detail })))
+        const answer = text(result.stdout)
+        const failed = (why: string) =>
+          new RemoteCtlFailed({
+            target: target.name,
+            detail: `${target.name} ${why} (exit ${result.exitCode ?? "killed"}): ${text(result.stderr)}`
+          })
+        if (result.timedOut) return yield* failed(`did not answer within ${timeoutMs / 1000} s`)
+        if (answer === "") return yield* failed("answered nothing")
+        const json = yield* Effect.try({
+          try: () => JSON.parse(answer) as unknown,
+          catch: () => failed("answered no JSON")
+        })
+        return { exitCode: result.exitCode, json } satisfies RemoteAnswer
+      })
+
+    return { target, spec, runJson } as const
+  })
+}) {}
