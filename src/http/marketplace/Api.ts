@@ -116,6 +116,25 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   .middleware(MarketGate)
   .annotate(OpenApi.Title, "Agents") {}
 
+/** A buy or a sell: the same path shape, Idempotency-Key and refusals; the side's guard field and answer. */
+const tradeEndpoint = <const Side extends "buy" | "sell", Guard extends Schema.Struct.Fields, A, I>(
+  side: Side,
+  guard: Guard,
+  success: Schema.Schema<A, I>
+) =>
+  HttpApiEndpoint.post(side, `/tokens/:ticker/${side}`)
+    .setPath(Schema.Struct({ ticker: Ticker }))
+    .setPayload(Schema.Struct({ user_id: WalletAddress, amount: Amount, ...guard }))
+    .setHeaders(IdempotencyHeader)
+    .addSuccess(success)
+    .addError(AgentNotFound)
+    .addError(AgentNotTrading)
+    .addError(SlippageExceeded)
+    .addError(TradeTooSmall)
+    .addError(InsufficientFunds)
+    .addError(IdempotencyKeyReused)
+    .addError(Forbidden)
+
 export class TokensApi extends HttpApiGroup.make("tokens")
   .add(
     HttpApiEndpoint.get("list", "/tokens")
@@ -124,37 +143,16 @@ export class TokensApi extends HttpApiGroup.make("tokens")
       .annotate(OpenApi.Description, "Tokens by market cap, largest first. Public.")
   )
   .add(
-    HttpApiEndpoint.post("buy", "/tokens/:ticker/buy")
-      .setPath(Schema.Struct({ ticker: Ticker }))
-      .setPayload(Schema.Struct({ user_id: WalletAddress, amount: Amount, min_tokens_out: Schema.optional(Minimum) }))
-      .setHeaders(IdempotencyHeader)
-      .addSuccess(BuyResult)
-      .addError(AgentNotFound)
-      .addError(AgentNotTrading)
-      .addError(SlippageExceeded)
-      .addError(TradeTooSmall)
-      .addError(InsufficientFunds)
-      .addError(IdempotencyKeyReused)
-      .addError(Forbidden)
-      .annotate(
-        OpenApi.Description,
-        "Spends `amount` coin of the wallet `user_id` (which the caller must prove) on the token. Trading class."
-      )
+    tradeEndpoint("buy", { min_tokens_out: Schema.optional(Minimum) }, BuyResult).annotate(
+      OpenApi.Description,
+      "Spends `amount` coin of the wallet `user_id` (which the caller must prove) on the token. Trading class."
+    )
   )
   .add(
-    HttpApiEndpoint.post("sell", "/tokens/:ticker/sell")
-      .setPath(Schema.Struct({ ticker: Ticker }))
-      .setPayload(Schema.Struct({ user_id: WalletAddress, amount: Amount, min_coin_out: Schema.optional(Minimum) }))
-      .setHeaders(IdempotencyHeader)
-      .addSuccess(SellResult)
-      .addError(AgentNotFound)
-      .addError(AgentNotTrading)
-      .addError(SlippageExceeded)
-      .addError(TradeTooSmall)
-      .addError(InsufficientFunds)
-      .addError(IdempotencyKeyReused)
-      .addError(Forbidden)
-      .annotate(OpenApi.Description, "Sells `amount` tokens of the wallet `user_id` for coin. Trading class.")
+    tradeEndpoint("sell", { min_coin_out: Schema.optional(Minimum) }, SellResult).annotate(
+      OpenApi.Description,
+      "Sells `amount` tokens of the wallet `user_id` for coin. Trading class."
+    )
   )
   .middleware(MarketGate)
   .annotate(OpenApi.Title, "Tokens") {}
