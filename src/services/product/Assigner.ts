@@ -34,6 +34,22 @@ export interface AssignRequest {
   readonly clientKey: string | undefined
 }
 
+/** A new subject's hashed variant is stored; a stored one is returned untouched (sticky forever). */
+const STORE_FIRST_ASSIGNMENT = `INSERT INTO experiment_assignments (experiment_id, subject, variant, assigned_at)
+  VALUES (?, ?, ?, ?)
+  ON CONFLICT (experiment_id, subject) DO UPDATE SET variant = experiment_assignments.variant
+  RETURNING variant`
+
+const STORED_ASSIGNMENT = "SELECT variant FROM experiment_assignments WHERE experiment_id = ? AND subject = ?"
+
+/** One row per (experiment, subject): first and last exposure and a count. */
+const RECORD_EXPOSURE = `INSERT INTO experiment_exposures
+    (experiment_id, subject, variant, first_exposed_at, last_exposed_at, exposures)
+  VALUES (?, ?, ?, ?, ?, 1)
+  ON CONFLICT (experiment_id, subject) DO UPDATE SET
+    last_exposed_at = excluded.last_exposed_at,
+    exposures = experiment_exposures.exposures + 1`
+
 const participating = (experiment: Experiment) => experiment.status === "running" && !experiment.kill_switch
 
 /**
@@ -72,36 +88,23 @@ export class Assigner extends Effect.Service<Assigner>()("product/Assigner", {
             Effect.gen(function* () {
               let variantName: string | undefined
               if (hashed !== undefined) {
-                // One statement: store the hashed variant for a new subject, or return the stored one untouched.
-                const rows = yield* db.all<{ variant: string }>(
-                  `INSERT INTO experiment_assignments (experiment_id, subject, variant, assigned_at)
-                  VALUES (?, ?, ?, ?)
-                  ON CONFLICT (experiment_id, subject) DO UPDATE SET variant = experiment_assignments.variant
-                  RETURNING variant`,
-                  [experiment.id, subject, hashed.name, now]
-                )
+                const rows = yield* db.all<{ variant: string }>(STORE_FIRST_ASSIGNMENT, [
+                  experiment.id,
+                  subject,
+                  hashed.name,
+                  now
+                ])
                 variantName = rows[0]?.variant
               } else {
                 // Outside traffic today, but an earlier assignment still wins.
-                const stored = yield* db.all<{ variant: string }>(
-                  "SELECT variant FROM experiment_assignments WHERE experiment_id = ? AND subject = ?",
-                  [experiment.id, subject]
-                )
+                const stored = yield* db.all<{ variant: string }>(STORED_ASSIGNMENT, [experiment.id, subject])
                 variantName = stored[0]?.variant
               }
               if (variantName === undefined) return emptyAssignment
               // A stored variant the registry no longer lists has no config to serve: not in the experiment.
               const variant = experiment.variants.find((v) => v.name === variantName)
               if (variant === undefined) return emptyAssignment
-              yield* db.run(
-                `INSERT INTO experiment_exposures
-                  (experiment_id, subject, variant, first_exposed_at, last_exposed_at, exposures)
-                VALUES (?, ?, ?, ?, ?, 1)
-                ON CONFLICT (experiment_id, subject) DO UPDATE SET
-                  last_exposed_at = excluded.last_exposed_at,
-                  exposures = experiment_exposures.exposures + 1`,
-                [experiment.id, subject, variant.name, now, now]
-              )
+              yield* db.run(RECORD_EXPOSURE, [experiment.id, subject, variant.name, now, now])
               return new Assignment({ variant: variant.name, config: variant.config, experimentId: experiment.id })
             })
           )

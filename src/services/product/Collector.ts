@@ -61,7 +61,7 @@ export class MalformedBatch extends Schema.TaggedError<MalformedBatch>()(
 
 export type CollectorKind = "web" | "mobile"
 
-/** An event's time in epoch milliseconds, whichever form the client sent. */
+/** The stored columns of an event and of an attribution, in the order their rows are built. */
 const EVENT_COLUMNS = [
   "site_id",
   "event_id",
@@ -90,6 +90,7 @@ const ATTRIBUTION_COLUMNS = [
   "utm_term"
 ]
 
+/** An event's time in epoch milliseconds, whichever form the client sent. */
 const occurredAt = (event: AnalyticsEvent) =>
   typeof event.timestamp === "number" ? event.timestamp : Date.parse(event.timestamp)
 
@@ -106,6 +107,47 @@ const safeJson = (value: unknown) => {
     return null
   }
 }
+
+/** The multi-row insert of `rows` events; a retried event is skipped and not returned. */
+const insertEvents = (rows: number) =>
+  `INSERT INTO analytics_events (${EVENT_COLUMNS.join(", ")}) VALUES ${placeholders(EVENT_COLUMNS.length, rows)}
+  ON CONFLICT (site_id, event_id) DO NOTHING RETURNING event_id`
+
+/** The first-touch rows of `rows` visitors; a visitor attributed before keeps its first attribution. */
+const insertAttribution = (rows: number) =>
+  `INSERT INTO analytics_attribution (${ATTRIBUTION_COLUMNS.join(", ")})
+  VALUES ${placeholders(ATTRIBUTION_COLUMNS.length, rows)} ON CONFLICT (site_id, visitor_id) DO NOTHING`
+
+/** An event's values, in EVENT_COLUMNS order. */
+const eventRow = (siteId: string, kind: CollectorKind, now: number, event: AnalyticsEvent): Array<SqlParam> => [
+  siteId,
+  event.event_id,
+  kind,
+  event.name,
+  occurredAt(event),
+  event.visitor_id,
+  event.session_id ?? null,
+  event.url ?? null,
+  event.referrer ?? null,
+  event.utm ? safeJson(event.utm) : null,
+  event.props ? safeJson(event.props) : null,
+  now
+]
+
+/** A visitor's first stored event as its attribution, in ATTRIBUTION_COLUMNS order. */
+const attributionRow = (siteId: string, event: AnalyticsEvent): Array<SqlParam> => [
+  siteId,
+  event.visitor_id,
+  event.event_id,
+  occurredAt(event),
+  event.url ?? null,
+  event.referrer ?? null,
+  event.utm?.source ?? null,
+  event.utm?.medium ?? null,
+  event.utm?.campaign ?? null,
+  event.utm?.content ?? null,
+  event.utm?.term ?? null
+]
 
 /**
  * The analytics collectors. Events are stored once per (site, event id), so a retried batch stores
@@ -131,30 +173,11 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
         .transaction((db) =>
           Effect.gen(function* () {
             const now = yield* Clock.currentTimeMillis
-            const stored = new Set<string>()
-            const eventParams: Array<SqlParam> = []
-            for (const { event } of events) {
-              eventParams.push(
-                siteId,
-                event.event_id,
-                kind,
-                event.name,
-                occurredAt(event),
-                event.visitor_id,
-                event.session_id ?? null,
-                event.url ?? null,
-                event.referrer ?? null,
-                event.utm ? safeJson(event.utm) : null,
-                event.props ? safeJson(event.props) : null,
-                now
-              )
-            }
             const inserted = yield* db.all<{ event_id: string }>(
-              `INSERT INTO analytics_events (${EVENT_COLUMNS.join(", ")}) VALUES ${placeholders(EVENT_COLUMNS.length, events.length)}
-          ON CONFLICT (site_id, event_id) DO NOTHING RETURNING event_id`,
-              eventParams
+              insertEvents(events.length),
+              events.flatMap(({ event }) => eventRow(siteId, kind, now, event))
             )
-            for (const row of inserted) stored.add(row.event_id)
+            const stored = new Set(inserted.map((row) => row.event_id))
             const firstByVisitor = new Map<string, AnalyticsEvent>()
             for (const { event } of events) {
               if (stored.has(event.event_id) && !firstByVisitor.has(event.visitor_id)) {
@@ -162,27 +185,9 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
               }
             }
             if (firstByVisitor.size > 0) {
-              const attributionParams: Array<SqlParam> = []
-              for (const event of firstByVisitor.values()) {
-                attributionParams.push(
-                  siteId,
-                  event.visitor_id,
-                  event.event_id,
-                  occurredAt(event),
-                  event.url ?? null,
-                  event.referrer ?? null,
-                  event.utm?.source ?? null,
-                  event.utm?.medium ?? null,
-                  event.utm?.campaign ?? null,
-                  event.utm?.content ?? null,
-                  event.utm?.term ?? null
-                )
-              }
               yield* db.run(
-                `INSERT INTO analytics_attribution (${ATTRIBUTION_COLUMNS.join(", ")})
-            VALUES ${placeholders(ATTRIBUTION_COLUMNS.length, firstByVisitor.size)}
-            ON CONFLICT (site_id, visitor_id) DO NOTHING`,
-                attributionParams
+                insertAttribution(firstByVisitor.size),
+                [...firstByVisitor.values()].flatMap((event) => attributionRow(siteId, event))
               )
             }
             // A duplicate within the batch itself is inserted once: everything not stored is a duplicate.
