@@ -1,8 +1,8 @@
-import { createHash } from "node:crypto"
 import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
 import { Minimatch } from "minimatch"
+import { sha256Hex } from "../platform/Digest.js"
 import { GitMirror, stripCredentials, type TreeEntry } from "../platform/GitMirror.js"
 import { type Chunk, chunkFile, isBinary } from "./Chunker.js"
 import { GtConfig } from "./GtConfig.js"
@@ -52,11 +52,7 @@ export const selector = (source: Pick<Source, "include" | "exclude">) => {
 
 export const selects = (source: Pick<Source, "include" | "exclude">, file: string) => selector(source)(file)
 
-const selectionSignature = (source: Source) =>
-  createHash("sha256")
-    .update(JSON.stringify([source.include, source.exclude]))
-    .digest("hex")
-    .slice(0, 16)
+const selectionSignature = (source: Source) => sha256Hex(JSON.stringify([source.include, source.exclude])).slice(0, 16)
 
 const INSERT_BATCH = 400
 

@@ -1,6 +1,7 @@
-import { createHash, randomBytes } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
+import { sha256Hex } from "../platform/Digest.js"
 import { agentNotFound, InvalidInput, UnknownApiKey } from "./Errors.js"
 import { isAddress } from "./WalletSignature.js"
 
@@ -25,7 +26,7 @@ export interface ApiKeyInfo {
 const KEY_PREFIX = "keel_"
 const SHOWN = 12
 
-const hashKey = (key: string) => createHash("sha256").update(key).digest("hex")
+const hashKey = (key: string) => sha256Hex(key)
 
 interface KeyRow {
   readonly id: string

@@ -1,9 +1,9 @@
 import { spawn } from "node:child_process"
-import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Data, Effect } from "effect"
 import { simpleGit } from "simple-git"
+import { sha256Hex } from "./Digest.js"
 
 export class GitFailed extends Data.TaggedError("GitFailed")<{ readonly detail: string }> {}
 
@@ -35,7 +35,7 @@ export const GitMirror = {
   /** Clones (first time) or fetches a bare mirror of `url`; returns its directory. */
   sync: (url: string, mirrorsDir: string) =>
     Effect.gen(function* () {
-      const dir = path.join(mirrorsDir, createHash("sha256").update(url).digest("hex").slice(0, 24))
+      const dir = path.join(mirrorsDir, sha256Hex(url).slice(0, 24))
       if (fs.existsSync(path.join(dir, "HEAD"))) {
         yield* git(dir, [
           "fetch",

@@ -1,8 +1,8 @@
-import { createHash } from "node:crypto"
 import * as path from "node:path"
 import { Either, Schema } from "effect"
 import MarkdownIt from "markdown-it"
 import * as YAML from "yaml"
+import { sha256Hex } from "../platform/Digest.js"
 import { formatIssues } from "../platform/Validation.js"
 
 /**
@@ -116,7 +116,7 @@ export const parsePost = (file: string, root: string, text: string): Either.Eith
     updatedAt: front.updated_at?.getTime() ?? null,
     readingTimeMinutes: Math.max(1, Math.ceil(words / WORDS_PER_MINUTE)),
     html,
-    digest: createHash("sha256").update(text).digest("hex"),
+    digest: sha256Hex(text),
     file: relative
   })
 }

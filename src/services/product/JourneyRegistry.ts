@@ -1,7 +1,7 @@
-import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import { Clock, Data, Effect, Either, Ref, Schedule, Schema } from "effect"
 import * as YAML from "yaml"
+import { sha256Hex } from "../platform/Digest.js"
 import { formatIssues } from "../platform/Validation.js"
 import { ProductConfig } from "./ProductConfig.js"
 
@@ -125,7 +125,7 @@ export class JourneyRegistry extends Effect.Service<JourneyRegistry>()("product/
         )
         return { _tag: "Refused", detail: `cannot read ${file}`, kept: current.digest } as const
       }
-      const digest = createHash("sha256").update(text.value).digest("hex").slice(0, 16)
+      const digest = sha256Hex(text.value).slice(0, 16)
       const current = yield* Ref.get(state)
       if (digest === current.digest) return { _tag: "Unchanged", digest } as const
       const parsed = parseRegistry(file, text.value)

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process"
-import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import { Context, Effect, Layer } from "effect"
+import { sha256Hex } from "../../platform/Digest.js"
 import type { UnitState } from "./Beacon.js"
 
 export interface DeclaredUnit {
@@ -33,7 +33,7 @@ export const liveProcess = (pid: number) =>
       const executable = await fs.readlink(`/proc/${pid}/exe`)
       try {
         const bytes = await fs.readFile(executable)
-        return { pid, executable, sha256: createHash("sha256").update(bytes).digest("hex") }
+        return { pid, executable, sha256: sha256Hex(bytes) }
       } catch {
         return { pid, executable, sha256: null }
       }

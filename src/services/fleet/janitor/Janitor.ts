@@ -1,9 +1,9 @@
-import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Clock, Config, Effect, Option } from "effect"
 import { AppConfig } from "../../platform/AppConfig.js"
+import { sha256Hex } from "../../platform/Digest.js"
 import { writeFileAtomically } from "../../platform/Files.js"
 import { packageVersion } from "../../platform/Package.js"
 import { JobQueue } from "../jobs/JobQueue.js"
@@ -297,7 +297,7 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
         // Scan: build_caches (the cleaners not built yet are reported as such, never as empty).
         const build = policy.cleaners.build_caches
         const root = path.resolve(build?.root ?? os.homedir())
-        const digest = createHash("sha256").update(JSON.stringify(policy)).digest("hex")
+        const digest = sha256Hex(JSON.stringify(policy))
         const checkpoint =
           state.checkpoints !== null && state.checkpoints.policy_digest === digest && state.checkpoints.root === root
             ? state.checkpoints.build_caches
