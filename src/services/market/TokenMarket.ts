@@ -88,9 +88,12 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
         )
       )
 
-    /** A token's curve now (a read of its own, or part of the caller's transaction). */
+    /**
+     * A token's curve now: part of the caller's transaction, or a read transaction of its own (a plain
+     * BEGIN, since a read needs no write lock), which is what gives `market` its statements.
+     */
     const curveOf = (ticker: string) =>
-      direct.transaction(Effect.map(market(ticker), (m) => m.curve)).pipe(Effect.catchTag("SqlError", Effect.die))
+      sql.withTransaction(Effect.map(market(ticker), (m) => m.curve)).pipe(Effect.catchTag("SqlError", Effect.die))
 
     /** A token trades while its agent runs; a bare curve (library use) always trades. */
     const tradable = (ticker: string) =>

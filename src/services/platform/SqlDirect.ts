@@ -42,7 +42,7 @@ const on = (conn: Connection): DirectStatements => ({
  * upgrade a read lock. The connection is the SqlClient's own (one connection, one lock, one
  * transaction at a time, as everywhere else), and it is provided as the current transaction
  * connection: `sql` statements and `sql.withTransaction` inside the body join this transaction,
- * and a body run inside an existing transaction joins that one.
+ * and a body run inside an existing transaction becomes a savepoint of that one.
  */
 export class SqlDirect extends Effect.Service<SqlDirect>()("platform/SqlDirect", {
   effect: Effect.gen(function* () {

@@ -90,6 +90,9 @@ const ATTRIBUTION_COLUMNS = [
   "utm_term"
 ]
 
+const EVENT_COLUMN_LIST = EVENT_COLUMNS.join(", ")
+const ATTRIBUTION_COLUMN_LIST = ATTRIBUTION_COLUMNS.join(", ")
+
 /** An event's time in epoch milliseconds, whichever form the client sent. */
 const occurredAt = (event: AnalyticsEvent) =>
   typeof event.timestamp === "number" ? event.timestamp : Date.parse(event.timestamp)
@@ -110,12 +113,12 @@ const safeJson = (value: unknown) => {
 
 /** The multi-row insert of `rows` events; a retried event is skipped and not returned. */
 const insertEvents = (rows: number) =>
-  `INSERT INTO analytics_events (${EVENT_COLUMNS.join(", ")}) VALUES ${placeholders(EVENT_COLUMNS.length, rows)}
+  `INSERT INTO analytics_events (${EVENT_COLUMN_LIST}) VALUES ${placeholders(EVENT_COLUMNS.length, rows)}
   ON CONFLICT (site_id, event_id) DO NOTHING RETURNING event_id`
 
 /** The first-touch rows of `rows` visitors; a visitor attributed before keeps its first attribution. */
 const insertAttribution = (rows: number) =>
-  `INSERT INTO analytics_attribution (${ATTRIBUTION_COLUMNS.join(", ")})
+  `INSERT INTO analytics_attribution (${ATTRIBUTION_COLUMN_LIST})
   VALUES ${placeholders(ATTRIBUTION_COLUMNS.length, rows)} ON CONFLICT (site_id, visitor_id) DO NOTHING`
 
 /** An event's values, in EVENT_COLUMNS order. */
