@@ -6,11 +6,11 @@ import {
   isAddress,
   personalMessageHash,
   recoverAddress,
-  sha256Hex,
   signPersonal,
   signRequest,
   WALLET_AUTH_VERSION
 } from "../../src/services/market/WalletSignature.js"
+import { sha256Hex } from "../../src/services/platform/Digest.js"
 
 // The web3.js documentation key, and the first Hardhat/Anvil development account.
 const ALICE_KEY = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"

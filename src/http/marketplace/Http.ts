@@ -2,7 +2,7 @@ import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect, Option, Stream } from "effect"
 import { MarketAgent } from "../../actors/MarketAgent.js"
 import { type Agent, Agents, runwayHours } from "../../services/market/Agents.js"
-import { type Principal, principalId } from "../../services/market/ApiKeys.js"
+import type { Principal } from "../../services/market/ApiKeys.js"
 import { Chat } from "../../services/market/Chat.js"
 import { CoinHistory } from "../../services/market/CoinPrice.js"
 import { Forbidden } from "../../services/market/Errors.js"
@@ -10,9 +10,8 @@ import { COIN, Ledger } from "../../services/market/Ledger.js"
 import { MarketEvents } from "../../services/market/MarketEvents.js"
 import { TokenBoard } from "../../services/market/TokenBoard.js"
 import { walletAccount } from "../../services/market/TokenMarket.js"
-import type { TradeOrder } from "../../services/market/Trading.js"
-import { fromUnits, toUnits } from "../../services/market/Units.js"
-import { sha256Hex } from "../../services/market/WalletSignature.js"
+import { tradeOrder } from "../../services/market/Trading.js"
+import { fromUnits } from "../../services/market/Units.js"
 import { Caller, MarketplaceApi } from "./Api.js"
 
 const agentJson = (agent: Agent) => ({
@@ -70,24 +69,15 @@ export const TokensLive = HttpApiBuilder.group(MarketplaceApi, "tokens", (handle
     ) =>
       Effect.gen(function* () {
         const { principal, wallet } = yield* provenWallet((yield* Caller).principal, request.user_id)
-        const order: TradeOrder = {
+        const order = tradeOrder({
           side,
           ticker,
           wallet,
-          amount: toUnits(request.amount),
-          minimum: request.minimum === undefined ? 0n : toUnits(request.minimum),
-          ...(request.key === undefined
-            ? {}
-            : {
-                idempotency: {
-                  principal: principalId(principal),
-                  key: request.key,
-                  fingerprint: sha256Hex(
-                    JSON.stringify([side, ticker, wallet, request.amount, request.minimum ?? null])
-                  )
-                }
-              })
-        }
+          principal,
+          amount: request.amount,
+          minimum: request.minimum,
+          idempotencyKey: request.key
+        })
         const outcome = yield* actor(ticker)
           .Trade(order)
           .pipe(

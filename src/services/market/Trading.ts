@@ -1,12 +1,14 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
+import { sha256Hex } from "../platform/Digest.js"
 import { SqlDirect } from "../platform/SqlDirect.js"
+import { type Principal, principalId } from "./ApiKeys.js"
 import { Chat } from "./Chat.js"
 import { IdempotencyKeyReused } from "./Errors.js"
 import { MarketConfig } from "./MarketConfig.js"
 import { MarketEvents } from "./MarketEvents.js"
 import { TokenMarket, type TradeResult, walletAccount } from "./TokenMarket.js"
-import { fromUnits } from "./Units.js"
+import { fromUnits, toUnits } from "./Units.js"
 import { checksumAddress } from "./WalletSignature.js"
 
 export const BuyResult = Schema.Struct({
@@ -43,6 +45,43 @@ export const TradeOrder = Schema.Struct({
   )
 })
 export type TradeOrder = typeof TradeOrder.Type
+
+/** What a caller asks for, in the API's units: coin or tokens as JSON numbers. */
+export interface TradeRequest {
+  readonly side: "buy" | "sell"
+  readonly ticker: string
+  /** Lowercase 0x address, already proven to be the caller's. */
+  readonly wallet: string
+  readonly principal: Principal
+  readonly amount: number
+  /** min_tokens_out (buy) or min_coin_out (sell). */
+  readonly minimum: number | undefined
+  /** The Idempotency-Key header. */
+  readonly idempotencyKey: string | undefined
+}
+
+/**
+ * The order a request becomes: amounts in nano-units, and with an Idempotency-Key, the key scoped to its
+ * principal and the fingerprint of what was asked (a retry must ask for exactly the same trade).
+ */
+export const tradeOrder = (request: TradeRequest): TradeOrder => ({
+  side: request.side,
+  ticker: request.ticker,
+  wallet: request.wallet,
+  amount: toUnits(request.amount),
+  minimum: request.minimum === undefined ? 0n : toUnits(request.minimum),
+  ...(request.idempotencyKey === undefined
+    ? {}
+    : {
+        idempotency: {
+          principal: principalId(request.principal),
+          key: request.idempotencyKey,
+          fingerprint: sha256Hex(
+            JSON.stringify([request.side, request.ticker, request.wallet, request.amount, request.minimum ?? null])
+          )
+        }
+      })
+})
 
 export const TradeOutcome = Schema.Struct({ receipt: TradeReceipt, replayed: Schema.Boolean })
 export type TradeOutcome = typeof TradeOutcome.Type

@@ -1,8 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect } from "effect"
+import { sha256Hex } from "../platform/Digest.js"
 import { Unauthorized } from "./Errors.js"
 import { MarketConfig } from "./MarketConfig.js"
-import { canonicalMessage, isAddress, recoverAddress, sha256Hex } from "./WalletSignature.js"
+import { canonicalMessage, isAddress, recoverAddress } from "./WalletSignature.js"
 
 export interface SignedRequest {
   readonly method: string

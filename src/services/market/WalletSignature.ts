@@ -27,8 +27,6 @@ export interface RequestToSign {
 
 const strip0x = (hex: string): string => (hex.startsWith("0x") || hex.startsWith("0X") ? hex.slice(2) : hex)
 
-export { sha256Hex }
-
 /** Header values go in verbatim: the server rebuilds this from what it received, so any normalisation would break it. */
 export const canonicalMessage = (req: CanonicalRequest): string =>
   [WALLET_AUTH_VERSION, req.method.toUpperCase(), req.pathWithQuery, req.bodySha256, req.timestamp, req.nonce].join(
