@@ -1,13 +1,13 @@
-import * as os from "node:os"
 import * as path from "node:path"
 import { Args, Command, Options } from "@effect/cli"
-import { Config, Effect, Option, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { HostOpsLive, ServicesLive } from "../layers/Live.js"
 import { HostBeacon } from "../services/fleet/beacon/Beacon.js"
 import { beaconRouting, publishBeacon } from "../services/fleet/beacon/BeaconPublisher.js"
 import { renderEnvFile, renderLaunchd, renderSystemd } from "../services/fleet/beacon/BeaconUnits.js"
 import { collectBeacon } from "../services/fleet/beacon/BeaconWriter.js"
 import { ServiceManagerLive } from "../services/fleet/beacon/ServiceManager.js"
+import { thisHostName } from "../services/fleet/Channels.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
@@ -45,8 +45,7 @@ const write = Command.make(
       const snapshot = yield* (bundledRegistry ? registry.bundled() : registry.read({ allowCached: true })).pipe(
         Effect.mapError((error) => new CommandFailed({ detail: error.detail }))
       )
-      const envHost = yield* Config.option(Config.string("KEEL_HOST")).pipe(Effect.orDie)
-      const name = Option.getOrElse(host, () => Option.getOrElse(envHost, () => os.hostname()))
+      const name = Option.isSome(host) ? host.value : yield* thisHostName.pipe(Effect.orDie)
       const target = snapshot.registry.targets.find((t) => t.name === name)
       if (target === undefined)
         return yield* new CommandFailed({ detail: `${name} is not a target of the registry (use --host)` })

@@ -6,6 +6,7 @@ import { AppConfig } from "../../platform/AppConfig.js"
 import { sha256Hex } from "../../platform/Digest.js"
 import { writeFileAtomically } from "../../platform/Files.js"
 import { packageVersion } from "../../platform/Package.js"
+import { thisHostName } from "../Channels.js"
 import { JobQueue } from "../jobs/JobQueue.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import { CleanerNames, type DiskCleanupPolicy } from "../registry/Schema.js"
@@ -124,7 +125,7 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
     const stateDir = path.resolve(
       yield* Config.string("KEEL_JANITOR_STATE_DIR").pipe(Config.withDefault(path.join(app.dataDir, "janitor")))
     )
-    const hostName = Option.getOrElse(yield* Config.option(Config.string("KEEL_HOST")), () => os.hostname())
+    const hostName = yield* thisHostName
     // A diagnostic knob for lock tests and demos: hold the lock this long before scanning.
     const holdMs = yield* Config.integer("KEEL_JANITOR_HOLD_MS").pipe(Config.withDefault(0))
     const stateFile = path.join(stateDir, "state.json")
