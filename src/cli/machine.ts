@@ -3,7 +3,6 @@ import { Args, Command, Options } from "@effect/cli"
 import { Effect, Schedule } from "effect"
 import { HostOpsLive, ServicesLive } from "../layers/Live.js"
 import { Janitor } from "../services/fleet/janitor/Janitor.js"
-import { diagnose } from "../services/fleet/jobs/FailureTable.js"
 import { type Job, JobQueue } from "../services/fleet/jobs/JobQueue.js"
 import { JobWorker } from "../services/fleet/jobs/JobWorker.js"
 import { CommandFailed, emit, failWith, iso, json } from "./Output.js"
@@ -38,9 +37,7 @@ const submit = Command.make(
 
 const status = Command.make("status", { id: jobId, json }, ({ id, json }) =>
   Effect.gen(function* () {
-    const queue = yield* JobQueue
-    const job = yield* queue.get(id).pipe(Effect.catchAll(failWith(json)))
-    const diagnosis = job.state === "failed" ? diagnose(yield* queue.fullOutput(id)) : null
+    const { diagnosis, job } = yield* (yield* JobQueue).status(id).pipe(Effect.catchAll(failWith(json)))
     yield* emit(json, { ...jobJson(job), diagnosis }, (j) =>
       [
         `${j.id} ${j.state} on ${j.target} (attempt ${j.attempt})${j.exit_code === null ? "" : `, exit ${j.exit_code}`}`,

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto"
 import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option, Schema } from "effect"
+import { diagnose } from "./FailureTable.js"
 
 export type JobState = "queued" | "running" | "succeeded" | "failed" | "cancelled"
 
@@ -171,6 +172,14 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
         Effect.orDie
       )
 
+    /** A job and, when it failed, what its output says went wrong (null otherwise). */
+    const status = (id: string) =>
+      Effect.gen(function* () {
+        const job = yield* get(id)
+        const diagnosis = job.state === "failed" ? diagnose(yield* fullOutput(id)) : null
+        return { job, diagnosis }
+      })
+
     const cancel = (id: string) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
@@ -240,6 +249,7 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
       appendOutput,
       complete,
       get,
+      status,
       output,
       fullOutput,
       cancel,
