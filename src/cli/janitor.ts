@@ -1,21 +1,56 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option, Schedule } from "effect"
 import { HostOpsLive, JanitorLive } from "../layers/Live.js"
-import { type CleanupReport, Janitor } from "../services/fleet/janitor/Janitor.js"
+import { type CleanupReport, Janitor, type Trigger } from "../services/fleet/janitor/Janitor.js"
 import { renderJanitorLaunchd, renderJanitorSystemd } from "../services/fleet/janitor/JanitorUnits.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { CommandFailed, ExitWith, emit, json } from "./Output.js"
 
+type CleanerPart = {
+  status?: string
+  reason?: string
+  root?: string
+  root_resolved_from?: string | null
+  skipped_counts?: Record<string, number>
+  candidates?: ReadonlyArray<{ path: string; bytes: number; reason: string }>
+}
+
+const mib = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MiB`
+
+/** Where the policy came from, in words. */
+const policyLine = (r: CleanupReport) => {
+  const source = r.policy_source
+  if (source === null) return []
+  const from =
+    source.kind === "none"
+      ? "no registry"
+      : `${source.kind} registry ${source.location ?? ""}${source.freshness === "cached" ? " (last valid copy)" : ""}`
+  return [
+    `policy: target ${source.target}, ${source.declared ? "declared" : "built-in reporting default"}, from ${from}`
+  ]
+}
+
 const human = (r: CleanupReport) => {
-  const counts =
-    (r.cleaners.build_caches as { skipped_counts?: Record<string, number> } | undefined)?.skipped_counts ?? {}
+  const cleaners = Object.entries(r.cleaners as Record<string, CleanerPart>)
   return [
     `${r.host}: ${r.outcome}${r.detail === null ? "" : ` (${r.detail})`}${r.dry_run ? " [dry run]" : ""}`,
+    ...policyLine(r),
     `free ${r.free_bytes_before === null ? "unknown" : `${(r.free_bytes_before / 1024 ** 3).toFixed(1)} GiB`}` +
       `${r.low_free_gb === null ? "" : `, watermark ${r.low_free_gb} GiB, target ${r.target_free_gb} GiB`}`,
     `deleted ${r.deleted.length} item(s), ${(r.deleted_bytes / 1024 ** 2).toFixed(1)} MiB` +
       `${r.caps.length > 0 ? `; stopped by ${r.caps.join(", ")}` : ""}`,
-    ...Object.entries(counts).map(([reason, n]) => `  skipped ${reason}: ${n}`),
+    ...cleaners.flatMap(([name, part]) => [
+      `${name}: ${part.status ?? "scanned"}${part.reason === undefined ? "" : ` (${part.reason})`}${
+        part.root === undefined ? "" : ` root ${part.root}`
+      }${part.root_resolved_from == null ? "" : ` (declared as ${part.root_resolved_from})`}`,
+      // What a deleting pass would take (or, in enforce mode, what it considered).
+      ...(part.candidates ?? []).map(
+        (c) =>
+          `  ${r.outcome === "report_only" ? "would delete" : "candidate"} ${c.path} (${mib(c.bytes)}, ${c.reason})`
+      ),
+      ...Object.entries(part.skipped_counts ?? {}).map(([reason, n]) => `  skipped ${reason}: ${n}`)
+    ]),
+    ...r.deleted.map((d) => `  deleted ${d.path} (${mib(d.bytes)})`),
     ...r.errors.map((e) => `  error ${e.path}: ${e.error}`)
   ].join("\n")
 }
@@ -25,7 +60,8 @@ const failedOutcomes = new Set(["invalid_or_unavailable_policy", "partial_error"
 const runPass = (options: {
   dryRun: boolean
   toTarget: boolean
-  writer: "watch" | "cli"
+  writer: "watch"
+  trigger: Trigger
   json: boolean
   reason?: string | undefined
 }) =>
@@ -34,6 +70,7 @@ const runPass = (options: {
     const tty = process.stderr.isTTY === true && !options.json
     const report = yield* (yield* Janitor).pass({
       writer: options.writer,
+      trigger: options.trigger,
       dryRun: options.dryRun,
       toTarget: options.toTarget,
       reason: options.reason,
@@ -55,6 +92,9 @@ const diskCleanup = Command.make(
       Options.withDescription("Run a pass every --interval seconds (the timer unit)")
     ),
     interval: Options.integer("interval").pipe(Options.withDefault(300)),
+    timer: Options.boolean("timer").pipe(
+      Options.withDescription("Record the pass as started by the timer unit (the rendered units pass it)")
+    ),
     printUnits: Options.boolean("print-units").pipe(
       Options.withDescription("Print the systemd service + timer (or, with --os darwin, the launchd plist) for --once")
     ),
@@ -62,7 +102,7 @@ const diskCleanup = Command.make(
     ctlCommand: Options.text("ctl").pipe(Options.withDefault("/usr/local/bin/ctl")),
     json
   },
-  ({ ctlCommand, dryRun, interval, json, os, printUnits, watch }) =>
+  ({ ctlCommand, dryRun, interval, json, os, printUnits, timer, watch }) =>
     Effect.gen(function* () {
       if (printUnits) {
         const unitOptions = { ctl: ctlCommand.split(" ").filter((p) => p.length > 0), intervalSeconds: interval }
@@ -77,12 +117,18 @@ const diskCleanup = Command.make(
         )
       }
       if (watch) {
-        yield* runPass({ dryRun, toTarget: false, writer: "watch", json }).pipe(
+        yield* runPass({ dryRun, toTarget: false, writer: "watch", trigger: "timer", json }).pipe(
           Effect.repeat(Schedule.spaced(`${interval} seconds`))
         )
         return
       }
-      const report = yield* runPass({ dryRun, toTarget: false, writer: "watch", json })
+      const report = yield* runPass({
+        dryRun,
+        toTarget: false,
+        writer: "watch",
+        trigger: timer ? "timer" : "manual",
+        json
+      })
       if (failedOutcomes.has(report.outcome)) return yield* new ExitWith({ code: 1 })
     })
 ).pipe(
@@ -176,7 +222,8 @@ const reclaim = Command.make(
       const result = yield* runPass({
         dryRun,
         toTarget: true,
-        writer: "cli",
+        writer: "watch",
+        trigger: "reclaim",
         json,
         reason: Option.getOrUndefined(reason)
       })

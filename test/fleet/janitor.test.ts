@@ -17,12 +17,14 @@ import {
   MemoryObjectStoreLayer,
   ObjectGateway,
   parsePlist,
+  protect,
   renderJanitorLaunchd,
   renderJanitorSystemd,
   SqlTest,
   scanBuildCaches,
   scanChromiumClones,
-  scanHuggingfaceCache
+  scanHuggingfaceCache,
+  unlimitedBudget
 } from "keel"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
@@ -108,17 +110,17 @@ describe("build_caches: rule 1 and rule 2 on real trees", () => {
       minAgeSeconds: 86_400,
       nowMs: Date.now(),
       uid: process.getuid?.() ?? 0,
-      refused: [
+      refused: protect([
         { path: path.join(tree, "janitor-state"), why: "janitor_state" },
         { path: hub, why: "model_hub" }
-      ],
-      maxScanItems: 10_000
+      ]),
+      budget: unlimitedBudget()
     })
     assert.deepStrictEqual(
       scan.candidates.map((c) => c.path),
       [eligible]
     )
-    assert.isAbove(scan.candidates[0]!.bytes, 1024)
+    // Its bytes (and what it contains) are surveyed by the pass, not by the walk.
     const reasons = Object.fromEntries(scan.skipped.map((s) => [path.relative(tree, s.path), s.reason]))
     assert.strictEqual(reasons["wrong-signature"], "tag_signature_mismatch")
     assert.strictEqual(reasons.young, "too_young")
@@ -149,7 +151,7 @@ describe("build_caches: rule 1 and rule 2 on real trees", () => {
         nowMs: Date.now(),
         uid: process.getuid?.() ?? 0,
         refused: [],
-        maxScanItems: 10_000
+        budget: unlimitedBudget()
       })
       assert.deepStrictEqual(scan.candidates, [])
       assert.deepStrictEqual(
@@ -200,8 +202,8 @@ describe("build_caches: rule 1 and rule 2 on real trees", () => {
             minAgeSeconds: 86_400,
             nowMs: Date.now(),
             uid: process.getuid?.() ?? 0,
-            refused: [{ path: path.join(tree, "state"), why: "janitor_state" }],
-            maxScanItems: 100_000
+            refused: protect([{ path: path.join(tree, "state"), why: "janitor_state" }]),
+            budget: unlimitedBudget()
           })
           for (const candidate of scan.candidates.slice(0, maxItems)) {
             if (!eligible.has(candidate.path)) return false
@@ -417,15 +419,12 @@ describe("janitor passes: every outcome", () => {
     const build = path.join(dir, "build")
     const a = cacheDir(path.join(build, "a"))
     const b = cacheDir(path.join(build, "b"))
-    let reads = 0
     // After the first deletion, b's tag is rewritten (a build started using it again).
-    const meter = () => {
-      reads++
-      if (reads === 3) fs.writeFileSync(path.join(b, "CACHEDIR.TAG"), "not a tag\n")
-      return 0
+    const afterCandidate = (candidate: { path: string }) => {
+      if (candidate.path === a) fs.writeFileSync(path.join(b, "CACHEDIR.TAG"), "not a tag\n")
     }
     return Effect.gen(function* () {
-      const report = yield* (yield* Janitor).pass({ writer: "watch" })
+      const report = yield* (yield* Janitor).pass({ writer: "watch", afterCandidate })
       assert.strictEqual(report.outcome, "partial_error")
       assert.deepStrictEqual(
         report.errors.map((e) => e.path),
@@ -434,7 +433,7 @@ describe("janitor passes: every outcome", () => {
       assert.isFalse(fs.existsSync(a))
       assert.isTrue(fs.existsSync(b))
     }).pipe(
-      Effect.provide(JanitorTest({ KEEL_REGISTRY: registryWith(dir, "jan", policy(build)) }, scriptedMeter(meter)))
+      Effect.provide(JanitorTest({ KEEL_REGISTRY: registryWith(dir, "jan", policy(build)) }, scriptedMeter(() => 0)))
     )
   })
 
@@ -541,7 +540,14 @@ describe("janitor passes: every outcome", () => {
           unreferenced_snapshot_kept_by_policy: 1
         })
         // With the policy's consent the unreferenced snapshot goes; its blob only in a later scan, once it is gone.
-        const withSnapshots = { root: hub, minAgeSeconds: 86_400, nowMs: Date.now(), deleteUnreferencedSnapshots: true }
+        const withSnapshots = {
+          root: hub,
+          minAgeSeconds: 86_400,
+          nowMs: Date.now(),
+          deleteUnreferencedSnapshots: true,
+          budget: unlimitedBudget(),
+          cursor: null
+        }
         const first = scanHuggingfaceCache(withSnapshots)
         assert.deepStrictEqual(
           first.candidates.map((c) => path.basename(c.path)),
@@ -660,7 +666,8 @@ describe("janitor passes: every outcome", () => {
           first.deleted.map((d) => path.relative(replica, d.path)),
           ["a/one.bin"]
         )
-        assert.strictEqual(first.backup_twins_cursor, "b/only-here.bin") // max_scan_items 3: resume after it
+        // max_scan_items 5 (directories count): a, a/one, a/two, b, b/only-here; resume after it.
+        assert.strictEqual(first.backup_twins_cursor, "b/only-here.bin")
         const second = yield* janitor.pass({ writer: "watch", toTarget: true })
         assert.deepStrictEqual(
           second.deleted.map((d) => path.relative(replica, d.path)),
@@ -677,7 +684,7 @@ describe("janitor passes: every outcome", () => {
           JanitorTest(
             {
               KEEL_REGISTRY: registryWith(dir, "jan", {
-                ...policy(path.join(dir, "none"), { max_scan_items: 3 }),
+                ...policy(path.join(dir, "none"), { max_scan_items: 5 }),
                 cleaners: { backup_twins: { root: replica, primary_root: primary } }
               })
             },
@@ -700,7 +707,14 @@ describe("janitor passes: every outcome", () => {
       fs.mkdirSync(path.join(x, "unrelated"))
       const old = new Date(Date.now() - 3 * DAY)
       fs.utimesSync(clone, old, old)
-      const onMac = scanChromiumClones({ platform: "darwin", roots: [x], minAgeSeconds: 86_400, nowMs: Date.now() })
+      const onMac = scanChromiumClones({
+        platform: "darwin",
+        root: x,
+        minAgeSeconds: 86_400,
+        nowMs: Date.now(),
+        budget: unlimitedBudget(),
+        cursor: null
+      })
       assert.deepStrictEqual(
         onMac.candidates.map((c) => c.path),
         [clone]
@@ -864,7 +878,7 @@ describe("the watch writer's units", () => {
     assert.strictEqual(verify.status, 0, verify.stderr)
     assert.strictEqual(verify.stderr.trim(), "")
     const plist = parsePlist(renderJanitorLaunchd(options)["dev.keel.disk-cleanup.plist"]) as Record<string, unknown>
-    assert.deepStrictEqual((plist.ProgramArguments as Array<string>).slice(-2), ["disk-cleanup", "--once"])
+    assert.deepStrictEqual((plist.ProgramArguments as Array<string>).slice(-3), ["disk-cleanup", "--once", "--timer"])
     assert.strictEqual(plist.StartInterval, 600)
   })
 })
@@ -961,8 +975,9 @@ describe("ctl space and ctl disk-cleanup, as real processes", () => {
         )
       assert.strictEqual(run().outcome, "lock_busy")
       // Make the stopped holder's heartbeat overdue (policy max_pass_seconds is 30: overdue after 65 s).
-      const record = JSON.parse(fs.readFileSync(lockFile, "utf8"))
-      fs.writeFileSync(lockFile, JSON.stringify({ ...record, heartbeat_at: Date.now() - 120_000 }))
+      // The heartbeat is the lock file's mtime.
+      const overdue = new Date(Date.now() - 120_000)
+      fs.utimesSync(lockFile, overdue, overdue)
       const recovering = run()
       assert.strictEqual(recovering.outcome, "lock_recovery_report_only")
       assert.strictEqual(fs.readdirSync(build).length, 2)

@@ -2,6 +2,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { sha256File } from "../../platform/Digest.js"
 import type { Candidate, Skip } from "./BuildCaches.js"
+import { type ScanBudget, sortedFileWalk } from "./ScanBudget.js"
 
 /** Why a replica must stay, or undefined when the primary holds the same bytes (checked now). */
 export const twinRefusal = (replica: string, primary: string): string | undefined => {
@@ -28,39 +29,32 @@ export const twinRefusal = (replica: string, primary: string): string | undefine
 /**
  * backup_twins: files under the replica root whose counterpart (same relative path) in the mirrored
  * store holds the same size and SHA-256. The walk is in path order and resumes after `cursor` (the
- * last relative path handled); `next` is where a walk stopped by the budget should resume.
+ * last relative path handled); `cursor` in the answer is where a walk stopped by the budget resumes.
  */
 export const scanBackupTwins = (options: {
   readonly replicaRoot: string
   readonly primaryRoot: string
   readonly cursor: string | null
-  readonly maxItems: number
+  readonly budget: ScanBudget
 }) => {
-  const files: Array<string> = []
-  const walk = (relative: string) => {
-    let entries: Array<fs.Dirent> = []
-    try {
-      entries = fs.readdirSync(path.join(options.replicaRoot, relative), { withFileTypes: true })
-    } catch {}
-    for (const entry of entries) {
-      const rel = relative === "" ? entry.name : `${relative}/${entry.name}`
-      if (entry.isDirectory()) walk(rel)
-      else if (entry.isFile()) files.push(rel)
-    }
-  }
-  walk("")
-  files.sort()
-  const start = options.cursor === null ? 0 : files.findIndex((f) => f > options.cursor!)
-  const slice = start < 0 ? [] : files.slice(start, start + options.maxItems)
   const candidates: Array<Candidate> = []
   const skipped: Array<Skip> = []
-  for (const rel of slice) {
+  let scanned = 0
+  const cursor = sortedFileWalk(options.replicaRoot, options.cursor, options.budget, (rel, stat) => {
+    if (!stat.isFile()) return
+    scanned++
     const replica = path.join(options.replicaRoot, rel)
     const refusal = twinRefusal(replica, path.join(options.primaryRoot, rel))
     if (refusal === undefined)
-      candidates.push({ path: replica, bytes: fs.lstatSync(replica).size, reason: "twin_in_primary" })
+      candidates.push({
+        path: replica,
+        bytes: stat.size,
+        reason: "twin_in_primary",
+        dev: stat.dev,
+        ino: stat.ino,
+        directory: false
+      })
     else skipped.push({ path: replica, reason: refusal })
-  }
-  const done = start < 0 || start + options.maxItems >= files.length
-  return { candidates, skipped, scanned: slice.length, next: done ? null : (slice[slice.length - 1] ?? null) }
+  })
+  return { candidates, skipped, scanned, cursor }
 }

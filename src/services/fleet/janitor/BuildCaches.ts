@@ -1,14 +1,20 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { treeBytes } from "../../platform/Files.js"
+import type { ProtectedPath } from "./Protection.js"
+import { identityKey, within } from "./SafeRemove.js"
+import type { ScanBudget } from "./ScanBudget.js"
 
 /** The CACHEDIR.TAG signature (https://bford.info/cachedir/): the first line of a valid tag. */
 export const CACHEDIR_SIGNATURE = "Signature: 8a477f597d28d172789f06886806bc55"
 
+/** Something a cleaner proved eligible: its real path, its identity when found, why it may go. */
 export interface Candidate {
   readonly path: string
   readonly bytes: number
   readonly reason: string
+  readonly dev: number
+  readonly ino: number
+  readonly directory: boolean
 }
 
 export interface Skip {
@@ -25,13 +31,17 @@ export interface BuildCacheScan {
 }
 
 export interface BuildCacheRules {
+  /** The scan root's real path (a declared root spelled through a link is resolved before the walk). */
   readonly root: string
   readonly minAgeSeconds: number
   readonly nowMs: number
   readonly uid: number
-  /** Directories never deleted, even tagged (rule 2): state dir, model hub, package registry, declared roots. */
-  readonly refused: ReadonlyArray<{ readonly path: string; readonly why: string }>
-  readonly maxScanItems: number
+  /**
+   * Directories never deleted or descended into, even tagged (rule 2 and the janitor's protected paths),
+   * matched by real path and by device+inode.
+   */
+  readonly refused: ReadonlyArray<Pick<ProtectedPath, "real" | "why" | "id">>
+  readonly budget: ScanBudget
   readonly onProgress?: ((scanned: number) => void) | undefined
 }
 
@@ -45,8 +55,6 @@ const firstLine = (file: string) => {
     fs.closeSync(fd)
   }
 }
-
-const within = (child: string, parent: string) => child === parent || child.startsWith(`${parent}${path.sep}`)
 
 const lstat = (file: string) => {
   try {
@@ -76,20 +84,29 @@ export const scanBuildCaches = async (
   const skipped: Array<Skip> = []
   let scanned = 0
   const device = fs.lstatSync(rules.root).dev
+  const refusedIds = new Map(
+    rules.refused.flatMap((r) => (r.id === undefined ? [] : [[identityKey(r.id), r] as const]))
+  )
+  const budget = rules.budget
+  const charge = (n = 1) => {
+    scanned += n
+    budget.charge(n)
+  }
   // Resuming changes the order of the walk, never what may be deleted: the same checks run on each dir.
   const stack = resumeFrom.length > 0 ? [...resumeFrom].filter((d) => within(d, rules.root)) : [rules.root]
 
   const visit = (dir: string) => {
     const stat = lstat(dir)
     if (stat === undefined) return
-    scanned++
+    charge()
     if (stat.isSymbolicLink() || !stat.isDirectory()) return
     if (stat.dev !== device) {
       skipped.push({ path: dir, reason: "other_device" })
       return
     }
-    const refusal = rules.refused.find((r) => within(dir, r.path))
-    if (refusal !== undefined && dir === refusal.path) {
+    // Protected directories are neither candidates nor walked into: by path, or by identity (a bind mount).
+    const refusal = rules.refused.find((r) => r.real === dir) ?? refusedIds.get(identityKey(stat))
+    if (refusal !== undefined) {
       skipped.push({ path: dir, reason: `refused_${refusal.why}` })
       return
     }
@@ -100,12 +117,8 @@ export const scanBuildCaches = async (
       skipped.push({ path: dir, reason: "unreadable" })
       return
     }
-    scanned += entries.length
+    charge(entries.length)
     if (dir !== rules.root && entries.some((e) => e.name === "CACHEDIR.TAG")) {
-      if (refusal !== undefined) {
-        skipped.push({ path: dir, reason: `refused_${refusal.why}` })
-        return
-      }
       const tag = path.join(dir, "CACHEDIR.TAG")
       const tagStat = lstat(tag)
       let signed = false
@@ -123,7 +136,8 @@ export const scanBuildCaches = async (
                 ? "too_young"
                 : undefined
       if (reason === undefined) {
-        candidates.push({ path: dir, bytes: treeBytes(dir, () => scanned++), reason: "cachedir_tag" })
+        // Bytes, and whether it holds a protected path or a mount, are settled by the pass's survey.
+        candidates.push({ path: dir, bytes: 0, reason: "cachedir_tag", dev: stat.dev, ino: stat.ino, directory: true })
         return
       }
       skipped.push({ path: dir, reason })
@@ -135,9 +149,9 @@ export const scanBuildCaches = async (
     for (const child of children) stack.push(child)
   }
 
-  while (stack.length > 0 && scanned < rules.maxScanItems) {
+  while (stack.length > 0 && budget.exhausted() === undefined) {
     const sliceEnd = Date.now() + SLICE_MS
-    while (stack.length > 0 && scanned < rules.maxScanItems && Date.now() < sliceEnd) visit(stack.pop()!)
+    while (stack.length > 0 && budget.exhausted() === undefined && Date.now() < sliceEnd) visit(stack.pop()!)
     rules.onProgress?.(scanned)
     await new Promise((resolve) => setImmediate(resolve))
   }

@@ -1,6 +1,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { Candidate, Skip } from "./BuildCaches.js"
+import type { ScanBudget } from "./ScanBudget.js"
 
 const list = (dir: string): Array<fs.Dirent> => {
   try {
@@ -45,14 +46,6 @@ const refsOf = (repo: string) =>
     })
   )
 
-const sizeOf = (file: string) => {
-  try {
-    return fs.lstatSync(file).size
-  } catch {
-    return 0
-  }
-}
-
 /**
  * huggingface_cache over a hub directory (`models--org--name/{blobs,snapshots/<rev>/…,refs/<name>}`):
  * a blob is a candidate when no snapshot present links to it; a snapshot no ref names is a candidate
@@ -65,36 +58,61 @@ export const scanHuggingfaceCache = (options: {
   readonly minAgeSeconds: number
   readonly nowMs: number
   readonly deleteUnreferencedSnapshots: boolean
+  readonly budget: ScanBudget
+  /** The last repo directory a pass finished; repos are visited in name order after it. */
+  readonly cursor: string | null
 }) => {
   const candidates: Array<Candidate> = []
   const skipped: Array<Skip> = []
   let scanned = 0
-  for (const repoEntry of list(options.root)) {
-    if (!repoEntry.isDirectory() || !/^(models|datasets|spaces)--/.test(repoEntry.name)) continue
-    const repo = path.join(options.root, repoEntry.name)
+  let last = options.cursor
+  const repos = list(options.root)
+    .filter((entry) => entry.isDirectory() && /^(models|datasets|spaces)--/.test(entry.name))
+    .map((entry) => entry.name)
+    .sort()
+  for (const name of repos) {
+    if (options.cursor !== null && name <= options.cursor) continue
+    const repo = path.join(options.root, name)
     const referenced = referencedBlobs(repo)
-    for (const blob of list(path.join(repo, "blobs"))) {
-      scanned++
+    const blobs = list(path.join(repo, "blobs"))
+    const snapshots = list(path.join(repo, "snapshots"))
+    // A repo is scanned whole or not at all, so its references and its blobs are judged together; the
+    // first repo of a pass is always scanned, so a repo larger than the budget cannot stall the cleaner.
+    if (!options.budget.charge(blobs.length + snapshots.length + 1) && scanned > 0)
+      return { candidates, skipped, scanned, cursor: last }
+    scanned += blobs.length + snapshots.length + 1
+    for (const blob of blobs) {
       const file = path.join(repo, "blobs", blob.name)
-      if (!blob.isFile()) continue
+      const stat = fs.lstatSync(file, { throwIfNoEntry: false })
+      if (stat === undefined || !stat.isFile()) continue
+      const found = { path: file, bytes: stat.size, dev: stat.dev, ino: stat.ino, directory: false }
       if (blob.name.endsWith(".incomplete")) {
-        const young = options.nowMs - fs.lstatSync(file).mtimeMs < options.minAgeSeconds * 1000
-        if (young) skipped.push({ path: file, reason: "incomplete_download_in_progress" })
-        else candidates.push({ path: file, bytes: sizeOf(file), reason: "hf_incomplete_download" })
+        if (options.nowMs - stat.mtimeMs < options.minAgeSeconds * 1000)
+          skipped.push({ path: file, reason: "incomplete_download_in_progress" })
+        else candidates.push({ ...found, reason: "hf_incomplete_download" })
       } else if (referenced.has(blob.name)) skipped.push({ path: file, reason: "referenced_by_snapshot" })
-      else candidates.push({ path: file, bytes: sizeOf(file), reason: "hf_unreferenced_blob" })
+      else candidates.push({ ...found, reason: "hf_unreferenced_blob" })
     }
     const refs = refsOf(repo)
-    for (const snapshot of list(path.join(repo, "snapshots"))) {
-      scanned++
+    for (const snapshot of snapshots) {
       if (refs.has(snapshot.name)) continue
       const dir = path.join(repo, "snapshots", snapshot.name)
+      const stat = fs.lstatSync(dir, { throwIfNoEntry: false })
+      if (stat === undefined || !stat.isDirectory()) continue
       if (options.deleteUnreferencedSnapshots)
-        candidates.push({ path: dir, bytes: 0, reason: "hf_unreferenced_snapshot" })
+        candidates.push({
+          path: dir,
+          bytes: 0,
+          reason: "hf_unreferenced_snapshot",
+          dev: stat.dev,
+          ino: stat.ino,
+          directory: true
+        })
       else skipped.push({ path: dir, reason: "unreferenced_snapshot_kept_by_policy" })
     }
+    last = name
   }
-  return { candidates, skipped, scanned }
+  return { candidates, skipped, scanned, cursor: null }
 }
 
 /** Deletion-time check: the blob is still referenced by no snapshot, or the snapshot by no ref. */

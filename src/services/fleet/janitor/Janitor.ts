@@ -1,7 +1,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Clock, Config, Effect, Option } from "effect"
+import { Config, Effect, Option } from "effect"
 import { AppConfig } from "../../platform/AppConfig.js"
 import { sha256Hex } from "../../platform/Digest.js"
 import { writeFileAtomically } from "../../platform/Files.js"
@@ -10,14 +10,13 @@ import { thisHostName } from "../Channels.js"
 import { JobQueue } from "../jobs/JobQueue.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import { CleanerNames, type DiskCleanupPolicy } from "../registry/Schema.js"
-import { scanBackupTwins, twinRefusal } from "./BackupTwins.js"
-import { type BuildCacheScan, CACHEDIR_SIGNATURE, type Candidate, scanBuildCaches } from "./BuildCaches.js"
-import { defaultCloneRoots, scanChromiumClones } from "./ChromiumClones.js"
+import type { Candidate } from "./BuildCaches.js"
+import { type CleanerRecord, type CleanerSlot, cleanerSlots } from "./Cleaners.js"
 import { DiskMeter } from "./DiskMeter.js"
-import { scanHuggingfaceCache, stillHuggingfaceEligible } from "./HuggingfaceCache.js"
 import { acquireLock } from "./JanitorLock.js"
-import { scanQueueWorkdirs } from "./QueueWorkdirs.js"
-import { PROOF_SUFFIX, recordingRefusal, scanRecordings } from "./Recordings.js"
+import { protect, protectedIdsFor, protectionRefusal } from "./Protection.js"
+import { mountPoints, removeBeneath, surveyPath } from "./SafeRemove.js"
+import { scanBudget } from "./ScanBudget.js"
 
 export type Outcome =
   | "never_run"
@@ -34,30 +33,15 @@ export type Outcome =
   | "partial_error"
   | "no_eligible_items"
 
-export type Writer = "watch" | "queue-agent" | "cli"
+/** The seed's two writers: the watch unit (its timer, or run by hand) and the queue agent on each tick. */
+export type Writer = "watch" | "queue-agent"
+/** What started the pass: the watch unit's timer, the agent's tick, an operator by hand, a reclaim request. */
+export type Trigger = "timer" | "tick" | "manual" | "reclaim"
+
+type Cap = "max_items_per_pass" | "max_bytes_per_pass" | "max_scan_items" | "max_pass_seconds"
 
 const GIB = 1024 ** 3
 const DEFAULT_PASS_SECONDS = 30
-
-/** A cleaner's part of the report: what it scanned, its candidates, its skips counted by reason (and the first 200). */
-const summarize = (
-  found: {
-    readonly candidates: ReadonlyArray<Candidate>
-    readonly skipped: ReadonlyArray<{ readonly path: string; readonly reason: string }>
-    readonly scanned: number
-  },
-  root: string
-) => {
-  const counts: Record<string, number> = {}
-  for (const skip of found.skipped) counts[skip.reason] = (counts[skip.reason] ?? 0) + 1
-  return {
-    root,
-    scanned: found.scanned,
-    candidates: found.candidates,
-    skipped_counts: counts,
-    skipped: found.skipped.slice(0, 200)
-  }
-}
 
 /** What a host without a declared policy gets: a report, never a deletion. */
 export const REPORTING_DEFAULT: DiskCleanupPolicy = {
@@ -71,23 +55,46 @@ export const REPORTING_DEFAULT: DiskCleanupPolicy = {
   cleaners: { build_caches: { min_age_seconds: 7 * 86_400 } }
 }
 
+/** Where the pass's policy came from. */
+export interface PolicySource {
+  readonly target: string
+  /** file, git or bundled registry; `default` is the built-in reporting default for a declared target. */
+  readonly kind: "file" | "git" | "bundled" | "none"
+  readonly location: string | null
+  readonly freshness: "current" | "cached" | "bundled" | null
+  readonly declared: boolean
+}
+
+/** One filesystem the pass cleans: the roots on it and its free space before and after. */
+export interface FilesystemReport {
+  readonly roots: ReadonlyArray<string>
+  readonly free_bytes_before: number | null
+  readonly free_bytes_after: number | null
+  readonly reached_target: boolean
+}
+
 export interface CleanupReport {
   readonly writer: Writer
+  readonly trigger: Trigger
   readonly writer_version: string
   readonly reason: string | null
   readonly host: string
+  readonly policy_source: PolicySource | null
   readonly outcome: Outcome
   readonly detail: string | null
   readonly mode: DiskCleanupPolicy["mode"] | null
   readonly dry_run: boolean
   readonly started_at: string
   readonly finished_at: string
+  /** The tightest of the cleaned filesystems (least free), before and after. */
   readonly free_bytes_before: number | null
   readonly free_bytes_after: number | null
+  readonly filesystems: ReadonlyArray<FilesystemReport>
   readonly low_free_gb: number | null
   readonly target_free_gb: number | null
-  readonly caps: ReadonlyArray<"max_items_per_pass" | "max_bytes_per_pass" | "max_scan_items" | "max_pass_seconds">
-  readonly deleted: ReadonlyArray<{ readonly path: string; readonly bytes: number }>
+  readonly caps: ReadonlyArray<Cap>
+  readonly scanned: number
+  readonly deleted: ReadonlyArray<{ readonly path: string; readonly bytes: number; readonly cleaner: string }>
   readonly deleted_bytes: number
   readonly errors: ReadonlyArray<{ readonly path: string; readonly error: string }>
   readonly cleaners: Record<string, unknown>
@@ -95,26 +102,75 @@ export interface CleanupReport {
   readonly backup_twins_cursor: string | null
 }
 
+/** A directory candidate whose removal began: the next pass finishes it first (its tag is still there). */
+interface PendingRemoval {
+  readonly cleaner: string
+  readonly path: string
+  readonly dev: number
+  readonly ino: number
+  readonly reason: string
+}
+
 interface JanitorState {
   readonly last_pass_at: number | null
   readonly report: CleanupReport | null
   /** An unfinished pressure pass keeps its goal until the target is free. */
   readonly goal: { readonly target_free_gb: number; readonly since: number } | null
+  /** Per-cleaner cursors, valid for one policy and the roots it resolved to; `next` resumes first. */
   readonly checkpoints: {
     readonly policy_digest: string
-    readonly root: string
-    readonly build_caches: ReadonlyArray<string>
+    readonly roots: Record<string, string>
+    readonly cursors: Record<string, unknown>
+    readonly next: string | null
   } | null
-  /** Where the backup-twins walk resumes (a relative path), null when the last walk completed. */
-  readonly twins_cursor?: string | null
+  readonly pending?: ReadonlyArray<PendingRemoval>
 }
 
-const EMPTY_STATE: JanitorState = { last_pass_at: null, report: null, goal: null, checkpoints: null }
+const EMPTY_STATE: JanitorState = { last_pass_at: null, report: null, goal: null, checkpoints: null, pending: [] }
+
+export interface PassOptions {
+  readonly writer: Writer
+  readonly trigger?: Trigger | undefined
+  readonly dryRun?: boolean
+  /** An explicit cleanup-to-target request: no interval or watermark gate. */
+  readonly toTarget?: boolean
+  /** Why an operator asked (`ctl space reclaim --apply --reason`), recorded with the pass. */
+  readonly reason?: string | undefined
+  /** Called as the scan advances (for a progress line on a terminal). */
+  readonly onProgress?: ((scanned: number) => void) | undefined
+  /** Test seam: runs after each candidate is handled, before the next (to mutate the tree mid-pass). */
+  readonly afterCandidate?: ((candidate: Candidate) => Promise<void> | void) | undefined
+}
+
+/** A cleaner's part of the report: its root (as declared and as resolved), scan counts, candidates, skips. */
+const summarize = (
+  record: CleanerRecord,
+  found: {
+    readonly candidates: ReadonlyArray<Candidate>
+    readonly skipped: ReadonlyArray<{ path: string; reason: string }>
+    readonly scanned: number
+  },
+  complete: boolean
+) => {
+  const counts: Record<string, number> = {}
+  for (const skip of found.skipped) counts[skip.reason] = (counts[skip.reason] ?? 0) + 1
+  return {
+    status: complete ? "scanned" : "partial",
+    root: record.root.real,
+    root_declared: record.root.requested,
+    root_resolved_from: record.root.requested === record.root.real ? null : record.root.requested,
+    scanned: found.scanned,
+    candidates: found.candidates.map(({ bytes, path, reason }) => ({ path, bytes, reason })),
+    skipped_counts: counts,
+    skipped: found.skipped.slice(0, 200)
+  }
+}
 
 /**
  * The disk janitor: one pass function, one lock, one state file, for both writers. A pass measures
- * free space, gates on interval and watermark, scans the policy's cleaners within budgets, and deletes
- * only in `enforce` mode, only what a cleaner proved eligible, until the target is free.
+ * the free space of the filesystems it cleans, gates on interval and watermark, scans the policy's
+ * cleaners within one pass budget, and deletes only in `enforce` mode, only what a cleaner proved
+ * eligible and nothing protected, through handles that never follow a link, until the target is free.
  */
 export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
   effect: Effect.gen(function* () {
@@ -124,6 +180,12 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
     const queue = yield* JobQueue
     const stateDir = path.resolve(
       yield* Config.string("KEEL_JANITOR_STATE_DIR").pipe(Config.withDefault(path.join(app.dataDir, "janitor")))
+    )
+    const objectDir = yield* Config.string("KEEL_OBJECT_DIR").pipe(
+      Config.withDefault(path.join(app.dataDir, "objects"))
+    )
+    const vaultKeyFile = yield* Config.string("KEEL_VAULT_KEY_FILE").pipe(
+      Config.withDefault(path.join(app.dataDir, "vault.key"))
     )
     const hostName = yield* thisHostName
     // A diagnostic knob for lock tests and demos: hold the lock this long before scanning.
@@ -138,81 +200,98 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
       }
     }
 
-    /** The host's policy: its declaration, the reporting default when it has none, or why neither. */
+    /**
+     * The host's policy: its declaration, the reporting default for a target that declares none, or why
+     * neither (no readable registry, or no target of that name: never silently the default).
+     */
     const policyFor = (host: string) =>
       Effect.gen(function* () {
         const snapshot = yield* registry.read({ allowCached: true, record: false }).pipe(Effect.either)
-        if (snapshot._tag === "Left") {
-          // No registry at all: a local host still gets the reporting default.
-          return snapshot.left._tag === "FleetRegistryUnavailable"
-            ? ({ ok: true, policy: REPORTING_DEFAULT, declared: false } as const)
-            : ({ ok: false, why: snapshot.left.detail } as const)
+        if (snapshot._tag === "Left") return { ok: false, why: snapshot.left.detail } as const
+        const { freshness, registry: document, source } = snapshot.right
+        const target = document.targets.find((t) => t.name === host)
+        if (target === undefined)
+          return {
+            ok: false,
+            why: `${host} is not a target of the registry (${source.location}); set KEEL_HOST to this host's target name`
+          } as const
+        const policySource: PolicySource = {
+          target: host,
+          kind: source.kind,
+          location: source.location,
+          freshness,
+          declared: target.disk_cleanup !== undefined
         }
-        const target = snapshot.right.registry.targets.find((t) => t.name === host)
-        return target?.disk_cleanup === undefined
-          ? ({ ok: true, policy: REPORTING_DEFAULT, declared: false } as const)
-          : ({ ok: true, policy: target.disk_cleanup, declared: true } as const)
+        return { ok: true, policy: target.disk_cleanup ?? REPORTING_DEFAULT, source: policySource } as const
       })
-    const policyOf = policyFor(hostName)
 
-    const refusedDirs = (policy: DiskCleanupPolicy) => {
+    /** Everything no cleaner may delete, contain or (for the build-cache walk) enter. */
+    const protectedPaths = (
+      policy: DiskCleanupPolicy,
+      slots: ReadonlyArray<CleanerSlot>,
+      running: ReadonlyArray<string>
+    ) => {
       const home = os.homedir()
-      const refused = [
+      const entries: Array<{ path: string; why: string; owner?: string }> = [
         { path: stateDir, why: "janitor_state" },
-        { path: path.join(home, ".cache", "huggingface", "hub"), why: "model_hub" },
+        { path: app.dataDir, why: "data_dir" },
+        { path: objectDir, why: "object_store" },
+        { path: vaultKeyFile, why: "vault" },
+        { path: path.join(home, ".cache", "huggingface", "hub"), why: "model_hub", owner: "huggingface_cache" },
         { path: path.join(process.env.CARGO_HOME ?? path.join(home, ".cargo"), "registry"), why: "package_registry" }
       ]
-      const hub = policy.cleaners.huggingface_cache?.root
-      if (hub !== undefined) refused.push({ path: hub, why: "huggingface_cache_root" })
-      const recordings = policy.cleaners.weles_recordings?.root
-      if (recordings !== undefined) refused.push({ path: recordings, why: "weles_recordings_root" })
-      return refused.map((r) => ({ ...r, path: path.resolve(r.path) }))
-    }
-
-    /** Deletion re-checks what made the directory eligible: the scan's verdict is not trusted blindly. */
-    const stillEligible = (candidate: Candidate, minAgeMs: number, now: number) => {
-      try {
-        const dir = fs.lstatSync(candidate.path)
-        const tag = fs.lstatSync(path.join(candidate.path, "CACHEDIR.TAG"))
-        const first = fs.readFileSync(path.join(candidate.path, "CACHEDIR.TAG"), "utf8").split(/\r?\n/)[0]
-        return (
-          dir.isDirectory() &&
-          tag.isFile() &&
-          tag.uid === process.getuid?.() &&
-          first === CACHEDIR_SIGNATURE &&
-          now - dir.mtimeMs >= minAgeMs
-        )
-      } catch {
-        return false
+      if (app.databaseFile !== ":memory:") entries.push({ path: app.databaseFile, why: "database" })
+      // Declared roots of every cleaner, whether or not it can run now.
+      for (const [name, settings] of Object.entries(policy.cleaners)) {
+        if (settings?.root !== undefined) entries.push({ path: settings.root, why: `${name}_root`, owner: name })
       }
+      for (const slot of slots) {
+        if (slot.kind !== "ready") continue
+        entries.push({ path: slot.record.root.real, why: `${slot.record.name}_root`, owner: slot.record.name })
+        for (const read of slot.record.reads) entries.push({ path: read, why: `${slot.record.name}_primary` })
+      }
+      const workRoot = policy.cleaners.queue_workdirs?.root
+      if (workRoot !== undefined)
+        for (const id of running) entries.push({ path: path.join(workRoot, id), why: "running_job" })
+      return protect(entries)
     }
 
-    const pass = Effect.fn("Janitor.pass")(function* (options: {
-      readonly writer: Writer
-      readonly dryRun?: boolean
-      /** An explicit cleanup-to-target request: no interval or watermark gate. */
-      readonly toTarget?: boolean
-      /** Why an operator asked (`ctl space reclaim --apply --reason`), recorded with the pass. */
-      readonly reason?: string | undefined
-      /** Called as the scan advances (for a progress line on a terminal). */
-      readonly onProgress?: ((scanned: number) => void) | undefined
-    }) {
-      const started = yield* Clock.currentTimeMillis
+    /** Free space per filesystem the ready cleaners' roots live on (grouped by device). */
+    const measure = (records: ReadonlyArray<CleanerRecord>) =>
+      Effect.gen(function* () {
+        const byDevice = new Map<number, Array<string>>()
+        for (const record of records)
+          byDevice.set(record.root.dev, [...(byDevice.get(record.root.dev) ?? []), record.root.real])
+        const free = new Map<number, number | null>()
+        for (const [dev, roots] of byDevice)
+          free.set(dev, Option.getOrNull(yield* meter.available(roots[0]!).pipe(Effect.option)))
+        return { byDevice, free }
+      })
+
+    const pass = Effect.fn("Janitor.pass")(function* (options: PassOptions) {
+      const started = Date.now()
       const dryRun = options.dryRun === true
       const state = readState()
       const base = {
         writer: options.writer,
+        trigger: options.trigger ?? (options.writer === "queue-agent" ? "tick" : "manual"),
         writer_version: packageVersion(),
         reason: options.reason ?? null,
         host: hostName,
+        policy_source: null as PolicySource | null,
         dry_run: dryRun,
         started_at: new Date(started).toISOString(),
-        caps: [] as Array<CleanupReport["caps"][number]>,
-        deleted: [] as Array<{ path: string; bytes: number }>,
+        caps: [] as Array<Cap>,
+        scanned: 0,
+        deleted: [] as Array<{ path: string; bytes: number; cleaner: string }>,
         errors: [] as Array<{ path: string; error: string }>,
         cleaners: {} as Record<string, unknown>,
+        filesystems: [] as Array<FilesystemReport>,
         build_caches_resume_from: null as ReadonlyArray<string> | null,
         backup_twins_cursor: null as string | null
+      }
+      const cap = (which: Cap) => {
+        if (!base.caps.includes(which)) base.caps.push(which)
       }
       const finish = (
         outcome: Outcome,
@@ -221,235 +300,174 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
           freeBefore?: number | null
           freeAfter?: number | null
         }
-      ) =>
-        Effect.gen(function* () {
-          const finished = yield* Clock.currentTimeMillis
-          const { freeAfter, freeBefore, policy, ...rest } = extra
-          const report: CleanupReport = {
-            ...base,
-            outcome,
-            detail: null,
-            mode: policy?.mode ?? null,
-            finished_at: new Date(finished).toISOString(),
-            free_bytes_before: freeBefore ?? null,
-            free_bytes_after: freeAfter ?? null,
-            low_free_gb: policy?.low_free_gb ?? null,
-            target_free_gb: policy?.target_free_gb ?? null,
-            deleted_bytes: base.deleted.reduce((sum, d) => sum + d.bytes, 0),
-            ...rest
-          }
-          return report
-        })
+      ): CleanupReport => {
+        const { freeAfter, freeBefore, policy, ...rest } = extra
+        return {
+          ...base,
+          outcome,
+          detail: null,
+          mode: policy?.mode ?? null,
+          finished_at: new Date().toISOString(),
+          free_bytes_before: freeBefore ?? null,
+          free_bytes_after: freeAfter ?? null,
+          low_free_gb: policy?.low_free_gb ?? null,
+          target_free_gb: policy?.target_free_gb ?? null,
+          deleted_bytes: base.deleted.reduce((sum, d) => sum + d.bytes, 0),
+          ...rest
+        }
+      }
       const persist = (report: CleanupReport, next: Partial<JanitorState>) =>
         Effect.sync(() => {
           if (!dryRun) writeFileAtomically(stateFile, `${JSON.stringify({ ...state, ...next, report }, null, 2)}\n`)
           return report
         })
 
-      const policyRead = yield* policyOf
-      if (!policyRead.ok) {
-        const report = yield* finish("invalid_or_unavailable_policy", { detail: policyRead.why })
-        return yield* persist(report, {})
-      }
+      const policyRead = yield* policyFor(hostName)
+      if (!policyRead.ok) return yield* persist(finish("invalid_or_unavailable_policy", { detail: policyRead.why }), {})
       const policy = policyRead.policy
+      base.policy_source = policyRead.source
       const passSeconds = policy.max_pass_seconds ?? DEFAULT_PASS_SECONDS
+      const deadline = started + passSeconds * 1000
 
       const lock = dryRun ? undefined : acquireLock(stateDir, passSeconds * 2_000 + 5_000, started)
-      if (lock?.kind === "busy") {
-        // The state file belongs to the holder; a busy pass only answers.
-        return yield* finish("lock_busy", { policy, detail: `pass ${lock.holder.pid} holds the lock` })
-      }
+      // The state file belongs to the holder; a busy pass only answers.
+      if (lock?.kind === "busy")
+        return finish("lock_busy", { policy, detail: `pass ${lock.holder.pid} holds the lock` })
       const heartbeat = lock === undefined ? undefined : setInterval(() => lock.beat(), 1_000).unref()
       return yield* Effect.gen(function* () {
         if (holdMs > 0) yield* Effect.sleep(holdMs)
-        const measureRoot = policy.cleaners.build_caches?.root ?? os.homedir()
-        const freeBefore = yield* meter.available(measureRoot).pipe(Effect.option)
-        const free = Option.getOrNull(freeBefore)
-        const pressure = free !== null && free < policy.low_free_gb * GIB
+        if (lock !== undefined) yield* Effect.promise(() => lock.witnessed)
+        const slots = cleanerSlots({
+          policy,
+          nowMs: started,
+          uid: process.getuid?.() ?? 0,
+          platform: process.platform,
+          protectedPaths: [],
+          statesOf: queue.statesOf,
+          onProgress: options.onProgress
+        })
+        const records = slots.flatMap((slot) => (slot.kind === "ready" ? [slot.record] : []))
+        const before = yield* measure(records)
+        const known = [...before.free.values()].filter((f): f is number => f !== null)
+        const free = known.length === 0 ? null : Math.min(...known)
+        const pressure = known.some((f) => f < policy.low_free_gb * GIB)
         const pursuing = state.goal !== null
-        const gated = options.toTarget !== true && !pursuing
+        // With no cleaner able to run there is nothing to measure: the pass reports why, ungated.
+        const gated = options.toTarget !== true && !pursuing && records.length > 0
+        const fsReport = (after: Map<number, number | null> | undefined) =>
+          [...before.byDevice].map(([dev, roots]) => ({
+            roots,
+            free_bytes_before: before.free.get(dev) ?? null,
+            free_bytes_after: after?.get(dev) ?? null,
+            reached_target: (after?.get(dev) ?? before.free.get(dev) ?? -1) >= policy.target_free_gb * GIB
+          }))
+        base.filesystems = fsReport(undefined)
         if (
           gated &&
           state.last_pass_at !== null &&
           started - state.last_pass_at < policy.check_interval_seconds * 1000 &&
           !pressure
-        ) {
-          return yield* finish("interval_noop", { policy, freeBefore: free })
-        }
-        if (gated && !pressure) {
-          const report = yield* finish("healthy_noop", { policy, freeBefore: free })
-          return yield* persist(report, { last_pass_at: started })
-        }
-        if (policy.mode === "off") {
-          const report = yield* finish("report_only", { policy, freeBefore: free, detail: "mode off: nothing scanned" })
-          return yield* persist(report, { last_pass_at: started })
-        }
+        )
+          return finish("interval_noop", { policy, freeBefore: free })
+        if (gated && !pressure)
+          return yield* persist(finish("healthy_noop", { policy, freeBefore: free }), { last_pass_at: started })
+        if (policy.mode === "off")
+          return yield* persist(
+            finish("report_only", { policy, freeBefore: free, detail: "mode off: nothing scanned" }),
+            { last_pass_at: started }
+          )
         const running = (yield* queue.usage(0)).get(hostName)?.running ?? 0
         if (running > 0 && policy.cleaners.build_caches !== undefined) {
           // queue_workdirs alone does not need the host idle: it only takes finished jobs' trees.
-          const report = yield* finish("blocked_running_jobs", {
+          const report = finish("blocked_running_jobs", {
             policy,
             freeBefore: free,
             detail: `${running} job(s) running on ${hostName}; build_caches needs the host idle`
           })
           return yield* persist(report, { last_pass_at: started })
         }
+        const runningIds = policy.cleaners.queue_workdirs?.root === undefined ? [] : yield* runningJobIds
+        const guardList = protectedPaths(policy, slots, runningIds)
+        const mounts = mountPoints()
 
-        // Scan: build_caches (the cleaners not built yet are reported as such, never as empty).
-        const build = policy.cleaners.build_caches
-        const root = path.resolve(build?.root ?? os.homedir())
+        // Scan every cleaner within one budget, starting with the one a budget stopped last time.
         const digest = sha256Hex(JSON.stringify(policy))
-        const checkpoint =
-          state.checkpoints !== null && state.checkpoints.policy_digest === digest && state.checkpoints.root === root
-            ? state.checkpoints.build_caches
-            : []
-        let scan: BuildCacheScan | undefined
-        if (build !== undefined) {
-          scan = yield* Effect.promise(() =>
-            scanBuildCaches(
-              {
-                root,
-                minAgeSeconds: build.min_age_seconds ?? 86_400,
-                nowMs: started,
-                uid: process.getuid?.() ?? 0,
-                refused: refusedDirs(policy),
-                maxScanItems: policy.max_scan_items,
-                onProgress: options.onProgress
-              },
-              checkpoint
-            ).catch((error: Error) => ({
-              candidates: [],
-              skipped: [{ path: root, reason: `unreadable: ${error.message}` }],
-              scanned: 0,
-              frontier: []
-            }))
-          )
-          base.cleaners.build_caches = summarize(scan, root)
-          if (scan.frontier.length > 0) {
-            base.caps.push("max_scan_items")
-            base.build_caches_resume_from = scan.frontier
+        const previous = state.checkpoints?.policy_digest === digest ? state.checkpoints : null
+        const cursors: Record<string, unknown> = {}
+        const budget = scanBudget({ maxItems: policy.max_scan_items, deadlineMs: deadline })
+        const first = Math.max(
+          0,
+          records.findIndex((r) => r.name === previous?.next)
+        )
+        const order = [...records.slice(first), ...records.slice(0, first)]
+        let next: string | null = null
+        const candidates: Array<Candidate & { cleaner: string; resumed?: boolean }> = []
+        for (const record of order) {
+          const cursor =
+            previous?.roots?.[record.name] === record.root.real ? (previous.cursors?.[record.name] ?? null) : null
+          const spent = budget.exhausted()
+          if (spent !== undefined) {
+            cursors[record.name] = cursor
+            next ??= record.name
+            base.cleaners[record.name] = { status: "not_scanned", reason: spent, root: record.root.real }
+            continue
           }
-        }
-        const workdirs = policy.cleaners.queue_workdirs
-        let workdirCandidates: ReadonlyArray<Candidate> = []
-        if (workdirs !== undefined) {
-          const workRoot = workdirs.root
-          if (workRoot === undefined) {
-            base.cleaners.queue_workdirs = { status: "unavailable", reason: "queue_workdirs needs a root" }
-          } else {
-            const names = yield* Effect.sync(() => {
-              try {
-                return fs.readdirSync(workRoot)
-              } catch {
-                return []
-              }
-            })
-            const states = yield* queue.statesOf(names)
-            const found = scanQueueWorkdirs({
-              root: path.resolve(workRoot),
-              minAgeSeconds: workdirs.min_age_seconds ?? 3600,
-              nowMs: started,
-              stateOf: (id) => states.get(id)
-            })
-            base.cleaners.queue_workdirs = summarize(found, workRoot)
-            workdirCandidates = found.candidates
+          const scan = yield* record.scan(budget, cursor)
+          const kept: Array<Candidate> = []
+          const skipped = [...scan.skipped]
+          const ids = protectedIdsFor(guardList, record.name)
+          for (const candidate of scan.candidates) {
+            const refusal = protectionRefusal(guardList, record.name, candidate.path, candidate.directory)
+            if (refusal !== undefined) {
+              skipped.push({ path: candidate.path, reason: refusal })
+              continue
+            }
+            if (!candidate.directory) {
+              kept.push(candidate)
+              continue
+            }
+            const survey = yield* Effect.sync(() =>
+              surveyPath(candidate.path, { protectedIds: ids, mountPoints: mounts }, () => budget.charge())
+            )
+            if (survey.refusal !== undefined) skipped.push({ path: candidate.path, reason: survey.refusal })
+            else kept.push({ ...candidate, bytes: survey.bytes })
           }
-        }
-        const hub = policy.cleaners.huggingface_cache
-        let hubCandidates: ReadonlyArray<Candidate> = []
-        if (hub !== undefined) {
-          const hubRoot = path.resolve(hub.root ?? path.join(os.homedir(), ".cache", "huggingface", "hub"))
-          const found = scanHuggingfaceCache({
-            root: hubRoot,
-            minAgeSeconds: hub.min_age_seconds ?? 86_400,
-            nowMs: started,
-            deleteUnreferencedSnapshots: hub.delete_unreferenced_snapshots === true
-          })
-          base.cleaners.huggingface_cache = summarize(found, hubRoot)
-          // Snapshots first: a blob only they used becomes a candidate in a later pass, once they are gone.
-          hubCandidates = [...found.candidates].sort((a, b) =>
-            a.reason === b.reason ? 0 : a.reason === "hf_unreferenced_snapshot" ? -1 : 1
-          )
-        }
-        const recordings = policy.cleaners.weles_recordings
-        let recordingCandidates: ReadonlyArray<Candidate> = []
-        if (recordings !== undefined) {
-          if (recordings.root === undefined) {
-            base.cleaners.weles_recordings = { status: "unavailable", reason: "weles_recordings needs a root" }
-          } else {
-            const found = scanRecordings({
-              root: path.resolve(recordings.root),
-              minAgeSeconds: recordings.min_age_seconds ?? 7 * 86_400,
-              nowMs: started
-            })
-            base.cleaners.weles_recordings = summarize(found, recordings.root)
-            recordingCandidates = found.candidates
+          base.scanned += scan.scanned
+          cursors[record.name] = scan.cursor
+          if (scan.cursor !== null) {
+            next ??= record.name
+            cap(budget.exhausted() ?? "max_scan_items")
           }
+          base.cleaners[record.name] = summarize(record, { ...scan, candidates: kept, skipped }, scan.cursor === null)
+          for (const candidate of kept) candidates.push({ ...candidate, cleaner: record.name })
         }
-        const twins = policy.cleaners.backup_twins
-        let twinCandidates: ReadonlyArray<Candidate> = []
-        let twinsCursor: string | null = null
-        if (twins !== undefined) {
-          const primary = typeof twins.primary_root === "string" ? twins.primary_root : undefined
-          if (twins.root === undefined || primary === undefined) {
-            base.cleaners.backup_twins = { status: "unavailable", reason: "backup_twins needs root and primary_root" }
-          } else {
-            const found = scanBackupTwins({
-              replicaRoot: path.resolve(twins.root),
-              primaryRoot: path.resolve(primary),
-              cursor: state.twins_cursor ?? null,
-              maxItems: policy.max_scan_items
-            })
-            base.cleaners.backup_twins = summarize(found, twins.root)
-            twinCandidates = found.candidates
-            twinsCursor = found.next
-            base.backup_twins_cursor = found.next
-            if (found.next !== null && !base.caps.includes("max_scan_items")) base.caps.push("max_scan_items")
-          }
-        }
-        const clones = policy.cleaners.chromium_clones
-        let cloneCandidates: ReadonlyArray<Candidate> = []
-        if (clones !== undefined) {
-          const found = scanChromiumClones({
-            platform: process.platform,
-            roots: clones.root === undefined ? defaultCloneRoots() : [clones.root],
-            minAgeSeconds: clones.min_age_seconds ?? 86_400,
-            nowMs: started
-          })
-          base.cleaners.chromium_clones = found.applicable
-            ? summarize(found, clones.root ?? defaultCloneRoots()[0]!)
-            : { status: "not_applicable", reason: "only macOS makes code-sign clones", candidates: [] }
-          cloneCandidates = found.candidates
-        }
-        // The release pipeline's cleaner keeps its slot in every report until it is built with that pipeline.
-        base.cleaners.release_store = {
-          status: "unavailable",
-          reason: "release_store comes with the release pipeline",
-          skipped: {}
-        }
-        for (const name of Object.keys(policy.cleaners)) {
-          if (
-            name !== "release_store" &&
-            name !== "build_caches" &&
-            name !== "queue_workdirs" &&
-            name !== "huggingface_cache" &&
-            name !== "weles_recordings" &&
-            name !== "backup_twins" &&
-            name !== "chromium_clones"
-          )
+        for (const slot of slots)
+          if (slot.kind === "unavailable")
+            base.cleaners[slot.name] = { status: slot.status, reason: slot.reason, candidates: [], skipped: {} }
+        for (const name of Object.keys(policy.cleaners))
+          if (!(CleanerNames as ReadonlyArray<string>).includes(name))
             base.cleaners[name] = { status: "unavailable", reason: "this cleaner is not built yet" }
-        }
-        const checkpoints =
-          scan !== undefined && scan.frontier.length > 0
-            ? { policy_digest: digest, root, build_caches: scan.frontier }
-            : null
-        const candidates = [
-          ...(scan?.candidates ?? []),
-          ...workdirCandidates,
-          ...hubCandidates,
-          ...recordingCandidates,
-          ...twinCandidates,
-          ...cloneCandidates
+        const frontier = cursors.build_caches
+        base.build_caches_resume_from =
+          Array.isArray(frontier) && frontier.length > 0 ? (frontier as Array<string>) : null
+        base.backup_twins_cursor = typeof cursors.backup_twins === "string" ? cursors.backup_twins : null
+        const anyCursor = Object.values(cursors).some((c) => c !== null)
+        const checkpoints = anyCursor
+          ? {
+              policy_digest: digest,
+              roots: Object.fromEntries(records.map((r) => [r.name, r.root.real])),
+              cursors,
+              next
+            }
+          : null
+
+        // Deletions a failure or a deadline interrupted are finished first (their tag is still there).
+        const pending = (state.pending ?? []).filter((p) => records.some((r) => r.name === p.cleaner))
+        const queueOrder = [
+          ...pending
+            .filter((p) => !candidates.some((c) => c.path === p.path))
+            .map((p) => ({ ...p, bytes: 0, directory: true, resumed: true })),
+          ...candidates
         ]
 
         const reportOnly =
@@ -459,88 +477,102 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
               ? "report_only"
               : undefined
         if (reportOnly !== undefined) {
-          const report = yield* finish(reportOnly, {
+          const report = finish(reportOnly, {
             policy,
             freeBefore: free,
             detail:
               lock?.kind === "recovery"
-                ? `the retired lock holder ${lock.predecessor} still runs: nothing deleted until it is gone`
+                ? `the retired lock holder ${lock.predecessor} may still run: nothing deleted until the kernel says it is gone`
                 : null
           })
-          return yield* persist(report, { last_pass_at: started, checkpoints, twins_cursor: twinsCursor })
+          return yield* persist(report, { last_pass_at: started, checkpoints })
         }
-        if (candidates.length === 0) {
-          const report = yield* finish(base.caps.length > 0 ? "cap_reached" : "no_eligible_items", {
+        if (queueOrder.length === 0) {
+          const report = finish(base.caps.length > 0 ? "cap_reached" : "no_eligible_items", {
             policy,
             freeBefore: free
           })
-          return yield* persist(report, { last_pass_at: started, checkpoints, twins_cursor: twinsCursor })
+          return yield* persist(report, { last_pass_at: started, checkpoints, pending: [] })
         }
 
-        // Delete, oldest budgets first: items, bytes, seconds; stop once the target is free.
+        // Delete within the items, bytes and seconds budgets; a filesystem at its target takes no more.
         const targetBytes = policy.target_free_gb * GIB
-        let reachedTarget = false
-        for (const candidate of candidates) {
-          const now = yield* Clock.currentTimeMillis
-          const current = yield* meter.available(root).pipe(Effect.option)
-          if (Option.isSome(current) && current.value >= targetBytes) {
-            reachedTarget = true
-            break
-          }
+        const current = new Map(before.free)
+        const atTarget = (dev: number) => (current.get(dev) ?? -1) >= targetBytes
+        let stillPending = [...pending]
+        const savePending = () =>
+          Effect.sync(() => {
+            writeFileAtomically(stateFile, `${JSON.stringify({ ...readState(), pending: stillPending }, null, 2)}\n`)
+          })
+        const byName = new Map(records.map((r) => [r.name, r]))
+        for (const candidate of queueOrder) {
+          const record = byName.get(candidate.cleaner)!
+          if ([...before.byDevice.keys()].every(atTarget)) break
+          if (atTarget(record.root.dev)) continue
           if (base.deleted.length >= policy.max_items_per_pass) {
-            base.caps.push("max_items_per_pass")
+            cap("max_items_per_pass")
             break
           }
           if (base.deleted.reduce((s, d) => s + d.bytes, 0) + candidate.bytes > policy.max_bytes_per_pass) {
-            base.caps.push("max_bytes_per_pass")
+            cap("max_bytes_per_pass")
             break
           }
-          if (now - started > passSeconds * 1000) {
-            base.caps.push("max_pass_seconds")
+          if (Date.now() > deadline) {
+            cap("max_pass_seconds")
             break
           }
-          const eligible =
-            candidate.reason === "code_sign_clone"
-              ? (() => {
-                  try {
-                    return now - fs.lstatSync(candidate.path).mtimeMs >= (clones?.min_age_seconds ?? 86_400) * 1000
-                  } catch {
-                    return false
-                  }
-                })()
-              : candidate.reason === "recording_uploaded"
-                ? recordingRefusal(candidate.path, (recordings?.min_age_seconds ?? 7 * 86_400) * 1000, now) ===
-                  undefined
-                : candidate.reason === "twin_in_primary"
-                  ? twinRefusal(
-                      candidate.path,
-                      path.join(
-                        path.resolve(String(twins?.primary_root ?? "")),
-                        path.relative(path.resolve(twins?.root ?? "/"), candidate.path)
-                      )
-                    ) === undefined
-                  : candidate.reason.startsWith("hf_")
-                    ? stillHuggingfaceEligible(candidate, (hub?.min_age_seconds ?? 86_400) * 1000, now)
-                    : candidate.reason.startsWith("job_")
-                      ? ["succeeded", "failed", "cancelled"].includes(
-                          (yield* queue.statesOf([path.basename(candidate.path)])).get(path.basename(candidate.path)) ??
-                            ""
-                        )
-                      : stillEligible(candidate, (build?.min_age_seconds ?? 86_400) * 1000, now)
-          if (!eligible) {
-            base.errors.push({ path: candidate.path, error: "no longer eligible at deletion time; kept" })
+          const now = Date.now()
+          const removal = yield* record.removal(candidate, now)
+          if (removal.refusal !== undefined) {
+            base.errors.push({
+              path: candidate.path,
+              error: `no longer eligible at deletion time (${removal.refusal}); kept`
+            })
             continue
           }
-          const removed = yield* Effect.tryPromise(async () => {
-            await fs.promises.rm(candidate.path, { recursive: true })
-            if (candidate.reason === "recording_uploaded")
-              await fs.promises.rm(`${candidate.path}${PROOF_SUFFIX}`, { force: true })
-          }).pipe(Effect.either)
-          if (removed._tag === "Left") base.errors.push({ path: candidate.path, error: String(removed.left.error) })
-          else base.deleted.push({ path: candidate.path, bytes: candidate.bytes })
+          if (candidate.directory && !stillPending.some((p) => p.path === candidate.path)) {
+            const { cleaner, dev, ino, path: where, reason } = candidate
+            stillPending = [...stillPending, { cleaner, path: where, dev, ino, reason }]
+            yield* savePending()
+          }
+          const result = yield* Effect.promise(() =>
+            removeBeneath(
+              {
+                root: record.root,
+                target: candidate.path,
+                expected: candidate,
+                keepLast: removal.keepLast,
+                companions: removal.companions,
+                verify: removal.verify
+              },
+              { protectedIds: protectedIdsFor(guardList, record.name), mountPoints: mounts, deadlineMs: deadline }
+            )
+          )
+          if (result.ok) {
+            base.deleted.push({ path: candidate.path, bytes: result.bytes, cleaner: record.name })
+            stillPending = stillPending.filter((p) => p.path !== candidate.path)
+            current.set(record.root.dev, Option.getOrNull(yield* meter.available(record.root.real).pipe(Effect.option)))
+          } else if (result.deadline === true) {
+            cap("max_pass_seconds")
+            break
+          } else {
+            base.errors.push({
+              path: candidate.path,
+              error: `no longer eligible at deletion time (${result.reason}); kept`
+            })
+            // A refusal before anything was removed: nothing to resume.
+            if (result.bytes === 0) stillPending = stillPending.filter((p) => p.path !== candidate.path)
+          }
+          if (options.afterCandidate !== undefined) {
+            const hook = options.afterCandidate
+            yield* Effect.promise(async () => hook(candidate))
+          }
         }
-        const freeAfter = Option.getOrNull(yield* meter.available(root).pipe(Effect.option))
-        if (freeAfter !== null && freeAfter >= targetBytes) reachedTarget = true
+        const after = yield* measure(records)
+        base.filesystems = fsReport(after.free)
+        const knownAfter = [...after.free.values()].filter((f): f is number => f !== null)
+        const freeAfter = knownAfter.length === 0 ? null : Math.min(...knownAfter)
+        const reachedTarget = knownAfter.length > 0 && knownAfter.every((f) => f >= targetBytes)
         const outcome: Outcome = reachedTarget
           ? "reclaimed_target"
           : base.errors.length > 0
@@ -550,13 +582,17 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
               : base.deleted.length > 0
                 ? "reclaimed_progress"
                 : "no_eligible_items"
-        const report = yield* finish(outcome, { policy, freeBefore: free, freeAfter })
         const goal = reachedTarget
           ? null
           : pressure || pursuing
             ? { target_free_gb: policy.target_free_gb, since: state.goal?.since ?? started }
             : null
-        return yield* persist(report, { last_pass_at: started, checkpoints, goal, twins_cursor: twinsCursor })
+        return yield* persist(finish(outcome, { policy, freeBefore: free, freeAfter }), {
+          last_pass_at: started,
+          checkpoints,
+          goal,
+          pending: stillPending
+        })
       }).pipe(
         Effect.ensuring(
           Effect.sync(() => {
@@ -566,6 +602,9 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
         )
       )
     })
+
+    /** Ids of the jobs running on this host (their trees are protected). */
+    const runningJobIds = Effect.map(queue.runningOn(hostName), (jobs) => jobs.map((j) => j.id))
 
     /** The last recorded pass, or `never_run`. */
     const lastReport = Effect.sync(() => readState().report)
@@ -577,7 +616,8 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
         return {
           target: host,
           mode: policy.mode,
-          declared: read.ok && read.declared,
+          declared: read.ok && read.source.declared,
+          policy_error: read.ok ? null : read.why,
           cleaners: CleanerNames.map((name) => ({
             name,
             configured: policy.cleaners[name] !== undefined,

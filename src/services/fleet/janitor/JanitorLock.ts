@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 
@@ -7,11 +8,18 @@ export interface LockRecord {
   readonly heartbeat_at: number
 }
 
+interface LockHandles {
+  readonly release: () => void
+  readonly beat: () => void
+  /** Resolves once the kernel lock on the lock file is held (at once where flock(1) is missing). */
+  readonly witnessed: Promise<void>
+}
+
 export type LockOutcome =
-  | { readonly kind: "held"; readonly recovered: boolean; readonly release: () => void; readonly beat: () => void }
+  | ({ readonly kind: "held"; readonly recovered: boolean } & LockHandles)
   | { readonly kind: "busy"; readonly holder: LockRecord }
-  /** An overdue lock was replaced but its retired holder still runs: scan, report, delete nothing. */
-  | { readonly kind: "recovery"; readonly predecessor: number; readonly release: () => void; readonly beat: () => void }
+  /** An overdue lock was replaced but its retired holder may still run: scan, report, delete nothing. */
+  | ({ readonly kind: "recovery"; readonly predecessor: number } & LockHandles)
 
 /** Whether the kernel still has the process (a stopped process is alive; a zombie is not). */
 export const processAlive = (pid: number) => {
@@ -28,42 +36,116 @@ export const processAlive = (pid: number) => {
   }
 }
 
+/** flock(1) (util-linux), found on PATH once; undefined where it is missing (macOS). */
+const flockBinary = (() => {
+  let found: string | null | undefined
+  return () => {
+    if (found === undefined) {
+      const probe = spawnSync("flock", ["--version"], {
+        stdio: "ignore",
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }
+      })
+      found = probe.status === 0 ? "flock" : null
+    }
+    return found ?? undefined
+  }
+})()
+
+const childEnv = () => ({ PATH: process.env.PATH ?? "/usr/bin:/bin" })
+
+/**
+ * Whether some process still holds the kernel lock on `file`'s inode: flock(1) tries it without waiting.
+ * Undefined when that cannot be asked.
+ */
+export const kernelLocked = (file: string): boolean | undefined => {
+  const flock = flockBinary()
+  if (flock === undefined) return undefined
+  const probe = spawnSync(flock, ["--exclusive", "--nonblock", "--conflict-exit-code", "75", file, "true"], {
+    stdio: "ignore",
+    env: childEnv()
+  })
+  return probe.status === 75 ? true : probe.status === 0 ? false : undefined
+}
+
+/**
+ * Holds an exclusive flock on `file` for as long as this process lives: a flock(1) child that takes
+ * the lock and then waits on a pipe from us. When we die (even by SIGKILL) the pipe closes, the child
+ * exits and the kernel drops the lock; while we are alive (even stopped) it stays held.
+ */
+const witness = (file: string): { readonly ready: Promise<void>; readonly stop: () => void } => {
+  const flock = flockBinary()
+  if (flock === undefined) return { ready: Promise.resolve(), stop: () => {} }
+  const child: ChildProcess = spawn(flock, ["--exclusive", file, "sh", "-c", "echo held; exec cat >/dev/null"], {
+    stdio: ["pipe", "pipe", "ignore"],
+    env: childEnv()
+  })
+  child.unref()
+  ;(child.stdin as unknown as { unref?: () => void })?.unref?.()
+  ;(child.stdout as unknown as { unref?: () => void })?.unref?.()
+  const ready = new Promise<void>((resolve) => {
+    child.stdout?.once("data", () => resolve())
+    child.once("exit", () => resolve())
+    child.once("error", () => resolve())
+  })
+  return {
+    ready,
+    stop: () => {
+      child.stdin?.end()
+      child.kill("SIGTERM")
+    }
+  }
+}
+
 const read = (file: string): LockRecord | undefined => {
   try {
-    return JSON.parse(fs.readFileSync(file, "utf8")) as LockRecord
+    const record = JSON.parse(fs.readFileSync(file, "utf8")) as Omit<LockRecord, "heartbeat_at">
+    // The heartbeat is the file's mtime: touching it keeps the inode the kernel lock is on.
+    return { ...record, heartbeat_at: fs.statSync(file).mtimeMs }
   } catch {
     return undefined
   }
 }
 
+/** Whether the predecessor recorded in a retired lock may still run: its kernel lock, else its pid. */
+const predecessorPresent = (retired: string, record: LockRecord | undefined) => {
+  const locked = kernelLocked(retired)
+  const alive = record !== undefined && record.pid !== process.pid && processAlive(record.pid)
+  return locked === true || alive
+}
+
 /**
  * The janitor's lock, shared by both writers (the watch timer and the queue agent) across processes:
- * a file created with O_EXCL holding the holder's pid and a heartbeat. A live holder with a fresh
- * heartbeat means busy. An overdue lock (no heartbeat for `overdueMs`) is replaced; its file is kept as
- * `janitor.lock.retired` while the retired holder is still alive, and the new pass deletes nothing
- * until the kernel no longer reports that process.
+ * a file created with O_EXCL holding the holder's pid, its mtime the heartbeat, its inode flock-ed for
+ * the holder's lifetime. A live holder with a fresh heartbeat means busy. An overdue lock (no heartbeat
+ * for `overdueMs`) is replaced; its file is kept as `janitor.lock.retired`, and while the kernel still
+ * reports the retired inode locked (or its process alive) the new pass deletes nothing.
  */
 export const acquireLock = (stateDir: string, overdueMs: number, now = Date.now()): LockOutcome => {
   fs.mkdirSync(stateDir, { recursive: true })
   const file = path.join(stateDir, "janitor.lock")
   const retired = path.join(stateDir, "janitor.lock.retired")
-  const record = (): LockRecord => ({ pid: process.pid, acquired_at: now, heartbeat_at: now })
-  const handles = () => ({
-    release: () => {
-      const current = read(file)
-      if (current?.pid === process.pid) fs.rmSync(file, { force: true })
-    },
-    beat: () => {
-      const current = read(file)
-      if (current?.pid !== process.pid) return
-      const temp = `${file}.beat-${process.pid}`
-      fs.writeFileSync(temp, JSON.stringify({ ...current, heartbeat_at: Date.now() }))
-      fs.renameSync(temp, file)
+  const handles = (): LockHandles => {
+    const held = witness(file)
+    return {
+      release: () => {
+        held.stop()
+        const current = read(file)
+        if (current?.pid === process.pid) fs.rmSync(file, { force: true })
+      },
+      beat: () => {
+        const current = read(file)
+        if (current?.pid !== process.pid) return
+        const at = new Date()
+        try {
+          fs.utimesSync(file, at, at)
+        } catch {}
+      },
+      witnessed: held.ready
     }
-  })
+  }
   const create = () => {
     try {
-      fs.writeFileSync(file, JSON.stringify(record()), { flag: "wx", mode: 0o644 })
+      fs.writeFileSync(file, JSON.stringify({ pid: process.pid, acquired_at: now }), { flag: "wx", mode: 0o644 })
       return true
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "EEXIST") return false
@@ -71,26 +153,30 @@ export const acquireLock = (stateDir: string, overdueMs: number, now = Date.now(
     }
   }
   const predecessor = read(retired)
-  const predecessorAlive = predecessor !== undefined && predecessor.pid !== process.pid && processAlive(predecessor.pid)
-  if (predecessor !== undefined && !predecessorAlive) fs.rmSync(retired, { force: true })
+  const predecessorAlive = fs.existsSync(retired) && predecessorPresent(retired, predecessor)
+  if (fs.existsSync(retired) && !predecessorAlive) fs.rmSync(retired, { force: true })
 
   if (create()) {
     return predecessorAlive
-      ? { kind: "recovery", predecessor: predecessor!.pid, ...handles() }
+      ? { kind: "recovery", predecessor: predecessor?.pid ?? 0, ...handles() }
       : { kind: "held", recovered: false, ...handles() }
   }
   const holder = read(file)
-  if (holder !== undefined && processAlive(holder.pid) && now - holder.heartbeat_at <= overdueMs)
-    return { kind: "busy", holder }
+  if (holder === undefined) {
+    // Created but not written yet (or unreadable): fresh means someone is taking it now.
+    const mtime = fs.statSync(file, { throwIfNoEntry: false })?.mtimeMs
+    if (mtime !== undefined && now - mtime <= overdueMs)
+      return { kind: "busy", holder: { pid: 0, acquired_at: mtime, heartbeat_at: mtime } }
+  } else if (processAlive(holder.pid) && now - holder.heartbeat_at <= overdueMs) return { kind: "busy", holder }
   // Overdue, dead or unreadable: retire it and take over.
   fs.renameSync(file, retired)
   if (!create()) {
     const winner = read(file)
     return { kind: "busy", holder: winner ?? { pid: 0, acquired_at: 0, heartbeat_at: 0 } }
   }
-  const alive = holder !== undefined && holder.pid !== process.pid && processAlive(holder.pid)
-  if (!alive) fs.rmSync(retired, { force: true })
-  return alive
-    ? { kind: "recovery", predecessor: holder!.pid, ...handles() }
+  const present = predecessorPresent(retired, holder)
+  if (!present) fs.rmSync(retired, { force: true })
+  return present
+    ? { kind: "recovery", predecessor: holder?.pid ?? 0, ...handles() }
     : { kind: "held", recovered: true, ...handles() }
 }

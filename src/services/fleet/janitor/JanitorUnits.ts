@@ -15,7 +15,7 @@ export const renderJanitorSystemd = (options: JanitorUnitOptions) => ({
     "[Service]",
     "Type=oneshot",
     ...(options.user === undefined ? [] : [`User=${options.user}`]),
-    `ExecStart=${[...options.ctl, "disk-cleanup", "--once"].map(quote).join(" ")}`,
+    `ExecStart=${[...options.ctl, "disk-cleanup", "--once", "--timer"].map(quote).join(" ")}`,
     "Nice=10",
     "IOSchedulingClass=idle",
     ""
@@ -47,7 +47,7 @@ export const renderJanitorLaunchd = (options: JanitorUnitOptions) => ({
     "  <string>dev.keel.disk-cleanup</string>",
     "  <key>ProgramArguments</key>",
     "  <array>",
-    ...[...options.ctl, "disk-cleanup", "--once"].map((arg) => `    <string>${xml(arg)}</string>`),
+    ...[...options.ctl, "disk-cleanup", "--once", "--timer"].map((arg) => `    <string>${xml(arg)}</string>`),
     "  </array>",
     ...(options.user === undefined ? [] : ["  <key>UserName</key>", `  <string>${xml(options.user)}</string>`]),
     "  <key>StartInterval</key>",

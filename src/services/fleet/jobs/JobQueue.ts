@@ -218,6 +218,10 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
       )
 
     /** Per target: jobs running now, and job-hours since `since` (running jobs count up to now). */
+    /** The jobs running on `target` now (their work trees must not be touched). */
+    const runningOn = (target: string) =>
+      sql<{ id: string }>`SELECT id FROM jobs WHERE state = 'running' AND target = ${target}`.pipe(Effect.orDie)
+
     const usage = (since: number) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
@@ -258,6 +262,7 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
       drain,
       stats,
       usage,
+      runningOn,
       statesOf
     } as const
   })

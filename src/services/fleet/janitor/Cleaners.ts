@@ -1,0 +1,294 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Effect } from "effect"
+import type { JobState } from "../jobs/JobQueue.js"
+import type { DiskCleanupPolicy } from "../registry/Schema.js"
+import { scanBackupTwins, twinRefusal } from "./BackupTwins.js"
+import { CACHEDIR_SIGNATURE, type Candidate, type Skip, scanBuildCaches } from "./BuildCaches.js"
+import { defaultCloneRoots, scanChromiumClones } from "./ChromiumClones.js"
+import { scanHuggingfaceCache, stillHuggingfaceEligible } from "./HuggingfaceCache.js"
+import type { ProtectedPath } from "./Protection.js"
+import { scanQueueWorkdirs } from "./QueueWorkdirs.js"
+import { PROOF_SUFFIX, recordingRefusal, scanRecordings } from "./Recordings.js"
+import { type ResolvedRoot, resolveRoot } from "./SafeRemove.js"
+import type { ScanBudget } from "./ScanBudget.js"
+
+export interface CleanerScan {
+  readonly candidates: ReadonlyArray<Candidate>
+  readonly skipped: ReadonlyArray<Skip>
+  readonly scanned: number
+  /** Where the next pass resumes this cleaner's walk; null when the walk completed. */
+  readonly cursor: unknown
+}
+
+/** How a candidate is removed: checks that need the outside world first, then those on the opened item. */
+export interface Removal {
+  /** A refusal found before touching the file system (e.g. the job is running again). */
+  readonly refusal?: string | undefined
+  readonly keepLast?: string | undefined
+  readonly companions?: ReadonlyArray<string> | undefined
+  readonly verify?: ((access: string, stat: fs.Stats) => string | undefined) | undefined
+}
+
+/** One cleaner the pass iterates: its resolved root, its scan, and how its candidates are re-checked. */
+export interface CleanerRecord {
+  readonly name: string
+  readonly root: ResolvedRoot
+  /** Other paths this cleaner reads but never deletes from (backup_twins' primary). */
+  readonly reads: ReadonlyArray<string>
+  readonly scan: (budget: ScanBudget, cursor: unknown) => Effect.Effect<CleanerScan>
+  readonly removal: (candidate: Candidate & { readonly resumed?: boolean }, nowMs: number) => Effect.Effect<Removal>
+}
+
+export type CleanerSlot =
+  | { readonly kind: "ready"; readonly record: CleanerRecord }
+  | { readonly kind: "unavailable"; readonly name: string; readonly status: string; readonly reason: string }
+
+export interface CleanerContext {
+  readonly policy: DiskCleanupPolicy
+  readonly nowMs: number
+  readonly uid: number
+  readonly platform: NodeJS.Platform
+  /** Protected paths the build-cache walk neither deletes nor enters (the pass settles containment). */
+  readonly protectedPaths: ReadonlyArray<ProtectedPath>
+  readonly statesOf: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, JobState>>
+  readonly onProgress?: ((scanned: number) => void) | undefined
+}
+
+const FINISHED: ReadonlyArray<JobState> = ["succeeded", "failed", "cancelled"]
+const cursorText = (cursor: unknown) => (typeof cursor === "string" ? cursor : null)
+
+/** The cleaner's declared root, or its default, resolved once (a root spelled through a link is followed). */
+const rooted = (
+  name: string,
+  declared: string | undefined,
+  fallback: string | undefined,
+  make: (root: ResolvedRoot) => CleanerRecord
+): CleanerSlot => {
+  const requested = declared ?? fallback
+  if (requested === undefined)
+    return { kind: "unavailable", name, status: "unavailable", reason: `${name} needs a root` }
+  const resolved = resolveRoot(requested)
+  return resolved.ok
+    ? { kind: "ready", record: make(resolved.root) }
+    : { kind: "unavailable", name, status: "root_unavailable", reason: `${requested}: ${resolved.reason}` }
+}
+
+const buildCaches = (ctx: CleanerContext, settings: NonNullable<DiskCleanupPolicy["cleaners"]["build_caches"]>) =>
+  rooted("build_caches", settings.root, os.homedir(), (root) => {
+    const minAgeMs = (settings.min_age_seconds ?? 86_400) * 1000
+    return {
+      name: "build_caches",
+      root,
+      reads: [],
+      scan: (budget, cursor) =>
+        Effect.promise(() =>
+          scanBuildCaches(
+            {
+              root: root.real,
+              minAgeSeconds: minAgeMs / 1000,
+              nowMs: ctx.nowMs,
+              uid: ctx.uid,
+              refused: ctx.protectedPaths.filter((p) => p.owner !== "build_caches"),
+              budget,
+              onProgress: ctx.onProgress
+            },
+            Array.isArray(cursor) ? (cursor as Array<string>) : []
+          )
+        ).pipe(Effect.map((scan) => ({ ...scan, cursor: scan.frontier.length > 0 ? scan.frontier : null }))),
+      // Re-checked on the opened directory: the tag (signature, regular file, owner) and the age. A
+      // resumed half-deleted cache was eligible when its deletion began; its mtime is the deletion's.
+      removal: (candidate, nowMs) =>
+        Effect.succeed({
+          keepLast: "CACHEDIR.TAG",
+          verify: (access, stat) => {
+            const tag = fs.lstatSync(path.join(access, "CACHEDIR.TAG"), { throwIfNoEntry: false })
+            if (tag === undefined || !tag.isFile()) return "tag_not_regular_file"
+            if (tag.uid !== ctx.uid) return "tag_owned_by_other_user"
+            const first = fs.readFileSync(path.join(access, "CACHEDIR.TAG"), "utf8").split(/\r?\n/)[0]
+            if (first !== CACHEDIR_SIGNATURE) return "tag_signature_mismatch"
+            if (candidate.resumed !== true && nowMs - stat.mtimeMs < minAgeMs) return "too_young"
+            return undefined
+          }
+        })
+    }
+  })
+
+const queueWorkdirs = (ctx: CleanerContext, settings: NonNullable<DiskCleanupPolicy["cleaners"]["queue_workdirs"]>) =>
+  rooted("queue_workdirs", settings.root, undefined, (root) => ({
+    name: "queue_workdirs",
+    root,
+    reads: [],
+    scan: (budget, cursor) =>
+      Effect.gen(function* () {
+        const names = yield* Effect.sync(() => {
+          try {
+            return fs.readdirSync(root.real)
+          } catch {
+            return []
+          }
+        })
+        const states = yield* ctx.statesOf(names)
+        return scanQueueWorkdirs({
+          root: root.real,
+          minAgeSeconds: settings.min_age_seconds ?? 3600,
+          nowMs: ctx.nowMs,
+          stateOf: (id) => states.get(id),
+          budget,
+          cursor: cursorText(cursor)
+        })
+      }),
+    // The job's state is read again just before deletion.
+    removal: (candidate) =>
+      Effect.map(ctx.statesOf([path.basename(candidate.path)]), (states) => {
+        const state = states.get(path.basename(candidate.path))
+        return state !== undefined && FINISHED.includes(state) ? {} : { refusal: `job_${state ?? "unknown"}` }
+      })
+  }))
+
+const huggingfaceCache = (
+  ctx: CleanerContext,
+  settings: NonNullable<DiskCleanupPolicy["cleaners"]["huggingface_cache"]>
+) =>
+  rooted("huggingface_cache", settings.root, path.join(os.homedir(), ".cache", "huggingface", "hub"), (root) => {
+    const minAgeMs = (settings.min_age_seconds ?? 86_400) * 1000
+    return {
+      name: "huggingface_cache",
+      root,
+      reads: [],
+      scan: (budget, cursor) =>
+        Effect.sync(() => {
+          const found = scanHuggingfaceCache({
+            root: root.real,
+            minAgeSeconds: minAgeMs / 1000,
+            nowMs: ctx.nowMs,
+            deleteUnreferencedSnapshots: settings.delete_unreferenced_snapshots === true,
+            budget,
+            cursor: cursorText(cursor)
+          })
+          // Snapshots first: a blob only they used becomes a candidate in a later pass, once they are gone.
+          const candidates = [...found.candidates].sort((a, b) =>
+            a.reason === b.reason ? 0 : a.reason === "hf_unreferenced_snapshot" ? -1 : 1
+          )
+          return { ...found, candidates }
+        }),
+      // The references are read again just before each deletion.
+      removal: (candidate, nowMs) =>
+        Effect.sync(() =>
+          stillHuggingfaceEligible(candidate, minAgeMs, nowMs) ? {} : { refusal: "referenced_or_changed" }
+        )
+    }
+  })
+
+const welesRecordings = (
+  ctx: CleanerContext,
+  settings: NonNullable<DiskCleanupPolicy["cleaners"]["weles_recordings"]>
+) =>
+  rooted("weles_recordings", settings.root, undefined, (root) => {
+    const minAgeMs = (settings.min_age_seconds ?? 7 * 86_400) * 1000
+    return {
+      name: "weles_recordings",
+      root,
+      reads: [],
+      scan: (budget, cursor) =>
+        Effect.sync(() =>
+          scanRecordings({
+            root: root.real,
+            minAgeSeconds: minAgeMs / 1000,
+            nowMs: ctx.nowMs,
+            budget,
+            cursor: cursorText(cursor)
+          })
+        ),
+      // Size and SHA-256 against the proof again, on the file as opened beneath the root.
+      removal: (candidate, nowMs) =>
+        Effect.succeed({
+          companions: [`${path.basename(candidate.path)}${PROOF_SUFFIX}`],
+          verify: (access) => recordingRefusal(access, minAgeMs, nowMs, path.basename(candidate.path))
+        })
+    }
+  })
+
+const backupTwins = (settings: NonNullable<DiskCleanupPolicy["cleaners"]["backup_twins"]>) => {
+  const primary = typeof settings.primary_root === "string" ? settings.primary_root : undefined
+  if (primary === undefined)
+    return {
+      kind: "unavailable",
+      name: "backup_twins",
+      status: "unavailable",
+      reason: "backup_twins needs root and primary_root"
+    } as const
+  return rooted("backup_twins", settings.root, undefined, (root) => {
+    const primaryReal = resolveRoot(primary)
+    const primaryRoot = primaryReal.ok ? primaryReal.root.real : path.resolve(primary)
+    return {
+      name: "backup_twins",
+      root,
+      reads: [primary],
+      scan: (budget, cursor) =>
+        Effect.sync(() => scanBackupTwins({ replicaRoot: root.real, primaryRoot, cursor: cursorText(cursor), budget })),
+      // The primary is compared with the replica as opened beneath the root.
+      removal: (candidate) =>
+        Effect.succeed({
+          verify: (access) => twinRefusal(access, path.join(primaryRoot, path.relative(root.real, candidate.path)))
+        })
+    }
+  })
+}
+
+const chromiumClones = (
+  ctx: CleanerContext,
+  settings: NonNullable<DiskCleanupPolicy["cleaners"]["chromium_clones"]>
+) => {
+  if (ctx.platform !== "darwin")
+    return {
+      kind: "unavailable",
+      name: "chromium_clones",
+      status: "not_applicable",
+      reason: "only macOS makes code-sign clones"
+    } as const
+  return rooted("chromium_clones", settings.root, defaultCloneRoots()[0], (root) => {
+    const minAgeMs = (settings.min_age_seconds ?? 86_400) * 1000
+    return {
+      name: "chromium_clones",
+      root,
+      reads: [],
+      scan: (budget, cursor) =>
+        Effect.sync(() =>
+          scanChromiumClones({
+            platform: ctx.platform,
+            root: root.real,
+            minAgeSeconds: minAgeMs / 1000,
+            nowMs: ctx.nowMs,
+            budget,
+            cursor: cursorText(cursor)
+          })
+        ),
+      removal: (_candidate, nowMs) =>
+        Effect.succeed({ verify: (_access, stat) => (nowMs - stat.mtimeMs < minAgeMs ? "too_young" : undefined) })
+    }
+  })
+}
+
+/**
+ * The policy's cleaners as records the pass iterates, in the seed's order; `release_store` keeps its
+ * slot (unavailable until the release pipeline), and a cleaner that cannot run says why.
+ */
+export const cleanerSlots = (ctx: CleanerContext): ReadonlyArray<CleanerSlot> => {
+  const c = ctx.policy.cleaners
+  const slots: Array<CleanerSlot> = []
+  if (c.build_caches !== undefined) slots.push(buildCaches(ctx, c.build_caches))
+  if (c.huggingface_cache !== undefined) slots.push(huggingfaceCache(ctx, c.huggingface_cache))
+  if (c.weles_recordings !== undefined) slots.push(welesRecordings(ctx, c.weles_recordings))
+  if (c.chromium_clones !== undefined) slots.push(chromiumClones(ctx, c.chromium_clones))
+  if (c.queue_workdirs !== undefined) slots.push(queueWorkdirs(ctx, c.queue_workdirs))
+  if (c.backup_twins !== undefined) slots.push(backupTwins(c.backup_twins))
+  slots.push({
+    kind: "unavailable",
+    name: "release_store",
+    status: "unavailable",
+    reason: "release_store comes with the release pipeline"
+  })
+  return slots
+}
