@@ -433,7 +433,12 @@ describe("janitor passes: every outcome", () => {
       assert.isFalse(fs.existsSync(a))
       assert.isTrue(fs.existsSync(b))
     }).pipe(
-      Effect.provide(JanitorTest({ KEEL_REGISTRY: registryWith(dir, "jan", policy(build)) }, scriptedMeter(() => 0)))
+      Effect.provide(
+        JanitorTest(
+          { KEEL_REGISTRY: registryWith(dir, "jan", policy(build)) },
+          scriptedMeter(() => 0)
+        )
+      )
     )
   })
 
