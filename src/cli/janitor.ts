@@ -1,6 +1,6 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option, Schedule } from "effect"
-import { HostOpsLive, JanitorLive } from "../layers/Live.js"
+import { HostOpsLive, HostOpsPreviewLive, JanitorLive, JanitorPreviewLive } from "../layers/Live.js"
 import { type CleanupReport, Janitor, type Trigger } from "../services/fleet/janitor/Janitor.js"
 import { renderJanitorLaunchd, renderJanitorSystemd } from "../services/fleet/janitor/JanitorUnits.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
@@ -133,7 +133,8 @@ const diskCleanup = Command.make(
     })
 ).pipe(
   Command.withDescription("The disk janitor on this host: one pass, a preview, or a watch loop"),
-  Command.provide(JanitorLive)
+  // A preview creates nothing, not even the database.
+  Command.provide(({ dryRun }) => (dryRun ? JanitorPreviewLive : JanitorLive))
 )
 
 const target = Args.text({ name: "TARGET" })
@@ -233,8 +234,11 @@ const reclaim = Command.make(
 
 export const space = Command.make("space").pipe(
   Command.withDescription("Disk space: the janitor's reports, cleaners and reclamation"),
-  Command.withSubcommands([report, Command.make("cleaners").pipe(Command.withSubcommands([cleanersList])), reclaim]),
-  Command.provide(HostOpsLive)
+  Command.withSubcommands([
+    report.pipe(Command.provide(HostOpsLive)),
+    Command.make("cleaners").pipe(Command.withSubcommands([cleanersList]), Command.provide(HostOpsLive)),
+    reclaim.pipe(Command.provide(({ dryRun }) => (dryRun ? HostOpsPreviewLive : HostOpsLive)))
+  ])
 )
 
 export { diskCleanup }

@@ -1,4 +1,5 @@
-import { Layer } from "effect"
+import * as fs from "node:fs"
+import { Effect, Layer, Logger, LogLevel } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
@@ -8,7 +9,7 @@ import { JobWorker } from "../services/fleet/jobs/JobWorker.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
-import { migrationsLayer, sqliteFromConfig } from "../services/platform/Database.js"
+import { migrationsLayer, sqliteFromConfig, sqliteMemory } from "../services/platform/Database.js"
 import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js"
 import { EmbeddedVaultLayer } from "../services/platform/vault/EmbeddedVault.js"
 import { AllMigrations } from "./Migrations.js"
@@ -21,13 +22,32 @@ export const SqlLive = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sq
 /** The database without its migrations: for `ctl db migrate`, which applies them itself. */
 export const SqliteUnmigratedLive = sqliteFromConfig.pipe(Layer.provideMerge(AppConfig.Default))
 
-/** Every domain service on the embedded defaults. No actor runtime: safe for one-shot CLI commands. */
-export const ServicesLive = DomainServices.pipe(
-  Layer.provideMerge(EmbeddedVaultLayer),
-  Layer.provideMerge(ObjectStoreLive),
-  Layer.provideMerge(SqlLive),
-  Layer.provideMerge(AppConfig.Default)
+/**
+ * For previews (`--dry-run`), which must create nothing: the data dir's database when it exists, else an
+ * empty in-memory one with the same migrations (a database that does not exist holds no jobs).
+ */
+export const SqlPreview = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) =>
+    config.databaseFile !== ":memory:" && fs.existsSync(config.databaseFile)
+      ? SqlLive
+      : migrationsLayer(AllMigrations).pipe(
+          Layer.provideMerge(sqliteMemory),
+          // Migrating a throwaway database is not news.
+          Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
+        )
+  )
 )
+
+const servicesOn = <E, R>(sql: Layer.Layer<Layer.Layer.Success<typeof SqlLive>, E, R>) =>
+  DomainServices.pipe(
+    Layer.provideMerge(EmbeddedVaultLayer),
+    Layer.provideMerge(ObjectStoreLive),
+    Layer.provideMerge(sql),
+    Layer.provideMerge(AppConfig.Default)
+  )
+
+/** Every domain service on the embedded defaults. No actor runtime: safe for one-shot CLI commands. */
+export const ServicesLive = servicesOn(SqlLive)
 
 /** Services plus the host channel: for commands that reach hosts (`ctl host exec|health|inventory`, jobs). */
 export const HostOpsLive = Layer.mergeAll(
@@ -39,6 +59,20 @@ export const HostOpsLive = Layer.mergeAll(
 
 /** Services plus the janitor on the live disk meter: `ctl disk-cleanup` and `ctl space`. */
 export const JanitorLive = Janitor.Default.pipe(Layer.provide(DiskMeter.Live), Layer.provideMerge(ServicesLive))
+
+/** The janitor for a preview: the same graph on `SqlPreview`, so a dry run creates no database. */
+export const JanitorPreviewLive = Janitor.Default.pipe(
+  Layer.provide(DiskMeter.Live),
+  Layer.provideMerge(servicesOn(SqlPreview))
+)
+
+/** `HostOpsLive` for a preview (`ctl space reclaim --dry-run`): nothing created on disk. */
+export const HostOpsPreviewLive = Layer.mergeAll(
+  JobWorker.Default,
+  Gates.Default,
+  RemoteCtl.Default,
+  Janitor.Default.pipe(Layer.provide(DiskMeter.Live))
+).pipe(Layer.provideMerge(HostChannelLive), Layer.provideMerge(servicesOn(SqlPreview)))
 
 /** The entities this process hosts, on the single embedded runner. */
 export const EntitiesLive = Layer.mergeAll(LeaseKeeperLive, MarketAgentLive).pipe(

@@ -905,6 +905,16 @@ describe("ctl space and ctl disk-cleanup, as real processes", () => {
     return { dir, build, env, state: path.join(dir, "data", "janitor") }
   }
 
+  it("disk-cleanup --dry-run creates nothing (no data dir, no database) and its text names the paths and the policy", () => {
+    const { build, dir, env } = setup()
+    const text = execFileSync(process.execPath, [ctl, "disk-cleanup", "--dry-run"], { env, encoding: "utf8" })
+    assert.isFalse(fs.existsSync(path.join(dir, "data")), "a preview creates no data dir and no keel.db")
+    assert.include(text, "report_only [dry run]")
+    assert.include(text, `policy: target jan, declared, from file registry ${path.join(dir, "registry.yml")}`)
+    assert.include(text, `would delete ${path.join(build, "a")}`)
+    assert.include(text, `would delete ${path.join(build, "b")}`)
+  })
+
   it("reclaim --dry-run writes no state and deletes nothing (tree and state dir hashed before and after)", () => {
     const { build, env, state } = setup()
     const before = [treeDigest(build), treeDigest(state)]
