@@ -2,7 +2,11 @@ import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option, Schedule } from "effect"
 import { HostOpsLive, HostOpsPreviewLive, JanitorLive, JanitorPreviewLive } from "../layers/Live.js"
 import { type CleanupReport, Janitor, type Trigger } from "../services/fleet/janitor/Janitor.js"
-import { renderJanitorLaunchd, renderJanitorSystemd } from "../services/fleet/janitor/JanitorUnits.js"
+import {
+  renderJanitorLaunchd,
+  renderJanitorSystemd,
+  unitSettingsProblem
+} from "../services/fleet/janitor/JanitorUnits.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { CommandFailed, ExitWith, emit, json } from "./Output.js"
 
@@ -99,13 +103,31 @@ const diskCleanup = Command.make(
       Options.withDescription("Print the systemd service + timer (or, with --os darwin, the launchd plist) for --once")
     ),
     os: Options.choice("os", ["linux", "darwin"]).pipe(Options.optional),
+    user: Options.text("user").pipe(
+      Options.withDescription("The account the unit runs as (default keel); it deletes only caches it owns"),
+      Options.optional
+    ),
+    group: Options.text("group").pipe(Options.optional),
+    envFile: Options.text("env-file").pipe(
+      Options.withDescription("Where the systemd unit reads its settings (default /etc/keel/disk-cleanup.env)"),
+      Options.optional
+    ),
     ctlCommand: Options.text("ctl").pipe(Options.withDefault("/usr/local/bin/ctl")),
     json
   },
-  ({ ctlCommand, dryRun, interval, json, os, printUnits, timer, watch }) =>
+  ({ ctlCommand, dryRun, envFile, group, interval, json, os, printUnits, timer, user, watch }) =>
     Effect.gen(function* () {
       if (printUnits) {
-        const unitOptions = { ctl: ctlCommand.split(" ").filter((p) => p.length > 0), intervalSeconds: interval }
+        const unitOptions = {
+          ctl: ctlCommand.split(" ").filter((p) => p.length > 0),
+          intervalSeconds: interval,
+          user: Option.getOrUndefined(user),
+          group: Option.getOrUndefined(group),
+          environmentFile: Option.getOrUndefined(envFile),
+          environment: yield* (yield* Janitor).unitEnvironment
+        }
+        const problem = unitSettingsProblem(unitOptions)
+        if (problem !== undefined) return yield* new CommandFailed({ detail: problem })
         const darwin = Option.getOrElse(os, () => (process.platform === "darwin" ? "darwin" : "linux")) === "darwin"
         const files: Record<string, string> = darwin
           ? renderJanitorLaunchd(unitOptions)
@@ -134,7 +156,7 @@ const diskCleanup = Command.make(
 ).pipe(
   Command.withDescription("The disk janitor on this host: one pass, a preview, or a watch loop"),
   // A preview creates nothing, not even the database.
-  Command.provide(({ dryRun }) => (dryRun ? JanitorPreviewLive : JanitorLive))
+  Command.provide(({ dryRun, printUnits }) => (dryRun || printUnits ? JanitorPreviewLive : JanitorLive))
 )
 
 const target = Args.text({ name: "TARGET" })

@@ -24,6 +24,7 @@ import {
   scanBuildCaches,
   scanChromiumClones,
   scanHuggingfaceCache,
+  unitSettingsProblem,
   unlimitedBudget
 } from "keel"
 
@@ -872,9 +873,31 @@ const treeDigest = (dir: string): string => {
 describe("the watch writer's units", () => {
   it("the rendered systemd service and timer pass systemd-analyze verify; the plist parses", () => {
     const dir = temp("keel-janitor-units-")
-    const options = { ctl: [process.execPath, path.join(root, "bin", "ctl.js")], intervalSeconds: 600 }
-    for (const [name, text] of Object.entries(renderJanitorSystemd(options)))
-      fs.writeFileSync(path.join(dir, name), text)
+    const options = {
+      ctl: [process.execPath, path.join(root, "bin", "ctl.js")],
+      intervalSeconds: 600,
+      user: "root",
+      environment: { KEEL_REGISTRY: "/etc/keel/registry.yml", KEEL_DATA_DIR: "/var/lib/keel", KEEL_HOST: "forge-1" }
+    }
+    const files = renderJanitorSystemd({ ...options, environmentFile: path.join(dir, "disk-cleanup.env") })
+    for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text)
+    // The unit runs on its own: its account, its settings file, every setting the pass needs.
+    assert.include(files["keel-disk-cleanup.service"], "User=root\nGroup=root\n")
+    assert.include(files["keel-disk-cleanup.service"], `EnvironmentFile=${path.join(dir, "disk-cleanup.env")}`)
+    assert.strictEqual(
+      files["disk-cleanup.env"],
+      'KEEL_REGISTRY="/etc/keel/registry.yml"\nKEEL_DATA_DIR="/var/lib/keel"\nKEEL_HOST="forge-1"\n'
+    )
+    assert.include(
+      renderJanitorSystemd({ ctl: ["ctl"], intervalSeconds: 60 })["keel-disk-cleanup.service"],
+      "User=keel"
+    )
+    // A newline in a value would inject another setting: refused before rendering.
+    assert.match(
+      unitSettingsProblem({ ...options, environment: { KEEL_HOST: "h\nKEEL_VAULT_KEY=x" } }) ?? "",
+      /one line/
+    )
+    assert.match(unitSettingsProblem({ ...options, user: "a b" }) ?? "", /account name/)
     const verify = spawnSync(
       "systemd-analyze",
       ["verify", path.join(dir, "keel-disk-cleanup.service"), path.join(dir, "keel-disk-cleanup.timer")],
@@ -885,6 +908,8 @@ describe("the watch writer's units", () => {
     const plist = parsePlist(renderJanitorLaunchd(options)["dev.keel.disk-cleanup.plist"]) as Record<string, unknown>
     assert.deepStrictEqual((plist.ProgramArguments as Array<string>).slice(-3), ["disk-cleanup", "--once", "--timer"])
     assert.strictEqual(plist.StartInterval, 600)
+    assert.strictEqual(plist.UserName, "root")
+    assert.deepStrictEqual(plist.EnvironmentVariables, options.environment)
   })
 })
 

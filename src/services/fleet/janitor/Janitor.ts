@@ -627,6 +627,23 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
         }
       })
 
-    return { pass, lastReport, cleaners, stateDir, host: hostName } as const
+    /**
+     * What a unit running the pass on its own needs (under systemd the working directory is `/`): the
+     * registry, the data dir, the host, the state dir, as this process resolved them.
+     */
+    const unitEnvironment = Effect.gen(function* () {
+      const optional = (name: string) => Config.option(Config.string(name)).pipe(Effect.map(Option.getOrUndefined))
+      const entries: Array<[string, string | undefined]> = [
+        ["KEEL_REGISTRY", yield* optional("KEEL_REGISTRY")],
+        ["KEEL_REGISTRY_REF", yield* optional("KEEL_REGISTRY_REF")],
+        ["KEEL_REGISTRY_PATH", yield* optional("KEEL_REGISTRY_PATH")],
+        ["KEEL_DATA_DIR", path.resolve(app.dataDir)],
+        ["KEEL_HOST", hostName],
+        ["KEEL_JANITOR_STATE_DIR", stateDir]
+      ]
+      return Object.fromEntries(entries.filter((e): e is [string, string] => e[1] !== undefined))
+    }).pipe(Effect.orDie)
+
+    return { pass, lastReport, cleaners, unitEnvironment, stateDir, host: hostName } as const
   })
 }) {}

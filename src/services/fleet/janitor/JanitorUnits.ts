@@ -1,9 +1,45 @@
-/** The watch writer as an OS timer: `ctl disk-cleanup --once` on an interval (systemd or launchd). */
+/** The watch writer as an OS timer: `ctl disk-cleanup --once --timer` on an interval (systemd or launchd). */
 export interface JanitorUnitOptions {
   readonly ctl: ReadonlyArray<string>
   readonly intervalSeconds: number
+  /** The account the pass runs as (default `keel`): it deletes only caches whose tag this user owns. */
   readonly user?: string | undefined
+  readonly group?: string | undefined
+  /** Where the systemd unit reads its settings (default /etc/keel/disk-cleanup.env). */
+  readonly environmentFile?: string | undefined
+  /** The settings the pass needs on its own (KEEL_REGISTRY, KEEL_DATA_DIR, KEEL_HOST, …). */
+  readonly environment?: Readonly<Record<string, string>> | undefined
 }
+
+export const DEFAULT_UNIT_USER = "keel"
+export const DEFAULT_ENVIRONMENT_FILE = "/etc/keel/disk-cleanup.env"
+
+/**
+ * Why these unit settings cannot be rendered, or undefined: names are plain account names, values one
+ * line each (a newline would inject another setting), paths absolute.
+ */
+export const unitSettingsProblem = (options: JanitorUnitOptions): string | undefined => {
+  for (const [key, value] of Object.entries(options.environment ?? {})) {
+    if (!/^[A-Z_][A-Z0-9_]*$/.test(key)) return `${key}: not an environment variable name`
+    if (/[\n\r\0]/.test(value)) return `${key}: a value must be one line`
+  }
+  for (const [what, name] of [
+    ["user", options.user],
+    ["group", options.group]
+  ] as const)
+    if (name !== undefined && !/^[a-z_][a-z0-9_-]*\$?$/i.test(name))
+      return `${what} ${JSON.stringify(name)}: not an account name`
+  if (options.environmentFile !== undefined && !options.environmentFile.startsWith("/"))
+    return "the environment file must be an absolute path"
+  return undefined
+}
+
+/** The environment file's text: KEY="value" lines, as systemd's EnvironmentFile= reads them. */
+export const renderUnitEnvironment = (environment: Readonly<Record<string, string>>) =>
+  Object.entries(environment)
+    .map(([key, value]) => `${key}="${value.replace(/(["\\$`])/g, "\\$1")}"`)
+    .join("\n")
+    .concat("\n")
 
 const quote = (arg: string) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `"${arg.replace(/(["\\$`])/g, "\\$1")}"`)
 
@@ -14,12 +50,18 @@ export const renderJanitorSystemd = (options: JanitorUnitOptions) => ({
     "",
     "[Service]",
     "Type=oneshot",
-    ...(options.user === undefined ? [] : [`User=${options.user}`]),
+    `User=${options.user ?? DEFAULT_UNIT_USER}`,
+    `Group=${options.group ?? options.user ?? DEFAULT_UNIT_USER}`,
+    // Settings (registry, data dir, host) come from this file; without them the pass has no policy.
+    `EnvironmentFile=${options.environmentFile ?? DEFAULT_ENVIRONMENT_FILE}`,
     `ExecStart=${[...options.ctl, "disk-cleanup", "--once", "--timer"].map(quote).join(" ")}`,
     "Nice=10",
     "IOSchedulingClass=idle",
+    "NoNewPrivileges=yes",
+    "PrivateTmp=yes",
     ""
   ].join("\n"),
+  "disk-cleanup.env": renderUnitEnvironment(options.environment ?? {}),
   "keel-disk-cleanup.timer": [
     "[Unit]",
     "Description=Run the Keel disk janitor periodically",
@@ -49,7 +91,19 @@ export const renderJanitorLaunchd = (options: JanitorUnitOptions) => ({
     "  <array>",
     ...[...options.ctl, "disk-cleanup", "--once", "--timer"].map((arg) => `    <string>${xml(arg)}</string>`),
     "  </array>",
-    ...(options.user === undefined ? [] : ["  <key>UserName</key>", `  <string>${xml(options.user)}</string>`]),
+    "  <key>UserName</key>",
+    `  <string>${xml(options.user ?? DEFAULT_UNIT_USER)}</string>`,
+    ...(Object.keys(options.environment ?? {}).length === 0
+      ? []
+      : [
+          "  <key>EnvironmentVariables</key>",
+          "  <dict>",
+          ...Object.entries(options.environment ?? {}).flatMap(([key, value]) => [
+            `    <key>${xml(key)}</key>`,
+            `    <string>${xml(value)}</string>`
+          ]),
+          "  </dict>"
+        ]),
     "  <key>StartInterval</key>",
     `  <integer>${options.intervalSeconds}</integer>`,
     "  <key>LowPriorityIO</key>",
