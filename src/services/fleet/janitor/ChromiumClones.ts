@@ -31,7 +31,7 @@ export const scanChromiumClones = (options: {
   let last = options.cursor
   for (const name of names) {
     if (options.cursor !== null && name <= options.cursor) continue
-    if (!options.budget.charge()) return { candidates, skipped, scanned, applicable: true, cursor: last }
+    if (!options.budget.charge()) return { candidates, skipped, scanned, applicable: true, cursor: last ?? "" }
     scanned++
     last = name
     const dir = path.join(options.root, name)

@@ -409,6 +409,7 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
           if (spent !== undefined) {
             cursors[record.name] = cursor
             next ??= record.name
+            cap(spent)
             base.cleaners[record.name] = { status: "not_scanned", reason: spent, root: record.root.real }
             continue
           }
@@ -451,7 +452,8 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
         base.build_caches_resume_from =
           Array.isArray(frontier) && frontier.length > 0 ? (frontier as Array<string>) : null
         base.backup_twins_cursor = typeof cursors.backup_twins === "string" ? cursors.backup_twins : null
-        const anyCursor = Object.values(cursors).some((c) => c !== null)
+        // Kept while any walk is unfinished or a cleaner waits its turn (it goes first next pass).
+        const anyCursor = next !== null || Object.values(cursors).some((c) => c !== null)
         const checkpoints = anyCursor
           ? {
               policy_digest: digest,

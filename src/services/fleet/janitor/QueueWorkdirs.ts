@@ -31,7 +31,7 @@ export const scanQueueWorkdirs = (options: {
   let last: string | null = options.cursor
   for (const name of names) {
     if (options.cursor !== null && name <= options.cursor) continue
-    if (!options.budget.charge()) return { candidates, skipped, scanned, cursor: last }
+    if (!options.budget.charge()) return { candidates, skipped, scanned, cursor: last ?? "" }
     scanned++
     last = name
     const dir = path.join(options.root, name)

@@ -51,7 +51,8 @@ export const comparePaths = (a: string, b: string): number => {
 /**
  * Regular files under `root` in sorted depth-first order, after `cursor` (a relative path, exclusive),
  * never following links, charging the budget per entry. Returns the last file handed to `visit` when
- * the budget stopped the walk (the next cursor), or null when the walk completed.
+ * the budget stopped the walk (the next cursor; "" when it stopped before the first), or null when the
+ * walk completed.
  */
 export const sortedFileWalk = (
   root: string,
@@ -83,5 +84,6 @@ export const sortedFileWalk = (
     }
     return true
   }
-  return walk("") ? null : last
+  // Stopped before the first file: "" resumes from the start (null would mean the walk completed).
+  return walk("") ? null : (last ?? "")
 }
