@@ -210,7 +210,13 @@ const cleanersList = Command.make("list", { target, json }, ({ json, target }) =
     const listing = yield* (yield* Janitor).cleaners(target)
     yield* emit(json, listing, (r) =>
       [
-        `${r.target}: mode ${r.mode}${r.declared ? "" : " (built-in reporting default)"}`,
+        `${r.target}: mode ${r.mode}${
+          r.policy_error !== null
+            ? ` (no usable policy: ${r.policy_error})`
+            : r.declared
+              ? ""
+              : " (built-in reporting default)"
+        }`,
         ...r.cleaners.map(
           (c) => `  ${c.name}: ${c.configured ? "configured" : "not configured"}${c.available ? "" : ", not built yet"}`
         )
