@@ -361,6 +361,27 @@ describe("janitor policy: never silently the default", () => {
   })
 })
 
+describe("janitor and running jobs: cannot tell is busy", () => {
+  it.live("a host whose jobs are the control plane's (KEEL_CONTROL_PLANE_URL) does not clean build caches", () => {
+    const dir = temp("keel-jobs-")
+    const root = path.join(dir, "root")
+    const cache = cacheDir(path.join(root, "cache"))
+    return Effect.gen(function* () {
+      const report = yield* (yield* Janitor).pass({ writer: "watch", toTarget: true })
+      assert.strictEqual(report.outcome, "blocked_running_jobs")
+      assert.match(report.detail ?? "", /cannot tell which jobs run on jan/)
+      assert.isTrue(fs.existsSync(path.join(cache, "payload.bin")))
+    }).pipe(
+      Effect.provide(
+        janitorLayer({
+          KEEL_REGISTRY: registryWith(dir, build(root)),
+          KEEL_CONTROL_PLANE_URL: "https://control.example.internal"
+        })
+      )
+    )
+  })
+})
+
 describe("janitor lock: the kernel witnesses the holder", () => {
   it.live("a pass holds an flock on its lock file while it runs, released when it ends", () => {
     const dir = temp("keel-lock-")

@@ -188,6 +188,8 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
       Config.withDefault(path.join(app.dataDir, "vault.key"))
     )
     const hostName = yield* thisHostName
+    // A host that reports to a control plane elsewhere does not hold the jobs that run on it.
+    const controlPlane = yield* Config.option(Config.string("KEEL_CONTROL_PLANE_URL"))
     // A diagnostic knob for lock tests and demos: hold the lock this long before scanning.
     const holdMs = yield* Config.integer("KEEL_JANITOR_HOLD_MS").pipe(Config.withDefault(0))
     const stateFile = path.join(stateDir, "state.json")
@@ -376,6 +378,15 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
             finish("report_only", { policy, freeBefore: free, detail: "mode off: nothing scanned" }),
             { last_pass_at: started }
           )
+        if (Option.isSome(controlPlane) && policy.cleaners.build_caches !== undefined) {
+          // The jobs running here are the control plane's; until it answers that question, cannot tell = busy.
+          const report = finish("blocked_running_jobs", {
+            policy,
+            freeBefore: free,
+            detail: `cannot tell which jobs run on ${hostName}: they are the control plane's (KEEL_CONTROL_PLANE_URL), which does not answer that yet; build_caches needs the host idle`
+          })
+          return yield* persist(report, { last_pass_at: started })
+        }
         const running = (yield* queue.usage(0)).get(hostName)?.running ?? 0
         if (running > 0 && policy.cleaners.build_caches !== undefined) {
           // queue_workdirs alone does not need the host idle: it only takes finished jobs' trees.
