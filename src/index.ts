@@ -117,6 +117,7 @@ export * from "./services/market/WalletAuth.js"
 export * from "./services/market/WalletSignature.js"
 // Platform services
 export * from "./services/platform/AppConfig.js"
+export * from "./services/platform/ChildEnv.js"
 export * from "./services/platform/Cluster.js"
 export * from "./services/platform/Database.js"
 export * from "./services/platform/DemoData.js"

@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect } from "effect"
+import { childEnv } from "../platform/ChildEnv.js"
 import type { DemoSeeder } from "../platform/DemoData.js"
 import { packageRoot } from "../platform/Package.js"
 import { GtConfig } from "./GtConfig.js"
@@ -15,7 +16,8 @@ const ownRepository = () => {
 
 const git = (cwd: string, ...args: Array<string>) =>
   execFileSync("git", ["-c", "user.name=Keel", "-c", "user.email=keel@localhost", "-C", cwd, ...args], {
-    stdio: "ignore"
+    stdio: "ignore",
+    env: childEnv()
   })
 
 /**

@@ -1,8 +1,10 @@
 import { spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Data, Effect } from "effect"
 import { simpleGit } from "simple-git"
+import { childEnv } from "./ChildEnv.js"
 import { sha256Hex } from "./Digest.js"
 
 export class GitFailed extends Data.TaggedError("GitFailed")<{ readonly detail: string }> {}
@@ -21,9 +23,81 @@ const describe = (error: unknown) => (error instanceof Error ? error.message.spl
 /** Credentials never leave in answers or logs. */
 export const stripCredentials = (url: string) => url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/]*@/i, "$1")
 
-const git = (dir: string | undefined, args: ReadonlyArray<string>) =>
+/** An http(s) URL's user and password, taken out of it: git sees the URL without them. */
+export const splitCredentials = (
+  url: string
+): { readonly url: string; readonly username?: string; readonly password?: string } => {
+  const match = /^(https?:\/\/)([^@/]*)@/i.exec(url)
+  if (match === null) return { url: stripCredentials(url) }
+  const userinfo = match[2] ?? ""
+  const colon = userinfo.indexOf(":")
+  const decode = (text: string) => {
+    try {
+      return decodeURIComponent(text)
+    } catch {
+      return text
+    }
+  }
+  return {
+    url: stripCredentials(url),
+    username: decode(colon < 0 ? userinfo : userinfo.slice(0, colon)),
+    ...(colon < 0 ? {} : { password: decode(userinfo.slice(colon + 1)) })
+  }
+}
+
+/** How long a git call may go without output before it is killed (a server that never answers). */
+const GIT_STALL_MS = 60_000
+
+const ASKPASS_PREFIX = ".askpass-"
+
+/**
+ * The credentials of one git call, in a 0700 directory beside the mirrors: an askpass script and 0600
+ * files it prints. git asks it (GIT_ASKPASS) only when the server wants credentials; the directory is
+ * removed when the call ends, and ones left by a killed process are swept on the next call.
+ */
+const askpass = (mirrorsDir: string, credentials: { username?: string; password?: string }) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      fs.mkdirSync(mirrorsDir, { recursive: true })
+      for (const name of fs.readdirSync(mirrorsDir)) {
+        if (!name.startsWith(ASKPASS_PREFIX)) continue
+        const stale = path.join(mirrorsDir, name)
+        const age = Date.now() - (fs.statSync(stale, { throwIfNoEntry: false })?.mtimeMs ?? Date.now())
+        if (age > 10 * 60_000) fs.rmSync(stale, { recursive: true, force: true })
+      }
+      const dir = path.join(mirrorsDir, `${ASKPASS_PREFIX}${randomBytes(8).toString("hex")}`)
+      fs.mkdirSync(dir, { mode: 0o700 })
+      fs.writeFileSync(path.join(dir, "username"), credentials.username ?? "", { mode: 0o600 })
+      fs.writeFileSync(path.join(dir, "password"), credentials.password ?? "", { mode: 0o600 })
+      const script = path.join(dir, "askpass")
+      fs.writeFileSync(
+        script,
+        '#!/bin/sh\ncase "$1" in\n  Username*|username*) exec cat "$(dirname "$0")/username" ;;\n  *) exec cat "$(dirname "$0")/password" ;;\nesac\n',
+        { mode: 0o700 }
+      )
+      return { dir, script }
+    }),
+    ({ dir }) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+  )
+
+/** The environment of every git child: built, no credentials in it, never a terminal prompt. */
+const gitEnv = (askpassScript?: string) =>
+  childEnv({ GIT_TERMINAL_PROMPT: "0", ...(askpassScript === undefined ? {} : { GIT_ASKPASS: askpassScript }) })
+
+const git = (dir: string | undefined, args: ReadonlyArray<string>, askpassScript?: string) =>
   Effect.tryPromise({
-    try: () => (dir === undefined ? simpleGit() : simpleGit(dir)).raw([...args]),
+    try: (signal) =>
+      simpleGit({
+        ...(dir === undefined ? {} : { baseDir: dir }),
+        timeout: { block: GIT_STALL_MS },
+        abort: signal,
+        // Keel sets the askpass and resets credential helpers itself; no user data reaches these.
+        unsafe: { allowUnsafeAskPass: true, allowUnsafeCredentialHelper: true },
+        allowEnvironment: ["GIT_TERMINAL_PROMPT", "GIT_ASKPASS"]
+      })
+        .env(gitEnv(askpassScript))
+        // No helper may store or supply credentials behind our back.
+        .raw(["-c", "credential.helper=", ...args]),
     catch: (error) => new GitFailed({ detail: `git ${args[0]}: ${stripCredentials(describe(error) ?? "")}` })
   })
 
@@ -34,24 +108,27 @@ const git = (dir: string | undefined, args: ReadonlyArray<string>) =>
 export const GitMirror = {
   /** Clones (first time) or fetches a bare mirror of `url`; returns its directory. */
   sync: (url: string, mirrorsDir: string) =>
-    Effect.gen(function* () {
-      const dir = path.join(mirrorsDir, sha256Hex(url).slice(0, 24))
-      if (fs.existsSync(path.join(dir, "HEAD"))) {
-        yield* git(dir, [
-          "fetch",
-          "--prune",
-          "--quiet",
-          "origin",
-          "+refs/heads/*:refs/heads/*",
-          "+refs/tags/*:refs/tags/*"
-        ])
-      } else {
-        yield* Effect.sync(() => fs.mkdirSync(mirrorsDir, { recursive: true }))
-        yield* Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-        yield* git(undefined, ["clone", "--mirror", "--quiet", url, dir])
-      }
-      return dir
-    }),
+    Effect.scoped(
+      Effect.gen(function* () {
+        // git never sees a password: not in its argv (`ps`), not in the mirror's config, not in errors.
+        const plain = splitCredentials(url)
+        const dir = path.join(mirrorsDir, sha256Hex(plain.url).slice(0, 24))
+        const pass =
+          plain.username === undefined && plain.password === undefined ? undefined : yield* askpass(mirrorsDir, plain)
+        if (fs.existsSync(path.join(dir, "HEAD"))) {
+          yield* git(
+            dir,
+            ["fetch", "--prune", "--quiet", "origin", "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"],
+            pass?.script
+          )
+        } else {
+          yield* Effect.sync(() => fs.mkdirSync(mirrorsDir, { recursive: true }))
+          yield* Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+          yield* git(undefined, ["clone", "--mirror", "--quiet", "--", plain.url, dir], pass?.script)
+        }
+        return dir
+      })
+    ),
 
   /** The commit a ref (branch, tag, sha) names; the mirror's default branch when `ref` is undefined. */
   resolve: (dir: string, ref: string | undefined) =>
@@ -98,12 +175,17 @@ export const GitMirror = {
   show: (dir: string, commit: string, file: string) =>
     Effect.async<Buffer | undefined, GitFailed>((resume) => {
       const child = spawn("git", ["-C", dir, "cat-file", "blob", `${commit}:${file}`], {
-        stdio: ["ignore", "pipe", "pipe"]
+        stdio: ["ignore", "pipe", "pipe"],
+        env: gitEnv(),
+        timeout: GIT_STALL_MS,
+        killSignal: "SIGKILL"
       })
       const chunks: Array<Buffer> = []
       child.stdout.on("data", (c: Buffer) => chunks.push(c))
       child.on("error", (error) => resume(Effect.fail(new GitFailed({ detail: describe(error) ?? "git failed" }))))
       child.on("close", (code) => resume(Effect.succeed(code === 0 ? Buffer.concat(chunks) : undefined)))
+      // Interrupted (a request gone, a timeout upstream): the child goes too.
+      return Effect.sync(() => child.kill("SIGKILL"))
     }),
 
   /** Reads many blobs through one `git cat-file --batch` process. */
@@ -111,7 +193,13 @@ export const GitMirror = {
     Effect.async<Map<string, Buffer>, GitFailed>((resume) => {
       const blobs = new Map<string, Buffer>()
       if (shas.length === 0) return resume(Effect.succeed(blobs))
-      const child = spawn("git", ["-C", dir, "cat-file", "--batch"], { stdio: ["pipe", "pipe", "pipe"] })
+      const child = spawn("git", ["-C", dir, "cat-file", "--batch"], {
+        stdio: ["pipe", "pipe", "pipe"],
+        env: gitEnv(),
+        // A whole repository's blobs: bounded, generously.
+        timeout: 10 * GIT_STALL_MS,
+        killSignal: "SIGKILL"
+      })
       let buffer: Buffer = Buffer.alloc(0)
       let index = 0
       child.stdout.on("data", (chunk: Buffer) => {
@@ -141,6 +229,8 @@ export const GitMirror = {
             : Effect.fail(new GitFailed({ detail: `git cat-file --batch ended with ${code}` }))
         )
       )
+      child.stdin.on("error", () => {})
       child.stdin.end(`${shas.join("\n")}\n`)
+      return Effect.sync(() => child.kill("SIGKILL"))
     })
 }

@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process"
 import * as fs from "node:fs/promises"
 import { Context, Effect, Layer } from "effect"
+import { childEnv } from "../../platform/ChildEnv.js"
 import { sha256Hex } from "../../platform/Digest.js"
 import type { UnitState } from "./Beacon.js"
 
@@ -20,10 +21,17 @@ export class ServiceManager extends Context.Tag("fleet/ServiceManager")<
 
 const run = (command: string, args: ReadonlyArray<string>) =>
   Effect.async<{ readonly code: number; readonly stdout: string; readonly stderr: string }>((resume) => {
-    execFile(command, [...args], { timeout: 10_000, maxBuffer: 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === "number" ? error.code : 127
-      resume(Effect.succeed({ code, stdout: String(stdout), stderr: String(stderr || (error?.message ?? "")) }))
-    })
+    const child = execFile(
+      command,
+      [...args],
+      { timeout: 10_000, maxBuffer: 1024 * 1024, env: childEnv() },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : 127
+        resume(Effect.succeed({ code, stdout: String(stdout), stderr: String(stderr || (error?.message ?? "")) }))
+      }
+    )
+    // Interrupted: the child goes too.
+    return Effect.sync(() => child.kill("SIGKILL"))
   })
 
 /** The live process's executable and its SHA-256, where the OS lets us read them. */

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { childEnv } from "../../platform/ChildEnv.js"
 
 export interface LockRecord {
   readonly pid: number
@@ -43,15 +44,13 @@ const flockBinary = (() => {
     if (found === undefined) {
       const probe = spawnSync("flock", ["--version"], {
         stdio: "ignore",
-        env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }
+        env: childEnv()
       })
       found = probe.status === 0 ? "flock" : null
     }
     return found ?? undefined
   }
 })()
-
-const childEnv = () => ({ PATH: process.env.PATH ?? "/usr/bin:/bin" })
 
 /**
  * Whether some process still holds the kernel lock on `file`'s inode: flock(1) tries it without waiting.

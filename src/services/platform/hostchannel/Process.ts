@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process"
 import { Effect } from "effect"
+import { childEnv } from "../ChildEnv.js"
 import { ChannelError, type CommandRequest, type CommandResult } from "./HostChannel.js"
 
 const DEFAULT_TIMEOUT_MS = 60_000
@@ -18,7 +19,8 @@ export const runProcess = (target: string, argv: ReadonlyArray<string>, request:
     }
     const started = Date.now()
     const limit = request.maxOutputBytes ?? DEFAULT_MAX_OUTPUT
-    const child = spawn(program, args, { stdio: ["pipe", "pipe", "pipe"], detached: true })
+    // The environment is built: no KEEL_* secret (the vault key) reaches a command or a job.
+    const child = spawn(program, args, { stdio: ["pipe", "pipe", "pipe"], detached: true, env: childEnv() })
     const out: Array<Buffer> = []
     const err: Array<Buffer> = []
     let sizes = { stdout: 0, stderr: 0 }

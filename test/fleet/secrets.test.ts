@@ -1,0 +1,225 @@
+import { execFileSync, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Layer } from "effect"
+import { AppConfigTest, childEnv, FleetRegistry, MemoryObjectStoreLayer, ObjectGateway, splitCredentials } from "keel"
+
+const root = fileURLToPath(new URL("../..", import.meta.url))
+const ctl = path.join(root, "bin", "ctl.js")
+const temp = (prefix: string) => fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+
+describe("a child process never inherits Keel's secrets", () => {
+  it("the environment is built: an allow-list plus what the caller sets, never a KEEL_* or named secret", () => {
+    const parent = {
+      PATH: "/usr/bin",
+      HOME: "/home/op",
+      LC_ALL: "C.UTF-8",
+      KEEL_VAULT_KEY: "master",
+      KEEL_DATA_DIR: "/var/lib/keel",
+      GT_TOKENS: "t",
+      AWS_SECRET_ACCESS_KEY: "aws",
+      KEEL_SECRET_ENV: "MY_TOKEN"
+    }
+    assert.deepStrictEqual(childEnv({ GIT_TERMINAL_PROMPT: "0", KEEL_VAULT_KEY: "x", MY_TOKEN: "y" }, parent), {
+      PATH: "/usr/bin",
+      HOME: "/home/op",
+      LC_ALL: "C.UTF-8",
+      GIT_TERMINAL_PROMPT: "0"
+    })
+  })
+
+  it("`env` through `ctl host exec` and through a queued job shows no KEEL_* secret", () => {
+    const dir = temp("keel-secrets-")
+    const secrets = {
+      KEEL_VAULT_KEY: randomBytes(32).toString("base64"),
+      KEEL_ADMIN_TOKENS: `admin-${randomBytes(8).toString("hex")}`,
+      GT_TOKENS: `gt-${randomBytes(8).toString("hex")}`
+    }
+    const env = {
+      ...process.env,
+      ...secrets,
+      KEEL_DATA_DIR: path.join(dir, "data"),
+      KEEL_REGISTRY: path.join(root, "examples", "registry.yml"),
+      KEEL_DEMO_DATA: "false",
+      KEEL_LOG_LEVEL: "warning"
+    }
+    const run = (args: Array<string>) => execFileSync(process.execPath, [ctl, ...args], { env, encoding: "utf8" })
+    const leaks = (text: string) =>
+      [...Object.values(secrets), "KEEL_"].filter((needle) => text.includes(needle)).map((n) => n.slice(0, 5))
+
+    const exec = run(["host", "exec", "forge-1", "--", "env"])
+    assert.include(exec, "PATH=")
+    assert.deepStrictEqual(leaks(exec), [])
+
+    const id = JSON.parse(run(["machine", "submit", "forge-1", "--json", "--", "env"])).id as string
+    run(["machine", "work", "--until-empty"])
+    const logs = JSON.parse(run(["machine", "logs", id, "--json"])) as { lines: Array<{ line: string }> }
+    const text = logs.lines.map((l) => l.line).join("\n")
+    assert.include(text, "PATH=")
+    assert.deepStrictEqual(leaks(text), [])
+  }, 60_000)
+})
+
+/** A git smart-HTTP server (git http-backend) behind basic auth, answering each request after `delayMs`. */
+const gitServer = async (projectRoot: string, user: string, password: string, delayMs: number) => {
+  const expected = `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`
+  const server = http.createServer((req, res) => {
+    if (req.headers.authorization !== expected) {
+      res.writeHead(401, { "WWW-Authenticate": 'Basic realm="git"' }).end()
+      return
+    }
+    const url = new URL(req.url ?? "/", "http://localhost")
+    setTimeout(() => {
+      const cgi = spawn("git", ["http-backend"], {
+        env: {
+          PATH: process.env.PATH ?? "/usr/bin:/bin",
+          GIT_PROJECT_ROOT: projectRoot,
+          GIT_HTTP_EXPORT_ALL: "1",
+          PATH_INFO: url.pathname,
+          QUERY_STRING: url.search.slice(1),
+          REQUEST_METHOD: req.method ?? "GET",
+          CONTENT_TYPE: req.headers["content-type"] ?? "",
+          HTTP_CONTENT_ENCODING: String(req.headers["content-encoding"] ?? ""),
+          REMOTE_USER: user,
+          REMOTE_ADDR: "127.0.0.1"
+        }
+      })
+      req.pipe(cgi.stdin)
+      const chunks: Array<Buffer> = []
+      cgi.stdout.on("data", (c: Buffer) => chunks.push(c))
+      cgi.on("close", () => {
+        const all = Buffer.concat(chunks)
+        const split = all.indexOf("\r\n\r\n")
+        const head = all.subarray(0, split).toString()
+        const headers: Record<string, string> = {}
+        let status = 200
+        for (const line of head.split("\r\n")) {
+          const colon = line.indexOf(":")
+          const name = line.slice(0, colon).trim()
+          const value = line.slice(colon + 1).trim()
+          if (name.toLowerCase() === "status") status = Number(value.split(" ")[0])
+          else headers[name] = value
+        }
+        res.writeHead(status, headers).end(all.subarray(split + 4))
+      })
+    }, delayMs)
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return { server, port: (server.address() as AddressInfo).port }
+}
+
+/** Every process's argv visible now, as /proc/<pid>/cmdline (world-readable: what `ps` shows anyone). */
+const allCmdlines = () =>
+  fs.readdirSync("/proc").flatMap((pid) => {
+    if (!/^\d+$/.test(pid)) return []
+    try {
+      return [fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ")]
+    } catch {
+      return []
+    }
+  })
+
+describe("credentials in a git URL never reach git's argv", () => {
+  it("splitCredentials takes user and password out of an http(s) URL, decoded", () => {
+    assert.deepStrictEqual(splitCredentials("https://ci%40corp:p%3Ass@git.example/r.git"), {
+      url: "https://git.example/r.git",
+      username: "ci@corp",
+      password: "p:ss"
+    })
+    assert.deepStrictEqual(splitCredentials("ssh://git@host/r.git"), { url: "ssh://host/r.git" })
+  })
+
+  it.live(
+    "a registry cloned from an authenticated server: no password in any process's cmdline, the mirror's config or errors",
+    () => {
+      const dir = temp("keel-gitauth-")
+      const work = path.join(dir, "work")
+      fs.mkdirSync(work)
+      fs.copyFileSync(path.join(root, "examples", "registry.yml"), path.join(work, "registry.yml"))
+      const git = (cwd: string, ...args: Array<string>) =>
+        execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@localhost", "-C", cwd, ...args], {
+          stdio: "ignore"
+        })
+      git(work, "init", "-q", "-b", "main")
+      git(work, "add", "registry.yml")
+      git(work, "commit", "-q", "-m", "registry")
+      const projects = path.join(dir, "srv")
+      fs.mkdirSync(projects)
+      execFileSync("git", ["clone", "-q", "--bare", work, path.join(projects, "fleet.git")], { stdio: "ignore" })
+      const password = `pw-${randomBytes(6).toString("hex")}`
+      const dataDir = path.join(dir, "data")
+      return Effect.gen(function* () {
+        const { port, server } = yield* Effect.promise(() => gitServer(projects, "ci", password, 150))
+        const seen = new Set<string>()
+        let samples = 0
+        const sampler = setInterval(() => {
+          samples++
+          for (const line of allCmdlines()) if (line.includes("git")) seen.add(line)
+        }, 5)
+        const layer = FleetRegistry.Default.pipe(
+          Layer.provideMerge(ObjectGateway.Default),
+          Layer.provideMerge(MemoryObjectStoreLayer),
+          Layer.provideMerge(AppConfigTest({ dataDir })),
+          Layer.provide(
+            Layer.setConfigProvider(
+              ConfigProvider.fromMap(new Map([["KEEL_REGISTRY", `http://ci:${password}@127.0.0.1:${port}/fleet.git`]]))
+            )
+          )
+        )
+        const snapshot = yield* Effect.flatMap(FleetRegistry, (r) => r.read()).pipe(
+          Effect.provide(layer),
+          Effect.ensuring(
+            Effect.sync(() => {
+              clearInterval(sampler)
+              server.close()
+            })
+          )
+        )
+        assert.strictEqual(snapshot.source.kind, "git")
+        assert.strictEqual(snapshot.source.location, `http://127.0.0.1:${port}/fleet.git`)
+        assert.isAbove(samples, 10)
+        // The sampler saw git at work (its clone or fetch), and never the password.
+        assert.isTrue(
+          [...seen].some((line) => line.includes(`127.0.0.1:${port}`)),
+          "the sampler caught git talking to the server"
+        )
+        assert.deepStrictEqual(
+          [...seen].filter((line) => line.includes(password)),
+          []
+        )
+        const mirrors = path.join(dataDir, "registry-mirrors")
+        const files = fs.readdirSync(mirrors)
+        assert.deepStrictEqual(
+          files.filter((f) => f.startsWith(".askpass-")),
+          [],
+          "the credentials directory is gone after the call"
+        )
+        for (const mirror of files)
+          assert.notInclude(fs.readFileSync(path.join(mirrors, mirror, "config"), "utf8"), password)
+
+        // A wrong password: the error names the URL without credentials and never the password.
+        const wrong = `http://ci:not-${password}@127.0.0.1:${port}/other.git`
+        const refused = yield* Effect.flip(
+          Effect.flatMap(FleetRegistry, (r) => r.read()).pipe(
+            Effect.provide(
+              FleetRegistry.Default.pipe(
+                Layer.provideMerge(ObjectGateway.Default),
+                Layer.provideMerge(MemoryObjectStoreLayer),
+                Layer.provideMerge(AppConfigTest({ dataDir })),
+                Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["KEEL_REGISTRY", wrong]]))))
+              )
+            )
+          )
+        )
+        assert.notInclude(JSON.stringify(refused), password)
+      })
+    },
+    60_000
+  )
+})
