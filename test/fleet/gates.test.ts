@@ -58,7 +58,11 @@ const recorder = () => {
         return live.run(spec, request)
       }
     }))
-  ).pipe(Layer.provide(HostChannelLive), Layer.provide(VaultTest))
+  ).pipe(
+    Layer.provide(HostChannelLive),
+    Layer.provide(VaultTest),
+    Layer.provide(AppConfigTest({ dataDir: fs.mkdtempSync(path.join(os.tmpdir(), "keel-gates-run-")) }))
+  )
   return { writes, commands, objects, channel }
 }
 

@@ -1,10 +1,14 @@
 import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { type ChannelSpec, HostChannel, HostChannelLive, ServicesTest, Vault } from "keel"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
 
-const runtime = ManagedRuntime.make(HostChannelLive.pipe(Layer.provideMerge(ServicesTest())))
+const runtime = ManagedRuntime.make(
+  HostChannelLive.pipe(Layer.provideMerge(ServicesTest({ dataDir: fs.mkdtempSync(`${os.tmpdir()}/keel-channel-`) })))
+)
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes)
 
 let sshd: TestSshd | undefined
@@ -125,4 +129,48 @@ describe.skipIf(!sshdAvailable)("the ssh adapter", () => {
     )
     expect(failure._tag).toBe("ChannelError")
   }, 30_000)
+})
+
+describe("the ssh identity on disk", () => {
+  it("an identity directory left by a dead process is removed when a channel starts; a live one stays", async () => {
+    const dataDir = fs.mkdtempSync(`${os.tmpdir()}/keel-run-`)
+    const run = path.join(dataDir, "run")
+    fs.mkdirSync(path.join(run, "ssh-999999999-stale"), { recursive: true, mode: 0o700 })
+    fs.writeFileSync(path.join(run, "ssh-999999999-stale", "id-1"), "PRIVATE KEY", { mode: 0o600 })
+    fs.mkdirSync(path.join(run, `ssh-${process.pid}-live`), { mode: 0o700 })
+    const fresh = ManagedRuntime.make(HostChannelLive.pipe(Layer.provideMerge(ServicesTest({ dataDir }))))
+    await fresh.runPromise(Effect.flatMap(HostChannel, () => Effect.void))
+    await fresh.dispose()
+    expect(fs.readdirSync(run)).toEqual([`ssh-${process.pid}-live`])
+  })
+
+  it.skipIf(!sshdAvailable)(
+    "during an ssh call the key sits in a 0600 file in a 0700 directory under the data dir, gone after",
+    async () => {
+      const dataDir = fs.mkdtempSync(`${os.tmpdir()}/keel-run-`)
+      const own = ManagedRuntime.make(HostChannelLive.pipe(Layer.provideMerge(ServicesTest({ dataDir }))))
+      await own.runPromise(
+        Effect.flatMap(Vault, (vault) => vault.putItem("test-ssh", { private_key: sshd!.clientKey }))
+      )
+      const run = path.join(dataDir, "run")
+      const modes = new Set<string>()
+      const sampler = setInterval(() => {
+        for (const name of fs.existsSync(run) ? fs.readdirSync(run) : []) {
+          const dir = path.join(run, name)
+          modes.add(`dir ${(fs.statSync(dir).mode & 0o777).toString(8)}`)
+          for (const file of fs.readdirSync(dir))
+            modes.add(`file ${(fs.statSync(path.join(dir, file)).mode & 0o777).toString(8)}`)
+        }
+      }, 10)
+      const result = await own.runPromise(
+        Effect.flatMap(HostChannel, (channel) => channel.run(specs.ssh!(), { argv: ["sleep", "0.5"] }))
+      )
+      clearInterval(sampler)
+      await own.dispose()
+      expect(result.exitCode).toBe(0)
+      expect([...modes].sort()).toEqual(["dir 700", "file 600"])
+      expect(fs.readdirSync(run)).toEqual([])
+    },
+    30_000
+  )
 })
