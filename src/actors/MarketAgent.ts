@@ -6,7 +6,9 @@ import { CoinHistory } from "../services/market/CoinPrice.js"
 import {
   AgentNotFound,
   AgentNotTrading,
+  CurveComplete,
   IdempotencyKeyReused,
+  OrderNotFilled,
   SlippageExceeded,
   TradeTooSmall
 } from "../services/market/Errors.js"
@@ -28,6 +30,8 @@ export const MarketAgent = Entity.make("MarketAgent", [
       AgentNotTrading,
       SlippageExceeded,
       TradeTooSmall,
+      CurveComplete,
+      OrderNotFilled,
       InsufficientFunds,
       IdempotencyKeyReused
     )

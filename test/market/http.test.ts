@@ -87,13 +87,17 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
       })
       assert.strictEqual(buy.status, 200)
       assert.deepStrictEqual(Object.keys(buy.body).sort(), [
+        "coin_spent",
         "fee",
         "new_balance",
+        "partial",
         "price_per_token",
         "success",
         "tokens_received"
       ])
       assert.strictEqual(buy.body.success, true)
+      assert.strictEqual(buy.body.coin_spent, 10)
+      assert.strictEqual(buy.body.partial, false)
       assert.strictEqual(buy.body.fee, 0.1)
       assert.strictEqual(buy.body.new_balance, 990)
       const held = yield* balanceOf(w.address, "TRADE")
@@ -109,9 +113,13 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
         "coin_received",
         "fee",
         "new_balance",
+        "partial",
         "price_per_token",
-        "success"
+        "success",
+        "tokens_sold"
       ])
+      assert.strictEqual(sell.body.tokens_sold, buy.body.tokens_received)
+      assert.strictEqual(sell.body.partial, false)
       assert.strictEqual(toUnits(sell.body.new_balance), yield* balanceOf(w.address))
       assert.isBelow(sell.body.coin_received, 9.9) // a round trip never profits: the fee and rounding stay behind
       const agent = (yield* call("GET", "/api/agents/TRADE")).body

@@ -1,6 +1,17 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FastCheck as fc } from "effect"
-import { COIN, type CurveState, fromUnits, Ledger, quoteBuy, quoteSell, ServicesTest, toUnits, UNIT } from "keel"
+import {
+  COIN,
+  type CurveState,
+  fromUnits,
+  jsonNumberTexts,
+  Ledger,
+  quoteBuy,
+  quoteSell,
+  ServicesTest,
+  toUnits,
+  UNIT
+} from "keel"
 
 const FEE = 100n // 1 %
 
@@ -11,12 +22,37 @@ const launch: CurveState = {
 }
 
 describe("units", () => {
-  it("decimal amounts become exact nano-units, rounding down", () => {
+  it("decimal amounts become exact nano-units from their decimal text, rounding toward the caller", () => {
     assert.strictEqual(toUnits("1.5"), 1_500_000_000n)
     assert.strictEqual(toUnits(0.1), 100_000_000n)
     assert.strictEqual(toUnits("0.0000000019"), 1n)
     assert.strictEqual(fromUnits(1_500_000_000n), 1.5)
-    assert.throws(() => toUnits("1e3"))
+    // Amounts to spend or move round down: never more than asked.
+    assert.strictEqual(toUnits(0.9999999999), 999_999_999n)
+    assert.strictEqual(toUnits("0.9999999999"), 999_999_999n)
+    assert.strictEqual(toUnits(1.0000000005), 1_000_000_000n)
+    assert.strictEqual(toUnits("0.0000000015"), 1n)
+    assert.strictEqual(toUnits(1e-10), 0n)
+    assert.strictEqual(toUnits("1e3"), 1_000_000_000_000n)
+    assert.strictEqual(toUnits("1.5E-9"), 1n)
+    assert.strictEqual(toUnits(1e12), 1_000_000_000_000_000_000_000n)
+    // 17 significant digits: the text is exact where a double is not.
+    assert.strictEqual(toUnits("123456789012.123456789"), 123_456_789_012_123_456_789n)
+    assert.strictEqual(toUnits("0.12345678912345678"), 123_456_789n)
+    // Guards (a minimum to receive) round up: never accept less than asked.
+    assert.strictEqual(toUnits("1.0000000005", "up"), 1_000_000_001n)
+    assert.strictEqual(toUnits("1e-10", "up"), 1n)
+    assert.strictEqual(toUnits("2", "up"), 2_000_000_000n)
+    assert.throws(() => toUnits("0x10"))
+    assert.throws(() => toUnits("1.2.3"))
+  })
+
+  it("the source text of a JSON body's numbers, as sent", () => {
+    const texts = jsonNumberTexts(
+      '{"user_id":"0xab","nested":{"amount":1},"list":[1,2,{"x":"}"}],"amount":0.99999999999999999,"min_tokens_out":1E-10,"s":"a\\"b"}'
+    )
+    assert.deepStrictEqual(Object.fromEntries(texts), { amount: "0.99999999999999999", min_tokens_out: "1E-10" })
+    assert.strictEqual(jsonNumberTexts("[1]").size, 0)
   })
 })
 

@@ -55,10 +55,12 @@ describe("token markets on the ledger", () => {
       const { ledger, market } = yield* setup
       const trade = yield* market.buy("AAA", "wallet:1", 900n * UNIT, settings)
       assert.strictEqual((yield* market.curve("AAA")).realToken, 0n)
+      assert.isTrue(trade.partial)
       assert.isBelow(Number(trade.coin), Number(100n * UNIT)) // pump.fun's curve completes near 85 coin
       assert.strictEqual(yield* ledger.balance("wallet:1", COIN), 1_000n * UNIT - trade.coin)
+      // A complete curve says so: sold out, not "too small".
       const sold = yield* Effect.flip(market.buy("AAA", "wallet:2", UNIT, settings))
-      assert.strictEqual(sold._tag, "TradeTooSmall")
+      assert.strictEqual(sold._tag, "CurveComplete")
       assert.isTrue((yield* ledger.audit()).ok)
     }).pipe(Effect.provide(ServicesTest()))
   )

@@ -262,13 +262,15 @@ const market = Effect.gen(function* () {
           const quote = quoteBuy(curveIn(before, ticker), op.coinIn, settings.feeBps)
           const minOut = quote === undefined ? 0n : (quote.tokensOut * BigInt(op.guardBps)) / BPS
           expected =
-            quote === undefined
-              ? "TradeTooSmall"
-              : quote.tokensOut < minOut
-                ? "SlippageExceeded"
-                : quote.cost > coinBefore
-                  ? "InsufficientFunds"
-                  : undefined
+            curveIn(before, ticker).realToken <= 0n
+              ? "CurveComplete"
+              : quote === undefined
+                ? "TradeTooSmall"
+                : quote.tokensOut < minOut
+                  ? "SlippageExceeded"
+                  : quote.cost > coinBefore
+                    ? "InsufficientFunds"
+                    : undefined
           const trade = yield* Effect.either(tokens.buy(ticker, wallet, op.coinIn, settings, minOut))
           result = trade
           if (trade._tag === "Right" && quote !== undefined) {
@@ -336,7 +338,14 @@ const market = Effect.gen(function* () {
           // Buy, then at once sell exactly what was bought: the wallet never ends with more coin.
           const ticker = TICKERS[op.ticker]!
           const quote = quoteBuy(curveIn(before, ticker), op.coinIn, settings.feeBps)
-          expected = quote === undefined ? "TradeTooSmall" : quote.cost > coinBefore ? "InsufficientFunds" : undefined
+          expected =
+            curveIn(before, ticker).realToken <= 0n
+              ? "CurveComplete"
+              : quote === undefined
+                ? "TradeTooSmall"
+                : quote.cost > coinBefore
+                  ? "InsufficientFunds"
+                  : undefined
           const bought = yield* Effect.either(tokens.buy(ticker, wallet, op.coinIn, settings))
           result = bought
           if (bought._tag === "Right") {

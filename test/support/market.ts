@@ -23,6 +23,8 @@ export const call = (
   path: string,
   options: {
     readonly body?: unknown
+    /** The body's exact text (for numbers JSON.stringify cannot write, e.g. 17 significant digits). */
+    readonly rawBody?: string
     readonly bearer?: string
     readonly sign?: string
     readonly headers?: Record<string, string>
@@ -30,7 +32,7 @@ export const call = (
 ) =>
   Effect.gen(function* () {
     const client = yield* HttpClient.HttpClient
-    const text = options.body === undefined ? "" : JSON.stringify(options.body)
+    const text = options.rawBody ?? (options.body === undefined ? "" : JSON.stringify(options.body))
     const headers: Record<string, string> = {
       ...(options.bearer === undefined ? {} : { authorization: `Bearer ${options.bearer}` }),
       ...(options.sign === undefined ? {} : signRequest(options.sign, { method, pathWithQuery: path, body: text })),
@@ -38,7 +40,9 @@ export const call = (
     }
     const request = (method === "GET" ? HttpClientRequest.get(path) : HttpClientRequest.post(path)).pipe(
       HttpClientRequest.setHeaders(headers),
-      options.body === undefined ? (r) => r : HttpClientRequest.bodyText(text, "application/json")
+      options.body === undefined && options.rawBody === undefined
+        ? (r) => r
+        : HttpClientRequest.bodyText(text, "application/json")
     )
     const response = yield* client.execute(request)
     const raw = yield* response.text

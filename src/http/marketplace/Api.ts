@@ -5,8 +5,10 @@ import {
   AgentCannotChat,
   AgentNotFound,
   AgentNotTrading,
+  CurveComplete,
   Forbidden,
   IdempotencyKeyReused,
+  OrderNotFilled,
   RateLimited,
   SlippageExceeded,
   TradeTooSmall,
@@ -131,6 +133,8 @@ const tradeEndpoint = <const Side extends "buy" | "sell", Guard extends Schema.S
     .addError(AgentNotTrading)
     .addError(SlippageExceeded)
     .addError(TradeTooSmall)
+    .addError(CurveComplete)
+    .addError(OrderNotFilled)
     .addError(InsufficientFunds)
     .addError(IdempotencyKeyReused)
     .addError(Forbidden)
@@ -143,7 +147,18 @@ export class TokensApi extends HttpApiGroup.make("tokens")
       .annotate(OpenApi.Description, "Tokens by market cap, largest first. Public.")
   )
   .add(
-    tradeEndpoint("buy", { min_tokens_out: Schema.optional(Minimum) }, BuyResult).annotate(
+    tradeEndpoint(
+      "buy",
+      {
+        min_tokens_out: Schema.optional(Minimum),
+        fill_or_kill: Schema.optional(
+          Schema.Boolean.annotations({
+            description: "Refuse (422 ORDER_NOT_FILLED) instead of filling in part when the curve runs out"
+          })
+        )
+      },
+      BuyResult
+    ).annotate(
       OpenApi.Description,
       "Spends `amount` coin of the wallet `user_id` (which the caller must prove) on the token. Trading class."
     )

@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option, Stream } from "effect"
 import { MarketAgent } from "../../actors/MarketAgent.js"
 import { type Agent, Agents, runwayHours } from "../../services/market/Agents.js"
@@ -10,8 +10,9 @@ import { COIN, Ledger } from "../../services/market/Ledger.js"
 import { MarketEvents } from "../../services/market/MarketEvents.js"
 import { TokenBoard } from "../../services/market/TokenBoard.js"
 import { walletAccount } from "../../services/market/TokenMarket.js"
-import { tradeOrder } from "../../services/market/Trading.js"
+import { type BuyResult, type SellResult, tradeOrder } from "../../services/market/Trading.js"
 import { fromUnits } from "../../services/market/Units.js"
+import { jsonNumberTexts } from "../../services/platform/JsonNumbers.js"
 import { Caller, MarketplaceApi } from "./Api.js"
 
 const agentJson = (agent: Agent) => ({
@@ -65,10 +66,22 @@ export const TokensLive = HttpApiBuilder.group(MarketplaceApi, "tokens", (handle
     const trade = (
       side: "buy" | "sell",
       ticker: string,
-      request: { user_id: string; amount: number; minimum: number | undefined; key: string | undefined }
+      request: {
+        user_id: string
+        amount: number
+        minimum: number | undefined
+        minimumField: string
+        fillOrKill?: boolean | undefined
+        key: string | undefined
+      }
     ) =>
       Effect.gen(function* () {
         const { principal, wallet } = yield* provenWallet((yield* Caller).principal, request.user_id)
+        // The body as sent (already read, kept by the request): money comes from the numbers' own text.
+        const body = yield* Effect.flatMap(HttpServerRequest.HttpServerRequest, (raw) => raw.text).pipe(
+          Effect.orElseSucceed(() => "")
+        )
+        const texts = jsonNumberTexts(body)
         const order = tradeOrder({
           side,
           ticker,
@@ -76,6 +89,9 @@ export const TokensLive = HttpApiBuilder.group(MarketplaceApi, "tokens", (handle
           principal,
           amount: request.amount,
           minimum: request.minimum,
+          amountText: texts.get("amount"),
+          minimumText: texts.get(request.minimumField),
+          fillOrKill: request.fillOrKill,
           idempotencyKey: request.key
         })
         const outcome = yield* actor(ticker)
@@ -104,16 +120,19 @@ export const TokensLive = HttpApiBuilder.group(MarketplaceApi, "tokens", (handle
           user_id: payload.user_id,
           amount: payload.amount,
           minimum: payload.min_tokens_out,
+          minimumField: "min_tokens_out",
+          fillOrKill: payload.fill_or_kill,
           key: headers["idempotency-key"]
-        }).pipe(Effect.map((receipt) => receipt as typeof receipt & { tokens_received: number }))
+        }).pipe(Effect.map((receipt) => receipt as typeof BuyResult.Type))
       )
       .handle("sell", ({ headers, path, payload }) =>
         trade("sell", path.ticker.toUpperCase(), {
           user_id: payload.user_id,
           amount: payload.amount,
           minimum: payload.min_coin_out,
+          minimumField: "min_coin_out",
           key: headers["idempotency-key"]
-        }).pipe(Effect.map((receipt) => receipt as typeof receipt & { coin_received: number }))
+        }).pipe(Effect.map((receipt) => receipt as typeof SellResult.Type))
       )
   })
 )

@@ -17,6 +17,8 @@ export interface BuyQuote {
   readonly fee: bigint
   readonly net: bigint
   readonly tokensOut: bigint
+  /** The curve ran out: only what was left was bought, for less than offered. */
+  readonly partial: boolean
   readonly next: CurveState
 }
 
@@ -39,7 +41,8 @@ export const quoteBuy = (curve: CurveState, coinIn: bigint, feeBps: bigint): Buy
   let virtualCoin = curve.virtualCoin + net
   let virtualToken = ceilDiv(k, virtualCoin)
   let tokensOut = curve.virtualToken - virtualToken
-  if (tokensOut > curve.realToken) {
+  const partial = tokensOut > curve.realToken
+  if (partial) {
     // Only what is left can be bought; the coin needed for it is what the trade costs.
     tokensOut = curve.realToken
     virtualToken = curve.virtualToken - tokensOut
@@ -53,6 +56,7 @@ export const quoteBuy = (curve: CurveState, coinIn: bigint, feeBps: bigint): Buy
     fee,
     net,
     tokensOut,
+    partial,
     next: { virtualCoin, virtualToken, realToken: curve.realToken - tokensOut }
   }
 }

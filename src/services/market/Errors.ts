@@ -60,6 +60,20 @@ export class TradeTooSmall extends Schema.TaggedError<TradeTooSmall>()(
   HttpApiSchema.annotations({ status: 422 })
 ) {}
 
+/** The curve has sold every token it had: nothing is left to buy (pump.fun: the curve is complete). */
+export class CurveComplete extends Schema.TaggedError<CurveComplete>()(
+  "CurveComplete",
+  { code: Schema.Literal("CURVE_COMPLETE"), ticker: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
+/** A fill-or-kill buy the curve could only fill in part: nothing was traded. */
+export class OrderNotFilled extends Schema.TaggedError<OrderNotFilled>()(
+  "OrderNotFilled",
+  { code: Schema.Literal("ORDER_NOT_FILLED"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 422 })
+) {}
+
 export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReused>()(
   "IdempotencyKeyReused",
   { code: Schema.Literal("IDEMPOTENCY_KEY_REUSED"), detail: Schema.String },

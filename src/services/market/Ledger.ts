@@ -15,6 +15,9 @@ export interface Leg {
   readonly amount: bigint
 }
 
+/** The largest leg the ledger takes (2^62 nano-units, about 4.6e9 coin or tokens). */
+export const MAX_LEG = 2n ** 62n
+
 export class InsufficientFunds extends Schema.TaggedError<InsufficientFunds>()(
   "InsufficientFunds",
   {
@@ -82,9 +85,21 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
         const key = `${leg.account}\u0000${leg.asset}`
         net.set(key, { ...leg, amount: (net.get(key)?.amount ?? 0n) + leg.amount })
       }
+      const moves = [...net.values()]
+      // SQLite holds 64-bit integers; no account can hold 2^62 nano-units (supplies are far smaller), so a
+      // leg that large is an overdraft of its debit side, refused here before any statement sees it.
+      const huge = moves.find((l) => l.amount > MAX_LEG || l.amount < -MAX_LEG)
+      if (huge !== undefined) {
+        const debit = moves.find((l) => l.amount < 0n && !mayGoNegative(l.account)) ?? huge
+        return yield* new InsufficientFunds({
+          code: debit.asset === COIN ? "INSUFFICIENT_FUNDS" : "INSUFFICIENT_TOKENS",
+          account: debit.account,
+          asset: debit.asset,
+          detail: `${debit.account} holds too little ${debit.asset}`
+        })
+      }
       const now = yield* Clock.currentTimeMillis
       const db = yield* direct.current
-      const moves = [...net.values()]
       // One upsert for every balance; an overdraft shows in what it returns, and the caller's rollback undoes it.
       const moved = yield* db.all<{ account: string; asset: string; balance: bigint | number }>(
         `INSERT INTO ledger_balances (account, asset, balance) VALUES ${placeholders(3, moves.length)}

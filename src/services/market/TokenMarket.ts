@@ -3,7 +3,14 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect } from "effect"
 import { SqlDirect } from "../platform/SqlDirect.js"
 import { BPS, type CurveState, quoteBuy, quoteSell } from "./BondingCurve.js"
-import { AgentNotTrading, agentNotFound, SlippageExceeded, TradeTooSmall } from "./Errors.js"
+import {
+  AgentNotTrading,
+  agentNotFound,
+  CurveComplete,
+  OrderNotFilled,
+  SlippageExceeded,
+  TradeTooSmall
+} from "./Errors.js"
 import { COIN, exactIntegers as exact, Ledger, type Leg, type UnbalancedEntry } from "./Ledger.js"
 import { UNIT } from "./Units.js"
 
@@ -41,6 +48,8 @@ export interface TradeResult {
   readonly curveCoin: bigint
   readonly tokens: bigint
   readonly fee: bigint
+  /** A buy the curve could only fill in part (it ran out of tokens); always false for a sell. */
+  readonly partial: boolean
   /** The fee's share credited to the agent (the rest went to the treasury). */
   readonly agentFee: bigint
   /** The curve after the trade (its marginal price is virtualCoin / virtualToken). */
@@ -191,12 +200,32 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
      * Spends up to `coinIn` on `ticker`, inside the caller's transaction (which must roll back on
      * failure); `minTokensOut` guards against slippage.
      */
-    const buyWithin = (ticker: string, wallet: string, coinIn: bigint, settings: MarketSettings, minTokensOut = 0n) =>
+    const buyWithin = (
+      ticker: string,
+      wallet: string,
+      coinIn: bigint,
+      settings: MarketSettings,
+      minTokensOut = 0n,
+      fillOrKill = false
+    ) =>
       Effect.gen(function* () {
         const curve = yield* tradable(ticker)
+        if (curve.realToken <= 0n) {
+          return yield* new CurveComplete({
+            code: "CURVE_COMPLETE",
+            ticker,
+            detail: `${ticker} is sold out: its curve has no tokens left to buy`
+          })
+        }
         const quote = quoteBuy(curve, coinIn, settings.feeBps)
         if (quote === undefined) {
           return yield* new TradeTooSmall({ code: "TRADE_TOO_SMALL", detail: "the amount buys no token" })
+        }
+        if (fillOrKill && quote.partial) {
+          return yield* new OrderNotFilled({
+            code: "ORDER_NOT_FILLED",
+            detail: "fill_or_kill: the curve can fill only part of this buy; nothing was traded"
+          })
         }
         if (quote.tokensOut < minTokensOut) {
           return yield* new SlippageExceeded({
@@ -213,6 +242,7 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
             curveCoin: quote.net,
             tokens: quote.tokensOut,
             fee: quote.fee,
+            partial: quote.partial,
             next: quote.next
           },
           [
@@ -248,6 +278,7 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
             curveCoin: quote.gross,
             tokens: tokensIn,
             fee: quote.fee,
+            partial: false,
             next: quote.next
           },
           [

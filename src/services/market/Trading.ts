@@ -16,6 +16,10 @@ export const BuyResult = Schema.Struct({
   tokens_received: Schema.Number,
   price_per_token: Schema.Number,
   fee: Schema.Number,
+  /** The coin taken from the wallet, fee included (less than `amount` when the curve ran out). */
+  coin_spent: Schema.Number,
+  /** True when the curve ran out and only what was left was bought. */
+  partial: Schema.Boolean,
   /** The wallet's coin balance after the trade. */
   new_balance: Schema.Number
 })
@@ -25,6 +29,10 @@ export const SellResult = Schema.Struct({
   coin_received: Schema.Number,
   price_per_token: Schema.Number,
   fee: Schema.Number,
+  /** The tokens taken from the wallet (always all of `amount`). */
+  tokens_sold: Schema.Number,
+  /** Always false: a sell fills whole or fails. */
+  partial: Schema.Boolean,
   new_balance: Schema.Number
 })
 
@@ -40,6 +48,8 @@ export const TradeOrder = Schema.Struct({
   amount: Schema.BigInt,
   /** min_tokens_out (buy) or min_coin_out (sell), nano-units; 0 for no guard. */
   minimum: Schema.BigInt,
+  /** A buy the curve cannot fill entirely is refused instead of filled in part. */
+  fillOrKill: Schema.optional(Schema.Boolean),
   idempotency: Schema.optional(
     Schema.Struct({ principal: Schema.String, key: Schema.String, fingerprint: Schema.String })
   )
@@ -56,6 +66,13 @@ export interface TradeRequest {
   readonly amount: number
   /** min_tokens_out (buy) or min_coin_out (sell). */
   readonly minimum: number | undefined
+  /**
+   * The JSON numbers' own decimal text (`amount`, the guard), when the body is at hand: a double cannot hold
+   * every decimal a client sends, so money is converted from the text.
+   */
+  readonly amountText?: string | undefined
+  readonly minimumText?: string | undefined
+  readonly fillOrKill?: boolean | undefined
   /** The Idempotency-Key header. */
   readonly idempotencyKey: string | undefined
 }
@@ -68,8 +85,10 @@ export const tradeOrder = (request: TradeRequest): TradeOrder => ({
   side: request.side,
   ticker: request.ticker,
   wallet: request.wallet,
-  amount: toUnits(request.amount),
-  minimum: request.minimum === undefined ? 0n : toUnits(request.minimum),
+  // Never spend or move more than asked; never accept less than the guard asks.
+  amount: toUnits(request.amountText ?? request.amount, "down"),
+  minimum: request.minimum === undefined ? 0n : toUnits(request.minimumText ?? request.minimum, "up"),
+  fillOrKill: request.fillOrKill === true,
   ...(request.idempotencyKey === undefined
     ? {}
     : {
@@ -77,7 +96,14 @@ export const tradeOrder = (request: TradeRequest): TradeOrder => ({
           principal: principalId(request.principal),
           key: request.idempotencyKey,
           fingerprint: sha256Hex(
-            JSON.stringify([request.side, request.ticker, request.wallet, request.amount, request.minimum ?? null])
+            JSON.stringify([
+              request.side,
+              request.ticker,
+              request.wallet,
+              request.amountText ?? request.amount,
+              request.minimumText ?? request.minimum ?? null,
+              ...(request.fillOrKill === true ? [true] : [])
+            ])
           )
         }
       })
@@ -98,9 +124,13 @@ export const tradeEvent = (wallet: string, trade: TradeResult) => ({
   ticker: trade.ticker,
   side: trade.side,
   wallet: checksumAddress(wallet),
+  // The wallet's side on both: buy = coin paid, fee included; sell = coin received, fee deducted.
   coin: fromUnits(trade.coin),
+  // The curve's side: coin that entered it (buy, fee excluded) or left it (sell, before the fee).
+  curve_coin: fromUnits(trade.curveCoin),
   tokens: fromUnits(trade.tokens),
   fee: fromUnits(trade.fee),
+  partial: trade.partial,
   price_per_token: priceNumber(trade.curveCoin, trade.tokens),
   price: priceNumber(trade.next.virtualCoin, trade.next.virtualToken),
   created_at: new Date(trade.createdAt).toISOString()
@@ -145,7 +175,14 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
 
     const execute = (order: TradeOrder) =>
       order.side === "buy"
-        ? market.buyWithin(order.ticker, walletAccount(order.wallet), order.amount, config.settings, order.minimum)
+        ? market.buyWithin(
+            order.ticker,
+            walletAccount(order.wallet),
+            order.amount,
+            config.settings,
+            order.minimum,
+            order.fillOrKill === true
+          )
         : market.sellWithin(order.ticker, walletAccount(order.wallet), order.amount, config.settings, order.minimum)
 
     const receiptOf = (trade: TradeResult, balance: bigint): TradeReceipt => {
@@ -156,8 +193,13 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
         new_balance: fromUnits(balance)
       }
       return trade.side === "buy"
-        ? { ...common, tokens_received: fromUnits(trade.tokens) }
-        : { ...common, coin_received: fromUnits(trade.coin) }
+        ? {
+            ...common,
+            tokens_received: fromUnits(trade.tokens),
+            coin_spent: fromUnits(trade.coin),
+            partial: trade.partial
+          }
+        : { ...common, coin_received: fromUnits(trade.coin), tokens_sold: fromUnits(trade.tokens), partial: false }
     }
 
     const trade = Effect.fn("Trading.trade")(function* (order: TradeOrder) {
