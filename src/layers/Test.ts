@@ -23,6 +23,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   sqliteCacheMb: 16,
   sqliteMmapMb: 0,
   sqliteSynchronous: "normal",
+  sqliteBusyTimeout: Duration.seconds(10),
   tracing: true,
   clusterPollInterval: Duration.millis(100),
   requestLog: false,

@@ -36,6 +36,7 @@ export const appConfig = Config.all({
   sqliteCacheMb: Config.integer("KEEL_SQLITE_CACHE_MB").pipe(Config.withDefault(64)),
   sqliteMmapMb: Config.integer("KEEL_SQLITE_MMAP_MB").pipe(Config.withDefault(256)),
   sqliteSynchronous: Config.literal("normal", "full")("KEEL_SQLITE_SYNCHRONOUS").pipe(Config.withDefault("normal")),
+  sqliteBusyTimeout: Config.duration("KEEL_SQLITE_BUSY_TIMEOUT").pipe(Config.withDefault(Duration.seconds(10))),
   clusterPollInterval: Config.duration("KEEL_CLUSTER_POLL_INTERVAL").pipe(Config.withDefault(Duration.seconds(1))),
   tracing: Config.boolean("KEEL_TRACING").pipe(Config.withDefault(false))
 })
@@ -55,6 +56,8 @@ export interface AppSettings {
   readonly sqliteMmapMb: number
   /** WAL with `normal` survives a process crash (kill -9); `full` also the last commits before a power loss. */
   readonly sqliteSynchronous: "normal" | "full"
+  /** How long a statement waits for another process's write lock before SQLITE_BUSY (every process sets it). */
+  readonly sqliteBusyTimeout: Duration.Duration
   readonly clusterPollInterval: Duration.Duration
   /** Tracer spans in the server (for an OpenTelemetry exporter an embedder adds); off, they cost nothing. */
   readonly tracing: boolean

@@ -3,7 +3,7 @@ import * as path from "node:path"
 import { Migrator, SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { SqliteClient } from "@effect/sql-sqlite-node"
-import { Data, Effect, Layer } from "effect"
+import { Data, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "./AppConfig.js"
 
 /**
@@ -86,6 +86,8 @@ export const sqliteFromConfig = Layer.unwrapEffect(
         yield* sql.unsafe(`PRAGMA cache_size = -${config.sqliteCacheMb * 1024}`)
         yield* sql.unsafe(`PRAGMA mmap_size = ${config.sqliteMmapMb * 1024 * 1024}`)
         yield* sql.unsafe(`PRAGMA synchronous = ${config.sqliteSynchronous.toUpperCase()}`)
+        // Every process sharing the file waits this long for another's write lock instead of failing at once.
+        yield* sql.unsafe(`PRAGMA busy_timeout = ${Math.round(Duration.toMillis(config.sqliteBusyTimeout))}`)
       }).pipe(Effect.orDie)
     )
     return tuned.pipe(Layer.provideMerge(client))
@@ -131,3 +133,42 @@ export class Database extends Effect.Service<Database>()("platform/Database", {
     return { dialect, ping, info } as const
   })
 }) {}
+
+/** The SQLite result code behind a failure (`SQLITE_BUSY`, `SQLITE_BUSY_SNAPSHOT`, …), when there is one. */
+export const sqliteCode = (error: unknown): string | undefined => {
+  let current: unknown = error
+  for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code
+    if (typeof code === "string" && code.startsWith("SQLITE_")) return code
+    current = (current as { cause?: unknown }).cause
+  }
+  return undefined
+}
+
+/** Another process holds the lock (or moved the snapshot): worth trying again shortly. */
+export const isSqliteBusy = (error: unknown) => {
+  const code = sqliteCode(error)
+  return code !== undefined && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"))
+}
+
+/**
+ * Retries a write that met SQLITE_BUSY/LOCKED (past the busy timeout, or a stale snapshot, which SQLite
+ * does not wait for): up to 8 more tries, exponential from 20 ms with jitter, so contending processes
+ * spread out instead of colliding again.
+ */
+export const retryBusy = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.retry(effect, {
+    while: isSqliteBusy,
+    schedule: Schedule.exponential("20 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8)))
+  })
+
+/** A database failure as a defect that says what SQLite said (its code and message), not only "failed". */
+export const sqlDefect = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.orDieWith(effect, (error) => {
+    const code = sqliteCode(error)
+    const cause = (error as { cause?: { message?: unknown } }).cause?.message
+    const message = (error as { message?: unknown }).message
+    return new Error(
+      `${typeof message === "string" ? message : "database failure"}${code === undefined ? "" : ` (${code}${typeof cause === "string" ? `: ${cause}` : ""})`}`
+    )
+  })

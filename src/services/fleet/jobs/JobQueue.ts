@@ -2,6 +2,8 @@ import { randomBytes } from "node:crypto"
 import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option, Schema } from "effect"
+import { retryBusy, sqlDefect } from "../../platform/Database.js"
+import { SqlDirect } from "../../platform/SqlDirect.js"
 import { diagnose } from "./FailureTable.js"
 
 export type JobState = "queued" | "running" | "succeeded" | "failed" | "cancelled"
@@ -77,6 +79,9 @@ export interface OutputLine {
 export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const direct = yield* SqlDirect
+    /** A write: retried while another process holds the lock, then a defect that names SQLite's cause. */
+    const write = <A, E, R>(effect: Effect.Effect<A, E, R>) => sqlDefect(retryBusy(effect))
 
     const submit = Effect.fn("JobQueue.submit")(function* (job: {
       readonly kind: string
@@ -89,7 +94,7 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
         VALUES (${id}, (SELECT COALESCE(max(seq), 0) + 1 FROM jobs), ${job.kind}, ${job.target}, ${JSON.stringify(job.argv)},
           'queued', ${now}) RETURNING *`
       return toJob(rows[0]!)
-    }, Effect.orDie)
+    }, write)
 
     const paused = sql<{ value: string }>`SELECT value FROM queue_control WHERE key = 'paused'`.pipe(
       Effect.map((rows) => rows[0]?.value === "true"),
@@ -106,7 +111,7 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
           ORDER BY seq LIMIT 1)
         RETURNING *`
       return Option.map(Option.fromNullable(rows[0]), toJob)
-    }, Effect.orDie)
+    }, write)
 
     /** Extends a running job's lease; false when the job is no longer this worker's. */
     const renew = (id: string, worker: string, leaseMillis: number) =>
@@ -115,7 +120,12 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
         const rows = yield* sql`UPDATE jobs SET lease_expires_at = ${now + leaseMillis}
           WHERE id = ${id} AND worker = ${worker} AND state = 'running' RETURNING id`
         return rows.length > 0
-      }).pipe(Effect.orDie)
+      }).pipe(write)
+
+    /** Gives a running job back to the queue (a worker shutting down): it is claimable again at once. */
+    const release = (id: string, worker: string) =>
+      sql`UPDATE jobs SET state = 'queued', worker = NULL, lease_expires_at = NULL
+        WHERE id = ${id} AND worker = ${worker} AND state = 'running'`.pipe(Effect.asVoid, write)
 
     const appendOutput = (id: string, lines: ReadonlyArray<{ stream: "stdout" | "stderr"; line: string }>) =>
       Effect.gen(function* () {
@@ -125,7 +135,9 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
         yield* sql`INSERT INTO job_output ${sql.insert(
           lines.map((l, i) => ({ job_id: id, line_no: start + i + 1, stream: l.stream, line: l.line }))
         )}`
-      }).pipe(sql.withTransaction, Effect.orDie)
+        // BEGIN IMMEDIATE: a read-then-write transaction that only took a read lock would fail at once
+        // (SQLITE_BUSY_SNAPSHOT, no busy wait) whenever another process wrote in between.
+      }).pipe(direct.transaction, write)
 
     /** Records the outcome, only while the job is still this worker's attempt. */
     const complete = Effect.fn("JobQueue.complete")(function* (
@@ -139,7 +151,7 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
           error = ${outcome.error ?? null}, finished_at = ${now}, lease_expires_at = NULL
         WHERE id = ${id} AND worker = ${worker} AND state = 'running' RETURNING id`
       return rows.length > 0
-    }, Effect.orDie)
+    }, write)
 
     const get = (id: string) =>
       sql<JobRow>`SELECT * FROM jobs WHERE id = ${id}`.pipe(
@@ -262,8 +274,10 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
       drain,
       stats,
       usage,
+      release,
       runningOn,
       statesOf
     } as const
-  })
+  }),
+  dependencies: [SqlDirect.Default]
 }) {}

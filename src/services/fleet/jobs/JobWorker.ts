@@ -1,5 +1,5 @@
 import * as path from "node:path"
-import { Config, Duration, Effect, Fiber, Option, Schedule } from "effect"
+import { Cause, Config, Duration, Effect, Fiber, Option, Schedule } from "effect"
 import { AppConfig } from "../../platform/AppConfig.js"
 import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
 import { channelSpec } from "../Channels.js"
@@ -87,9 +87,21 @@ export class JobWorker extends Effect.Service<JobWorker>()("fleet/JobWorker", {
         })
       })
 
+    /** The registry's targets now (a cached copy when the source cannot be read; none when nothing can). */
+    const readTargets = registry.read({ allowCached: true }).pipe(
+      Effect.map((snapshot) => new Map(snapshot.registry.targets.map((t) => [t.name, t] as const))),
+      Effect.orElseSucceed(() => new Map<string, Target>())
+    )
+
     /**
      * Claims and runs jobs with `concurrency` slots until the queue has nothing claimable (when
      * `untilEmpty`) or forever, polling every `pollMillis` when idle. Answers how many it ran.
+     *
+     * A transient failure (the database busy past its timeout and retries, a channel error) is logged and
+     * the slot tries again after a jittered backoff: the worker never exits on one. When the worker stops
+     * (interrupted, or failed for good), the jobs it still holds are released to the queue at once instead
+     * of waiting for their leases to expire. A job for a target the worker does not know makes it read the
+     * registry again first (a target added after the worker started).
      */
     const work = Effect.fn("JobWorker.work")(function* (options: {
       readonly worker: string
@@ -97,25 +109,54 @@ export class JobWorker extends Effect.Service<JobWorker>()("fleet/JobWorker", {
       readonly untilEmpty: boolean
       readonly pollMillis?: number
     }) {
-      const snapshot = yield* registry.read({ allowCached: true }).pipe(Effect.orElseSucceed(() => undefined))
-      const targets = new Map((snapshot?.registry.targets ?? []).map((t) => [t.name, t] as const))
+      let targets = yield* readTargets
+      const held = new Set<string>()
       let ran = 0
+      const step = Effect.gen(function* () {
+        const claimed = yield* queue.claim(options.worker, leaseMillis)
+        if (Option.isNone(claimed)) return "empty" as const
+        const job = claimed.value
+        held.add(job.id)
+        if (!targets.has(job.target)) targets = yield* readTargets
+        yield* execute(job, targets, options.worker)
+        held.delete(job.id)
+        ran++
+        return "ran" as const
+      })
       const slot = Effect.gen(function* () {
+        let failures = 0
         for (;;) {
-          const job = yield* queue.claim(options.worker, leaseMillis)
-          if (Option.isNone(job)) {
-            if (options.untilEmpty) return
-            yield* Effect.sleep(options.pollMillis ?? 500)
+          const outcome = yield* step.pipe(
+            Effect.catchAllCause((cause) =>
+              Cause.isInterruptedOnly(cause)
+                ? Effect.failCause(cause)
+                : Effect.logWarning("job worker: a transient failure; trying again").pipe(
+                    Effect.annotateLogs("cause", Cause.pretty(cause)),
+                    Effect.as("failed" as const)
+                  )
+            )
+          )
+          if (outcome === "failed") {
+            failures++
+            const backoff = Math.min(5_000, 100 * 2 ** Math.min(failures, 6))
+            yield* Effect.sleep(Duration.millis(backoff / 2 + Math.random() * (backoff / 2)))
             continue
           }
-          yield* execute(job.value, targets, options.worker)
-          ran++
+          failures = 0
+          if (outcome === "empty") {
+            if (options.untilEmpty) return
+            yield* Effect.sleep(options.pollMillis ?? 500)
+          }
         }
       })
+      // Read when the worker stops: whatever it still holds then.
+      const releaseHeld = Effect.suspend(() =>
+        Effect.forEach([...held], (id) => queue.release(id, options.worker).pipe(Effect.ignore), { discard: true })
+      )
       yield* Effect.all(
         Array.from({ length: options.concurrency }, () => slot),
         { concurrency: "unbounded" }
-      )
+      ).pipe(Effect.ensuring(releaseHeld))
       return ran
     })
 
