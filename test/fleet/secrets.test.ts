@@ -223,3 +223,59 @@ describe("credentials in a git URL never reach git's argv", () => {
     60_000
   )
 })
+
+describe("a git registry whose server never answers", () => {
+  it.live(
+    "fails within KEEL_GIT_TIMEOUT as unavailable, and leaves no git process behind",
+    () => {
+      const dir = temp("keel-hung-")
+      return Effect.gen(function* () {
+        // Accepts connections and never says a word.
+        const sockets: Array<import("node:net").Socket> = []
+        const server = http.createServer(() => {})
+        server.on("connection", (socket) => sockets.push(socket))
+        yield* Effect.promise(() => new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve)))
+        const port = (server.address() as AddressInfo).port
+        const started = Date.now()
+        const failure = yield* Effect.flip(
+          Effect.flatMap(FleetRegistry, (r) => r.read()).pipe(
+            Effect.provide(
+              FleetRegistry.Default.pipe(
+                Layer.provideMerge(ObjectGateway.Default),
+                Layer.provideMerge(MemoryObjectStoreLayer),
+                Layer.provideMerge(AppConfigTest({ dataDir: path.join(dir, "data") })),
+                Layer.provide(
+                  Layer.setConfigProvider(
+                    ConfigProvider.fromMap(
+                      new Map([
+                        ["KEEL_REGISTRY", `http://127.0.0.1:${port}/fleet.git`],
+                        ["KEEL_GIT_TIMEOUT", "2 seconds"]
+                      ])
+                    )
+                  )
+                )
+              )
+            ),
+            Effect.ensuring(
+              Effect.sync(() => {
+                for (const socket of sockets) socket.destroy()
+                server.close()
+              })
+            )
+          )
+        )
+        assert.strictEqual(failure._tag, "FleetRegistryUnavailable")
+        assert.isBelow(Date.now() - started, 20_000, "bounded by the stall timeout, not by the server")
+        // No git left talking to the dead server.
+        let left: Array<string> = []
+        for (let i = 0; i < 100; i++) {
+          left = allCmdlines().filter((line) => line.includes(`127.0.0.1:${port}`))
+          if (left.length === 0) break
+          yield* Effect.sleep(50)
+        }
+        assert.deepStrictEqual(left, [])
+      })
+    },
+    60_000
+  )
+})

@@ -46,7 +46,7 @@ export const splitCredentials = (
 }
 
 /** How long a git call may go without output before it is killed (a server that never answers). */
-const GIT_STALL_MS = 60_000
+export const GIT_STALL_MS = 60_000
 
 const ASKPASS_PREFIX = ".askpass-"
 
@@ -84,12 +84,12 @@ const askpass = (mirrorsDir: string, credentials: { username?: string; password?
 const gitEnv = (askpassScript?: string) =>
   childEnv({ GIT_TERMINAL_PROMPT: "0", ...(askpassScript === undefined ? {} : { GIT_ASKPASS: askpassScript }) })
 
-const git = (dir: string | undefined, args: ReadonlyArray<string>, askpassScript?: string) =>
+const git = (dir: string | undefined, args: ReadonlyArray<string>, askpassScript?: string, stallMs = GIT_STALL_MS) =>
   Effect.tryPromise({
     try: (signal) =>
       simpleGit({
         ...(dir === undefined ? {} : { baseDir: dir }),
-        timeout: { block: GIT_STALL_MS },
+        timeout: { block: stallMs },
         abort: signal,
         // Keel sets the askpass and resets credential helpers itself; no user data reaches these.
         unsafe: { allowUnsafeAskPass: true, allowUnsafeCredentialHelper: true },
@@ -106,8 +106,11 @@ const git = (dir: string | undefined, args: ReadonlyArray<string>, askpassScript
  * commit (ls-tree, cat-file), never from a work tree, so what is indexed is exactly what was committed.
  */
 export const GitMirror = {
-  /** Clones (first time) or fetches a bare mirror of `url`; returns its directory. */
-  sync: (url: string, mirrorsDir: string) =>
+  /**
+   * Clones (first time) or fetches a bare mirror of `url`; returns its directory. A server that sends
+   * nothing for `stallMs` (default 60 s) fails the call, and git is killed.
+   */
+  sync: (url: string, mirrorsDir: string, options: { readonly stallMs?: number } = {}) =>
     Effect.scoped(
       Effect.gen(function* () {
         // git never sees a password: not in its argv (`ps`), not in the mirror's config, not in errors.
@@ -119,12 +122,13 @@ export const GitMirror = {
           yield* git(
             dir,
             ["fetch", "--prune", "--quiet", "origin", "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"],
-            pass?.script
+            pass?.script,
+            options.stallMs
           )
         } else {
           yield* Effect.sync(() => fs.mkdirSync(mirrorsDir, { recursive: true }))
           yield* Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-          yield* git(undefined, ["clone", "--mirror", "--quiet", "--", plain.url, dir], pass?.script)
+          yield* git(undefined, ["clone", "--mirror", "--quiet", "--", plain.url, dir], pass?.script, options.stallMs)
         }
         return dir
       })

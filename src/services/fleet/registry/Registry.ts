@@ -1,6 +1,6 @@
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { Clock, Config, Effect, Option, type ParseResult, Schema } from "effect"
+import { Clock, Config, Duration, Effect, Option, type ParseResult, Schema } from "effect"
 import * as Yaml from "yaml"
 import { AppConfig } from "../../platform/AppConfig.js"
 import { sha256Hex } from "../../platform/Digest.js"
@@ -86,6 +86,8 @@ export class FleetRegistry extends Effect.Service<FleetRegistry>()("fleet/FleetR
     const configured = yield* Config.option(Config.string("KEEL_REGISTRY"))
     const ref = yield* Config.option(Config.string("KEEL_REGISTRY_REF"))
     const filePath = yield* Config.string("KEEL_REGISTRY_PATH").pipe(Config.withDefault("registry.yml"))
+    // A git source that sends nothing for this long is unavailable (and its git killed), not a hang.
+    const gitTimeout = yield* Config.duration("KEEL_GIT_TIMEOUT").pipe(Config.withDefault(Duration.seconds(30)))
     // Unset: the data dir's fleet-registry.yml (the demo seed puts the example there on first start).
     const location = Option.some(
       Option.match(configured, {
@@ -154,9 +156,9 @@ export class FleetRegistry extends Effect.Service<FleetRegistry>()("fleet/FleetR
       const shown = stripCredentials(where)
       const unavailable = (detail: string) =>
         new FleetRegistryUnavailable({ code: "REGISTRY_UNAVAILABLE", source: shown, detail })
-      const dir = yield* GitMirror.sync(where, path.join(app.dataDir, "registry-mirrors")).pipe(
-        Effect.mapError((e) => unavailable(e.detail))
-      )
+      const dir = yield* GitMirror.sync(where, path.join(app.dataDir, "registry-mirrors"), {
+        stallMs: Duration.toMillis(gitTimeout)
+      }).pipe(Effect.mapError((e) => unavailable(e.detail)))
       const commit = yield* GitMirror.resolve(dir, Option.getOrUndefined(ref)).pipe(
         Effect.mapError((e) => unavailable(e.detail))
       )
