@@ -86,6 +86,7 @@ export * from "./services/fleet/jobs/JobWorker.js"
 export { fleetMigrations } from "./services/fleet/migrations.js"
 export * from "./services/fleet/overview/Overview.js"
 export * from "./services/fleet/RemoteCtl.js"
+export * from "./services/fleet/UnitSettings.js"
 export * from "./services/fleet/registry/Registry.js"
 export * from "./services/fleet/registry/Schema.js"
 // Ground-truth services

@@ -2,11 +2,8 @@ import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option, Schedule } from "effect"
 import { HostOpsLive, HostOpsPreviewLive, JanitorLive, JanitorPreviewLive } from "../layers/Live.js"
 import { type CleanupReport, Janitor, type Trigger } from "../services/fleet/janitor/Janitor.js"
-import {
-  renderJanitorLaunchd,
-  renderJanitorSystemd,
-  unitSettingsProblem
-} from "../services/fleet/janitor/JanitorUnits.js"
+import { renderJanitorLaunchd, renderJanitorSystemd } from "../services/fleet/janitor/JanitorUnits.js"
+import { unitSettingsProblem } from "../services/fleet/UnitSettings.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { CommandFailed, ExitWith, emit, json } from "./Output.js"
 

@@ -50,8 +50,11 @@ export interface CleanerContext {
   readonly nowMs: number
   readonly uid: number
   readonly platform: NodeJS.Platform
-  /** Protected paths the build-cache walk neither deletes nor enters (the pass settles containment). */
-  readonly protectedPaths: ReadonlyArray<ProtectedPath>
+  /**
+   * Protected paths the build-cache walk neither deletes nor enters (the pass settles containment); read
+   * when the scan runs, since they include the cleaners' own resolved roots.
+   */
+  readonly protectedPaths: () => ReadonlyArray<ProtectedPath>
   readonly statesOf: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, JobState>>
   readonly onProgress?: ((scanned: number) => void) | undefined
 }
@@ -90,7 +93,7 @@ const buildCaches = (ctx: CleanerContext, settings: NonNullable<DiskCleanupPolic
               minAgeSeconds: minAgeMs / 1000,
               nowMs: ctx.nowMs,
               uid: ctx.uid,
-              refused: ctx.protectedPaths.filter((p) => p.owner !== "build_caches"),
+              refused: ctx.protectedPaths().filter((p) => p.owner !== "build_caches"),
               budget,
               onProgress: ctx.onProgress
             },

@@ -7,6 +7,7 @@ import { sha256Hex } from "../../platform/Digest.js"
 import { writeFileAtomically } from "../../platform/Files.js"
 import { packageVersion } from "../../platform/Package.js"
 import { thisHostName } from "../Channels.js"
+import { unitEnvironment } from "../UnitSettings.js"
 import { JobQueue } from "../jobs/JobQueue.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import { CleanerNames, type DiskCleanupPolicy } from "../registry/Schema.js"
@@ -339,12 +340,13 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
       return yield* Effect.gen(function* () {
         if (holdMs > 0) yield* Effect.sleep(holdMs)
         if (lock !== undefined) yield* Effect.promise(() => lock.witnessed)
+        let guardList: ReturnType<typeof protectedPaths> = []
         const slots = cleanerSlots({
           policy,
           nowMs: started,
           uid: process.getuid?.() ?? 0,
           platform: process.platform,
-          protectedPaths: [],
+          protectedPaths: () => guardList,
           statesOf: queue.statesOf,
           onProgress: options.onProgress
         })
@@ -398,7 +400,7 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
           return yield* persist(report, { last_pass_at: started })
         }
         const runningIds = policy.cleaners.queue_workdirs?.root === undefined ? [] : yield* runningJobIds
-        const guardList = protectedPaths(policy, slots, runningIds)
+        guardList = protectedPaths(policy, slots, runningIds)
         const mounts = mountPoints()
 
         // Scan every cleaner within one budget, starting with the one a budget stopped last time.
@@ -429,7 +431,7 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
           const skipped = [...scan.skipped]
           const ids = protectedIdsFor(guardList, record.name)
           for (const candidate of scan.candidates) {
-            const refusal = protectionRefusal(guardList, record.name, candidate.path, candidate.directory)
+            const refusal = protectionRefusal(guardList, record, candidate.path, candidate.directory)
             if (refusal !== undefined) {
               skipped.push({ path: candidate.path, reason: refusal })
               continue
@@ -640,23 +642,16 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
         }
       })
 
-    /**
-     * What a unit running the pass on its own needs (under systemd the working directory is `/`): the
-     * registry, the data dir, the host, the state dir, as this process resolved them.
-     */
-    const unitEnvironment = Effect.gen(function* () {
-      const optional = (name: string) => Config.option(Config.string(name)).pipe(Effect.map(Option.getOrUndefined))
-      const entries: Array<[string, string | undefined]> = [
-        ["KEEL_REGISTRY", yield* optional("KEEL_REGISTRY")],
-        ["KEEL_REGISTRY_REF", yield* optional("KEEL_REGISTRY_REF")],
-        ["KEEL_REGISTRY_PATH", yield* optional("KEEL_REGISTRY_PATH")],
-        ["KEEL_DATA_DIR", path.resolve(app.dataDir)],
-        ["KEEL_HOST", hostName],
-        ["KEEL_JANITOR_STATE_DIR", stateDir]
-      ]
-      return Object.fromEntries(entries.filter((e): e is [string, string] => e[1] !== undefined))
-    }).pipe(Effect.orDie)
+    /** What the janitor's unit needs to run on its own: the shared unit settings and its state dir. */
+    const janitorUnitEnvironment = Effect.map(unitEnvironment, (env) => ({ ...env, KEEL_JANITOR_STATE_DIR: stateDir }))
 
-    return { pass, lastReport, cleaners, unitEnvironment, stateDir, host: hostName } as const
+    return {
+      pass,
+      lastReport,
+      cleaners,
+      unitEnvironment: janitorUnitEnvironment.pipe(Effect.provideService(AppConfig, app)),
+      stateDir,
+      host: hostName
+    } as const
   })
 }) {}

@@ -78,13 +78,21 @@ const witness = (file: string): { readonly ready: Promise<void>; readonly stop: 
     stdio: ["pipe", "pipe", "ignore"],
     env: childEnv()
   })
-  child.unref()
-  ;(child.stdin as unknown as { unref?: () => void })?.unref?.()
-  ;(child.stdout as unknown as { unref?: () => void })?.unref?.()
+  // Referenced until the lock is held (so a caller awaiting it keeps the process alive), then not: the
+  // witness must never keep a finished process running.
+  const detach = () => {
+    child.unref()
+    ;(child.stdin as unknown as { unref?: () => void })?.unref?.()
+    ;(child.stdout as unknown as { unref?: () => void })?.unref?.()
+  }
   const ready = new Promise<void>((resolve) => {
-    child.stdout?.once("data", () => resolve())
-    child.once("exit", () => resolve())
-    child.once("error", () => resolve())
+    const done = () => {
+      detach()
+      resolve()
+    }
+    child.stdout?.once("data", done)
+    child.once("exit", done)
+    child.once("error", done)
   })
   return {
     ready,

@@ -1,3 +1,5 @@
+import { DEFAULT_UNIT_USER, renderUnitEnvironment } from "../UnitSettings.js"
+
 /** The watch writer as an OS timer: `ctl disk-cleanup --once --timer` on an interval (systemd or launchd). */
 export interface JanitorUnitOptions {
   readonly ctl: ReadonlyArray<string>
@@ -11,35 +13,7 @@ export interface JanitorUnitOptions {
   readonly environment?: Readonly<Record<string, string>> | undefined
 }
 
-export const DEFAULT_UNIT_USER = "keel"
 export const DEFAULT_ENVIRONMENT_FILE = "/etc/keel/disk-cleanup.env"
-
-/**
- * Why these unit settings cannot be rendered, or undefined: names are plain account names, values one
- * line each (a newline would inject another setting), paths absolute.
- */
-export const unitSettingsProblem = (options: JanitorUnitOptions): string | undefined => {
-  for (const [key, value] of Object.entries(options.environment ?? {})) {
-    if (!/^[A-Z_][A-Z0-9_]*$/.test(key)) return `${key}: not an environment variable name`
-    if (/[\n\r\0]/.test(value)) return `${key}: a value must be one line`
-  }
-  for (const [what, name] of [
-    ["user", options.user],
-    ["group", options.group]
-  ] as const)
-    if (name !== undefined && !/^[a-z_][a-z0-9_-]*\$?$/i.test(name))
-      return `${what} ${JSON.stringify(name)}: not an account name`
-  if (options.environmentFile !== undefined && !options.environmentFile.startsWith("/"))
-    return "the environment file must be an absolute path"
-  return undefined
-}
-
-/** The environment file's text: KEY="value" lines, as systemd's EnvironmentFile= reads them. */
-export const renderUnitEnvironment = (environment: Readonly<Record<string, string>>) =>
-  Object.entries(environment)
-    .map(([key, value]) => `${key}="${value.replace(/(["\\$`])/g, "\\$1")}"`)
-    .join("\n")
-    .concat("\n")
 
 const quote = (arg: string) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `"${arg.replace(/(["\\$`])/g, "\\$1")}"`)
 

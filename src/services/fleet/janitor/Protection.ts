@@ -36,18 +36,21 @@ export const protectedIdsFor = (paths: ReadonlyArray<ProtectedPath>, cleaner: st
   )
 
 /**
- * Why `cleaner` may not delete the candidate at real path `candidate`: it is a protected path, or (a
- * directory) it contains one. Undefined when no protection applies.
+ * Why `cleaner` may not delete the candidate at real path `candidate`: it is a protected path; it lies
+ * inside one (unless the cleaner's own root lies inside it too: a queue's work trees under the data dir
+ * are that cleaner's to clean, a build cache under the data dir is not); or, a directory, it contains one.
+ * Undefined when no protection applies.
  */
 export const protectionRefusal = (
   paths: ReadonlyArray<ProtectedPath>,
-  cleaner: string,
+  cleaner: { readonly name: string; readonly root: { readonly real: string } },
   candidate: string,
   isDirectory: boolean
 ): string | undefined => {
   for (const p of paths) {
     if (p.real === candidate) return `refused_${p.why}`
-    if (p.owner === cleaner) continue
+    if (p.owner === cleaner.name) continue
+    if (within(candidate, p.real) && !within(cleaner.root.real, p.real)) return `inside_protected_${p.why}`
     if (isDirectory && within(p.real, candidate)) return `contains_protected_${p.why}`
   }
   return undefined
