@@ -7,7 +7,9 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
-const { scanBuildCaches, CACHEDIR_SIGNATURE, surveyPath, mountPoints, unlimitedBudget } = await import(path.join(root, "dist", "src", "index.js"))
+const { scanBuildCaches, CACHEDIR_SIGNATURE, surveyPath, mountPoints, unlimitedBudget } = await import(
+  path.join(root, "dist", "src", "index.js")
+)
 
 const ENTRIES = Number(process.env.BENCH_JANITOR_ENTRIES ?? 200_000)
 const FILES_PER_DIR = 9

@@ -3,8 +3,8 @@ import { Effect, Option, Schedule } from "effect"
 import { HostOpsLive, HostOpsPreviewLive, JanitorLive, JanitorPreviewLive } from "../layers/Live.js"
 import { type CleanupReport, Janitor, type Trigger } from "../services/fleet/janitor/Janitor.js"
 import { renderJanitorLaunchd, renderJanitorSystemd } from "../services/fleet/janitor/JanitorUnits.js"
-import { unitSettingsProblem } from "../services/fleet/UnitSettings.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
+import { unitSettingsProblem } from "../services/fleet/UnitSettings.js"
 import { CommandFailed, ExitWith, emit, json } from "./Output.js"
 
 type CleanerPart = {
