@@ -4,13 +4,15 @@ import { Effect, Option, Schema } from "effect"
 import { HostOpsLive, ServicesLive } from "../layers/Live.js"
 import { HostBeacon } from "../services/fleet/beacon/Beacon.js"
 import { beaconRouting, publishBeacon } from "../services/fleet/beacon/BeaconPublisher.js"
-import { renderEnvFile, renderLaunchd, renderSystemd } from "../services/fleet/beacon/BeaconUnits.js"
+import { beaconUnitProblem, renderEnvFile, renderLaunchd, renderSystemd } from "../services/fleet/beacon/BeaconUnits.js"
 import { collectBeacon } from "../services/fleet/beacon/BeaconWriter.js"
 import { ServiceManagerLive } from "../services/fleet/beacon/ServiceManager.js"
 import { thisHostName } from "../services/fleet/Channels.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
+import { unitEnvironment } from "../services/fleet/UnitSettings.js"
+import { AppConfig } from "../services/platform/AppConfig.js"
 import { writeFileAtomically } from "../services/platform/Files.js"
 import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
 import { CommandFailed, ExitWith, emit, json, table } from "./Output.js"
@@ -74,28 +76,40 @@ const install = Command.make(
       Options.withDefault(300),
       Options.withDescription("Seconds between beacons")
     ),
-    user: Options.text("user").pipe(Options.optional),
+    user: Options.text("user").pipe(
+      Options.optional,
+      Options.withDescription("The account the units run as (default keel)")
+    ),
+    group: Options.text("group").pipe(Options.optional),
     controlPlaneUrl: Options.text("control-plane-url").pipe(Options.withDefault("https://control.example.internal")),
     vaultUrl: Options.text("vault-url").pipe(Options.withDefault("https://control.example.internal")),
-    consumer: Options.text("consumer").pipe(Options.withDefault("beacon-HOST")),
+    consumer: Options.text("consumer").pipe(
+      Options.optional,
+      Options.withDescription("The vault consumer of the beacon grant (default beacon-<this host>)")
+    ),
     grantFile: Options.text("grant-file").pipe(Options.withDefault("/etc/keel/beacon-grant.json"))
   },
   (options) =>
     Effect.gen(function* () {
       const target = Option.getOrElse(options.os, () => (process.platform === "darwin" ? "darwin" : "linux"))
+      const environment = yield* unitEnvironment
       const unitOptions = {
         ctl: options.ctlCommand.split(" ").filter((p) => p.length > 0),
         beaconFile: options.beaconFile,
         envFile: options.envFile,
         intervalSeconds: options.interval,
         user: Option.getOrUndefined(options.user),
+        group: Option.getOrUndefined(options.group),
+        environment,
         routing: {
           controlPlaneUrl: options.controlPlaneUrl,
           vaultUrl: options.vaultUrl,
-          consumer: options.consumer,
+          consumer: Option.getOrElse(options.consumer, () => `beacon-${environment.KEEL_HOST}`),
           grantFile: options.grantFile
         }
       }
+      const problem = beaconUnitProblem(unitOptions)
+      if (problem !== undefined) return yield* new CommandFailed({ detail: problem })
       const files: Record<string, string> =
         target === "darwin"
           ? renderLaunchd(unitOptions)
@@ -273,7 +287,10 @@ export const host = Command.make("host").pipe(
   Command.withSubcommands([
     Command.make("beacon").pipe(
       Command.withDescription("Write a beacon, or render the units that publish it"),
-      Command.withSubcommands([write.pipe(Command.provide(ServicesLive)), install])
+      Command.withSubcommands([
+        write.pipe(Command.provide(ServicesLive)),
+        install.pipe(Command.provide(AppConfig.Default))
+      ])
     ),
     publish,
     exec.pipe(Command.provide(HostOpsLive)),

@@ -9,6 +9,7 @@ import {
   type BeaconRouting,
   beaconKey,
   beaconRouting,
+  beaconUnitProblem,
   type HostBeacon,
   ObjectGateway,
   parsePlist,
@@ -232,6 +233,95 @@ describe("beacon units", () => {
         .map((line) => line.slice(0, line.indexOf("="))),
       ["KEEL_CONTROL_PLANE_URL", "KEEL_VAULT_URL", "KEEL_BEACON_CONSUMER", "KEEL_BEACON_GRANT_FILE"]
     )
+  })
+
+  it("units run on their own: ctl's settings in the env file, an account, hardening; a newline never injects", () => {
+    const own = {
+      ...options,
+      user: "root",
+      environment: {
+        KEEL_REGISTRY: "/etc/keel/registry.yml",
+        KEEL_DATA_DIR: "/var/lib/keel/data",
+        KEEL_HOST: "forge-1"
+      }
+    }
+    const env = renderEnvFile(own)
+    assert.include(
+      env,
+      'KEEL_REGISTRY="/etc/keel/registry.yml"\nKEEL_DATA_DIR="/var/lib/keel/data"\nKEEL_HOST="forge-1"\n'
+    )
+    const service = renderSystemd(own)["keel-beacon.service"]
+    for (const line of [
+      "User=root",
+      "Group=root",
+      "NoNewPrivileges=yes",
+      "PrivateTmp=yes",
+      "ProtectSystem=strict",
+      "ReadWritePaths=/var/lib/keel /var/lib/keel/data"
+    ])
+      assert.include(service, `${line}\n`)
+    assert.include(renderSystemd(options)["keel-beacon.service"], "User=keel\n")
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-units-own-"))
+    fs.writeFileSync(
+      path.join(dir, "keel-beacon.service"),
+      service.replace(`EnvironmentFile=${own.envFile}`, `EnvironmentFile=${path.join(dir, "beacon.env")}`)
+    )
+    fs.writeFileSync(path.join(dir, "beacon.env"), env)
+    const verify = spawnSync("systemd-analyze", ["verify", path.join(dir, "keel-beacon.service")], { encoding: "utf8" })
+    assert.strictEqual(verify.status, 0, verify.stderr)
+    assert.match(
+      beaconUnitProblem({ ...own, routing: { ...own.routing, consumer: "beacon-x\nKEEL_VAULT_KEY=stolen" } }) ?? "",
+      /one line/
+    )
+    assert.match(beaconUnitProblem({ ...own, user: "root\nExecStartPre=/bin/sh" }) ?? "", /account name/)
+    const plist = parsePlist(renderLaunchd(own)["dev.keel.beacon.plist"]) as {
+      UserName: string
+      EnvironmentVariables: Record<string, string>
+    }
+    assert.strictEqual(plist.UserName, "root")
+    assert.strictEqual(plist.EnvironmentVariables.KEEL_DATA_DIR, "/var/lib/keel/data")
+  })
+
+  it("the rendered service runs once under systemd-run (where systemd is the init system)", (context) => {
+    if (!fs.readFileSync("/proc/1/comm", "utf8").startsWith("systemd")) {
+      context.skip("systemd is not PID 1 on this machine (a container): systemd-run cannot start a transient unit")
+      return
+    }
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-units-run-"))
+    const data = path.join(dir, "data")
+    fs.mkdirSync(data)
+    const env = {
+      KEEL_REGISTRY: path.join(root, "examples", "registry.yml"),
+      KEEL_DATA_DIR: data,
+      KEEL_HOST: "forge-1"
+    }
+    const run = spawnSync(
+      "systemd-run",
+      [
+        "--wait",
+        "--collect",
+        "--quiet",
+        "-p",
+        "NoNewPrivileges=yes",
+        "-p",
+        "PrivateTmp=yes",
+        "-p",
+        "ProtectSystem=strict",
+        "-p",
+        `ReadWritePaths=${dir}`,
+        ...Object.entries(env).flatMap(([k, v]) => ["--setenv", `${k}=${v}`]),
+        process.execPath,
+        path.join(root, "bin", "ctl.js"),
+        "host",
+        "beacon",
+        "write",
+        "--out",
+        path.join(dir, "beacon.json")
+      ],
+      { encoding: "utf8" }
+    )
+    assert.strictEqual(run.status, 0, run.stderr)
+    assert.isTrue(fs.existsSync(path.join(dir, "beacon.json")))
   })
 
   it("the rendered launchd plist is a well-formed property list with the same routing", () => {

@@ -1,3 +1,6 @@
+import * as path from "node:path"
+import { DEFAULT_UNIT_USER, renderUnitEnvironment, type UnitSettings, unitSettingsProblem } from "../UnitSettings.js"
+
 /** What the rendered units need: the `ctl` to run, where the beacon goes, the non-secret routing. */
 export interface BeaconUnitOptions {
   /** Absolute command that runs ctl (e.g. `/usr/local/bin/ctl`, or `/usr/bin/node /opt/keel/bin/ctl.js`). */
@@ -5,7 +8,11 @@ export interface BeaconUnitOptions {
   readonly beaconFile: string
   readonly envFile: string
   readonly intervalSeconds: number
+  /** The account the units run as (default `keel`). */
   readonly user?: string | undefined
+  readonly group?: string | undefined
+  /** The settings `ctl` needs on its own (KEEL_REGISTRY, KEEL_DATA_DIR, KEEL_HOST: see UnitSettings). */
+  readonly environment?: Readonly<Record<string, string>> | undefined
   readonly routing: {
     readonly controlPlaneUrl: string
     readonly vaultUrl: string
@@ -17,16 +24,31 @@ export interface BeaconUnitOptions {
 const quote = (arg: string) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `"${arg.replace(/(["\\$`])/g, "\\$1")}"`)
 const command = (parts: ReadonlyArray<string>) => parts.map(quote).join(" ")
 
-/** The EnvironmentFile both units read: origins and grant metadata only, never a secret. */
+/** Every variable the units set: ctl's own settings, then the routing. Never a secret. */
+export const beaconEnvironment = (options: BeaconUnitOptions): Record<string, string> => ({
+  ...options.environment,
+  KEEL_CONTROL_PLANE_URL: options.routing.controlPlaneUrl,
+  KEEL_VAULT_URL: options.routing.vaultUrl,
+  KEEL_BEACON_CONSUMER: options.routing.consumer,
+  KEEL_BEACON_GRANT_FILE: options.routing.grantFile
+})
+
+/** Why these options cannot be rendered (a value with a newline, a bad account name, a relative path). */
+export const beaconUnitProblem = (options: BeaconUnitOptions): string | undefined =>
+  unitSettingsProblem({
+    user: options.user,
+    group: options.group,
+    environmentFile: options.envFile,
+    environment: beaconEnvironment(options)
+  } satisfies UnitSettings) ??
+  (path.isAbsolute(options.beaconFile) ? undefined : "the beacon file must be an absolute path")
+
+/** The EnvironmentFile both units read: ctl's settings, origins and grant metadata; never a secret. */
 export const renderEnvFile = (options: BeaconUnitOptions) =>
-  [
-    "# Keel beacon routing (non-secret). The grant credential itself stays in its owner-only file.",
-    `KEEL_CONTROL_PLANE_URL=${options.routing.controlPlaneUrl}`,
-    `KEEL_VAULT_URL=${options.routing.vaultUrl}`,
-    `KEEL_BEACON_CONSUMER=${options.routing.consumer}`,
-    `KEEL_BEACON_GRANT_FILE=${options.routing.grantFile}`,
-    ""
-  ].join("\n")
+  renderUnitEnvironment(
+    beaconEnvironment(options),
+    "Keel beacon settings and routing (non-secret). The grant credential itself stays in its owner-only file."
+  )
 
 /** A oneshot service that writes then publishes the beacon, and the timer that runs it. */
 export const renderSystemd = (options: BeaconUnitOptions) => ({
@@ -39,11 +61,15 @@ export const renderSystemd = (options: BeaconUnitOptions) => ({
     "[Service]",
     "Type=oneshot",
     `EnvironmentFile=${options.envFile}`,
-    ...(options.user === undefined ? [] : [`User=${options.user}`]),
+    `User=${options.user ?? DEFAULT_UNIT_USER}`,
+    `Group=${options.group ?? options.user ?? DEFAULT_UNIT_USER}`,
     `ExecStart=${command([...options.ctl, "host", "beacon", "write", "--out", options.beaconFile])}`,
     `ExecStart=${command([...options.ctl, "host", "publish-beacon", options.beaconFile])}`,
+    // It reads the host and writes two places: its beacon and ctl's data dir.
     "NoNewPrivileges=yes",
     "PrivateTmp=yes",
+    "ProtectSystem=strict",
+    `ReadWritePaths=${[...new Set([path.dirname(options.beaconFile), ...(options.environment?.KEEL_DATA_DIR === undefined ? [] : [options.environment.KEEL_DATA_DIR])])].join(" ")}`,
     ""
   ].join("\n"),
   "keel-beacon.timer": [
@@ -72,12 +98,7 @@ export const renderLaunchd = (options: BeaconUnitOptions) => {
     "publish-beacon",
     options.beaconFile
   ])}`
-  const env: Record<string, string> = {
-    KEEL_CONTROL_PLANE_URL: options.routing.controlPlaneUrl,
-    KEEL_VAULT_URL: options.routing.vaultUrl,
-    KEEL_BEACON_CONSUMER: options.routing.consumer,
-    KEEL_BEACON_GRANT_FILE: options.routing.grantFile
-  }
+  const env = beaconEnvironment(options)
   return {
     "dev.keel.beacon.plist": [
       '<?xml version="1.0" encoding="UTF-8"?>',
@@ -96,7 +117,8 @@ export const renderLaunchd = (options: BeaconUnitOptions) => {
       "  <dict>",
       ...Object.entries(env).flatMap(([k, v]) => [`    <key>${k}</key>`, `    <string>${xml(v)}</string>`]),
       "  </dict>",
-      ...(options.user === undefined ? [] : ["  <key>UserName</key>", `  <string>${xml(options.user)}</string>`]),
+      "  <key>UserName</key>",
+      `  <string>${xml(options.user ?? DEFAULT_UNIT_USER)}</string>`,
       "  <key>StartInterval</key>",
       `  <integer>${options.intervalSeconds}</integer>`,
       "  <key>RunAtLoad</key>",
