@@ -152,6 +152,13 @@ const publish = Command.make(
     )
 ).pipe(Command.withDescription("Exchange the beacon grant for a token and PUT the beacon to the control plane"))
 
+/** All of standard input (for `host exec --stdin`). */
+const readStdin = async () => {
+  const chunks: Array<Buffer> = []
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+  return new Uint8Array(Buffer.concat(chunks))
+}
+
 /** The registry target named on the command line (current registry, or its last valid snapshot). */
 const targetNamed = (name: string) =>
   Effect.flatMap(RemoteCtl, (remote) => remote.target(name)).pipe(
@@ -163,14 +170,19 @@ const exec = Command.make(
   {
     target: Args.text({ name: "TARGET" }),
     command: Args.text({ name: "COMMAND" }).pipe(Args.atLeast(1)),
-    timeout: Options.integer("timeout").pipe(Options.withDefault(600), Options.withDescription("Seconds"))
+    timeout: Options.integer("timeout").pipe(Options.withDefault(600), Options.withDescription("Seconds")),
+    stdin: Options.boolean("stdin").pipe(
+      Options.withDescription("Forward this process's standard input to the command (read to its end first)")
+    )
   },
-  ({ command, target, timeout }) =>
+  ({ command, stdin, target, timeout }) =>
     Effect.gen(function* () {
       const spec = (yield* RemoteCtl).spec(yield* targetNamed(target))
+      const input = stdin ? yield* Effect.promise(() => readStdin()) : undefined
       const result = yield* (yield* HostChannel)
         .run(spec, {
           argv: command,
+          stdin: input,
           timeoutMs: timeout * 1000,
           onOutput: (stream, chunk) => (stream === "stdout" ? process.stdout : process.stderr).write(chunk)
         })
@@ -178,7 +190,11 @@ const exec = Command.make(
       if (result.timedOut) return yield* new CommandFailed({ detail: `timed out after ${timeout} s` })
       if (result.exitCode !== 0) return yield* new ExitWith({ code: result.exitCode ?? 1 })
     })
-).pipe(Command.withDescription("Run a command (argv after --) on a target; exits with its exit code"))
+).pipe(
+  Command.withDescription(
+    "Run a command on a target: ctl host exec [--stdin] [--timeout S] TARGET -- ARGV… (options before --); exits with its exit code"
+  )
+)
 
 /** The host's state now: its beacon, collected on the host itself (through its channel when it is remote). */
 const currentBeacon = (targetName: string) =>

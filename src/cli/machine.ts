@@ -1,6 +1,6 @@
 import * as os from "node:os"
 import { Args, Command, Options } from "@effect/cli"
-import { Effect, Schedule } from "effect"
+import { Console, Effect, Schedule } from "effect"
 import { HostOpsLive, ServicesLive } from "../layers/Live.js"
 import { Janitor } from "../services/fleet/janitor/Janitor.js"
 import { type Job, JobQueue } from "../services/fleet/jobs/JobQueue.js"
@@ -30,10 +30,16 @@ const submit = Command.make(
   { target: Args.text({ name: "TARGET" }), command: Args.text({ name: "COMMAND" }).pipe(Args.atLeast(1)), json },
   ({ command, json, target }) =>
     Effect.gen(function* () {
-      const job = yield* (yield* JobQueue).submit({ kind: "command", target, argv: command })
+      const job = yield* (yield* JobWorker)
+        .submit({ target, argv: command })
+        .pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
       yield* emit(json, jobJson(job), (j) => j.id)
     })
-).pipe(Command.withDescription("Queue a command (argv after --) to run on a target"))
+).pipe(
+  Command.withDescription(
+    "Queue a command to run on a registry target: ctl machine submit [--json] TARGET -- ARGV… (options before --)"
+  )
+)
 
 const status = Command.make("status", { id: jobId, json }, ({ id, json }) =>
   Effect.gen(function* () {
@@ -42,6 +48,9 @@ const status = Command.make("status", { id: jobId, json }, ({ id, json }) =>
       [
         `${j.id} ${j.state} on ${j.target} (attempt ${j.attempt})${j.exit_code === null ? "" : `, exit ${j.exit_code}`}`,
         `  ${j.argv.join(" ")}`,
+        `  created ${j.created_at}${j.started_at === null ? "" : `, started ${j.started_at}`}${
+          j.finished_at === null ? "" : `, finished ${j.finished_at}`
+        }${j.duration_ms === null ? "" : ` (${(j.duration_ms / 1000).toFixed(1)} s)`}`,
         ...(j.error === null ? [] : [`  error: ${j.error}`]),
         ...(j.diagnosis === null
           ? []
@@ -73,7 +82,11 @@ const logs = Command.make(
         if (json) yield* emit(true, { lines: page.lines, next_cursor: page.next }, () => "")
         else for (const line of page.lines) yield* emit(false, line.line, (l) => l)
         next = page.next
-        if (!follow) return
+        if (!follow) {
+          // Where the next page starts, on stderr: the output lines on stdout stay exactly the job's.
+          if (!json) yield* Console.error(`next cursor: ${page.next}`)
+          return
+        }
         if (page.lines.length === 0) {
           const job = yield* queue.get(id).pipe(Effect.orDie)
           if (job.state !== "queued" && job.state !== "running") {
@@ -132,7 +145,7 @@ const control = (name: "pause" | "resume") =>
 export const machine = Command.make("machine").pipe(
   Command.withDescription("The job queue: submit, inspect, diagnose, run"),
   Command.withSubcommands([
-    submit.pipe(Command.provide(ServicesLive)),
+    submit.pipe(Command.provide(HostOpsLive)),
     status.pipe(Command.provide(ServicesLive)),
     logs.pipe(Command.provide(ServicesLive)),
     control("pause").pipe(Command.provide(ServicesLive)),

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -27,6 +28,16 @@ describe("ctl host", () => {
       assert.include(unknown.stderr, "not a target")
     })
   )
+
+  it("exec --stdin forwards standard input to the command", () => {
+    const settings = env()
+    const out = execFileSync(
+      process.execPath,
+      [path.join(root, "bin", "ctl.js"), "host", "exec", "forge-1", "--stdin", "--", "tr", "a-z", "A-Z"],
+      { env: { ...process.env, ...settings, KEEL_LOG_LEVEL: "error" }, input: "piped text\n", encoding: "utf8" }
+    )
+    assert.strictEqual(out, "PIPED TEXT\n")
+  })
 
   it.live("health and inventory read the host now: disks per declared mount, declared units, tool version", () =>
     Effect.gen(function* () {

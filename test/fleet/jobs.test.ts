@@ -168,6 +168,16 @@ describe("ctl machine", () => {
       )
       assert.strictEqual(page.next_cursor, 2)
       assert.strictEqual((yield* runCli(["machine", "status", "job_missing"], env)).exitCode, 1)
+      // Text output: the status has its timings; a logs page says where the next one starts (on stderr).
+      const text = yield* runCli(["machine", "status", id], env)
+      assert.match(text.stdout, /created .*, started .*, finished .* \(\d+\.\d s\)/)
+      const logsText = yield* runCli(["machine", "logs", id, "--limit", "2"], env)
+      assert.strictEqual(logsText.stdout.trim(), "a\nb")
+      assert.include(logsText.stderr, "next cursor: 2")
+      // A target the registry does not declare is refused at submission, naming the targets there are.
+      const unknown = yield* runCli(["machine", "submit", "ghost", "--", "true"], env)
+      assert.strictEqual(unknown.exitCode, 1)
+      assert.include(unknown.stderr, "ghost is not a target of the registry (targets: forge-1")
     })
   )
 

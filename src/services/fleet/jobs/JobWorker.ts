@@ -1,5 +1,5 @@
 import * as path from "node:path"
-import { Cause, Config, Duration, Effect, Fiber, Option, Schedule } from "effect"
+import { Cause, Config, Data, Duration, Effect, Fiber, Option, Schedule } from "effect"
 import { AppConfig } from "../../platform/AppConfig.js"
 import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
 import { channelSpec } from "../Channels.js"
@@ -32,6 +32,12 @@ const lineBuffer = () => {
     }
   }
 }
+
+/** A job for a target the registry does not declare. */
+export class UnknownTarget extends Data.TaggedError("UnknownTarget")<{
+  readonly target: string
+  readonly detail: string
+}> {}
 
 /**
  * Runs queued jobs through the host channel: claim, run on the job's target with its lease renewed
@@ -160,6 +166,21 @@ export class JobWorker extends Effect.Service<JobWorker>()("fleet/JobWorker", {
       return ran
     })
 
-    return { work } as const
+    /**
+     * Queues a command for a target the registry declares; an unknown target is refused now (with the
+     * targets there are), not failed later when a worker picks it up.
+     */
+    const submit = (job: { readonly target: string; readonly argv: ReadonlyArray<string> }) =>
+      Effect.gen(function* () {
+        const known = yield* readTargets
+        if (!known.has(job.target))
+          return yield* new UnknownTarget({
+            target: job.target,
+            detail: `${job.target} is not a target of the registry${known.size === 0 ? " (no registry could be read)" : ` (targets: ${[...known.keys()].join(", ")})`}`
+          })
+        return yield* queue.submit({ kind: "command", target: job.target, argv: job.argv })
+      })
+
+    return { work, submit } as const
   })
 }) {}
