@@ -12,6 +12,10 @@ export const overview = Command.make("overview", { json }, ({ json }) =>
     yield* emit(json, report, (r) => {
       const lines: Array<string> = [`fleet overview at ${r.generated_at}`]
       if (r.fleet.state === "available") {
+        if (r.fleet.registry === "cached")
+          lines.push(
+            `registry: the last valid copy (cannot read the source: ${r.fleet.registry_cached_because ?? "unknown"})`
+          )
         lines.push(
           table(
             ["HOST", "OS", "BEACON AGE", "FRESH", "CLAIMING", "FREE"],
@@ -38,12 +42,16 @@ export const overview = Command.make("overview", { json }, ({ json }) =>
         r.queue.state === "available"
           ? `queue${r.queue.paused ? " (paused)" : ""}: ${Object.entries(r.queue.counts)
               .map(([k, v]) => `${k} ${v}`)
-              .join(", ")}; oldest queued ${r.queue.oldest_queued_age_seconds ?? "-"}s`
+              .join(", ")}; ${
+              r.queue.oldest_queued_age_seconds === null
+                ? "nothing queued"
+                : `oldest queued ${r.queue.oldest_queued_age_seconds}s`
+            }`
           : `queue: ${unavailable(r.queue)}`
       )
       lines.push(
         r.quota.state === "available"
-          ? `quota: ${r.quota.targets.map((t) => `${t.host} ${t.running}/${t.slots ?? "∞"}`).join(", ")}`
+          ? `quota: ${r.quota.targets.map((t) => `${t.host} ${t.running}/${t.slots ?? "no declared slots"}`).join(", ")}`
           : `quota: ${unavailable(r.quota)}`
       )
       lines.push(

@@ -1,3 +1,5 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
@@ -13,6 +15,7 @@ import {
   Overview,
   SqlTest
 } from "keel"
+import { runCli } from "../support/cli.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const registryFile = path.join(root, "examples", "registry.yml")
@@ -116,5 +119,25 @@ describe("ctl overview", () => {
       assert.strictEqual(report.queue.state, "available") // the queue answers on its own
       assert.isTrue(Option.isSome(Option.some(report)))
     }).pipe(Effect.provide(withRegistry("/nonexistent/registry.yml")))
+  )
+
+  it.live("the text says what it means: nothing queued, no declared slots, why the registry is a cached copy", () =>
+    Effect.gen(function* () {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-overview-text-"))
+      const registry = path.join(dir, "registry.yml")
+      fs.writeFileSync(
+        registry,
+        JSON.stringify({ version: 1, targets: [{ name: "solo", os: "linux", channel: "local" }] })
+      )
+      const env = { KEEL_DATA_DIR: path.join(dir, "data"), KEEL_REGISTRY: registry }
+      const first = yield* runCli(["overview"], env)
+      assert.strictEqual(first.exitCode, 0, first.stderr)
+      assert.include(first.stdout, "nothing queued")
+      assert.include(first.stdout, "quota: solo 0/no declared slots")
+      assert.strictEqual((yield* runCli(["registry", "show"], env)).exitCode, 0) // records the last valid copy
+      fs.rmSync(registry)
+      const cached = yield* runCli(["overview"], env)
+      assert.match(cached.stdout, /registry: the last valid copy \(cannot read the source: .*ENOENT/)
+    })
   )
 })

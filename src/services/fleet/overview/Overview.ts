@@ -140,6 +140,8 @@ export class Overview extends Effect.Service<Overview>()("fleet/Overview", {
         fleet: {
           state: "available" as const,
           registry: snapshot.right.freshness,
+          // Why the registry is the last valid copy rather than a current read (null when current).
+          registry_cached_because: snapshot.right.cachedBecause ?? null,
           host_silence_seconds: fleet.settings.host_silence_seconds,
           hosts
         },
