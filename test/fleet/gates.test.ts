@@ -141,6 +141,21 @@ describe("admission gates", () => {
     }).pipe(Effect.provide(GatesTest({ KEEL_REGISTRY: registryFile })))
   )
 
+  it.live("a corrupt capacity publication is reported but, being optional, leaves the report complete", () =>
+    Effect.gen(function* () {
+      const objects = yield* ObjectGateway
+      yield* objects.putJson(beaconKey("forge-1"), beacon("forge-1", new Date().toISOString()))
+      yield* objects.putJson(capacityKey("forge-1"), { host: "forge-1", admitting: "maybe" })
+      const report = yield* (yield* Gates).report("forge-1")
+      assert.isTrue(report.complete, JSON.stringify(report.observations))
+      const capacity = report.observations[3]!
+      assert.strictEqual(capacity.state, "error")
+      assert.match(capacity.error ?? "", /^invalid document state\/capacity\/forge-1\.json/)
+      assert.strictEqual(report.pressure_source, "host_disk_measurement") // never used
+      assert.isNull(report.capacity.diagnostics)
+    }).pipe(Effect.provide(GatesTest({ KEEL_REGISTRY: registryFile })))
+  )
+
   it.live("incomplete reports: an absent beacon, an unknown host (the disk read is skipped, never absent)", () =>
     Effect.gen(function* () {
       const gates = yield* Gates

@@ -32,6 +32,9 @@ export const CapacityPublication = Schema.Struct({
 })
 export type CapacityPublication = typeof CapacityPublication.Type
 
+/** How a stored document that does not decode is reported (an observation's error starts with it). */
+const INVALID = "invalid document"
+
 export const capacityKey = (host: string) => `state/capacity/${host}.json`
 
 export interface GatesReport {
@@ -131,18 +134,16 @@ export class Gates extends Effect.Service<Gates>()("fleet/Gates", {
     const report = Effect.fn("Gates.report")(function* (host: string) {
       const now = yield* Clock.currentTimeMillis
       const readJson = <A, I>(key: string, schema: Schema.Schema<A, I>) =>
-        objects
-          .getJson(key)
-          .pipe(
-            Effect.flatMap((found) =>
-              Option.isNone(found)
-                ? Effect.succeed<Reading<A>>({ state: "absent" })
-                : Effect.map(
-                    Schema.decodeUnknown(schema)(found.value),
-                    (value): Reading<A> => ({ state: "complete", value })
-                  )
-            )
+        objects.getJson(key).pipe(
+          Effect.flatMap((found) =>
+            Option.isNone(found)
+              ? Effect.succeed<Reading<A>>({ state: "absent" })
+              : Schema.decodeUnknown(schema)(found.value).pipe(
+                  Effect.map((value): Reading<A> => ({ state: "complete", value })),
+                  Effect.mapError((error) => ({ detail: `${INVALID} ${key}: ${error.message.split("\n")[0]}` }))
+                )
           )
+        )
 
       const registryRead = observe(
         "registry.read",
@@ -205,7 +206,10 @@ export class Gates extends Effect.Service<Gates>()("fleet/Gates", {
         (registryObs.state === "complete" || registryObs.state === "cached") &&
         beaconObs.state === "complete" &&
         diskObs.state === "complete" &&
-        (capacityObs.state === "complete" || capacityObs.state === "absent") &&
+        // Optional: an absent publication is fine, and so is a corrupt one (reported, never used).
+        (capacityObs.state === "complete" ||
+          capacityObs.state === "absent" ||
+          (capacityObs.state === "error" && capacityObs.error?.startsWith(INVALID) === true)) &&
         queueObs.state === "complete"
 
       const silenceMs = Option.match(known, { onNone: () => null, onSome: (k) => k.silence * 1000 })
