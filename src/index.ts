@@ -47,7 +47,7 @@ export {
   ProductApi
 } from "./http/product/Api.js"
 export * from "./http/Surfaces.js"
-export { TokenAnswer, VaultApi, VaultTokensApi } from "./http/vault/Api.js"
+export { TokenAnswer, VaultApi, VaultNoStore, VaultTokensApi } from "./http/vault/Api.js"
 // Layers
 export * from "./layers/DemoSeeds.js"
 export * from "./layers/Http.js"
@@ -66,6 +66,8 @@ export * from "./services/fleet/beacon/ServiceManager.js"
 // Fleet services
 export * from "./services/fleet/Channels.js"
 export * from "./services/fleet/gates/Gates.js"
+export * from "./services/fleet/grants/Errors.js"
+export * from "./services/fleet/grants/GrantIssuer.js"
 export * from "./services/fleet/janitor/BackupTwins.js"
 export * from "./services/fleet/janitor/BuildCaches.js"
 export * from "./services/fleet/janitor/ChromiumClones.js"
@@ -141,6 +143,7 @@ export { packageExample, packageRoot, packageVersion } from "./services/platform
 export * from "./services/platform/Shutdown.js"
 export * from "./services/platform/SqlDirect.js"
 export * from "./services/platform/vault/EmbeddedVault.js"
+export * from "./services/platform/vault/ItemInput.js"
 export * from "./services/platform/vault/Vault.js"
 export { loadOrCreateKeyFile, parseMasterKey } from "./services/platform/vault/VaultCipher.js"
 

@@ -13,12 +13,17 @@ export class ExitWith extends Data.TaggedError("ExitWith")<{ readonly code: numb
 export const emit = <A>(asJson: boolean, value: A, human: (value: A) => string) =>
   Console.log(asJson ? JSON.stringify(value, null, 2) : human(value))
 
-/** Turns a typed error carrying a `detail` into a CommandFailed (and, with --json, a JSON error on stdout). */
+/**
+ * Turns a typed error carrying a `detail` into a CommandFailed (and, with --json, a JSON error on stdout
+ * whose `code` is the error's stable UPPER_SNAKE code when it has one, else its tag).
+ */
 export const failWith =
   (asJson: boolean) =>
-  <E extends { readonly _tag: string; readonly detail: string }>(error: E) =>
+  <E extends { readonly _tag: string; readonly detail: string; readonly code?: string }>(error: E) =>
     Effect.zipRight(
-      asJson ? Console.log(JSON.stringify({ error: { code: error._tag, detail: error.detail } })) : Effect.void,
+      asJson
+        ? Console.log(JSON.stringify({ error: { code: error.code ?? error._tag, detail: error.detail } }))
+        : Effect.void,
       Effect.fail(new CommandFailed({ detail: error.detail }))
     )
 

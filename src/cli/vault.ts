@@ -1,39 +1,50 @@
-import * as fs from "node:fs"
-import * as path from "node:path"
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
 import { ServicesLive } from "../layers/Live.js"
+import { GrantIssuer } from "../services/fleet/grants/GrantIssuer.js"
+import { parseItemInput } from "../services/platform/vault/ItemInput.js"
 import { type Grant, Vault } from "../services/platform/vault/Vault.js"
 import { CommandFailed, DurationText, emit, failWith, iso, json, table } from "./Output.js"
 
-/** Secret values come on stdin (a JSON object, or `field=value` lines), never in argv. */
-const readFieldsFromStdin = Effect.tryPromise({
+/** Secret values come on stdin, never in argv. */
+const readStdin = Effect.tryPromise({
   try: async () => {
     const chunks: Array<Buffer> = []
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
-    const text = Buffer.concat(chunks).toString("utf8").trim()
-    if (text.startsWith("{")) return JSON.parse(text) as Record<string, string>
-    const fields: Record<string, string> = {}
-    for (const line of text.split("\n")) {
-      if (line.trim() === "") continue
-      const eq = line.indexOf("=")
-      if (eq <= 0) throw new Error("stdin must be a JSON object or field=value lines")
-      fields[line.slice(0, eq).trim()] = line.slice(eq + 1)
-    }
-    return fields
+    return Buffer.concat(chunks).toString("utf8")
   },
-  catch: (error) => new CommandFailed({ detail: `could not read fields from stdin: ${(error as Error).message}` })
+  catch: (error) => new CommandFailed({ detail: `could not read stdin: ${(error as Error).message}` })
 })
 
 const itemName = Args.text({ name: "ITEM" })
 
-const put = Command.make("put", { item: itemName, json }, ({ item, json }) =>
-  Effect.gen(function* () {
-    const fields = yield* readFieldsFromStdin
-    yield* (yield* Vault).putItem(item, fields).pipe(Effect.catchAll(failWith(json)))
-    yield* emit(json, { item, fields: Object.keys(fields).sort() }, (r) => `stored ${r.item} (${r.fields.join(", ")})`)
-  })
-).pipe(Command.withDescription("Store an item; its fields are read from stdin (JSON or field=value lines)"))
+const put = Command.make(
+  "put",
+  {
+    item: itemName,
+    field: Options.text("field").pipe(
+      Options.optional,
+      Options.withDescription("Store stdin verbatim as this one field (multi-line values such as keys)")
+    ),
+    json
+  },
+  ({ field, item, json }) =>
+    Effect.gen(function* () {
+      const fields = yield* parseItemInput(yield* readStdin, Option.getOrUndefined(field)).pipe(
+        Effect.catchAll(failWith(json))
+      )
+      yield* (yield* Vault).putItem(item, fields).pipe(Effect.catchAll(failWith(json)))
+      yield* emit(
+        json,
+        { item, fields: Object.keys(fields).sort() },
+        (r) => `stored ${r.item} (${r.fields.join(", ")})`
+      )
+    })
+).pipe(
+  Command.withDescription(
+    "Store (replace) an item; its fields are read from stdin: name=value lines, a JSON object, or with --field NAME one verbatim value"
+  )
+)
 
 const get = Command.make(
   "get",
@@ -85,11 +96,17 @@ const create = Command.make(
   "create",
   {
     consumer: Options.text("consumer").pipe(Options.withDescription("Who will use the grant")),
-    actions: Options.text("action").pipe(Options.repeated, Options.withDescription("A registry action (repeatable)")),
-    items: Options.text("item").pipe(Options.repeated, Options.withDescription("An item it may read (repeatable)")),
+    actions: Options.text("action").pipe(
+      Options.repeated,
+      Options.withDescription("A registry action, e.g. host-health-write (repeatable)")
+    ),
+    items: Options.text("item").pipe(
+      Options.repeated,
+      Options.withDescription("An item of the vault it may read (repeatable)")
+    ),
     hosts: Options.text("host").pipe(
       Options.repeated,
-      Options.withDescription("A host its actions cover (repeatable)")
+      Options.withDescription("A registry target its actions cover (repeatable)")
     ),
     ttl: Options.text("ttl").pipe(
       Options.withSchema(DurationText),
@@ -97,22 +114,17 @@ const create = Command.make(
       Options.withDescription("How long the grant lives: 1h, 30d (default 30d)")
     ),
     out: Options.file("out").pipe(Options.withDescription("Where to write the grant credential (mode 0600)")),
+    force: Options.boolean("force").pipe(
+      Options.withDescription("Replace the credential file if it exists (refused otherwise)")
+    ),
     json
   },
-  ({ actions, consumer, hosts, items, json, out, ttl }) =>
+  ({ actions, consumer, force, hosts, items, json, out, ttl }) =>
     Effect.gen(function* () {
-      const { credential, grant } = yield* (yield* Vault)
-        .createGrant({ consumer, actions, items, hosts, ttlMillis: ttl })
+      const { credentialFile, grant } = yield* (yield* GrantIssuer)
+        .issue({ consumer, actions, items, hosts, ttlMillis: ttl, out, force })
         .pipe(Effect.catchAll(failWith(json)))
-      yield* Effect.try({
-        try: () => {
-          fs.mkdirSync(path.dirname(path.resolve(out)), { recursive: true })
-          fs.rmSync(out, { force: true })
-          fs.writeFileSync(out, `${JSON.stringify(credential, null, 2)}\n`, { mode: 0o600, flag: "wx" })
-        },
-        catch: (error) => new CommandFailed({ detail: `could not write ${out}: ${(error as Error).message}` })
-      })
-      yield* emit(json, { grant: grantJson(grant), credential_file: path.resolve(out) }, (r) =>
+      yield* emit(json, { grant: grantJson(grant), credential_file: credentialFile }, (r) =>
         [
           `granted ${r.grant.id} to ${r.grant.consumer} until ${r.grant.expires_at}`,
           `credential: ${r.credential_file}`

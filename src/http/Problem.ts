@@ -1,5 +1,6 @@
 import { HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Option, Schema } from "effect"
+import { withoutValue } from "../services/platform/Validation.js"
 
 /**
  * The one error body of every Keel HTTP surface (RFC 9457 problem details).
@@ -109,6 +110,10 @@ const describeIssues = (issues: ReadonlyArray<DecodeIssue>) =>
     .map((issue) => `${issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")}: ${issue.message}`)
     .join("; ")
 
+/** Decode issues that name the field and what it must be, never the value sent (it may be a secret). */
+const issuesWithoutValues = (issues: ReadonlyArray<DecodeIssue>): Array<DecodeIssue> =>
+  issues.map((issue) => ({ ...issue, message: withoutValue(String(issue.message)) }))
+
 const asRecord = (u: unknown): Record<string, unknown> | undefined =>
   typeof u === "object" && u !== null && !Array.isArray(u) ? (u as Record<string, unknown>) : undefined
 
@@ -119,9 +124,11 @@ export const toProblemBody = (status: number, body: unknown, fallbackDetail: str
     return problem(status, defaultCodes[status] ?? codeFromTag(statusTitle(status)), fallbackDetail)
   const tag = typeof record._tag === "string" ? record._tag : undefined
   if (tag === "HttpApiDecodeError") {
-    const issues = Array.isArray(record.issues) ? (record.issues as Array<DecodeIssue>) : []
-    const detail = issues.length > 0 ? describeIssues(issues) : String(record.message ?? "invalid request")
-    return problem(status, "VALIDATION_FAILED", detail, record)
+    // The platform's own `message` (and each issue's) quotes the offending value: both are rebuilt
+    // without it, so a mistyped secret is never echoed back.
+    const issues = issuesWithoutValues(Array.isArray(record.issues) ? (record.issues as Array<DecodeIssue>) : [])
+    const detail = issues.length > 0 ? describeIssues(issues) : "the request does not match its schema"
+    return problem(status, "VALIDATION_FAILED", detail, { ...record, issues, message: detail })
   }
   const code =
     typeof record.code === "string" && /^[A-Z][A-Z0-9_]*$/.test(record.code)
@@ -159,8 +166,8 @@ const requestBodyProblem = (cause: Cause.Cause<unknown>) =>
     ),
     (error): Option.Option<readonly [code: string, detail: string]> => {
       const inner = error.cause
-      if (inner instanceof SyntaxError)
-        return Option.some(["INVALID_JSON", `request body is not valid JSON: ${inner.message}`])
+      // The parser's message quotes part of the body (which may be a secret): never pass it on.
+      if (inner instanceof SyntaxError) return Option.some(["INVALID_JSON", "request body is not valid JSON"])
       if (error.reason === "Decode") return Option.some(["BAD_REQUEST_BODY", "the request body could not be read"])
       return Option.none()
     }

@@ -34,7 +34,7 @@ import { ProductApi } from "../http/product/Api.js"
 import { AnalyticsLive, BlogLive, ExperimentsLive, OnboardingLive, ProductHealthLive } from "../http/product/Http.js"
 import { docsPath, openApiPath, type SurfaceName, SurfaceNames, surfaceApis } from "../http/Surfaces.js"
 import { VaultApi } from "../http/vault/Api.js"
-import { VaultTokensLive } from "../http/vault/Http.js"
+import { VaultNoStoreLive, VaultTokensLive } from "../http/vault/Http.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { Shutdown } from "../services/platform/Shutdown.js"
 import { ProductConfig } from "../services/product/ProductConfig.js"
@@ -79,7 +79,10 @@ export const SurfaceRoutes = {
     docs("controlplane")
   ),
   vault: Layer.mergeAll(
-    HttpLayerRouter.addHttpApi(VaultApi, { openapiPath: openApiPath("vault") }).pipe(Layer.provide(VaultTokensLive)),
+    HttpLayerRouter.addHttpApi(VaultApi, { openapiPath: openApiPath("vault") }).pipe(
+      Layer.provide(VaultTokensLive),
+      Layer.provide(VaultNoStoreLive)
+    ),
     docs("vault")
   )
 } as const

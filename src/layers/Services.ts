@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
+import { GrantIssuer } from "../services/fleet/grants/GrantIssuer.js"
 import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
 import { Overview } from "../services/fleet/overview/Overview.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
@@ -65,6 +66,7 @@ export const DomainServices = Layer.mergeAll(
   BrandAssets.Default,
   MarketServices,
   HostHealth.Default,
+  GrantIssuer.Default,
   Overview.Default
 ).pipe(
   Layer.provideMerge(JobQueue.Default),

@@ -175,7 +175,8 @@ describe("ctl vault", () => {
   it("reads secret values from stdin, never argv, and writes grant credentials owner-only", () => {
     const root = fileURLToPath(new URL("../..", import.meta.url))
     const dataDir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "keel-vault-")), "data")
-    const env = { ...process.env, KEEL_DATA_DIR: dataDir, KEEL_LOG_LEVEL: "warning" }
+    const registry = path.join(root, "examples", "registry.yml")
+    const env = { ...process.env, KEEL_DATA_DIR: dataDir, KEEL_REGISTRY: registry, KEEL_LOG_LEVEL: "warning" }
     const ctl = (args: Array<string>, input?: string) =>
       execFileSync(process.execPath, [path.join(root, "bin", "ctl.js"), ...args], { env, encoding: "utf8", input })
     ctl(["vault", "item", "put", "db"], `password=${SECRET}\nuser=keel\n`)
@@ -190,11 +191,11 @@ describe("ctl vault", () => {
         "grant",
         "create",
         "--consumer",
-        "beacon-web-1",
+        "beacon-forge-1",
         "--action",
         "host-health-write",
         "--host",
-        "web-1",
+        "forge-1",
         "--out",
         out,
         "--json"

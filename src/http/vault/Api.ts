@@ -1,4 +1,4 @@
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import {
   GrantCredential,
@@ -16,6 +16,13 @@ export const TokenAnswer = Schema.Struct({
   hosts: Schema.Array(Schema.String),
   items: Schema.Array(Schema.String)
 })
+
+/**
+ * Every vault answer is marked uncacheable (`Cache-Control: no-store`, `Pragma: no-cache`): token and
+ * item answers carry secrets, and refusals are not worth keeping either. It runs before the request is
+ * decoded, so 400s carry the headers too.
+ */
+export class VaultNoStore extends HttpApiMiddleware.Tag<VaultNoStore>()("VaultNoStore") {}
 
 const Bearer = Schema.Struct({ authorization: Schema.optional(Schema.String) })
 const Segment = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/))
@@ -44,6 +51,7 @@ export class VaultTokensApi extends HttpApiGroup.make("tokens")
 /** The embedded secret vault's consumer API (admin operations are `ctl vault` only). */
 export class VaultApi extends HttpApi.make("vault")
   .add(VaultTokensApi)
+  .middleware(VaultNoStore)
   .prefix("/v1/vault")
   .annotate(OpenApi.Title, "Keel secret vault")
   .annotate(OpenApi.Description, "Grant credentials for short-lived tokens; item reads by authorized consumers.") {}

@@ -1,7 +1,17 @@
-import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
+import { Effect, Layer } from "effect"
 import { Vault, VaultDenied } from "../../services/platform/vault/Vault.js"
-import { VaultApi } from "./Api.js"
+import { VaultApi, VaultNoStore } from "./Api.js"
+
+/** No cache, proxy or browser may keep a vault answer: success and refusal alike. */
+export const NO_STORE_HEADERS = { "cache-control": "no-store", pragma: "no-cache" } as const
+
+export const VaultNoStoreLive = Layer.succeed(
+  VaultNoStore,
+  HttpApp.appendPreResponseHandler((_request, response) =>
+    Effect.succeed(HttpServerResponse.setHeaders(response, NO_STORE_HEADERS))
+  )
+)
 
 const bearerToken = (header: string | undefined) => {
   const match = /^Bearer (\S+)$/.exec(header ?? "")

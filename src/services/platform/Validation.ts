@@ -4,17 +4,29 @@ import { ParseResult, Schema } from "effect"
 export const BoundedText = (max: number) => Schema.String.pipe(Schema.minLength(1), Schema.maxLength(max))
 
 /**
+ * A decode message without the value that failed: Effect's default messages end in `, actual <value>`
+ * (`Expected string, actual 123` becomes `Expected string`). For input that may carry a secret.
+ */
+export const withoutValue = (message: string) => message.replace(/,\s*actual\b[\s\S]*$/, "")
+
+/**
  * A decode failure as one line: `path.to.field: message; …`, the first `limit` issues. Every refusal
  * of input (registries, front matter, batches, events) names its fields the same way.
  */
 export const formatIssues = (
   error: ParseResult.ParseError,
-  options: { readonly limit?: number; readonly root?: string; readonly prefix?: string } = {}
+  options: {
+    readonly limit?: number
+    readonly root?: string
+    readonly prefix?: string
+    /** Never quote the offending input (it may be a secret): each issue says what was expected only. */
+    readonly withoutValues?: boolean
+  } = {}
 ) =>
   ParseResult.ArrayFormatter.formatErrorSync(error)
     .slice(0, options.limit ?? Number.POSITIVE_INFINITY)
     .map(
       (issue) =>
-        `${options.prefix ?? ""}${issue.path.length === 0 ? (options.root ?? "(root)") : issue.path.join(".")}: ${issue.message}`
+        `${options.prefix ?? ""}${issue.path.length === 0 ? (options.root ?? "(root)") : issue.path.join(".")}: ${options.withoutValues === true ? withoutValue(issue.message) : issue.message}`
     )
     .join("; ")

@@ -1,5 +1,6 @@
 import * as fs from "node:fs/promises"
 import { Config, Data, Effect, Option, Schema } from "effect"
+import { formatIssues } from "../../platform/Validation.js"
 import { GrantCredential } from "../../platform/vault/Vault.js"
 import { HostBeacon } from "./Beacon.js"
 
@@ -112,6 +113,31 @@ const overBroad = (
 ) => !sameSet(scope.actions, ["host-health-write"]) || !sameSet(scope.hosts, [host]) || scope.items.length > 0
 
 /**
+ * The grant credential in `file`. The file holds a secret, so no failure quotes its content: not JSON
+ * says so (the parser's message would quote the text), a wrong shape names the fields and what they
+ * must be, never their values.
+ */
+export const readGrantCredential = (file: string) =>
+  Effect.gen(function* () {
+    const text = yield* Effect.tryPromise({
+      try: () => fs.readFile(file, "utf8"),
+      catch: (error) => fail("grant_unreadable", `cannot read the grant file: ${(error as Error).message}`)
+    })
+    const raw = yield* Effect.try({
+      try: () => JSON.parse(text) as unknown,
+      catch: () => fail("grant_unreadable", `${file} is not valid JSON (a grant credential file is a JSON object)`)
+    })
+    return yield* Schema.decodeUnknown(GrantCredential)(raw, { errors: "all" }).pipe(
+      Effect.mapError((error) =>
+        fail(
+          "grant_unreadable",
+          `${file} is not a grant credential: ${formatIssues(error, { limit: 5, withoutValues: true })}`
+        )
+      )
+    )
+  })
+
+/**
  * `ctl host publish-beacon`: validates the beacon, checks the grant file (owner-only, exactly
  * host-health-write for this host), exchanges it at the vault for a short-lived token and PUTs the
  * beacon to the control plane. It uses no other credential source.
@@ -139,15 +165,7 @@ export const publishBeacon = (file: string, routing: BeaconRouting) =>
         `${routing.grantFile} is mode ${(stat.mode & 0o777).toString(8)}; it must be owner-only (0600)`
       )
     }
-    const credential = yield* Effect.tryPromise({
-      try: async () =>
-        Schema.decodeUnknownSync(GrantCredential)(JSON.parse(await fs.readFile(routing.grantFile, "utf8"))),
-      catch: (error) =>
-        fail(
-          "grant_unreadable",
-          `${routing.grantFile} is not a grant credential: ${(error as Error).message.split("\n")[0]}`
-        )
-    })
+    const credential = yield* readGrantCredential(routing.grantFile)
     if (credential.consumer !== routing.consumer)
       return yield* fail("grant_unreadable", `the grant belongs to ${credential.consumer}, not ${routing.consumer}`)
     if (credential.scope !== undefined && overBroad(credential.scope, beacon.host))

@@ -57,6 +57,9 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
         )
       )
       if (!grant.hosts.includes(beacon.host)) {
+        // Asking the vault again for this host records the refusal in its audit log (access_refused:
+        // consumer, grant, the host; never the token), like every other refusal of a valid token.
+        yield* vault.authorize(token, { action: "host-health-write", host: beacon.host })
         return yield* new VaultForbidden({
           code: "VAULT_FORBIDDEN",
           detail: `this token may write the health of ${grant.hosts.join(", ") || "no host"}, not ${beacon.host}`

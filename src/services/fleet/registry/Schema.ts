@@ -134,22 +134,30 @@ export const ReleaseControl = Schema.Struct({
   versions: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { default: () => ({}) })
 })
 
+/** Which principals hold each registry action. */
+const ActionHolders = Schema.Struct({
+  "host-health-write": Schema.optional(Schema.Array(Name)),
+  "storage-reconcile-read": Schema.optional(Schema.Array(Name)),
+  "storage-reconcile-apply": Schema.optional(Schema.Array(Name)),
+  "service-ensure": Schema.optional(Schema.Array(Name)),
+  "space-reclaim": Schema.optional(Schema.Array(Name)),
+  "release-submit": Schema.optional(Schema.Array(Name)),
+  "release-promote": Schema.optional(Schema.Array(Name))
+})
+
+export type FleetAction = keyof typeof ActionHolders.fields
+
+/**
+ * The registry actions: what a registry's `actions:` block assigns and what a vault grant may carry
+ * (`ctl vault grant create --action`). One list: adding an action above adds it to both.
+ */
+export const FleetActions = Object.keys(ActionHolders.fields) as ReadonlyArray<FleetAction>
+
 export const FleetRegistryDocument = Schema.Struct({
   version: Schema.Literal(1),
   settings: Schema.optionalWith(Settings, { default: () => Schema.decodeSync(Settings)({}) }),
   /** Which principals hold each action. */
-  actions: Schema.optionalWith(
-    Schema.Struct({
-      "host-health-write": Schema.optional(Schema.Array(Name)),
-      "storage-reconcile-read": Schema.optional(Schema.Array(Name)),
-      "storage-reconcile-apply": Schema.optional(Schema.Array(Name)),
-      "service-ensure": Schema.optional(Schema.Array(Name)),
-      "space-reclaim": Schema.optional(Schema.Array(Name)),
-      "release-submit": Schema.optional(Schema.Array(Name)),
-      "release-promote": Schema.optional(Schema.Array(Name))
-    }),
-    { default: () => ({}) }
-  ),
+  actions: Schema.optionalWith(ActionHolders, { default: () => ({}) }),
   release_control: Schema.optionalWith(ReleaseControl, {
     default: () => ({ generation: 0, channel: "stable", versions: {} })
   }),

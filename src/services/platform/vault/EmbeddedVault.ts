@@ -40,6 +40,7 @@ const toGrant = (row: GrantRow): Grant => ({
 })
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
+const GRANT_ID = /^grant_[0-9a-f]{16}$/
 const sameSecret = (a: string, b: string) => {
   const x = Buffer.from(a)
   const y = Buffer.from(b)
@@ -221,10 +222,18 @@ export const embeddedVault = (options: { readonly masterKey?: Uint8Array } = {})
           Effect.gen(function* () {
             const now = yield* Clock.currentTimeMillis
             const row = yield* grantById(credential.grant_id)
-            if (row === undefined || !sameSecret(sha256Hex(credential.secret), row.secret_hash))
-              return yield* denied("unknown grant or wrong secret", credential.grant_id, credential.consumer)
+            // The audit records what the vault knows, never the caller's text as such: a secret pasted
+            // into the wrong field must not land in the log. An unknown grant id is kept only when it
+            // has the shape of one.
+            if (row === undefined)
+              return yield* denied(
+                "unknown grant or wrong secret",
+                GRANT_ID.test(credential.grant_id) ? credential.grant_id : undefined
+              )
+            if (!sameSecret(sha256Hex(credential.secret), row.secret_hash))
+              return yield* denied("unknown grant or wrong secret", row.id, row.consumer)
             if (row.consumer !== credential.consumer)
-              return yield* denied("the credential names another consumer", row.id, credential.consumer)
+              return yield* denied("the credential names another consumer", row.id, row.consumer)
             const dead = liveGrant(row, now)
             if (dead !== undefined) return yield* denied(dead, row.id, row.consumer)
             const token = `kvt_${randomBytes(32).toString("base64url")}`

@@ -1,0 +1,126 @@
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import { Effect } from "effect"
+import { Vault } from "../../platform/vault/Vault.js"
+import { FleetRegistry } from "../registry/Registry.js"
+import { FleetActions } from "../registry/Schema.js"
+import { GrantRefused } from "./Errors.js"
+
+export interface GrantRequest {
+  readonly consumer: string
+  readonly actions: ReadonlyArray<string>
+  readonly hosts: ReadonlyArray<string>
+  readonly items: ReadonlyArray<string>
+  readonly ttlMillis: number
+  /** Where the credential is written, owner-only (0600). */
+  readonly out: string
+  /** Replace a file already at `out`; without it, an existing file is refused. */
+  readonly force: boolean
+}
+
+const refused = (code: GrantRefused["code"], detail: string) => new GrantRefused({ code, detail })
+
+const unknownOf = (asked: ReadonlyArray<string>, known: ReadonlySet<string>) => [
+  ...new Set(asked.filter((name) => !known.has(name)))
+]
+
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+const exists = (file: string) =>
+  Effect.promise(() =>
+    fs.lstat(file).then(
+      () => true,
+      () => false
+    )
+  )
+
+/** `text` at `file`, mode 0600: created exclusively, or (force) through a temporary file renamed over it. */
+const writeOwnerOnly = (file: string, text: string, force: boolean) =>
+  Effect.tryPromise({
+    try: async () => {
+      await fs.mkdir(path.dirname(file), { recursive: true })
+      const target = force ? `${file}.${randomBytes(6).toString("hex")}.tmp` : file
+      const handle = await fs.open(target, "wx", 0o600)
+      try {
+        try {
+          await handle.writeFile(text)
+          await handle.sync()
+        } finally {
+          await handle.close()
+        }
+        if (force) await fs.rename(target, file)
+      } catch (error) {
+        // Never leave a partial credential behind (neither the file nor the temporary one).
+        await fs.rm(target, { force: true })
+        throw error
+      }
+    },
+    catch: (error) =>
+      (error as NodeJS.ErrnoException).code === "EEXIST"
+        ? refused("CREDENTIAL_FILE_EXISTS", `${file} already exists; pass --force to replace it`)
+        : refused("CREDENTIAL_WRITE_FAILED", `could not write ${file}: ${errorText(error)}`)
+  })
+
+/**
+ * Issues vault grants for the fleet: every action must be a registry action, every host a target of the
+ * registry (the current one, or its last valid snapshot; none readable is a refusal), every item one the
+ * vault holds. The credential is written owner-only and never over an existing file unless forced. All
+ * checks run before anything is granted; a credential that cannot be written revokes its grant.
+ */
+export class GrantIssuer extends Effect.Service<GrantIssuer>()("fleet/GrantIssuer", {
+  effect: Effect.gen(function* () {
+    const vault = yield* Vault
+    const registry = yield* FleetRegistry
+
+    const check = Effect.fn("GrantIssuer.check")(function* (request: Omit<GrantRequest, "ttlMillis">) {
+      const out = path.resolve(request.out)
+      if (!request.force && (yield* exists(out)))
+        return yield* refused("CREDENTIAL_FILE_EXISTS", `${out} already exists; pass --force to replace it`)
+      const actions = unknownOf(request.actions, new Set(FleetActions))
+      if (actions.length > 0)
+        return yield* refused(
+          "UNKNOWN_ACTION",
+          `unknown action ${actions.join(", ")}; the registry's actions are ${FleetActions.join(", ")}`
+        )
+      if (request.items.length > 0) {
+        const held = new Set((yield* vault.listItems).map((item) => item.name))
+        const items = unknownOf(request.items, held)
+        if (items.length > 0)
+          return yield* refused("UNKNOWN_ITEM", `the vault holds no item ${items.join(", ")} (see ctl vault item list)`)
+      }
+      if (request.hosts.length > 0) {
+        const snapshot = yield* registry
+          .read({ allowCached: true, record: false })
+          .pipe(
+            Effect.mapError((error) =>
+              refused(
+                "REGISTRY_UNAVAILABLE",
+                `cannot check --host without a readable registry: ${error.source}: ${error.detail}`
+              )
+            )
+          )
+        const hosts = unknownOf(request.hosts, new Set(snapshot.registry.targets.map((target) => target.name)))
+        if (hosts.length > 0)
+          return yield* refused(
+            "UNKNOWN_HOST",
+            `${hosts.join(", ")} ${hosts.length === 1 ? "is not a target" : "are not targets"} of the registry (${snapshot.source.location})`
+          )
+      }
+      return out
+    })
+
+    /** Checks the request, creates the grant and writes its credential to `out` (mode 0600). */
+    const issue = Effect.fn("GrantIssuer.issue")(function* (request: GrantRequest) {
+      const out = yield* check(request)
+      const { credential, grant } = yield* vault.createGrant(request)
+      yield* writeOwnerOnly(out, `${JSON.stringify(credential, null, 2)}\n`, request.force).pipe(
+        // A grant whose secret was never written is of no use to anyone: it does not outlive the failure.
+        Effect.tapError(() => vault.revokeGrant(grant.id))
+      )
+      return { grant, credentialFile: out }
+    })
+
+    return { check, issue } as const
+  })
+}) {}
