@@ -6,6 +6,7 @@ import { HostBeacon } from "../services/fleet/beacon/Beacon.js"
 import { beaconRouting, publishBeacon } from "../services/fleet/beacon/BeaconPublisher.js"
 import { beaconUnitProblem, renderEnvFile, renderLaunchd, renderSystemd } from "../services/fleet/beacon/BeaconUnits.js"
 import { collectBeacon } from "../services/fleet/beacon/BeaconWriter.js"
+import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
 import { ServiceManagerLive } from "../services/fleet/beacon/ServiceManager.js"
 import { thisHostName } from "../services/fleet/Channels.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
@@ -298,6 +299,23 @@ const gates = Command.make("gates", { target: Args.text({ name: "HOST" }), json 
   })
 ).pipe(Command.withDescription("Why the host does or does not admit work; exit 1 when the diagnostic is incomplete"))
 
+const clear = Command.make("clear", { target: Args.text({ name: "TARGET" }), json }, ({ json, target }) =>
+  Effect.gen(function* () {
+    const existed = yield* (yield* HostHealth)
+      .clear(target)
+      .pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
+    yield* emit(json, { host: target, cleared: existed }, (r) =>
+      r.cleared
+        ? `${r.host}: stored beacon removed; the next beacon is stored whatever its date`
+        : `${r.host}: no stored beacon`
+    )
+  })
+).pipe(
+  Command.withDescription(
+    "Remove a host's stored beacon on this control plane (a bad one: a wrong clock, a wrong host)"
+  )
+)
+
 export const host = Command.make("host").pipe(
   Command.withDescription("Fleet hosts: beacons, remote commands, health and inventory"),
   Command.withSubcommands([
@@ -305,7 +323,8 @@ export const host = Command.make("host").pipe(
       Command.withDescription("Write a beacon, or render the units that publish it"),
       Command.withSubcommands([
         write.pipe(Command.provide(ServicesLive)),
-        install.pipe(Command.provide(AppConfig.Default))
+        install.pipe(Command.provide(AppConfig.Default)),
+        clear.pipe(Command.provide(ServicesLive))
       ])
     ),
     publish,

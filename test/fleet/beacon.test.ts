@@ -11,6 +11,7 @@ import {
   beaconRouting,
   beaconUnitProblem,
   type HostBeacon,
+  HostHealth,
   ObjectGateway,
   parsePlist,
   publishBeacon,
@@ -196,6 +197,58 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
         assert.strictEqual(unknown.body.code, "UNKNOWN_HOST")
         const ok = yield* put({ bearer: token, body: beacon("forge-2", "2026-11-23T12:00:00.000Z") })
         assert.strictEqual(ok.status, 200)
+      })
+  )
+
+  it.effect(
+    "a beacon from the future, of the wrong os or with undeclared mounts is refused; an operator clears a bad stored one",
+    () =>
+      Effect.gen(function* () {
+        const vault = yield* Vault
+        const grant = yield* vault.createGrant({
+          consumer: "beacon-forge-2",
+          actions: ["host-health-write"],
+          items: [],
+          hosts: ["forge-2"],
+          ttlMillis: 3_600_000
+        })
+        const { token } = yield* vault.exchange(grant.credential)
+        const put = (body: unknown) =>
+          Effect.gen(function* () {
+            const { HttpClient, HttpClientRequest } = yield* Effect.promise(() => import("@effect/platform"))
+            const response = yield* (yield* HttpClient.HttpClient).execute(
+              HttpClientRequest.put("/api/host-health").pipe(
+                HttpClientRequest.setHeaders({ authorization: `Bearer ${token}` }),
+                HttpClientRequest.bodyUnsafeJson(body)
+              )
+            )
+            return { status: response.status, body: (yield* response.json) as { code: string; detail: string } }
+          }).pipe(Effect.scoped, Effect.orDie)
+        const at = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString()
+        const future = yield* put(beacon("forge-2", at(3_600_000)))
+        assert.strictEqual(future.status, 400)
+        assert.match(future.body.detail, /^reported_at: .* ahead of the control plane's clock/)
+        // Within the documented skew (5 min) a fast clock is fine.
+        assert.strictEqual((yield* put(beacon("forge-2", at(60_000)))).status, 200)
+        const wrongOs = yield* put({ ...beacon("forge-2", at(61_000)), os: "darwin" })
+        assert.strictEqual(wrongOs.status, 400)
+        assert.match(wrongOs.body.detail, /^os: darwin is not the registry's linux/)
+        const mounts = yield* put({
+          ...beacon("forge-2", at(62_000)),
+          disks: [{ mount: "/mnt/undeclared", total_bytes: 1, free_bytes: 1, available_bytes: 1, error: null }]
+        })
+        assert.strictEqual(mounts.status, 400)
+        assert.match(mounts.body.detail, /^disks\.0\.mount: \/mnt\/undeclared is not a declared mount of forge-2/)
+
+        // A future-dated beacon stored before the check: honest beacons are not refused forever.
+        const objects = yield* ObjectGateway
+        yield* objects.putJson(beaconKey("forge-2"), beacon("forge-2", "2030-01-01T00:00:00.000Z"))
+        assert.strictEqual((yield* put(beacon("forge-2", at(0)))).status, 200)
+        // And an operator can clear a stored beacon outright (ctl host beacon clear forge-2).
+        yield* objects.putJson(beaconKey("forge-2"), beacon("forge-2", at(120_000)))
+        assert.strictEqual((yield* put(beacon("forge-2", at(0)))).status, 409)
+        assert.isTrue(yield* (yield* HostHealth).clear("forge-2"))
+        assert.strictEqual((yield* put(beacon("forge-2", at(0)))).status, 200)
       })
   )
 })

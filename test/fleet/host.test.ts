@@ -29,6 +29,15 @@ describe("ctl host", () => {
     })
   )
 
+  it.live("beacon clear removes a stored beacon and says whether there was one", () =>
+    Effect.gen(function* () {
+      const settings = env()
+      const none = yield* runCli(["host", "beacon", "clear", "forge-1", "--json"], settings)
+      assert.strictEqual(none.exitCode, 0, none.stderr)
+      assert.deepStrictEqual(JSON.parse(none.stdout), { host: "forge-1", cleared: false })
+    })
+  )
+
   it("exec --stdin forwards standard input to the command", () => {
     const settings = env()
     const out = execFileSync(

@@ -1,5 +1,5 @@
 import { HttpApiSchema } from "@effect/platform"
-import { Clock, Effect, Option, type ParseResult, Schema } from "effect"
+import { Clock, Config, Duration, Effect, Option, type ParseResult, Schema } from "effect"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { formatIssues } from "../../platform/Validation.js"
 import { Vault, VaultForbidden } from "../../platform/vault/Vault.js"
@@ -46,6 +46,10 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
     const vault = yield* Vault
     const objects = yield* ObjectGateway
     const registry = yield* FleetRegistry
+    // A beacon may be this far ahead of the control plane's clock (hosts' clocks drift); further is refused.
+    const maxSkewMs = Duration.toMillis(
+      yield* Config.duration("KEEL_BEACON_MAX_SKEW").pipe(Config.withDefault(Duration.minutes(5)))
+    )
 
     const store = Effect.fn("HostHealth.store")(function* (token: string, body: unknown) {
       // Credentials first: an unauthenticated caller learns nothing about what a valid beacon is.
@@ -68,17 +72,46 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
       const snapshot = yield* registry
         .read({ allowCached: true })
         .pipe(Effect.mapError((error) => new BeaconStoreFailed({ code: "BEACON_STORE_FAILED", detail: error.detail })))
-      if (!snapshot.registry.targets.some((t) => t.name === beacon.host)) {
+      const target = snapshot.registry.targets.find((t) => t.name === beacon.host)
+      if (target === undefined) {
         return yield* new BeaconInvalid({
           code: "UNKNOWN_HOST",
           detail: `${beacon.host} is not a target of the registry`
+        })
+      }
+      const now = yield* Clock.currentTimeMillis
+      const ahead = Date.parse(beacon.reported_at) - now
+      if (ahead > maxSkewMs) {
+        // A clock in the future would be stored as "fresh" and then refuse every honest beacon as older.
+        return yield* new BeaconInvalid({
+          code: "BEACON_INVALID",
+          detail: `reported_at: ${beacon.reported_at} is ${Math.round(ahead / 1000)} s ahead of the control plane's clock (at most ${Math.round(maxSkewMs / 1000)} s allowed); check the host's clock`
+        })
+      }
+      if (beacon.os !== target.os) {
+        return yield* new BeaconInvalid({
+          code: "BEACON_INVALID",
+          detail: `os: ${beacon.os} is not the registry's ${target.os} for ${beacon.host}`
+        })
+      }
+      const undeclared = beacon.disks.findIndex((d) => !target.mounts.includes(d.mount))
+      if (undeclared >= 0) {
+        return yield* new BeaconInvalid({
+          code: "BEACON_INVALID",
+          detail: `disks.${undeclared}.mount: ${beacon.disks[undeclared]!.mount} is not a declared mount of ${beacon.host} (${target.mounts.join(", ")})`
         })
       }
       const key = beaconKey(beacon.host)
       const stored = yield* objects.getJson(key).pipe(Effect.orElseSucceed(() => Option.none()))
       if (Option.isSome(stored)) {
         const previous = Schema.decodeUnknownOption(HostBeacon)(stored.value)
-        if (Option.isSome(previous) && Date.parse(previous.value.reported_at) > Date.parse(beacon.reported_at)) {
+        // A stored beacon from the future (accepted before this check) does not hold the host hostage.
+        const storedAhead = Option.isSome(previous) && Date.parse(previous.value.reported_at) - now > maxSkewMs
+        if (
+          Option.isSome(previous) &&
+          !storedAhead &&
+          Date.parse(previous.value.reported_at) > Date.parse(beacon.reported_at)
+        ) {
           return yield* new BeaconStale({
             code: "BEACON_STALE",
             host: beacon.host,
@@ -90,7 +123,6 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
       yield* objects
         .putJson(key, beacon)
         .pipe(Effect.mapError((error) => new BeaconStoreFailed({ code: "BEACON_STORE_FAILED", detail: error.detail })))
-      const now = yield* Clock.currentTimeMillis
       return {
         host: beacon.host,
         key,
@@ -99,6 +131,22 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
       } satisfies StoredBeacon
     })
 
-    return { store } as const
+    /**
+     * Removes a host's stored beacon (an operator clearing a bad one): the next honest beacon is stored
+     * whatever its date. Answers whether there was one.
+     */
+    const clear = Effect.fn("HostHealth.clear")(function* (host: string) {
+      const key = beaconKey(host)
+      const existed = yield* objects.getJson(key).pipe(
+        Effect.map(Option.isSome),
+        Effect.orElseSucceed(() => false)
+      )
+      yield* objects
+        .delete(key)
+        .pipe(Effect.mapError((error) => new BeaconStoreFailed({ code: "BEACON_STORE_FAILED", detail: error.detail })))
+      return existed
+    })
+
+    return { store, clear } as const
   })
 }) {}
