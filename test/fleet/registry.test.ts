@@ -57,6 +57,34 @@ describe("the fleet registry", () => {
     }).pipe(Effect.provide(RegistryTest({})))
   )
 
+  it.effect("validate reports schema problems and cross-checks at once, without optional-field noise", () =>
+    Effect.gen(function* () {
+      const problems = yield* invalid(
+        withTarget(`  - name: a
+    os: linux
+    channel: local
+    slots: "x"
+    consumers: [nobody]
+    disk_cleanup: {mode: enforce, check_interval_seconds: 60, low_free_gb: 5, target_free_gb: 10, max_items_per_pass: 1, max_bytes_per_pass: 1, max_scan_items: 10, cleaners: {build_caches: {root: /tmp, min_age_secs: 5}, backup_twins: {root: /r, primary_root: relative}}}
+  - name: a
+    os: linux
+    channel: local
+`)
+      )
+      assert.deepStrictEqual(
+        problems.filter((p) => p.includes("Expected undefined")),
+        []
+      )
+      assert.include(problems, 'targets.0.slots: Expected number, actual "x"')
+      assert.isTrue(
+        problems.some((p) => p.startsWith("targets.0.disk_cleanup.cleaners.build_caches.min_age_secs: is unexpected"))
+      )
+      assert.isTrue(problems.some((p) => p.startsWith("targets.0.disk_cleanup.cleaners.backup_twins.primary_root:")))
+      assert.include(problems, "targets.1.name: duplicate target a")
+      assert.include(problems, "targets.0.consumers.0: no target named nobody")
+    })
+  )
+
   it.effect("refusals name the offending field by its path", () =>
     Effect.gen(function* () {
       const problems = yield* invalid(

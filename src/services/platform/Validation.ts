@@ -10,6 +10,23 @@ export const BoundedText = (max: number) => Schema.String.pipe(Schema.minLength(
 export const withoutValue = (message: string) => message.replace(/,\s*actual\b[\s\S]*$/, "")
 
 /**
+ * Drops the noise of optional fields: for `field?: T` a wrong value fails both `T` and `undefined`, and
+ * the second ("Expected undefined, actual …") says nothing when another issue names the same field or a
+ * field inside it.
+ */
+const relevantIssues = (issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>) =>
+  issues.filter((issue) => {
+    if (!issue.message.startsWith("Expected undefined")) return true
+    const here = issue.path.join(".")
+    return !issues.some(
+      (other) =>
+        other !== issue &&
+        !other.message.startsWith("Expected undefined") &&
+        (other.path.join(".") === here || other.path.join(".").startsWith(`${here}.`))
+    )
+  })
+
+/**
  * A decode failure as one line: `path.to.field: message; …`, the first `limit` issues. Every refusal
  * of input (registries, front matter, batches, events) names its fields the same way.
  */
@@ -23,7 +40,7 @@ export const formatIssues = (
     readonly withoutValues?: boolean
   } = {}
 ) =>
-  ParseResult.ArrayFormatter.formatErrorSync(error)
+  relevantIssues(ParseResult.ArrayFormatter.formatErrorSync(error))
     .slice(0, options.limit ?? Number.POSITIVE_INFINITY)
     .map(
       (issue) =>

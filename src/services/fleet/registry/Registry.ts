@@ -8,7 +8,7 @@ import { GitMirror, stripCredentials } from "../../platform/GitMirror.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { packageExample } from "../../platform/Package.js"
 import { formatIssues } from "../../platform/Validation.js"
-import { crossReferenceProblems, FleetRegistryDocument } from "./Schema.js"
+import { crossReferenceProblems, FleetRegistryDocument, rawCrossReferenceProblems } from "./Schema.js"
 
 /** The source could not be read (missing file, unreachable repository, unknown ref). */
 export class FleetRegistryUnavailable extends Schema.TaggedError<FleetRegistryUnavailable>()(
@@ -115,7 +115,8 @@ export class FleetRegistry extends Effect.Service<FleetRegistry>()("fleet/FleetR
           errors: "all"
         })(raw).pipe(
           Effect.mapError((error: ParseResult.ParseError) => {
-            const problems = formatIssues(error).split("; ")
+            // The schema's problems and the cross-checks together: one round trip fixes everything.
+            const problems = [...formatIssues(error).split("; "), ...rawCrossReferenceProblems(raw)]
             return new FleetRegistryInvalid({
               code: "REGISTRY_INVALID",
               source,

@@ -59,14 +59,30 @@ export const CleanerNames = [
   "release_store"
 ] as const
 
-export const CleanerSettings = Schema.Struct(
-  {
-    min_age_seconds: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
-    root: Schema.optional(AbsolutePath)
-  },
-  // Cleaner-specific settings (keep_newest, replica roots, …) are validated by their cleaner.
-  Schema.Record({ key: Schema.String, value: Schema.Unknown })
-)
+const cleanerFields = {
+  min_age_seconds: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
+  root: Schema.optional(AbsolutePath)
+}
+
+/** The settings every cleaner takes; each cleaner's own are added below, and nothing else is accepted. */
+export const CleanerSettings = Schema.Struct(cleanerFields)
+
+const HuggingfaceCacheSettings = Schema.Struct({
+  ...cleanerFields,
+  /** Snapshots no ref names may go (their blobs in a later pass). */
+  delete_unreferenced_snapshots: Schema.optional(Schema.Boolean)
+})
+
+const BackupTwinsSettings = Schema.Struct({
+  ...cleanerFields,
+  /** The mirrored store the replica under `root` is compared with. */
+  primary_root: Schema.optional(AbsolutePath)
+})
+
+const ReleaseStoreSettings = Schema.Struct({
+  ...cleanerFields,
+  keep_newest: Schema.optional(PositiveInt)
+})
 
 export const DiskCleanupPolicy = Schema.Struct({
   mode: Schema.Literal("off", "report", "enforce"),
@@ -83,12 +99,12 @@ export const DiskCleanupPolicy = Schema.Struct({
   cleaners: Schema.optionalWith(
     Schema.Struct({
       build_caches: Schema.optional(CleanerSettings),
-      huggingface_cache: Schema.optional(CleanerSettings),
+      huggingface_cache: Schema.optional(HuggingfaceCacheSettings),
       weles_recordings: Schema.optional(CleanerSettings),
       chromium_clones: Schema.optional(CleanerSettings),
       queue_workdirs: Schema.optional(CleanerSettings),
-      backup_twins: Schema.optional(CleanerSettings),
-      release_store: Schema.optional(CleanerSettings)
+      backup_twins: Schema.optional(BackupTwinsSettings),
+      release_store: Schema.optional(ReleaseStoreSettings)
     }),
     { default: () => ({}) }
   )
@@ -171,6 +187,34 @@ export type DiskCleanupPolicy = typeof DiskCleanupPolicy.Type
  * What a schema cannot say: unique target and service names, and references (consumers) that name a
  * declared target. Each problem carries the path of the offending field.
  */
+/**
+ * The same cross-checks on a document that did not decode, as far as its shape allows (targets with a
+ * string name, consumers that are strings), so `registry validate` reports every problem at once.
+ */
+export const rawCrossReferenceProblems = (raw: unknown): ReadonlyArray<string> => {
+  const targets = (raw as { targets?: unknown })?.targets
+  if (!Array.isArray(targets)) return []
+  const named = (value: unknown): value is { name: string } =>
+    typeof value === "object" && value !== null && typeof (value as { name?: unknown }).name === "string"
+  const asList = (value: unknown) => (Array.isArray(value) ? value : [])
+  return crossReferenceProblems({
+    targets: targets.filter(named).map((t) => ({
+      name: t.name,
+      consumers: asList((t as { consumers?: unknown }).consumers).filter((c): c is string => typeof c === "string"),
+      services: asList((t as { services?: unknown }).services)
+        .filter(named)
+        .map((service) => ({
+          name: service.name,
+          endpoint: {
+            consumers: asList((service as { endpoint?: { consumers?: unknown } }).endpoint?.consumers).filter(
+              (c): c is string => typeof c === "string"
+            )
+          }
+        }))
+    }))
+  } as unknown as FleetRegistryDocument)
+}
+
 export const crossReferenceProblems = (registry: FleetRegistryDocument): ReadonlyArray<string> => {
   const problems: Array<string> = []
   const names = new Set<string>()
