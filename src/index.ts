@@ -12,6 +12,7 @@ export { ctlMain, exitCodeOf } from "./cli/Run.js"
 // HTTP contracts, shared middleware and typed clients
 export * from "./http/BodyLimit.js"
 export * from "./http/Clients.js"
+export * from "./http/Credentials.js"
 export { ControlPlaneApi, HostHealthApi, StoredBeaconAnswer } from "./http/controlplane/Api.js"
 export {
   GroundTruthApi,
@@ -134,6 +135,7 @@ export * from "./services/platform/JsonNumbers.js"
 export * from "./services/platform/Leases.js"
 export * from "./services/platform/Logging.js"
 export { platformMigrations } from "./services/platform/migrations/platform.js"
+export * from "./services/platform/Net.js"
 export * from "./services/platform/objects/FsObjectStore.js"
 export * from "./services/platform/objects/MemoryObjectStore.js"
 export * from "./services/platform/objects/ObjectGateway.js"

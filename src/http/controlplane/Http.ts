@@ -2,6 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
 import { VaultDenied } from "../../services/platform/vault/Vault.js"
+import { bearerToken } from "../Credentials.js"
 import { ControlPlaneApi } from "./Api.js"
 
 export const HostHealthLive = HttpApiBuilder.group(ControlPlaneApi, "hostHealth", (handlers) =>
@@ -9,13 +10,13 @@ export const HostHealthLive = HttpApiBuilder.group(ControlPlaneApi, "hostHealth"
     const health = yield* HostHealth
     return handlers.handle("put", ({ headers, payload }) =>
       Effect.gen(function* () {
-        const match = /^Bearer (\S+)$/.exec(headers.authorization ?? "")
-        if (match?.[1] === undefined)
+        const token = bearerToken(headers.authorization)
+        if (token === undefined)
           return yield* new VaultDenied({
             code: "VAULT_DENIED",
             detail: "Authorization: Bearer <vault token> is required"
           })
-        return yield* health.store(match[1], payload)
+        return yield* health.store(token, payload)
       })
     )
   })

@@ -6,14 +6,13 @@ import { GtConfig } from "../../services/groundtruth/GtConfig.js"
 import { Ingester } from "../../services/groundtruth/Ingester.js"
 import { Retriever } from "../../services/groundtruth/Retriever.js"
 import { Health } from "../../services/platform/Health.js"
+import { isLoopbackHost } from "../../services/platform/Net.js"
+import { bearerToken } from "../Credentials.js"
 import { GroundTruthApi, GroundTruthAuth, GtUnauthorized } from "./Api.js"
 
 export const GroundTruthHealthLive = HttpApiBuilder.group(GroundTruthApi, "health", (handlers) =>
   handlers.handle("health", () => Health.use((health) => health.check))
 )
-
-const isLoopback = (address: string) =>
-  address === "::1" || address.startsWith("127.") || address === "::ffff:127.0.0.1"
 
 export const GroundTruthAuthLive = Layer.effect(
   GroundTruthAuth,
@@ -26,15 +25,14 @@ export const GroundTruthAuthLive = Layer.effect(
       const request = yield* HttpServerRequest.HttpServerRequest
       if (config.tokens.size === 0) {
         const remote = Option.getOrElse(request.remoteAddress, () => "")
-        if (isLoopback(remote)) return
+        if (isLoopbackHost(remote)) return
         return yield* new GtUnauthorized({
           code: "UNAUTHORIZED",
           detail: "no GT_TOKENS configured: loopback clients only"
         })
       }
-      const header = request.headers.authorization ?? ""
-      const match = /^Bearer\s+(\S+)$/i.exec(header)
-      if (match?.[1] === undefined || !config.tokens.has(match[1])) {
+      const token = bearerToken(request.headers.authorization)
+      if (token === undefined || !config.tokens.has(token)) {
         return yield* new GtUnauthorized({ code: "UNAUTHORIZED", detail: "a valid bearer token is required" })
       }
     })

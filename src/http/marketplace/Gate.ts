@@ -5,6 +5,7 @@ import { ApiKeys, type Principal, principalId } from "../../services/market/ApiK
 import { RateLimited, Unauthorized } from "../../services/market/Errors.js"
 import { MarketConfig } from "../../services/market/MarketConfig.js"
 import { WalletAuth } from "../../services/market/WalletAuth.js"
+import { bearerToken } from "../Credentials.js"
 import { MarketGate } from "./Api.js"
 
 export type EndpointClass = "public" | "authenticated" | "trading"
@@ -36,9 +37,10 @@ export const MarketGateLive = Layer.effect(
       Effect.gen(function* () {
         const authorization = request.headers.authorization
         if (authorization !== undefined) {
-          const match = /^Bearer ([A-Za-z0-9_-]{8,200})$/.exec(authorization)
-          if (match?.[1] === undefined) return yield* unauthorized("Authorization must be `Bearer <API key>`")
-          const principal = yield* keys.authenticate(match[1])
+          const key = bearerToken(authorization)
+          if (key === undefined || !/^[A-Za-z0-9_-]{8,200}$/.test(key))
+            return yield* unauthorized("Authorization must be `Bearer <API key>`")
+          const principal = yield* keys.authenticate(key)
           if (principal === undefined) return yield* unauthorized("unknown or revoked API key")
           return principal
         }

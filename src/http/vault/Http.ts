@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { Vault, VaultDenied } from "../../services/platform/vault/Vault.js"
+import { bearerToken } from "../Credentials.js"
 import { VaultApi, VaultNoStore } from "./Api.js"
 
 /** No cache, proxy or browser may keep a vault answer: success and refusal alike. */
@@ -13,11 +14,11 @@ export const VaultNoStoreLive = Layer.succeed(
   )
 )
 
-const bearerToken = (header: string | undefined) => {
-  const match = /^Bearer (\S+)$/.exec(header ?? "")
-  return match?.[1] === undefined
+const requireBearer = (header: string | undefined) => {
+  const token = bearerToken(header)
+  return token === undefined
     ? Effect.fail(new VaultDenied({ code: "VAULT_DENIED", detail: "Authorization: Bearer <token> is required" }))
-    : Effect.succeed(match[1])
+    : Effect.succeed(token)
 }
 
 export const VaultTokensLive = HttpApiBuilder.group(VaultApi, "tokens", (handlers) =>
@@ -36,7 +37,7 @@ export const VaultTokensLive = HttpApiBuilder.group(VaultApi, "tokens", (handler
       )
       .handle("read", ({ headers, path }) =>
         Effect.gen(function* () {
-          const token = yield* bearerToken(headers.authorization)
+          const token = yield* requireBearer(headers.authorization)
           return { value: yield* vault.readField(token, `${path.item}#${path.field}`) }
         })
       )

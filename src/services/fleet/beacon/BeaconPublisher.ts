@@ -1,5 +1,6 @@
 import * as fs from "node:fs/promises"
 import { Config, Data, Effect, Option, Schema } from "effect"
+import { isLoopbackHost } from "../../platform/Net.js"
 import { formatIssues } from "../../platform/Validation.js"
 import { GrantCredential } from "../../platform/vault/Vault.js"
 import { HostBeacon } from "./Beacon.js"
@@ -72,8 +73,6 @@ export const beaconRouting = (envFile: Option.Option<string>) =>
     return resolved as unknown as BeaconRouting
   })
 
-const LOOPBACK = new Set(["127.0.0.1", "::1", "[::1]", "localhost"])
-
 const checkUrl = (name: string, text: string) => {
   let url: URL
   try {
@@ -82,7 +81,7 @@ const checkUrl = (name: string, text: string) => {
     return Effect.fail(fail("routing_missing", `${name} is not a URL`))
   }
   if (url.protocol === "https:") return Effect.succeed(url)
-  if (url.protocol === "http:" && LOOPBACK.has(url.hostname)) return Effect.succeed(url)
+  if (url.protocol === "http:" && isLoopbackHost(url.hostname)) return Effect.succeed(url)
   return Effect.fail(fail("insecure_url", `${name} must use https: (http: only to a loopback address)`))
 }
 
