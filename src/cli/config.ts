@@ -1,27 +1,16 @@
 import { Command } from "@effect/cli"
-import { Duration, Effect } from "effect"
+import { Effect } from "effect"
 import { AppConfig } from "../services/platform/AppConfig.js"
+import { effectiveSettings } from "../services/platform/EffectiveSettings.js"
 import { emit, json, table } from "./Output.js"
 
 const show = Command.make("show", { json }, ({ json }) =>
   Effect.gen(function* () {
-    const config = yield* AppConfig
-    const settings = {
-      data_dir: config.dataDir,
-      database_file: config.databaseFile,
-      http_host: config.httpHost,
-      http_port: config.httpPort,
-      http_body_limit: config.bodyLimitBytes,
-      shutdown_grace: Duration.format(config.shutdownGrace),
-      log_format: config.logFormat,
-      log_level: config.logLevel,
-      demo_data: config.demoData,
-      cluster_poll_interval: Duration.format(config.clusterPollInterval)
-    }
+    const settings = yield* effectiveSettings
     yield* emit(json, settings, (s) =>
       table(
         ["SETTING", "VALUE"],
-        Object.entries(s).map(([k, v]) => [k, String(v)])
+        Object.entries(s).map(([k, v]) => [k, v === null ? "-" : String(v)])
       )
     )
   })

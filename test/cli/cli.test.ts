@@ -56,6 +56,21 @@ describe("ctl", () => {
       assert.strictEqual(settings.data_dir, dataDir)
       assert.strictEqual(settings.database_file, path.join(dataDir, "keel.db"))
       assert.isFalse(fs.existsSync(dataDir))
+      // Fleet and vault settings too: where a secret comes from, never the secret; URLs without credentials.
+      const withFleet = yield* runCli(["config", "show", "--json"], {
+        KEEL_DATA_DIR: dataDir,
+        KEEL_HOST: "forge-1",
+        KEEL_REGISTRY: "https://ci:hunter2@git.example/fleet.git",
+        KEEL_VAULT_KEY: "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LTMyYnl0ZXM="
+      })
+      const fleet = JSON.parse(withFleet.stdout) as Record<string, unknown>
+      assert.strictEqual(fleet.host, "forge-1")
+      assert.strictEqual(fleet.registry, "https://git.example/fleet.git")
+      assert.strictEqual(fleet.vault_key, "KEEL_VAULT_KEY (environment)")
+      assert.strictEqual(fleet.object_dir, path.join(dataDir, "objects"))
+      assert.strictEqual(fleet.janitor_state_dir, path.join(dataDir, "janitor"))
+      assert.notInclude(withFleet.stdout, "hunter2")
+      assert.notInclude(withFleet.stdout, "c2VjcmV0")
     })
   )
 
