@@ -26,14 +26,20 @@ const put = Command.make(
       Options.optional,
       Options.withDescription("Store stdin verbatim as this one field (multi-line values such as keys)")
     ),
+    merge: Options.boolean("merge").pipe(
+      Options.withDescription("Keep the item's other fields (without it, the item is replaced by what stdin holds)")
+    ),
     json
   },
-  ({ field, item, json }) =>
+  ({ field, item, json, merge }) =>
     Effect.gen(function* () {
-      const fields = yield* parseItemInput(yield* readStdin, Option.getOrUndefined(field)).pipe(
+      const vault = yield* Vault
+      const given = yield* parseItemInput(yield* readStdin, Option.getOrUndefined(field)).pipe(
         Effect.catchAll(failWith(json))
       )
-      yield* (yield* Vault).putItem(item, fields).pipe(Effect.catchAll(failWith(json)))
+      const existing = merge ? yield* vault.getItem(item).pipe(Effect.orElseSucceed(() => ({}))) : {}
+      const fields = { ...existing, ...given }
+      yield* vault.putItem(item, fields).pipe(Effect.catchAll(failWith(json)))
       yield* emit(
         json,
         { item, fields: Object.keys(fields).sort() },
@@ -42,7 +48,7 @@ const put = Command.make(
     })
 ).pipe(
   Command.withDescription(
-    "Store (replace) an item; its fields are read from stdin: name=value lines, a JSON object, or with --field NAME one verbatim value"
+    "Store an item (replacing it, or with --merge adding to it); its fields are read from stdin: name=value lines, a JSON object, or with --field NAME one verbatim value"
   )
 )
 
@@ -55,6 +61,8 @@ const get = Command.make(
       if (Option.isSome(field)) {
         const value = fields[field.value]
         if (value === undefined) return yield* new CommandFailed({ detail: `item ${item} has no field ${field.value}` })
+        // The value's bytes exactly, no newline added: `get --field` pipes a key into a file unchanged.
+        if (!json) return yield* Effect.sync(() => process.stdout.write(value))
         return yield* emit(json, { value }, (r) => r.value)
       }
       yield* emit(json, fields, (f) =>

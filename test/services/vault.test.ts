@@ -180,7 +180,20 @@ describe("ctl vault", () => {
     const ctl = (args: Array<string>, input?: string) =>
       execFileSync(process.execPath, [path.join(root, "bin", "ctl.js"), ...args], { env, encoding: "utf8", input })
     ctl(["vault", "item", "put", "db"], `password=${SECRET}\nuser=keel\n`)
-    assert.strictEqual(ctl(["vault", "item", "get", "db", "--field", "password"]).trim(), SECRET)
+    // The value exactly: no newline added.
+    assert.strictEqual(ctl(["vault", "item", "get", "db", "--field", "password"]), SECRET)
+    // put replaces the item; --merge keeps the fields it does not name.
+    ctl(["vault", "item", "put", "db", "--merge"], "port=5432\n")
+    assert.deepStrictEqual(JSON.parse(ctl(["vault", "item", "get", "db", "--json"])), {
+      password: SECRET,
+      user: "keel",
+      port: "5432"
+    })
+    ctl(["vault", "item", "put", "db"], `password=${SECRET}\nuser=keel\n`)
+    assert.deepStrictEqual(Object.keys(JSON.parse(ctl(["vault", "item", "get", "db", "--json"]))).sort(), [
+      "password",
+      "user"
+    ])
     assert.notInclude(ctl(["vault", "item", "list"]), SECRET)
     const keyFile = path.join(dataDir, "vault.key")
     assert.strictEqual(fs.statSync(keyFile).mode & 0o777, 0o600)
