@@ -3,7 +3,7 @@ import { NodeContext } from "@effect/platform-node"
 import { Cause, ConfigError, Console, Effect, Exit, Layer, Option } from "effect"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { loggerFromConfig } from "../services/platform/Logging.js"
-import { runCtl } from "./Cli.js"
+import { ctl, runCtl } from "./Cli.js"
 import { ExitWith } from "./Output.js"
 
 /** Exit codes: 0 ok (and a clean shutdown on SIGTERM/SIGINT), 1 failure, 2 usage. */
@@ -33,7 +33,62 @@ const report = (cause: Cause.Cause<unknown>) => {
   return Console.error(`ctl: unexpected failure\n${Cause.pretty(cause)}`)
 }
 
+interface CommandNode {
+  readonly name: string
+  readonly children: ReadonlyMap<string, CommandNode> | undefined
+}
+
+type Descriptor = {
+  readonly _tag: string
+  readonly name?: string
+  readonly command?: Descriptor
+  readonly parent?: Descriptor
+  readonly children?: ReadonlyArray<Descriptor>
+}
+
+/** The command tree as names: groups with their subcommands, leaves without. */
+const treeOf = (descriptor: Descriptor): CommandNode => {
+  if (descriptor._tag === "Map" && descriptor.command !== undefined) return treeOf(descriptor.command)
+  if (descriptor._tag === "Subcommands" && descriptor.parent !== undefined) {
+    const parent = treeOf(descriptor.parent)
+    const children = new Map((descriptor.children ?? []).map((child) => [treeOf(child).name, treeOf(child)] as const))
+    return { name: parent.name, children }
+  }
+  return { name: descriptor.name ?? "", children: undefined }
+}
+
+/** Root options of @effect/cli that take a value (the value is not a command name). */
+const ROOT_OPTIONS_WITH_VALUE = new Set(["--completions", "--log-level"])
+
+/**
+ * An unknown command anywhere in the path (`ctl nosuch`, `ctl market nosuch --help`) is a usage error,
+ * whatever else is on the line: @effect/cli would answer `--help` for the nearest known group and exit 0.
+ */
+export const unknownCommand = (args: ReadonlyArray<string>): string | undefined => {
+  let node = treeOf((ctl as unknown as { descriptor: Descriptor }).descriptor)
+  const path = ["ctl"]
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === "--") return undefined
+    if (arg.startsWith("-")) {
+      if (path.length === 1 && ROOT_OPTIONS_WITH_VALUE.has(arg)) i++
+      continue
+    }
+    if (node.children === undefined) return undefined
+    const next = node.children.get(arg)
+    if (next === undefined)
+      return `unknown command '${arg}' for '${path.join(" ")}' (one of: ${[...node.children.keys()].sort().join(", ")})`
+    node = next
+    path.push(arg)
+  }
+  return undefined
+}
+
 const MainLive = Layer.mergeAll(NodeContext.layer, loggerFromConfig.pipe(Layer.provide(AppConfig.Default)))
 
-export const ctlMain = (argv: ReadonlyArray<string>) =>
-  runCtl(argv).pipe(Effect.provide(MainLive), Effect.tapErrorCause(report))
+export const ctlMain = (argv: ReadonlyArray<string>) => {
+  const unknown = unknownCommand(argv.slice(2))
+  if (unknown !== undefined)
+    return Console.error(`ctl: ${unknown}`).pipe(Effect.zipRight(Effect.fail(new ExitWith({ code: 2 }))))
+  return runCtl(argv).pipe(Effect.provide(MainLive), Effect.tapErrorCause(report))
+}

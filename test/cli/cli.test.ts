@@ -46,6 +46,19 @@ describe("ctl", () => {
     })
   )
 
+  it.effect("an unknown command is a usage error (exit 2) at any depth, --help or not", () =>
+    Effect.gen(function* () {
+      for (const args of [["nosuch", "--help"], ["market", "nosuch", "--help"], ["market", "agent", "nosuch"]]) {
+        const run = yield* runCli(args)
+        assert.strictEqual(run.exitCode, 2, args.join(" "))
+        assert.include(run.stderr, `unknown command 'nosuch'`)
+      }
+      assert.include((yield* runCli(["market", "nosuch"])).stderr, "one of: agent, audit, coin, keys")
+      // Known commands still answer their help, and what follows -- is argv, never a command.
+      assert.strictEqual((yield* runCli(["market", "agent", "list", "--help"])).exitCode, 0)
+    })
+  )
+
   it.effect("config show --json prints the effective settings and opens no database", () =>
     Effect.gen(function* () {
       const dataDir = freshDataDir()
