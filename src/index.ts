@@ -40,6 +40,7 @@ export {
 export { endpointClass, MarketGateLive } from "./http/marketplace/Gate.js"
 export * from "./http/Problem.js"
 export {
+  AdminAuth,
   AnalyticsApi,
   BlogApi,
   ClientKeyHeader,
@@ -150,6 +151,7 @@ export * from "./services/platform/vault/Vault.js"
 export { loadOrCreateKeyFile, parseMasterKey } from "./services/platform/vault/VaultCipher.js"
 
 // Product-client services
+export * from "./services/product/AdminTokens.js"
 export * from "./services/product/Assigner.js"
 export * from "./services/product/Blog.js"
 export * from "./services/product/BlogSource.js"
@@ -159,3 +161,7 @@ export * from "./services/product/JourneyRegistry.js"
 export { productMigrations } from "./services/product/migrations.js"
 export * from "./services/product/Onboarding.js"
 export * from "./services/product/ProductConfig.js"
+export * from "./services/product/Readout.js"
+export * from "./services/product/ReadoutSchemas.js"
+export * from "./services/product/ReadoutSql.js"
+export * from "./services/product/Stats.js"

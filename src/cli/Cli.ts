@@ -10,6 +10,7 @@ import { lease } from "./lease.js"
 import { machine } from "./machine.js"
 import { market } from "./market.js"
 import { overview } from "./overview.js"
+import { product } from "./product.js"
 import { registry } from "./registry.js"
 import { serve } from "./serve.js"
 import { vault } from "./vault.js"
@@ -31,6 +32,7 @@ export const ctl = Command.make("ctl").pipe(
     diskCleanup,
     lease,
     blog,
+    product,
     config
   ])
 )

@@ -26,12 +26,14 @@ import { Health } from "../services/platform/Health.js"
 import { Leases } from "../services/platform/Leases.js"
 import { ObjectGateway } from "../services/platform/objects/ObjectGateway.js"
 import { Shutdown } from "../services/platform/Shutdown.js"
+import { AdminTokens } from "../services/product/AdminTokens.js"
 import { Assigner } from "../services/product/Assigner.js"
 import { Blog } from "../services/product/Blog.js"
 import { Collector } from "../services/product/Collector.js"
 import { JourneyRegistry } from "../services/product/JourneyRegistry.js"
 import { Onboarding } from "../services/product/Onboarding.js"
 import { ProductConfig } from "../services/product/ProductConfig.js"
+import { Readout } from "../services/product/Readout.js"
 
 /** The marketplace: the ledger under the curves, agents, chat and its stream, auth, the coin's price. */
 export const MarketServices = Layer.mergeAll(
@@ -61,6 +63,8 @@ export const DomainServices = Layer.mergeAll(
   Collector.Default,
   Onboarding.Default,
   Blog.Default,
+  Readout.Default,
+  AdminTokens.Default,
   Ingester.Default,
   Answerer.Default,
   BrandAssets.Default,

@@ -1,9 +1,24 @@
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import {
+  HttpApi,
+  HttpApiEndpoint,
+  HttpApiGroup,
+  HttpApiMiddleware,
+  HttpApiSchema,
+  HttpApiSecurity,
+  OpenApi
+} from "@effect/platform"
 import { Schema } from "effect"
 import { AppNotFound, Assignment, InvalidClientKey } from "../../services/product/Assigner.js"
 import { BlogList, BlogPost, PostNotFound } from "../../services/product/Blog.js"
 import { CollectBatch, CollectResult, MalformedBatch, SiteNotAllowed } from "../../services/product/Collector.js"
 import { OnboardingBundle, OnboardingEvents, OnboardingEventsResult } from "../../services/product/Onboarding.js"
+import {
+  AdminUnauthorized,
+  AnalyticsSummary,
+  ExperimentNotFound,
+  ExperimentResults,
+  ReadoutQueryInvalid
+} from "../../services/product/ReadoutSchemas.js"
 import { HealthApi } from "../Health.js"
 
 const Param = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))
@@ -13,6 +28,22 @@ export const ClientKeyHeader = Schema.Struct({
     description: "A publishable client key of the app (from the journey registry)"
   })
 })
+
+/** The readout's admin token (KEEL_ADMIN_TOKENS) as `Authorization: Bearer <token>`. */
+export class AdminAuth extends HttpApiMiddleware.Tag<AdminAuth>()("product/AdminAuth", {
+  failure: AdminUnauthorized,
+  security: {
+    adminToken: HttpApiSecurity.bearer.pipe(
+      HttpApiSecurity.annotate(OpenApi.Description, "An admin token, one of KEEL_ADMIN_TOKENS")
+    )
+  }
+}) {}
+
+const DateParam = Schema.String.annotations({
+  description: "ISO 8601 date (UTC; as `to`, the end of that day) or date-time with a zone"
+})
+const readoutDates = { from: Schema.optional(DateParam), to: Schema.optional(DateParam) }
+const experimentIdParam = HttpApiSchema.param("id", Param)
 
 export class ExperimentsApi extends HttpApiGroup.make("experiments")
   .add(
@@ -26,6 +57,27 @@ export class ExperimentsApi extends HttpApiGroup.make("experiments")
         OpenApi.Description,
         "Sticky assignment of a subject to the experiment of a journey. The empty assignment " +
           '{"variant":null,"config":{},"experimentId":null} means "not in an experiment".'
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("results")`/experiments/${experimentIdParam}/results`
+      .setUrlParams(
+        Schema.Struct({
+          metric: Param.annotations({ description: "the analytics event name that counts as a conversion" }),
+          ...readoutDates
+        })
+      )
+      .addSuccess(ExperimentResults)
+      .addError(ExperimentNotFound)
+      .addError(ReadoutQueryInvalid)
+      .middleware(AdminAuth)
+      .annotate(
+        OpenApi.Description,
+        "Per variant: exposures, unique subjects first exposed in [from, to), conversions (a metric event at or " +
+          "after first exposure), conversion rate with a 95 % Wilson interval, lift vs control with a two-sided " +
+          "pooled two-proportion z-test, the Bayesian probability to beat control (Beta(1,1) priors, exact), and a " +
+          "sample-ratio-mismatch chi-square test against the configured weights. Admin token required. " +
+          "Formulas: docs/analytics.md."
       )
   )
   .annotate(OpenApi.Title, "Experiments") {}
@@ -46,6 +98,27 @@ const collect = <const Kind extends "web" | "mobile">(kind: Kind) =>
 export class AnalyticsApi extends HttpApiGroup.make("analytics")
   .add(collect("web"))
   .add(collect("mobile"))
+  .add(
+    HttpApiEndpoint.get("summary", "/analytics/summary")
+      .setUrlParams(
+        Schema.Struct({
+          site: Param,
+          ...readoutDates,
+          interval: Schema.optional(Schema.String.annotations({ description: "day (default) or hour" })),
+          limit: Schema.optional(
+            Schema.NumberFromString.annotations({ description: "rows of each top list, 1..100 (default 10)" })
+          )
+        })
+      )
+      .addSuccess(AnalyticsSummary)
+      .addError(ReadoutQueryInvalid)
+      .middleware(AdminAuth)
+      .annotate(
+        OpenApi.Description,
+        "A site's visitors (unique visitor ids), pageviews and events over [from, to) (default: the last 30 days), " +
+          "per UTC day or hour, with its top pages, referrers and UTM sources. Admin token required."
+      )
+  )
   .annotate(OpenApi.Title, "Analytics collectors") {}
 
 export class OnboardingApi extends HttpApiGroup.make("onboarding")

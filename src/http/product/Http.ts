@@ -1,30 +1,59 @@
-import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Layer, Schema } from "effect"
 import { etagMatches, weakEtag } from "../../services/platform/Etag.js"
 import { Health } from "../../services/platform/Health.js"
+import { AdminTokens } from "../../services/product/AdminTokens.js"
 import { Assigner } from "../../services/product/Assigner.js"
 import { Blog, BlogList, BlogPost, DEFAULT_LIMIT } from "../../services/product/Blog.js"
 import { Collector, type CollectorKind } from "../../services/product/Collector.js"
 import { Onboarding, OnboardingBundle } from "../../services/product/Onboarding.js"
-import { ProductApi } from "./Api.js"
+import { Readout } from "../../services/product/Readout.js"
+import { AdminAuth, ProductApi } from "./Api.js"
 
 export const ProductHealthLive = HttpApiBuilder.group(ProductApi, "health", (handlers) =>
   handlers.handle("health", () => Health.use((health) => health.check))
 )
 
-export const ExperimentsLive = HttpApiBuilder.group(ProductApi, "experiments", (handlers) =>
-  handlers.handle("assign", ({ headers, urlParams }) =>
-    Assigner.use((assigner) =>
-      assigner.assign({
-        appId: urlParams.app_id,
-        platform: urlParams.platform,
-        surface: urlParams.surface,
-        subject: urlParams.subject,
-        clientKey: headers["x-client-key"]
-      })
-    )
+/**
+ * The readout's admin check. The header is read as sent (the Bearer scheme in any case, as everywhere);
+ * the platform's decoded credential is not used.
+ */
+export const AdminAuthLive = Layer.effect(
+  AdminAuth,
+  Effect.map(AdminTokens, (tokens) =>
+    AdminAuth.of({
+      adminToken: () =>
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+          tokens.authorize(request.headers.authorization)
+        )
+    })
   )
 )
+
+export const ExperimentsLive = HttpApiBuilder.group(ProductApi, "experiments", (handlers) =>
+  handlers
+    .handle("assign", ({ headers, urlParams }) =>
+      Assigner.use((assigner) =>
+        assigner.assign({
+          appId: urlParams.app_id,
+          platform: urlParams.platform,
+          surface: urlParams.surface,
+          subject: urlParams.subject,
+          clientKey: headers["x-client-key"]
+        })
+      )
+    )
+    .handle("results", ({ path, urlParams }) =>
+      Readout.use((readout) =>
+        readout.experimentResults({
+          experimentId: path.id,
+          metric: urlParams.metric,
+          from: urlParams.from,
+          to: urlParams.to
+        })
+      )
+    )
+).pipe(Layer.provide(AdminAuthLive))
 
 /** The collectors read the raw body themselves: beacons send JSON as text/plain. */
 const collectRaw = (kind: CollectorKind) => (request: HttpServerRequest.HttpServerRequest) =>
@@ -38,7 +67,18 @@ export const AnalyticsLive = HttpApiBuilder.group(ProductApi, "analytics", (hand
   handlers
     .handleRaw("web", ({ request }) => collectRaw("web")(request))
     .handleRaw("mobile", ({ request }) => collectRaw("mobile")(request))
-)
+    .handle("summary", ({ urlParams }) =>
+      Readout.use((readout) =>
+        readout.analyticsSummary({
+          site: urlParams.site,
+          from: urlParams.from,
+          to: urlParams.to,
+          interval: urlParams.interval,
+          limit: urlParams.limit
+        })
+      )
+    )
+).pipe(Layer.provide(AdminAuthLive))
 
 export const OnboardingLive = HttpApiBuilder.group(ProductApi, "onboarding", (handlers) =>
   handlers

@@ -20,9 +20,17 @@ export class AppNotFound extends Schema.TaggedError<AppNotFound>()(
   HttpApiSchema.annotations({ status: 404 })
 ) {}
 
+export const CLIENT_KEY_HEADER = "X-Client-Key"
+
 export class InvalidClientKey extends Schema.TaggedError<InvalidClientKey>()(
   "InvalidClientKey",
-  { detail: Schema.String },
+  {
+    detail: Schema.String,
+    /** The request header that carries the key. */
+    header: Schema.optional(Schema.Literal(CLIENT_KEY_HEADER)),
+    /** `missing`: no key (or an empty one) was sent; `unknown`: the key is not one of the app's. */
+    reason: Schema.optional(Schema.Literal("missing", "unknown"))
+  },
   HttpApiSchema.annotations({ status: 401 })
 ) {}
 
@@ -67,9 +75,22 @@ export class Assigner extends Effect.Service<Assigner>()("product/Assigner", {
       Effect.gen(function* () {
         const app = yield* registry.app(appId)
         if (app === undefined) return yield* new AppNotFound({ app_id: appId, detail: `no app ${appId}` })
-        if (clientKey === undefined || !app.client_keys.includes(clientKey)) {
+        if (clientKey === undefined || clientKey.trim() === "") {
           return yield* new InvalidClientKey({
-            detail: clientKey === undefined ? "X-Client-Key is required" : `X-Client-Key is not a key of app ${appId}`
+            header: CLIENT_KEY_HEADER,
+            reason: "missing",
+            detail:
+              `the ${CLIENT_KEY_HEADER} request header is missing: send one of app ${appId}'s publishable client keys ` +
+              "(its client_keys in the product registry, KEEL_PRODUCT_REGISTRY; see docs/product-registry.md)"
+          })
+        }
+        if (!app.client_keys.includes(clientKey)) {
+          return yield* new InvalidClientKey({
+            header: CLIENT_KEY_HEADER,
+            reason: "unknown",
+            detail:
+              `${CLIENT_KEY_HEADER} is not a client key of app ${appId}: ` +
+              "use one listed under the app's client_keys in the product registry"
           })
         }
         return app

@@ -3,6 +3,7 @@ import { Clock, Effect, Either, type ParseResult, Schema } from "effect"
 import { placeholders, SqlDirect, type SqlParam } from "../platform/SqlDirect.js"
 import { formatIssues, BoundedText as Text } from "../platform/Validation.js"
 import { ProductConfig } from "./ProductConfig.js"
+import { pageExpression, referrerHostExpression, utmSourceExpression } from "./ReadoutSql.js"
 
 export const MAX_EVENTS_PER_BATCH = 500
 
@@ -111,9 +112,20 @@ const safeJson = (value: unknown) => {
   }
 }
 
-/** The multi-row insert of `rows` events; a retried event is skipped and not returned. */
+/** `columnN` of a VALUES list: the value of that event column. */
+const valuesColumn = (column: string) => `column${EVENT_COLUMNS.indexOf(column) + 1}`
+
+/** The readout's derived columns (migration 0005), computed by SQLite from the inserted values. */
+const DERIVED = `${pageExpression(valuesColumn("url"))}, ${referrerHostExpression(valuesColumn("referrer"))}, ${utmSourceExpression(valuesColumn("utm"))}`
+
+/**
+ * The multi-row insert of `rows` events, with their derived columns; a retried event is skipped and not
+ * returned. (`WHERE true` tells SQLite's parser that ON CONFLICT belongs to the INSERT.)
+ */
 const insertEvents = (rows: number) =>
-  `INSERT INTO analytics_events (${EVENT_COLUMN_LIST}) VALUES ${placeholders(EVENT_COLUMNS.length, rows)}
+  `INSERT INTO analytics_events (${EVENT_COLUMN_LIST}, page, referrer_host, utm_source)
+  SELECT ${EVENT_COLUMNS.map((c) => valuesColumn(c)).join(", ")}, ${DERIVED}
+  FROM (VALUES ${placeholders(EVENT_COLUMNS.length, rows)}) WHERE true
   ON CONFLICT (site_id, event_id) DO NOTHING RETURNING event_id`
 
 /** The first-touch rows of `rows` visitors; a visitor attributed before keeps its first attribution. */

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { DomainMigrations } from "../platform/Database.js"
+import { pageExpression, referrerHostExpression, utmSourceExpression } from "./ReadoutSql.js"
 
 export const productMigrations: DomainMigrations = {
   domain: "product",
@@ -91,6 +92,22 @@ export const productMigrations: DomainMigrations = {
         PRIMARY KEY (surface, slug)
       )`
       yield* sql`CREATE INDEX blog_posts_listing ON blog_posts (surface, status, published_at DESC, slug)`
+    }),
+    "0005_analytics_readout_indexes": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      // Derived once per row, when the collector stores it (the same SQL expressions, see ReadoutSql.ts),
+      // so the summary groups by plain indexed values instead of parsing URLs and JSON on every read.
+      // (Plain columns, not virtual generated ones: SQLite does not read those from a covering index.)
+      yield* sql`ALTER TABLE analytics_events ADD COLUMN page TEXT`
+      yield* sql`ALTER TABLE analytics_events ADD COLUMN referrer_host TEXT`
+      yield* sql`ALTER TABLE analytics_events ADD COLUMN utm_source TEXT`
+      yield* sql.unsafe(`UPDATE analytics_events SET page = ${pageExpression("url")},
+        referrer_host = ${referrerHostExpression("referrer")}, utm_source = ${utmSourceExpression("utm")}`)
+      // The summary: a range of one site's events, covering every column it reads (no table lookups).
+      yield* sql`CREATE INDEX analytics_events_summary ON analytics_events
+        (site_id, occurred_at, name, visitor_id, page, referrer_host, utm_source)`
+      // Experiment conversions: does this subject have this event at or after its first exposure?
+      yield* sql`CREATE INDEX analytics_events_conversions ON analytics_events (name, visitor_id, occurred_at)`
     })
   }
 }

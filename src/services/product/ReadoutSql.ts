@@ -1,0 +1,71 @@
+/**
+ * The SQL of the readout, as text with `?` placeholders: the Readout service runs it, and
+ * bench/analytics-summary.mjs runs the very same text straight on better-sqlite3 as its baseline.
+ */
+
+/** The event name counted as a page view (what `keel/client` and most trackers send). */
+export const PAGEVIEW = "pageview"
+
+/**
+ * `url`'s path without query or fragment (`https://keel.dev/pricing?x#y` → `/pricing`); a relative url as
+ * is. A function of the column's name: the migration backfills with it and the collector inserts with it.
+ */
+export const pageExpression = (url: string) => {
+  const rest = `substr(${url}, instr(${url}, '://') + 3)`
+  const path = `(CASE WHEN instr(${url}, '://') > 0 THEN substr(${rest}, instr(${rest} || '/', '/')) ELSE ${url} END)`
+  return `(CASE WHEN ${url} IS NULL OR ${url} = '' THEN NULL
+  ELSE coalesce(nullif(substr(${path}, 1, instr(replace(${path}, '#', '?') || '?', '?') - 1), ''), '/') END)`
+}
+
+/** `referrer`'s host, lower-cased, without `www.` (`https://www.News.ycombinator.com/x` → `news.ycombinator.com`). */
+export const referrerHostExpression = (referrer: string) => {
+  const rest = `(CASE WHEN instr(${referrer}, '://') > 0 THEN substr(${referrer}, instr(${referrer}, '://') + 3) ELSE ${referrer} END)`
+  const host = `lower(substr(${rest}, 1, instr(replace(replace(replace(${rest}, '?', '/'), '#', '/'), ':', '/') || '/', '/') - 1))`
+  return `(CASE WHEN ${referrer} IS NULL OR ${referrer} = '' THEN NULL
+  ELSE nullif(CASE WHEN ${host} LIKE 'www.%' THEN substr(${host}, 5) ELSE ${host} END, '') END)`
+}
+
+/** `utm.source` of the stored UTM JSON. */
+export const utmSourceExpression = (utm: string) =>
+  `(CASE WHEN json_valid(${utm}) THEN nullif(json_extract(${utm}, '$.source'), '') END)`
+
+const RANGE = "site_id = ? AND occurred_at >= ? AND occurred_at < ?"
+
+/** The summary's statements; each reads one range of `analytics_events_summary` and nothing else. */
+export const SUMMARY_SQL = {
+  /** params: site, from, to */
+  totals: `SELECT count(DISTINCT visitor_id) AS visitors, coalesce(sum(name = '${PAGEVIEW}'), 0) AS pageviews,
+    count(*) AS events FROM analytics_events WHERE ${RANGE}`,
+  /** params: step, step, site, from, to */
+  series: `SELECT (occurred_at / CAST(? AS INTEGER)) * CAST(? AS INTEGER) AS bucket, count(DISTINCT visitor_id) AS visitors,
+    sum(name = '${PAGEVIEW}') AS pageviews, count(*) AS events
+    FROM analytics_events WHERE ${RANGE} GROUP BY bucket ORDER BY bucket`,
+  /** params: site, from, to, limit */
+  pages: `SELECT page, count(*) AS pageviews, count(DISTINCT visitor_id) AS visitors
+    FROM analytics_events WHERE ${RANGE} AND name = '${PAGEVIEW}' AND page IS NOT NULL
+    GROUP BY page ORDER BY pageviews DESC, page LIMIT ?`,
+  /** params: site, from, to, limit */
+  referrers: `SELECT referrer_host AS referrer, count(DISTINCT visitor_id) AS visitors,
+    sum(name = '${PAGEVIEW}') AS pageviews
+    FROM analytics_events WHERE ${RANGE} AND referrer_host IS NOT NULL
+    GROUP BY referrer_host ORDER BY visitors DESC, referrer LIMIT ?`,
+  /** params: site, from, to, limit */
+  utmSources: `SELECT utm_source, count(DISTINCT visitor_id) AS visitors, sum(name = '${PAGEVIEW}') AS pageviews
+    FROM analytics_events WHERE ${RANGE} AND utm_source IS NOT NULL
+    GROUP BY utm_source ORDER BY visitors DESC, utm_source LIMIT ?`
+} as const
+
+/**
+ * Per variant: unique subjects first exposed in [from, to), their exposures, and how many of them have
+ * an event named `metric` at or after their first exposure and before `to`.
+ * params: metric, to, experiment id, from, to
+ */
+export const RESULTS_SQL = `SELECT x.variant AS variant, count(*) AS subjects, sum(x.exposures) AS exposures,
+  sum(EXISTS (SELECT 1 FROM analytics_events e WHERE e.name = ? AND e.visitor_id = x.subject
+    AND e.occurred_at >= x.first_exposed_at AND e.occurred_at < ?)) AS conversions
+  FROM experiment_exposures x
+  WHERE x.experiment_id = ? AND x.first_exposed_at >= ? AND x.first_exposed_at < ?
+  GROUP BY x.variant`
+
+/** params: metric */
+export const METRIC_EXISTS_SQL = "SELECT 1 AS found FROM analytics_events WHERE name = ? LIMIT 1"
