@@ -48,7 +48,11 @@ describe("ctl", () => {
 
   it.effect("an unknown command is a usage error (exit 2) at any depth, --help or not", () =>
     Effect.gen(function* () {
-      for (const args of [["nosuch", "--help"], ["market", "nosuch", "--help"], ["market", "agent", "nosuch"]]) {
+      for (const args of [
+        ["nosuch", "--help"],
+        ["market", "nosuch", "--help"],
+        ["market", "agent", "nosuch"]
+      ]) {
         const run = yield* runCli(args)
         assert.strictEqual(run.exitCode, 2, args.join(" "))
         assert.include(run.stderr, `unknown command 'nosuch'`)
