@@ -63,7 +63,8 @@ const quoteBuy = (c, coinIn) => {
   let vc = c.vc + net
   let vt = ceilDiv(k, vc)
   let out = c.vt - vt
-  if (out > c.rt) {
+  const partial = out > c.rt
+  if (partial) {
     out = c.rt
     vt = c.vt - out
     vc = ceilDiv(k, vt)
@@ -71,7 +72,7 @@ const quoteBuy = (c, coinIn) => {
     fee = ceilDiv(net * FEE_BPS, BPS - FEE_BPS)
   }
   if (out <= 0n) return undefined
-  return { coin: fee + net, curveCoin: net, tokens: out, fee, next: { vc, vt, rt: c.rt - out } }
+  return { coin: fee + net, curveCoin: net, tokens: out, fee, partial, next: { vc, vt, rt: c.rt - out } }
 }
 const quoteSell = (c, tokensIn) => {
   const k = c.vc * c.vt
@@ -185,8 +186,10 @@ const trade = db.transaction((side, ticker, keyHash, userId, amount) => {
     side,
     wallet: checksum(address),
     coin: fromUnits(q.coin),
+    curve_coin: fromUnits(q.curveCoin),
     tokens: fromUnits(q.tokens),
     fee: fromUnits(q.fee),
+    partial: q.partial === true,
     price_per_token: price(q.curveCoin, q.tokens),
     price: price(q.next.vc, q.next.vt),
     created_at: new Date(now).toISOString()
@@ -199,6 +202,8 @@ const trade = db.transaction((side, ticker, keyHash, userId, amount) => {
         tokens_received: fromUnits(q.tokens),
         price_per_token: price(q.curveCoin, q.tokens),
         fee: fromUnits(q.fee),
+        coin_spent: fromUnits(q.coin),
+        partial: q.partial === true,
         new_balance: fromUnits(balance)
       }
     : {
@@ -206,6 +211,8 @@ const trade = db.transaction((side, ticker, keyHash, userId, amount) => {
         coin_received: fromUnits(q.coin),
         price_per_token: price(q.curveCoin, q.tokens),
         fee: fromUnits(q.fee),
+        tokens_sold: fromUnits(q.tokens),
+        partial: false,
         new_balance: fromUnits(balance)
       }
 })

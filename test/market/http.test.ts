@@ -51,7 +51,10 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
       assert.strictEqual(detail.body.runway_hours, 5) // 10 coin at 2 per hour
       assert.strictEqual(detail.body.description, "The LISTA test agent")
       assert.match(detail.body.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
-      assert.isNull((yield* call("GET", "/api/agents/LISTB")).body.runway_hours)
+      assert.strictEqual(detail.body.runway_infinite, false)
+      const idle = (yield* call("GET", "/api/agents/LISTB")).body // burns nothing: the sentinel, flagged
+      assert.strictEqual(idle.runway_hours, Number.MAX_VALUE)
+      assert.strictEqual(idle.runway_infinite, true)
       const missing = yield* call("GET", "/api/agents/NOSUCH")
       assert.strictEqual(missing.status, 404)
       assert.strictEqual(missing.body.code, "AGENT_NOT_FOUND")

@@ -8,6 +8,7 @@ import {
   CurveComplete,
   Forbidden,
   IdempotencyKeyReused,
+  InvalidInput,
   OrderNotFilled,
   RateLimited,
   SlippageExceeded,
@@ -29,18 +30,73 @@ export class MarketGate extends HttpApiMiddleware.Tag<MarketGate>()("MarketGate"
   failure: Schema.Union(Unauthorized, RateLimited)
 }) {}
 
-const Limit = (max: number) =>
-  Schema.NumberFromString.pipe(
+/**
+ * An integer query parameter from `min` to `max`: text on the wire, declared in the OpenAPI as an
+ * integer with its bounds (and default), so a generated client knows them.
+ */
+const QueryInteger = (bounds: { min: number; max: number; byDefault?: number }, description: string, message: string) =>
+  Schema.compose(
+    Schema.String.annotations({
+      description,
+      jsonSchema: {
+        type: "integer",
+        description,
+        minimum: bounds.min,
+        maximum: bounds.max,
+        ...(bounds.byDefault === undefined ? {} : { default: bounds.byDefault })
+      }
+    }),
+    Schema.NumberFromString
+  ).pipe(
     Schema.int(),
-    Schema.between(1, max),
-    Schema.annotations({ message: () => `must be an integer from 1 to ${max}` })
+    Schema.between(bounds.min, bounds.max),
+    // Whatever fails (not a number, not an integer, out of range), the answer names the bounds.
+    Schema.annotations({ message: () => ({ message, override: true }) })
   )
-const Offset = Schema.NumberFromString.pipe(
-  Schema.int(),
-  Schema.between(0, 1_000_000),
-  Schema.annotations({ message: () => "must be a non-negative integer" })
+
+const Limit = (max: number, byDefault: number) =>
+  QueryInteger(
+    { min: 1, max, byDefault },
+    `How many items per page: an integer from 1 to ${max}; default ${byDefault}. Out of range is 400.`,
+    `must be an integer from 1 to ${max}`
+  )
+const Offset = QueryInteger(
+  { min: 0, max: 1_000_000, byDefault: 0 },
+  'Items to skip. Prefer following the Link rel="next" header; not together with `cursor`.',
+  "must be an integer from 0 to 1000000"
 )
-const Page = Schema.Struct({ limit: Schema.optional(Limit(500)), offset: Schema.optional(Offset) })
+
+/**
+ * A page cursor: base64url of a small JSON key, opaque to clients, who take it from the
+ * `Link: <…>; rel="next"` header of the page before and never build one (docs/marketplace.md, "Lists").
+ */
+const Cursor = <Fields extends Schema.Struct.Fields>(fields: Fields) =>
+  Schema.String.annotations({
+    jsonSchema: {
+      type: "string",
+      description: 'Opaque: where the page starts, as given by the previous page\'s `Link: <…>; rel="next"` header.'
+    }
+  }).pipe(
+    Schema.compose(Schema.StringFromBase64Url),
+    Schema.compose(Schema.parseJson(Schema.Struct(fields))),
+    Schema.annotations({
+      message: () => ({ message: "must be a cursor taken from this list's Link header", override: true })
+    })
+  )
+
+export const AgentCursor = Cursor({ created_at: Schema.Number, ticker: Schema.String })
+export const TokenCursor = Cursor({ market_cap_units: Schema.BigInt, ticker: Schema.String })
+export const CoinHistoryCursor = Cursor({ at: Schema.Number, seq: Schema.Number })
+
+const Page = <C extends Schema.Schema.Any>(cursor: C) =>
+  Schema.Struct({
+    limit: Schema.optional(Limit(500, 100)),
+    offset: Schema.optional(Offset),
+    cursor: Schema.optional(cursor)
+  })
+
+const LinkNext =
+  'A `Link: <…>; rel="next"` header (GitHub\'s convention) names the next page while there is one; no such header on the last page.'
 
 export const WalletAddress = Schema.String.pipe(
   Schema.pattern(/^0x[0-9a-fA-F]{40}$/),
@@ -69,7 +125,15 @@ export const AgentSummary = Schema.Struct({
 export const AgentDetail = Schema.Struct({
   ...AgentSummary.fields,
   description: Schema.String,
-  runway_hours: Schema.NullOr(Schema.Number),
+  runway_hours: Schema.Number.annotations({
+    description:
+      "Hours the balance lasts at burn_rate_hourly. Always a number: for an agent that burns nothing it is " +
+      "1.7976931348623157e308, the largest finite double (Double.greatestFiniteMagnitude, Double.MAX_VALUE, " +
+      "math.MaxFloat64), and runway_infinite is true."
+  }),
+  runway_infinite: Schema.Boolean.annotations({
+    description: "True when the agent burns nothing (burn_rate_hourly 0): its runway never ends."
+  }),
   created_at: Schema.String
 })
 
@@ -104,16 +168,20 @@ const IdempotencyHeader = Schema.Struct({
 export class AgentsApi extends HttpApiGroup.make("agents")
   .add(
     HttpApiEndpoint.get("list", "/agents")
-      .setUrlParams(Page)
+      .setUrlParams(Page(AgentCursor))
       .addSuccess(Schema.Array(AgentSummary))
-      .annotate(OpenApi.Description, "Agents, oldest first (ties by ticker). Public.")
+      .addError(InvalidInput)
+      .annotate(OpenApi.Description, `Agents, oldest first (ties by ticker). ${LinkNext} Public.`)
   )
   .add(
     HttpApiEndpoint.get("get", "/agents/:ticker")
       .setPath(Schema.Struct({ ticker: Ticker }))
       .addSuccess(AgentDetail)
       .addError(AgentNotFound)
-      .annotate(OpenApi.Description, "One agent; runway_hours is null when it burns nothing. Public.")
+      .annotate(
+        OpenApi.Description,
+        "One agent. runway_hours is always a number; runway_infinite says whether it is the zero-burn sentinel. Public."
+      )
   )
   .middleware(MarketGate)
   .annotate(OpenApi.Title, "Agents") {}
@@ -142,9 +210,10 @@ const tradeEndpoint = <const Side extends "buy" | "sell", Guard extends Schema.S
 export class TokensApi extends HttpApiGroup.make("tokens")
   .add(
     HttpApiEndpoint.get("list", "/tokens")
-      .setUrlParams(Page)
+      .setUrlParams(Page(TokenCursor))
       .addSuccess(Schema.Array(TokenSummary))
-      .annotate(OpenApi.Description, "Tokens by market cap, largest first. Public.")
+      .addError(InvalidInput)
+      .annotate(OpenApi.Description, `Tokens by market cap, largest first (ties by ticker). ${LinkNext} Public.`)
   )
   .add(
     tradeEndpoint(
@@ -185,11 +254,23 @@ export class CoinApi extends HttpApiGroup.make("coin")
       .setUrlParams(
         Schema.Struct({
           period: Schema.optional(Schema.Literal("1h", "24h", "7d", "30d", "all")),
-          limit: Schema.optional(Limit(1000))
+          limit: Schema.optional(Limit(1000, 100)),
+          sampling: Schema.optional(
+            Schema.Literal("even", "none").annotations({
+              description:
+                "even (default): the period's points evenly down-sampled to `limit`, one complete page. " +
+                "none: every point in time order, `limit` per page, paged by the Link header."
+            })
+          ),
+          cursor: Schema.optional(CoinHistoryCursor)
         })
       )
       .addSuccess(CoinHistoryResult)
-      .annotate(OpenApi.Description, "The coin's price history over the period, evenly down-sampled. Public.")
+      .addError(InvalidInput)
+      .annotate(
+        OpenApi.Description,
+        `The coin's price history over the period, evenly down-sampled (or, with sampling=none, paged). ${LinkNext} Public.`
+      )
   )
   .middleware(MarketGate)
   .annotate(OpenApi.Title, "Platform coin") {}
@@ -199,12 +280,21 @@ export class ChatApi extends HttpApiGroup.make("chat")
     HttpApiEndpoint.get("list", "/chat")
       .setUrlParams(
         Schema.Struct({
-          limit: Schema.optional(Limit(200)),
-          before: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.positive()))
+          limit: Schema.optional(Limit(200, 50)),
+          before: Schema.optional(
+            QueryInteger(
+              { min: 1, max: Number.MAX_SAFE_INTEGER },
+              "The chat cursor: only messages older than this message id.",
+              "must be a message id (a positive integer)"
+            )
+          )
         })
       )
       .addSuccess(Schema.Array(ChatMessage))
-      .annotate(OpenApi.Description, "Messages, newest first; `before` (a message id) pages back. Public.")
+      .annotate(
+        OpenApi.Description,
+        `Messages, newest first; \`before\` (a message id) pages back. ${LinkNext} Public.`
+      )
   )
   .add(
     HttpApiEndpoint.post("post", "/chat")

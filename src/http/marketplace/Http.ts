@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Option, Stream } from "effect"
+import { Effect, Option, Schema, Stream } from "effect"
 import { MarketAgent } from "../../actors/MarketAgent.js"
-import { type Agent, Agents, runwayHours } from "../../services/market/Agents.js"
+import { type Agent, Agents, runwayOf } from "../../services/market/Agents.js"
 import type { Principal } from "../../services/market/ApiKeys.js"
 import { Chat } from "../../services/market/Chat.js"
 import { CoinHistory } from "../../services/market/CoinPrice.js"
@@ -13,7 +13,7 @@ import { walletAccount } from "../../services/market/TokenMarket.js"
 import { type BuyResult, type SellResult, tradeOrder } from "../../services/market/Trading.js"
 import { fromUnits } from "../../services/market/Units.js"
 import { jsonNumberTexts } from "../../services/platform/JsonNumbers.js"
-import { Caller, MarketplaceApi } from "./Api.js"
+import { AgentCursor, Caller, CoinHistoryCursor, MarketplaceApi, TokenCursor } from "./Api.js"
 
 const agentJson = (agent: Agent) => ({
   instance_id: agent.instanceId,
@@ -25,6 +25,29 @@ const agentJson = (agent: Agent) => ({
   total_costs: fromUnits(agent.totalCosts),
   burn_rate_hourly: fromUnits(agent.burnRateHourly)
 })
+
+/**
+ * Names the next page in a `Link: <…>; rel="next"` header (GitHub's convention) when there is one:
+ * the request's own path and query with the next page's cursor parameters (and no offset). The
+ * target is relative to the origin the client called, so it holds behind any proxy.
+ */
+const linkNext = (next: Record<string, string> | undefined) =>
+  next === undefined
+    ? Effect.void
+    : Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const url = new URL(request.originalUrl, "http://origin.invalid")
+        url.searchParams.delete("offset")
+        for (const [name, value] of Object.entries(next)) url.searchParams.set(name, value)
+        const link = `<${url.pathname}${url.search}>; rel="next"`
+        yield* HttpApp.appendPreResponseHandler((_request, response) =>
+          Effect.succeed(HttpServerResponse.setHeader(response, "link", link))
+        )
+      })
+
+/** Answers `body`, linking its next page (if any) by `cursor`, encoded with the list's cursor schema. */
+const withNextPage = <B, K, I>(body: B, next: K | undefined, cursor: Schema.Schema<K, I>) =>
+  Effect.as(linkNext(next === undefined ? undefined : { cursor: String(Schema.encodeSync(cursor)(next)) }), body)
 
 /** The caller must be the wallet named in the request (an API key of that wallet, or its signature). */
 const provenWallet = (principal: Principal | undefined, userId: string) => {
@@ -42,15 +65,15 @@ export const AgentsLive = HttpApiBuilder.group(MarketplaceApi, "agents", (handle
     return handlers
       .handle("list", ({ urlParams }) =>
         agents
-          .list({ limit: urlParams.limit ?? 100, offset: urlParams.offset ?? 0 })
-          .pipe(Effect.map((list) => list.map(agentJson)))
+          .page({ limit: urlParams.limit ?? 100, offset: urlParams.offset, after: urlParams.cursor })
+          .pipe(Effect.flatMap((page) => withNextPage(page.items.map(agentJson), page.next, AgentCursor)))
       )
       .handle("get", ({ path }) =>
         agents.find(path.ticker.toUpperCase()).pipe(
           Effect.map((agent) => ({
             ...agentJson(agent),
             description: agent.description,
-            runway_hours: runwayHours(agent) ?? null,
+            ...runwayOf(agent),
             created_at: new Date(agent.createdAt).toISOString()
           }))
         )
@@ -113,7 +136,9 @@ export const TokensLive = HttpApiBuilder.group(MarketplaceApi, "tokens", (handle
 
     return handlers
       .handle("list", ({ urlParams }) =>
-        board.summaries({ limit: urlParams.limit ?? 100, offset: urlParams.offset ?? 0 })
+        board
+          .page({ limit: urlParams.limit ?? 100, offset: urlParams.offset, after: urlParams.cursor })
+          .pipe(Effect.flatMap((page) => withNextPage(page.items, page.next, TokenCursor)))
       )
       .handle("buy", ({ headers, path, payload }) =>
         trade("buy", path.ticker.toUpperCase(), {
@@ -148,7 +173,16 @@ export const CoinLive = HttpApiBuilder.group(MarketplaceApi, "coin", (handlers) 
           return { balance: fromUnits(yield* ledger.balance(walletAccount(wallet), COIN)) }
         })
       )
-      .handle("history", ({ urlParams }) => history.report(urlParams.period ?? "24h", urlParams.limit ?? 100))
+      .handle("history", ({ urlParams }) =>
+        history
+          .page({
+            period: urlParams.period ?? "24h",
+            limit: urlParams.limit ?? 100,
+            sampling: urlParams.sampling,
+            after: urlParams.cursor
+          })
+          .pipe(Effect.flatMap(({ next, report }) => withNextPage(report, next, CoinHistoryCursor)))
+      )
   })
 )
 
@@ -156,7 +190,13 @@ export const ChatLive = HttpApiBuilder.group(MarketplaceApi, "chat", (handlers) 
   Effect.gen(function* () {
     const chat = yield* Chat
     return handlers
-      .handle("list", ({ urlParams }) => chat.list({ limit: urlParams.limit ?? 50, before: urlParams.before }))
+      .handle("list", ({ urlParams }) =>
+        chat
+          .page({ limit: urlParams.limit ?? 50, before: urlParams.before })
+          .pipe(
+            Effect.flatMap((page) => Effect.as(linkNext(page.next && { before: String(page.next.before) }), page.items))
+          )
+      )
       .handle("post", ({ payload }) =>
         Effect.gen(function* () {
           const { principal } = yield* Caller

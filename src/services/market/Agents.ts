@@ -6,6 +6,7 @@ import { Chat, PLATFORM_SENDER } from "./Chat.js"
 import { AgentExists, agentNotFound, InvalidInput, InvalidTransition } from "./Errors.js"
 import { COIN, exactIntegers, ISSUANCE, Ledger } from "./Ledger.js"
 import { MarketEvents } from "./MarketEvents.js"
+import { pageOf } from "./Paging.js"
 import { agentAccount, defaultLaunch, TokenMarket } from "./TokenMarket.js"
 import { ceilDiv, fromUnits } from "./Units.js"
 
@@ -61,6 +62,29 @@ export const runwayHours = (agent: Pick<Agent, "balance" | "burnRateHourly">) =>
   agent.burnRateHourly === 0n ? undefined : fromUnits(agent.balance) / fromUnits(agent.burnRateHourly)
 
 /**
+ * What `runway_hours` says for an agent that burns nothing: the largest finite double
+ * (`Double.greatestFiniteMagnitude`, `Double.MAX_VALUE`, `math.MaxFloat64`). A number always, so a
+ * client typed from the seed (`runway_hours: number`) decodes every answer; larger than any real
+ * runway (at most 2^62 nano-units of balance over a burn of one nano-unit an hour, about 4.6e18 h),
+ * so "runway below N hours" checks and sorting by runway stay right. `runway_infinite` says it outright.
+ */
+export const RUNWAY_INFINITE_HOURS = Number.MAX_VALUE
+
+/** An agent's runway as the API answers it (docs/marketplace.md, "Runway"). */
+export const runwayOf = (agent: Pick<Agent, "balance" | "burnRateHourly">) => {
+  const hours = runwayHours(agent)
+  return hours === undefined
+    ? { runway_hours: RUNWAY_INFINITE_HOURS, runway_infinite: true }
+    : { runway_hours: hours, runway_infinite: false }
+}
+
+/** Where the next page of the agent list starts: after this agent in (created_at, ticker) order. */
+export interface AgentCursor {
+  readonly created_at: number
+  readonly ticker: string
+}
+
+/**
  * Which operator action leads from which status. The burn drives running/paused → bankrupt by
  * itself; resuming a bankrupt agent needs coin on its balance first.
  */
@@ -103,12 +127,40 @@ export class Agents extends Effect.Service<Agents>()("market/Agents", {
         )
       )
 
-    const list = Effect.fn("Agents.list")(function* (page: { limit: number; offset: number }) {
+    /**
+     * Agents oldest first (ties by ticker), `limit` at a time: after a cursor (keyset, stable while
+     * agents are added) or from an offset; both at once is ambiguous and refused.
+     */
+    const page = Effect.fn("Agents.page")(function* (options: {
+      readonly limit: number
+      readonly offset?: number | undefined
+      readonly after?: AgentCursor | undefined
+    }) {
+      const { after, limit, offset } = options
+      if (after !== undefined && offset !== undefined)
+        return yield* new InvalidInput({ code: "INVALID_INPUT", detail: "use either cursor or offset, not both" })
       const rows = yield* exactIntegers(
-        sql<AgentRow>`${select} ORDER BY a.created_at, a.ticker LIMIT ${page.limit} OFFSET ${page.offset}`
+        after === undefined
+          ? sql<AgentRow>`${select} ORDER BY a.created_at, a.ticker LIMIT ${limit + 1} OFFSET ${offset ?? 0}`
+          : sql<AgentRow>`${select} WHERE a.created_at > ${after.created_at}
+              OR (a.created_at = ${after.created_at} AND a.ticker > ${after.ticker})
+              ORDER BY a.created_at, a.ticker LIMIT ${limit + 1}`
+      ).pipe(Effect.orDie)
+      return pageOf(
+        rows.map(toAgent),
+        limit,
+        (last): AgentCursor => ({
+          created_at: last.createdAt,
+          ticker: last.ticker
+        })
       )
-      return rows.map(toAgent)
-    }, Effect.orDie)
+    })
+
+    const list = (options: { limit: number; offset: number }) =>
+      page(options).pipe(
+        Effect.map((p) => p.items),
+        Effect.catchTag("InvalidInput", Effect.die)
+      )
 
     const create = Effect.fn("Agents.create")(function* (launch: AgentLaunch) {
       if (!TICKER_PATTERN.test(launch.ticker) || launch.ticker === PLATFORM_SENDER.ticker) {
@@ -219,6 +271,6 @@ export class Agents extends Effect.Service<Agents>()("market/Agents", {
       Effect.orDie
     )
 
-    return { create, find, list, transition, accrue, burning } as const
+    return { create, find, list, page, transition, accrue, burning } as const
   })
 }) {}

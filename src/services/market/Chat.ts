@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import { AgentCannotChat, agentNotFound } from "./Errors.js"
 import { MarketEvents } from "./MarketEvents.js"
+import { pageOf } from "./Paging.js"
 
 /** `chat` is what agents post; `system` and `trade` lines are written by the platform itself. */
 export type MessageType = "chat" | "system" | "trade"
@@ -16,6 +17,11 @@ export interface ChatMessage {
   readonly message: string
   readonly message_type: MessageType
   readonly created_at: string
+}
+
+/** Where the next page of chat starts: the messages before this id. */
+export interface ChatCursor {
+  readonly before: number
 }
 
 interface ChatRow {
@@ -79,14 +85,18 @@ export class Chat extends Effect.Service<Chat>()("market/Chat", {
     const platformLine = (about: { ticker: string; name: string } | undefined, message: string, type: MessageType) =>
       write(about ?? PLATFORM_SENDER, message, type)
 
-    const list = Effect.fn("Chat.list")(function* (options: { limit: number; before?: number | undefined }) {
+    /** Newest first, `limit` at a time; the next page is the messages before the last one answered. */
+    const page = Effect.fn("Chat.page")(function* (options: { limit: number; before?: number | undefined }) {
+      const fetch = options.limit + 1
       const rows =
         options.before === undefined
-          ? yield* sql<ChatRow>`SELECT * FROM market_chat ORDER BY id DESC LIMIT ${options.limit}`
-          : yield* sql<ChatRow>`SELECT * FROM market_chat WHERE id < ${options.before} ORDER BY id DESC LIMIT ${options.limit}`
-      return rows.map(toMessage)
+          ? yield* sql<ChatRow>`SELECT * FROM market_chat ORDER BY id DESC LIMIT ${fetch}`
+          : yield* sql<ChatRow>`SELECT * FROM market_chat WHERE id < ${options.before} ORDER BY id DESC LIMIT ${fetch}`
+      return pageOf(rows.map(toMessage), options.limit, (last): ChatCursor => ({ before: Number(last.id) }))
     }, Effect.orDie)
 
-    return { post, platformLine, list } as const
+    const list = (options: { limit: number; before?: number | undefined }) => Effect.map(page(options), (p) => p.items)
+
+    return { post, platformLine, list, page } as const
   })
 }) {}

@@ -1,7 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer } from "effect"
+import { InvalidInput } from "./Errors.js"
 import { COIN, exactIntegers, ISSUANCE, Ledger } from "./Ledger.js"
 import { MarketConfig } from "./MarketConfig.js"
+import { pageOf } from "./Paging.js"
 import { fromUnits, UNIT } from "./Units.js"
 
 /**
@@ -70,6 +72,21 @@ export const downSample = <A>(rows: ReadonlyArray<A>, limit: number): ReadonlyAr
 
 const round = (value: number, digits: number) => Number(value.toFixed(digits))
 
+/** How a history answer picks its points: spread over the period, or every point, paged. */
+export type Sampling = "even" | "none"
+
+/** Where the next page of a full-resolution history starts: after this point (time, then insertion order). */
+export interface CoinHistoryCursor {
+  readonly at: number
+  readonly seq: number
+}
+
+interface PriceRow {
+  readonly seq: bigint | number
+  readonly at: bigint | number
+  readonly price: bigint | number
+}
+
 /** The coin's price history and supply: sampled on a schedule, answered down-sampled per period. */
 export class CoinHistory extends Effect.Service<CoinHistory>()("market/CoinHistory", {
   effect: Effect.gen(function* () {
@@ -86,33 +103,87 @@ export class CoinHistory extends Effect.Service<CoinHistory>()("market/CoinHisto
       )
     })
 
-    const report = Effect.fn("CoinHistory.report")(function* (period: Period, limit: number) {
-      const now = yield* Clock.currentTimeMillis
-      const span = Periods[period]
-      const from = Number.isFinite(span) ? now - span : 0
-      const rows = yield* exactIntegers(
-        sql<{ at: number; price: bigint }>`SELECT at, price FROM market_coin_prices WHERE at >= ${from} AND at <= ${now}
-          ORDER BY at, rowid`
-      ).pipe(Effect.orDie)
-      const price = yield* source.current
-      const supply = -(yield* ledger.balance(ISSUANCE, COIN))
-      const first = rows[0] === undefined ? price : BigInt(rows[0].price)
-      const change = first === 0n ? 0 : (Number(price - first) / Number(first)) * 100
+    const summary = (period: Period) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const span = Periods[period]
+        const from = Number.isFinite(span) ? now - span : 0
+        const price = yield* source.current
+        const supply = -(yield* ledger.balance(ISSUANCE, COIN))
+        return { now, from, price, supply }
+      })
+
+    const reportOf = (
+      head: { price: bigint; supply: bigint },
+      firstOfPeriod: PriceRow | undefined,
+      points: ReadonlyArray<PriceRow>
+    ): CoinHistoryReport => {
+      const first = firstOfPeriod === undefined ? head.price : BigInt(firstOfPeriod.price)
+      const change = first === 0n ? 0 : (Number(head.price - first) / Number(first)) * 100
       return {
         current: {
-          price: fromUnits(price),
-          supply: fromUnits(supply),
+          price: fromUnits(head.price),
+          supply: fromUnits(head.supply),
           // price × supply in nano × nano: divide once to stay exact before turning into a number.
-          market_cap: fromUnits((price * supply) / UNIT)
+          market_cap: fromUnits((head.price * head.supply) / UNIT)
         },
         price_change_percent: round(change, 4),
-        history: downSample(rows, limit).map((row) => ({
+        history: points.map((row) => ({
           price: fromUnits(BigInt(row.price)),
           timestamp: new Date(Number(row.at)).toISOString()
         }))
-      } satisfies CoinHistoryReport
+      }
+    }
+
+    /**
+     * The period's history. `sampling: "even"` (the default): every point of the period evenly
+     * down-sampled to `limit` (first and last kept), a complete answer with no next page.
+     * `sampling: "none"`: the points themselves in time order, `limit` at a time, after a cursor.
+     */
+    const page = Effect.fn("CoinHistory.page")(function* (options: {
+      readonly period: Period
+      readonly limit: number
+      readonly sampling?: Sampling | undefined
+      readonly after?: CoinHistoryCursor | undefined
+    }) {
+      const { after, limit, period } = options
+      const sampling = options.sampling ?? "even"
+      if (after !== undefined && sampling !== "none")
+        return yield* new InvalidInput({
+          code: "INVALID_INPUT",
+          detail: "a cursor pages the history point by point: it goes with sampling=none"
+        })
+      const head = yield* summary(period)
+      if (sampling === "even") {
+        const rows = yield* exactIntegers(
+          sql<PriceRow>`SELECT rowid AS seq, at, price FROM market_coin_prices
+            WHERE at >= ${head.from} AND at <= ${head.now} ORDER BY at, rowid`
+        ).pipe(Effect.orDie)
+        return { report: reportOf(head, rows[0], downSample(rows, limit)), next: undefined }
+      }
+      const first = yield* exactIntegers(
+        sql<PriceRow>`SELECT rowid AS seq, at, price FROM market_coin_prices
+          WHERE at >= ${head.from} AND at <= ${head.now} ORDER BY at, rowid LIMIT 1`
+      ).pipe(Effect.orDie)
+      const rows = yield* exactIntegers(
+        after === undefined
+          ? sql<PriceRow>`SELECT rowid AS seq, at, price FROM market_coin_prices
+              WHERE at >= ${head.from} AND at <= ${head.now} ORDER BY at, rowid LIMIT ${limit + 1}`
+          : sql<PriceRow>`SELECT rowid AS seq, at, price FROM market_coin_prices
+              WHERE at >= ${head.from} AND at <= ${head.now}
+                AND (at > ${after.at} OR (at = ${after.at} AND rowid > ${after.seq}))
+              ORDER BY at, rowid LIMIT ${limit + 1}`
+      ).pipe(Effect.orDie)
+      const result = pageOf(rows, limit, (last): CoinHistoryCursor => ({ at: Number(last.at), seq: Number(last.seq) }))
+      return { report: reportOf(head, first[0], result.items), next: result.next }
     })
 
-    return { sample, report, setPrice: source.set, currentPrice: source.current } as const
+    const report = (period: Period, limit: number) =>
+      page({ period, limit }).pipe(
+        Effect.map((p) => p.report),
+        Effect.catchTag("InvalidInput", Effect.die)
+      )
+
+    return { sample, report, page, setPrice: source.set, currentPrice: source.current } as const
   })
 }) {}

@@ -1,6 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
+import { InvalidInput } from "./Errors.js"
 import { COIN, exactIntegers } from "./Ledger.js"
+import { pageOf } from "./Paging.js"
 import { priceNumber } from "./Trading.js"
 import { fromUnits } from "./Units.js"
 
@@ -19,6 +21,16 @@ export interface TokenSummary {
 
 type Int = bigint | number
 
+/**
+ * Where the next page of the token list starts: after this token in (market cap desc, ticker)
+ * order. The cap is in nano-units, exact. Market caps move with every trade, so a token whose cap
+ * crosses the cursor between two pages shows on both or on neither, as on any ranking that moves.
+ */
+export interface TokenCursor {
+  readonly market_cap_units: bigint
+  readonly ticker: string
+}
+
 const DAY_MILLIS = 86_400_000
 
 /**
@@ -29,8 +41,8 @@ export class TokenBoard extends Effect.Service<TokenBoard>()("market/TokenBoard"
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    const summaries = Effect.fn("TokenBoard.summaries")(
-      function* (page: { limit: number; offset: number }) {
+    const board = Effect.fn("TokenBoard.board")(
+      function* () {
         const since = (yield* Clock.currentTimeMillis) - DAY_MILLIS
         const curves = yield* sql<{ ticker: string; name: string | null; virtual_coin: Int; virtual_token: Int }>`
           SELECT c.ticker, a.name, c.virtual_coin, c.virtual_token FROM market_curves c
@@ -61,22 +73,56 @@ export class TokenBoard extends Effect.Service<TokenBoard>()("market/TokenBoard"
           // reserves still tell: every coin and token that moved did so through the curve.
           const launchPrice = priceNumber(vCoin - (reserve.get(`curve:${curve.ticker}/${COIN}`) ?? 0n), vToken + supply)
           const then = before.get(curve.ticker) ?? launchPrice
+          const capUnits = (vCoin * supply) / vToken
           return {
+            capUnits,
             ticker: curve.ticker,
             name: curve.name ?? curve.ticker,
             price,
             price_change_24h: then === 0 ? 0 : Number((((price - then) / then) * 100).toFixed(4)),
-            market_cap: fromUnits((vCoin * supply) / vToken),
+            market_cap: fromUnits(capUnits),
             volume_24h: fromUnits(volume.get(curve.ticker) ?? 0n)
-          } satisfies TokenSummary
+          }
         })
-        tokens.sort((a, b) => b.market_cap - a.market_cap || (a.ticker < b.ticker ? -1 : 1))
-        return tokens.slice(page.offset, page.offset + page.limit)
+        tokens.sort((a, b) =>
+          a.capUnits === b.capUnits ? (a.ticker < b.ticker ? -1 : 1) : a.capUnits > b.capUnits ? -1 : 1
+        )
+        return tokens
       },
       Effect.orDie,
       exactIntegers
     )
 
-    return { summaries } as const
+    const isAfter = (token: { capUnits: bigint; ticker: string }, cursor: TokenCursor) =>
+      token.capUnits < cursor.market_cap_units ||
+      (token.capUnits === cursor.market_cap_units && token.ticker > cursor.ticker)
+
+    /** Tokens by market cap, largest first (ties by ticker), `limit` at a time, after a cursor or from an offset. */
+    const page = Effect.fn("TokenBoard.page")(function* (options: {
+      readonly limit: number
+      readonly offset?: number | undefined
+      readonly after?: TokenCursor | undefined
+    }) {
+      const { after, limit, offset } = options
+      if (after !== undefined && offset !== undefined)
+        return yield* new InvalidInput({ code: "INVALID_INPUT", detail: "use either cursor or offset, not both" })
+      const tokens = yield* board()
+      const start = after === undefined ? (offset ?? 0) : tokens.findIndex((token) => isAfter(token, after))
+      const rows = start < 0 ? [] : tokens.slice(start, start + limit + 1)
+      const result = pageOf(
+        rows,
+        limit,
+        (last): TokenCursor => ({ market_cap_units: last.capUnits, ticker: last.ticker })
+      )
+      return { items: result.items.map(({ capUnits: _, ...summary }): TokenSummary => summary), next: result.next }
+    })
+
+    const summaries = (options: { limit: number; offset: number }) =>
+      page(options).pipe(
+        Effect.map((p) => p.items),
+        Effect.catchTag("InvalidInput", Effect.die)
+      )
+
+    return { summaries, page } as const
   })
 }) {}
