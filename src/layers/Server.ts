@@ -39,11 +39,14 @@ export const BlogImportLive = Layer.effectDiscard(
 /** Spans only where someone collects them (KEEL_TRACING); set before the server forks its request fibers. */
 export const TracingLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) => Layer.setTracerEnabled(config.tracing)))
 
+/**
+ * Start-up work, in order: first the demo data and the blog import, then the market's schedules.
+ * The schedules' first tick runs at once (the coin price sample, the cost accrual), so started any
+ * earlier they would record the configured initial coin price before the demo's history exists: a
+ * point off the demo's price at server start.
+ */
+export const StartupLive = MarketScheduleLive.pipe(Layer.provide([DemoDataLive, BlogImportLive]))
+
 /** What `ctl serve` runs: the HTTP server on the full application graph. */
 export const serverLive = (options: ServeOptions & { readonly host?: string; readonly port?: number } = {}) =>
-  httpServer(options).pipe(
-    Layer.provide(TracingLive),
-    Layer.provide([DemoDataLive, BlogImportLive]),
-    Layer.provide(MarketScheduleLive),
-    Layer.provideMerge(AppLive)
-  )
+  httpServer(options).pipe(Layer.provide(TracingLive), Layer.provide(StartupLive), Layer.provideMerge(AppLive))
