@@ -45,7 +45,8 @@ const collect = (i) => ({
     events: Array.from({ length: BATCH }, (_, j) => ({
       event_id: `e-${i}-${j}`,
       name: "pageview",
-      timestamp: 1_790_000_000_000 + j,
+      // Events arrive in time order, as a live site sends them (one batch after another).
+      timestamp: 1_790_000_000_000 + i * BATCH + j,
       visitor_id: `v-${(i * BATCH + j) % 2_000}`,
       url: "https://keel.dev/docs",
       utm: { source: "bench" },

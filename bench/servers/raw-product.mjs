@@ -21,7 +21,11 @@ db.exec(`
     PRIMARY KEY (experiment_id, subject));
   CREATE TABLE analytics_events (site_id TEXT NOT NULL, event_id TEXT NOT NULL, collector TEXT NOT NULL, name TEXT NOT NULL,
     occurred_at INTEGER NOT NULL, visitor_id TEXT NOT NULL, session_id TEXT, url TEXT, referrer TEXT, utm TEXT, props TEXT,
-    received_at INTEGER NOT NULL, PRIMARY KEY (site_id, event_id));
+    received_at INTEGER NOT NULL, page TEXT, referrer_host TEXT, utm_source TEXT, PRIMARY KEY (site_id, event_id));
+  -- The same readout indexes as Keel's schema (product migration 0005): the same storage work per event.
+  CREATE INDEX analytics_events_summary ON analytics_events
+    (site_id, occurred_at, name, visitor_id, page, referrer_host, utm_source);
+  CREATE INDEX analytics_events_conversions ON analytics_events (name, visitor_id, occurred_at);
   CREATE TABLE analytics_attribution (site_id TEXT NOT NULL, visitor_id TEXT NOT NULL, first_event_id TEXT NOT NULL,
     first_seen_at INTEGER NOT NULL, landing_url TEXT, referrer TEXT, utm_source TEXT, utm_medium TEXT, utm_campaign TEXT,
     utm_content TEXT, utm_term TEXT, PRIMARY KEY (site_id, visitor_id));
@@ -45,7 +49,20 @@ const assign = db.transaction((subject) => {
   upsertExposure.run(experiment.id, subject, name, now, now)
   return { variant: name, config: variant.config, experimentId: experiment.id }
 })
-const insertEvent = db.prepare(`INSERT INTO analytics_events VALUES (?, ?, 'web', ?, ?, ?, ?, ?, ?, ?, ?, ?)
+// The readout's derived values, in JS (Keel derives them in its INSERT, with SQL).
+const pageOf = (url) => {
+  if (url === null || url === "") return null
+  const rest = url.includes("://") ? url.slice(url.indexOf("://") + 3) : url
+  const path = url.includes("://") ? (rest.includes("/") ? rest.slice(rest.indexOf("/")) : "/") : url
+  return path.split(/[?#]/)[0] || "/"
+}
+const hostOf = (referrer) => {
+  if (referrer === null || referrer === "") return null
+  const rest = referrer.includes("://") ? referrer.slice(referrer.indexOf("://") + 3) : referrer
+  const host = rest.split(/[/?#:]/)[0].toLowerCase()
+  return (host.startsWith("www.") ? host.slice(4) : host) || null
+}
+const insertEvent = db.prepare(`INSERT INTO analytics_events VALUES (?, ?, 'web', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (site_id, event_id) DO NOTHING RETURNING event_id`)
 const insertAttribution = db.prepare(`INSERT INTO analytics_attribution VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (site_id, visitor_id) DO NOTHING`)
@@ -66,7 +83,10 @@ const collect = db.transaction((batch) => {
       e.referrer ?? null,
       e.utm ? JSON.stringify(e.utm) : null,
       e.props ? JSON.stringify(e.props) : null,
-      now
+      now,
+      pageOf(e.url ?? null),
+      hostOf(e.referrer ?? null),
+      e.utm?.source || null
     )
     if (row === undefined) {
       duplicates++
