@@ -26,6 +26,7 @@ import { Health } from "../services/platform/Health.js"
 import { Leases } from "../services/platform/Leases.js"
 import { ObjectGateway } from "../services/platform/objects/ObjectGateway.js"
 import { Shutdown } from "../services/platform/Shutdown.js"
+import { TrustedProxies } from "../services/platform/TrustedProxies.js"
 import { AdminTokens } from "../services/product/AdminTokens.js"
 import { Assigner } from "../services/product/Assigner.js"
 import { Blog } from "../services/product/Blog.js"
@@ -59,6 +60,7 @@ export const MarketServices = Layer.mergeAll(
  */
 export const DomainServices = Layer.mergeAll(
   Health.Default,
+  TrustedProxies.Default,
   Leases.Default,
   Collector.Default,
   Onboarding.Default,

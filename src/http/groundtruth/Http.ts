@@ -7,6 +7,7 @@ import { Ingester } from "../../services/groundtruth/Ingester.js"
 import { Retriever } from "../../services/groundtruth/Retriever.js"
 import { Health } from "../../services/platform/Health.js"
 import { isLoopbackHost } from "../../services/platform/Net.js"
+import { TrustedProxies } from "../../services/platform/TrustedProxies.js"
 import { bearerToken } from "../Credentials.js"
 import { GroundTruthApi, GroundTruthAuth, GtUnauthorized } from "./Api.js"
 
@@ -18,13 +19,15 @@ export const GroundTruthAuthLive = Layer.effect(
   GroundTruthAuth,
   Effect.gen(function* () {
     const config = yield* GtConfig
+    const proxies = yield* TrustedProxies
     if (config.tokens.size === 0) {
       yield* Effect.logWarning("GT_TOKENS is not set: the ground-truth surface answers loopback clients only")
     }
     return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       if (config.tokens.size === 0) {
-        const remote = Option.getOrElse(request.remoteAddress, () => "")
+        // Behind a trusted proxy (KEEL_TRUSTED_PROXIES), the client it names counts, not the proxy's own address.
+        const remote = proxies.clientAddress(Option.getOrUndefined(request.remoteAddress), request.headers)
         if (isLoopbackHost(remote)) return
         return yield* new GtUnauthorized({
           code: "UNAUTHORIZED",

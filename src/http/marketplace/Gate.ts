@@ -5,6 +5,7 @@ import { ApiKeys, type Principal, principalId } from "../../services/market/ApiK
 import { RateLimited, Unauthorized } from "../../services/market/Errors.js"
 import { MarketConfig } from "../../services/market/MarketConfig.js"
 import { WalletAuth } from "../../services/market/WalletAuth.js"
+import { TrustedProxies } from "../../services/platform/TrustedProxies.js"
 import { bearerToken } from "../Credentials.js"
 import { MarketGate } from "./Api.js"
 
@@ -30,6 +31,7 @@ export const MarketGateLive = Layer.effect(
     const keys = yield* ApiKeys
     const wallets = yield* WalletAuth
     const limiter = yield* RateLimiter.RateLimiter
+    const proxies = yield* TrustedProxies
     const config = yield* MarketConfig
 
     /** An API key wins over wallet headers; no credentials at all is `undefined`, not an error. */
@@ -70,7 +72,8 @@ export const MarketGateLive = Layer.effect(
     return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const cls = endpointClass(request.method, request.url.split("?")[0] ?? "")
-      const ip = Option.getOrElse(request.remoteAddress, () => "unknown")
+      // Behind a trusted proxy, the client it names; otherwise the socket's peer (headers are not evidence).
+      const ip = proxies.clientAddress(Option.getOrUndefined(request.remoteAddress), request.headers)
       const credentials = cls === "public" ? undefined : yield* authenticate(request)
       const principal = credentials?._tag === "Right" ? credentials.right : undefined
       // Public endpoints count per client IP; the others per principal, or per IP when nobody was proven.
