@@ -1,38 +1,117 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
+import { Config, Effect } from "effect"
+
+/** Which configured origin list a route follows. */
+export type CorsSurface = "marketplace" | "product"
 
 export interface CorsRoute {
   /** An exact path, or a prefix ending in "/*". */
   readonly path: string
   readonly methods: ReadonlyArray<string>
+  readonly surface: CorsSurface
 }
+
+/** Allowed origins per surface: `"*"` (any origin, no credentials) or exact origins. */
+export type CorsOrigins = Readonly<Record<CorsSurface, "*" | ReadonlyArray<string>>>
+
+/** The routes browsers call directly: the public reads, the assignment, the collectors, the blog. */
+export const CORS_ROUTES: ReadonlyArray<CorsRoute> = [
+  { path: "/api/agents", methods: ["GET"], surface: "marketplace" },
+  { path: "/api/agents/*", methods: ["GET"], surface: "marketplace" },
+  { path: "/api/tokens", methods: ["GET"], surface: "marketplace" },
+  { path: "/api/coin/history", methods: ["GET"], surface: "marketplace" },
+  { path: "/api/chat", methods: ["GET"], surface: "marketplace" },
+  { path: "/api/stream", methods: ["GET"], surface: "marketplace" },
+  { path: "/api/experiments/assign", methods: ["GET"], surface: "product" },
+  { path: "/api/analytics/web/collect", methods: ["POST"], surface: "product" },
+  { path: "/api/public/blog/*", methods: ["GET"], surface: "product" }
+]
+
+/** Headers a browser script may read on these answers (GitHub exposes its rate-limit and paging headers too). */
+export const EXPOSED_HEADERS = [
+  "x-ratelimit-limit",
+  "x-ratelimit-remaining",
+  "x-ratelimit-reset",
+  "retry-after",
+  "link",
+  "idempotent-replayed"
+].join(", ")
+
+/** Headers a browser may send on these routes (preflight). */
+const ALLOWED_HEADERS = [
+  "content-type",
+  "authorization",
+  "idempotency-key",
+  "x-client-key",
+  "x-wallet-address",
+  "x-wallet-signature",
+  "x-wallet-timestamp",
+  "x-wallet-nonce"
+].join(", ")
+
+/** `KEEL_CORS_ORIGINS_MARKETPLACE` / `KEEL_CORS_ORIGINS_PRODUCT`: `*` (default) or comma-separated origins. */
+export const corsOriginsFromConfig = Effect.gen(function* () {
+  const read = (name: string) =>
+    Config.string(name).pipe(
+      Config.withDefault("*"),
+      Config.map((text): "*" | ReadonlyArray<string> =>
+        text.trim() === "*"
+          ? "*"
+          : text
+              .split(",")
+              .map((origin) => origin.trim().replace(/\/$/, ""))
+              .filter((origin) => origin.length > 0)
+      )
+    )
+  return {
+    marketplace: yield* read("KEEL_CORS_ORIGINS_MARKETPLACE"),
+    product: yield* read("KEEL_CORS_ORIGINS_PRODUCT")
+  } satisfies CorsOrigins
+})
 
 const pathOf = (url: string) => url.split("?")[0] ?? url
 
 /**
- * Open CORS (any origin, no credentials) on the routes browsers call directly: the web collector
- * (sendBeacon, fetch keepalive) and the public read endpoints. Preflights are answered here; every
- * other answer on those routes, errors included, carries the allow-origin header.
+ * CORS on the routes browsers call directly. With `*` any origin may read (no credentials: the API's
+ * credentials are headers, never cookies); with a list, only those origins are echoed back (`Vary:
+ * Origin`), and any other origin gets no CORS headers, so the browser refuses the answer. Preflights are
+ * answered here; every other answer on those routes, errors included, carries the headers.
  */
 export const corsMiddleware =
-  (routes: ReadonlyArray<CorsRoute>) =>
+  (routes: ReadonlyArray<CorsRoute>, origins: CorsOrigins) =>
   <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const path = pathOf(request.url)
       const route = routes.find((r) => (r.path.endsWith("/*") ? path.startsWith(r.path.slice(0, -1)) : r.path === path))
       if (route === undefined) return yield* app
+      const allowed = origins[route.surface]
+      const origin = request.headers.origin
+      const allowOrigin = allowed === "*" ? "*" : origin !== undefined && allowed.includes(origin) ? origin : undefined
+      const cors: Record<string, string> =
+        allowOrigin === undefined
+          ? allowed === "*"
+            ? {}
+            : { vary: "Origin" }
+          : {
+              "access-control-allow-origin": allowOrigin,
+              "access-control-expose-headers": EXPOSED_HEADERS,
+              ...(allowed === "*" ? {} : { vary: "Origin" })
+            }
       if (request.method === "OPTIONS") {
         return HttpServerResponse.empty({
           status: 204,
-          headers: {
-            "access-control-allow-origin": "*",
-            "access-control-allow-methods": [...route.methods, "OPTIONS"].join(", "),
-            "access-control-allow-headers": "content-type",
-            "access-control-max-age": "86400"
-          }
+          headers:
+            allowOrigin === undefined
+              ? cors
+              : {
+                  ...cors,
+                  "access-control-allow-methods": [...route.methods, "OPTIONS"].join(", "),
+                  "access-control-allow-headers": ALLOWED_HEADERS,
+                  "access-control-max-age": "86400"
+                }
         })
       }
       const response = yield* app
-      return HttpServerResponse.setHeader(response, "access-control-allow-origin", "*")
+      return HttpServerResponse.setHeaders(response, cors)
     })

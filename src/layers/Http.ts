@@ -14,7 +14,7 @@ import {
 import { NodeHttpServer } from "@effect/platform-node"
 import { Duration, Effect, Layer, Option } from "effect"
 import { bodyLimitMiddleware } from "../http/BodyLimit.js"
-import { corsMiddleware } from "../http/Cors.js"
+import { CORS_ROUTES, type CorsOrigins, corsMiddleware, corsOriginsFromConfig } from "../http/Cors.js"
 import { ControlPlaneApi } from "../http/controlplane/Api.js"
 import { HostHealthLive } from "../http/controlplane/Http.js"
 import { GroundTruthApi } from "../http/groundtruth/Api.js"
@@ -110,18 +110,13 @@ const routeBodyLimits = (defaultLimit: number, product: ProductConfig) => {
   return (path: string) => limits.get(path) ?? defaultLimit
 }
 
-const corsRoutes = [
-  { path: "/api/analytics/web/collect", methods: ["POST"] },
-  { path: "/api/public/blog/*", methods: ["GET"] }
-]
-
 /** CORS outermost, then problem bodies, so a refused body (413) gets the same shape as everything else. */
-const globalMiddleware = (bodyLimit: (path: string) => number) =>
+const globalMiddleware = (bodyLimit: (path: string) => number, origins: CorsOrigins) =>
   HttpLayerRouter.middleware<{ handles: unknown }>()(
     (app) =>
       // Every failure is turned into a response here; the cast tells the router's type-level
       // bookkeeping that errors other middleware does not know about are still "handled".
-      corsMiddleware(corsRoutes)(problemMiddleware(bodyLimitMiddleware(bodyLimit)(app))) as Effect.Effect<
+      corsMiddleware(CORS_ROUTES, origins)(problemMiddleware(bodyLimitMiddleware(bodyLimit)(app))) as Effect.Effect<
         HttpServerResponse.HttpServerResponse,
         HttpLayerRouter.unhandled,
         HttpServerRequest.HttpServerRequest
@@ -145,11 +140,12 @@ export const httpRoutes = (options: ServeOptions = {}) =>
     Effect.gen(function* () {
       const config = yield* AppConfig
       const product = yield* ProductConfig
+      const origins = yield* corsOriginsFromConfig
       const surfaces = options.surfaces && options.surfaces.length > 0 ? options.surfaces : SurfaceNames
       const unique = SurfaceNames.filter((name) => surfaces.includes(name))
       return Layer.mergeAll(
         docsIndex(unique),
-        globalMiddleware(routeBodyLimits(config.bodyLimitBytes, product)),
+        globalMiddleware(routeBodyLimits(config.bodyLimitBytes, product), origins),
         options.extraRoutes ?? Layer.empty,
         ...unique.map((surface) => SurfaceRoutes[surface])
       )

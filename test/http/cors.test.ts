@@ -1,0 +1,81 @@
+import * as http from "node:http"
+import { assert, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { HttpTest } from "../support/http.js"
+import { serverPort } from "../support/market.js"
+
+/** One request with an Origin, answered as a browser would see its headers. */
+const request = (port: number, method: string, path: string, headers: Record<string, string>) =>
+  Effect.promise(
+    () =>
+      new Promise<{ status: number; headers: http.IncomingHttpHeaders }>((resolve, reject) => {
+        const req = http.request({ host: "127.0.0.1", port, method, path, headers, agent: false }, (res) => {
+          res.resume()
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers }))
+        })
+        req.on("error", reject)
+        req.end()
+      })
+  )
+
+layer(HttpTest(), { timeout: "30 seconds", excludeTestServices: true })("CORS, any origin (the default)", (it) => {
+  it.effect(
+    "public marketplace reads and the assignment answer browsers and expose the rate-limit and paging headers",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* serverPort
+        const agents = yield* request(port, "GET", "/api/agents?limit=1", { origin: "https://app.example" })
+        assert.strictEqual(agents.headers["access-control-allow-origin"], "*")
+        for (const name of ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "link", "retry-after"])
+          assert.include(agents.headers["access-control-expose-headers"], name)
+        const preflight = yield* request(port, "OPTIONS", "/api/experiments/assign", {
+          origin: "https://app.example",
+          "access-control-request-method": "GET",
+          "access-control-request-headers": "x-client-key"
+        })
+        assert.strictEqual(preflight.status, 204)
+        assert.strictEqual(preflight.headers["access-control-allow-origin"], "*")
+        assert.include(preflight.headers["access-control-allow-headers"], "x-client-key")
+        assert.include(preflight.headers["access-control-allow-methods"], "GET")
+        // An error answer on such a route carries the headers too (the browser must be able to read it).
+        const missing = yield* request(port, "GET", "/api/agents/NOPE", { origin: "https://app.example" })
+        assert.strictEqual(missing.status, 404)
+        assert.strictEqual(missing.headers["access-control-allow-origin"], "*")
+        // Trading is not a browser-facing route: no CORS there.
+        const trade = yield* request(port, "OPTIONS", "/api/tokens/SAGE/buy", { origin: "https://app.example" })
+        assert.isUndefined(trade.headers["access-control-allow-origin"])
+      })
+  )
+})
+
+layer(
+  HttpTest({
+    env: {
+      KEEL_CORS_ORIGINS_MARKETPLACE: "https://market.example",
+      KEEL_CORS_ORIGINS_PRODUCT: "https://app.example, https://www.app.example/"
+    }
+  }),
+  { timeout: "30 seconds", excludeTestServices: true }
+)("CORS with allowed origins per surface", (it) => {
+  it.effect("an allowed origin is echoed with Vary: Origin; any other gets no CORS headers", () =>
+    Effect.gen(function* () {
+      const port = yield* serverPort
+      const ok = yield* request(port, "GET", "/api/agents", { origin: "https://market.example" })
+      assert.strictEqual(ok.headers["access-control-allow-origin"], "https://market.example")
+      assert.include(ok.headers.vary, "Origin")
+      const other = yield* request(port, "GET", "/api/agents", { origin: "https://app.example" })
+      assert.isUndefined(other.headers["access-control-allow-origin"])
+      const product = yield* request(port, "OPTIONS", "/api/experiments/assign", {
+        origin: "https://www.app.example",
+        "access-control-request-method": "GET"
+      })
+      assert.strictEqual(product.headers["access-control-allow-origin"], "https://www.app.example")
+      const refused = yield* request(port, "OPTIONS", "/api/experiments/assign", {
+        origin: "https://evil.example",
+        "access-control-request-method": "GET"
+      })
+      assert.isUndefined(refused.headers["access-control-allow-origin"])
+      assert.isUndefined(refused.headers["access-control-allow-methods"])
+    })
+  )
+})
