@@ -12,7 +12,7 @@ export { ctlMain, exitCodeOf } from "./cli/Run.js"
 // HTTP contracts, shared middleware and typed clients
 export * from "./http/BodyLimit.js"
 export * from "./http/Clients.js"
-export * from "./http/Credentials.js"
+
 export { ControlPlaneApi, HostHealthApi, StoredBeaconAnswer } from "./http/controlplane/Api.js"
 export {
   GroundTruthApi,
@@ -124,6 +124,7 @@ export * from "./services/market/WalletSignature.js"
 export * from "./services/platform/AppConfig.js"
 export * from "./services/platform/ChildEnv.js"
 export * from "./services/platform/Cluster.js"
+export * from "./services/platform/Credentials.js"
 export * from "./services/platform/Database.js"
 export * from "./services/platform/DemoData.js"
 export * from "./services/platform/Digest.js"

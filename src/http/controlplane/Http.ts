@@ -1,8 +1,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
+import { bearerToken } from "../../services/platform/Credentials.js"
 import { VaultDenied } from "../../services/platform/vault/Vault.js"
-import { bearerToken } from "../Credentials.js"
 import { ControlPlaneApi } from "./Api.js"
 
 export const HostHealthLive = HttpApiBuilder.group(ControlPlaneApi, "hostHealth", (handlers) =>

@@ -5,10 +5,10 @@ import { BrandAssets } from "../../services/groundtruth/BrandAssets.js"
 import { GtConfig } from "../../services/groundtruth/GtConfig.js"
 import { Ingester } from "../../services/groundtruth/Ingester.js"
 import { Retriever } from "../../services/groundtruth/Retriever.js"
+import { bearerToken } from "../../services/platform/Credentials.js"
 import { Health } from "../../services/platform/Health.js"
 import { isLoopbackHost } from "../../services/platform/Net.js"
 import { TrustedProxies } from "../../services/platform/TrustedProxies.js"
-import { bearerToken } from "../Credentials.js"
 import { GroundTruthApi, GroundTruthAuth, GtUnauthorized } from "./Api.js"
 
 export const GroundTruthHealthLive = HttpApiBuilder.group(GroundTruthApi, "health", (handlers) =>

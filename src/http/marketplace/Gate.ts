@@ -5,8 +5,8 @@ import { ApiKeys, type Principal, principalId } from "../../services/market/ApiK
 import { RateLimited, Unauthorized } from "../../services/market/Errors.js"
 import { MarketConfig } from "../../services/market/MarketConfig.js"
 import { WalletAuth } from "../../services/market/WalletAuth.js"
+import { bearerToken } from "../../services/platform/Credentials.js"
 import { TrustedProxies } from "../../services/platform/TrustedProxies.js"
-import { bearerToken } from "../Credentials.js"
 import { MarketGate } from "./Api.js"
 
 export type EndpointClass = "public" | "authenticated" | "trading"

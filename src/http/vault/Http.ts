@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
+import { bearerToken } from "../../services/platform/Credentials.js"
 import { Vault, VaultDenied } from "../../services/platform/vault/Vault.js"
-import { bearerToken } from "../Credentials.js"
 import { VaultApi, VaultNoStore } from "./Api.js"
 
 /** No cache, proxy or browser may keep a vault answer: success and refusal alike. */
