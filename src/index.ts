@@ -11,6 +11,7 @@ export { ctl, runCtl } from "./cli/Cli.js"
 export { ctlMain, exitCodeOf } from "./cli/Run.js"
 // HTTP contracts, shared middleware and typed clients
 export * from "./http/BodyLimit.js"
+export * from "./http/ClientError.js"
 export * from "./http/Clients.js"
 
 export { ControlPlaneApi, HostHealthApi, StoredBeaconAnswer } from "./http/controlplane/Api.js"

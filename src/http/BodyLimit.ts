@@ -1,104 +1,256 @@
 import type * as Http from "node:http"
-import { HttpIncomingMessage, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
+import { HttpIncomingMessage, HttpMethod, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Deferred, Effect, Option } from "effect"
 import { problemResponse } from "./Problem.js"
 
-/** How much of a refused body we read and discard so the client sees the 413 instead of a reset. */
+/** How much of a refused body we read and discard so the client sees the answer instead of a reset. */
 const DRAIN_MAX_BYTES = 64 * 1024 * 1024
 const DRAIN_MAX_MILLIS = 10_000
 
+/** The deepest nesting of arrays and objects a request body may have (`[[1]]` is 2 deep). */
+export const MAX_JSON_DEPTH = 64
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const OPEN_BRACKET = 0x5b
+const CLOSE_BRACKET = 0x5d
+const OPEN_BRACE = 0x7b
+const CLOSE_BRACE = 0x7d
+
+/**
+ * A streaming counter of JSON nesting: fed the body's bytes as they arrive, it answers `true` once
+ * arrays and objects nest deeper than `maxDepth`, and stays `true`. One linear pass, no recursion, no
+ * parsing: brackets inside strings (escaped quotes included) do not count. Bytes are enough, because
+ * every structural character of JSON is ASCII and no byte of a multi-byte UTF-8 character is.
+ */
+export const makeJsonDepthScanner = (maxDepth: number) => {
+  let depth = 0
+  let inString = false
+  let escaped = false
+  let exceeded = false
+  return (bytes: Uint8Array): boolean => {
+    if (exceeded) return true
+    for (let i = 0; i < bytes.length; i++) {
+      const byte = bytes[i]
+      if (inString) {
+        if (escaped) escaped = false
+        else if (byte === BACKSLASH) escaped = true
+        else if (byte === QUOTE) inString = false
+      } else if (byte === QUOTE) {
+        inString = true
+      } else if (byte === OPEN_BRACKET || byte === OPEN_BRACE) {
+        depth++
+        if (depth > maxDepth) {
+          exceeded = true
+          return true
+        }
+      } else if ((byte === CLOSE_BRACKET || byte === CLOSE_BRACE) && depth > 0) {
+        depth--
+      }
+    }
+    return false
+  }
+}
+
+/** Whether a whole JSON text nests deeper than `maxDepth` (whether it is valid JSON is not checked). */
+export const jsonTooDeep = (text: string | Uint8Array, maxDepth = MAX_JSON_DEPTH) =>
+  makeJsonDepthScanner(maxDepth)(typeof text === "string" ? Buffer.from(text, "utf8") : text)
+
+type Refusal = "too-large" | "too-deep" | "media-type"
+
 interface BodyWatch {
-  /** Resolves when the body crossed the limit (never, for a body within it). */
-  readonly exceeded: Promise<void>
-  /** Resolves when the refused body has been read to its end, or draining gave up. */
+  /** Why the body was refused, as soon as it is (synchronously known, unlike the promises). */
+  readonly refusal: () => Refusal | undefined
+  /** Resolves when the body is refused (never, for an acceptable body). */
+  readonly refused: Promise<Refusal>
+  /** Whether the whole body has arrived within both limits. */
+  readonly isComplete: () => boolean
+  /** Resolves when the whole body has arrived within both limits (never, for a refused one). */
+  readonly complete: Promise<void>
+  /** Resolves when a refused body has been read to its end, or draining gave up. */
   readonly drained: Promise<boolean>
 }
 
+const chunkBytes = (chunk: unknown, encoding?: BufferEncoding): Uint8Array =>
+  typeof chunk === "string" ? Buffer.from(chunk, encoding) : (chunk as Uint8Array)
+
 /**
- * Counts the bytes Node's HTTP parser pushes into the request, whatever the framing
- * (Content-Length or chunked). Past the limit, further bytes are discarded instead of being
- * handed to a reader, and the request is kept open (not destroyed) until the client has
- * finished sending, so the 413 answer reaches it.
+ * Counts and scans the bytes Node's HTTP parser pushes into the request, whatever the framing
+ * (Content-Length or chunked), including what it pushed before the watch began. Once the body is over
+ * the size limit or nests JSON too deep, further bytes are discarded instead of being handed to a
+ * reader, the end is withheld (no reader may take a truncated body for a whole one), and the request is
+ * kept open (not destroyed) until the client has finished sending, so the answer reaches it.
  */
-const watchBody = (req: Http.IncomingMessage, limit: number, declaredTooLarge: boolean): BodyWatch => {
-  let resolveExceeded!: () => void
+const watchBody = (
+  req: Http.IncomingMessage,
+  limit: number,
+  maxDepth: number,
+  refusedUpfront: Refusal | undefined
+): BodyWatch => {
+  let resolveRefused!: (refusal: Refusal) => void
+  let resolveComplete!: () => void
   let resolveDrained!: (complete: boolean) => void
-  const exceeded = new Promise<void>((resolve) => {
-    resolveExceeded = resolve
+  const refused = new Promise<Refusal>((resolve) => {
+    resolveRefused = resolve
+  })
+  const complete = new Promise<void>((resolve) => {
+    resolveComplete = resolve
   })
   const drained = new Promise<boolean>((resolve) => {
     resolveDrained = resolve
   })
-  let seen = req.readableLength
-  let over = false
+  const scan = makeJsonDepthScanner(maxDepth)
+  // Node ends the request stream once the parser has seen the whole message: it may already have.
+  let ended = req.complete
+  let refusal: Refusal | undefined
+  let seen = 0
   let discarded = 0
   const originalPush = req.push.bind(req)
   const originalDestroy = req.destroy.bind(req)
-  const trip = () => {
-    over = true
-    // A reader interrupted by the 413 releases its stream with destroy(); keep the socket for the answer.
+  const refuse = (reason: Refusal) => {
+    refusal = reason
+    // A reader interrupted by the refusal releases its stream with destroy(); keep the socket for the answer.
     req.destroy = ((error?: Error) => (error ? originalDestroy(error) : req)) as typeof req.destroy
+    if (ended) resolveDrained(true)
     const timer = setTimeout(() => resolveDrained(false), DRAIN_MAX_MILLIS)
     timer.unref()
     void drained.then(() => clearTimeout(timer))
-    resolveExceeded()
+    resolveRefused(reason)
   }
+  /** Takes one chunk of the body into account; answers whether it may be passed on. */
+  const admit = (bytes: Uint8Array) => {
+    seen += bytes.byteLength
+    if (seen > limit) refuse("too-large")
+    else if (scan(bytes)) refuse("too-deep")
+    return refusal === undefined
+  }
+  if (refusedUpfront !== undefined) refuse(refusedUpfront)
+  const buffered = (req as unknown as { readonly readableBuffer?: Iterable<unknown> }).readableBuffer
+  for (const chunk of buffered ?? []) {
+    if (refusal !== undefined || !admit(chunkBytes(chunk))) break
+  }
+  if (ended && refusal === undefined) resolveComplete()
   req.push = ((chunk: unknown, encoding?: BufferEncoding) => {
     if (chunk === null) {
-      // Past the limit the end is not passed on: no reader may take a truncated body for a whole one.
-      if (over) {
+      ended = true
+      if (refusal !== undefined) {
         resolveDrained(true)
         return false
       }
+      resolveComplete()
       return originalPush(chunk, encoding)
     }
-    const size = typeof chunk === "string" ? Buffer.byteLength(chunk) : (chunk as Uint8Array).byteLength
-    if (over) {
-      discarded += size
+    const bytes = chunkBytes(chunk, encoding)
+    if (refusal !== undefined) {
+      discarded += bytes.byteLength
       if (discarded > DRAIN_MAX_BYTES) resolveDrained(false)
       return true
     }
-    seen += size
-    if (seen > limit) {
-      trip()
-      return true
-    }
-    return originalPush(chunk, encoding)
+    return admit(bytes) ? originalPush(chunk, encoding) : true
   }) as typeof req.push
-  if (declaredTooLarge) trip()
-  return { exceeded, drained }
+  return {
+    refusal: () => refusal,
+    refused,
+    isComplete: () => ended && refusal === undefined,
+    complete,
+    drained
+  }
 }
 
-const tooLarge = (limit: number) =>
-  problemResponse(413, "PAYLOAD_TOO_LARGE", `request body exceeds the limit of ${limit} bytes`, {
-    extensions: { limit_bytes: limit },
-    headers: { connection: "close" }
-  })
+const refusalResponse = (refusal: Refusal, limit: number, maxDepth: number, close: boolean) => {
+  const headers = close ? { connection: "close" } : undefined
+  switch (refusal) {
+    case "too-large":
+      return problemResponse(413, "PAYLOAD_TOO_LARGE", `request body exceeds the limit of ${limit} bytes`, {
+        extensions: { limit_bytes: limit },
+        ...(headers ? { headers } : {})
+      })
+    case "too-deep":
+      return problemResponse(
+        400,
+        "JSON_TOO_DEEP",
+        `request body nests arrays and objects deeper than the limit of ${maxDepth} levels`,
+        { extensions: { max_depth: maxDepth }, ...(headers ? { headers } : {}) }
+      )
+    case "media-type":
+      return problemResponse(
+        415,
+        "UNSUPPORTED_MEDIA_TYPE",
+        "request bodies are JSON; multipart/form-data and application/x-www-form-urlencoded are not accepted",
+        headers ? { headers } : {}
+      )
+  }
+}
 
 /**
- * Refuses request bodies over the limit (one for all routes, or one per path) with 413 in the problem shape, for declared
- * (Content-Length) and streamed (chunked) bodies alike. The platform's own reader limit would
- * reset the connection instead; it is lifted here because this guard enforces the limit first.
+ * The form encodings the platform would decode into fields instead of JSON. No Keel route takes one, and
+ * both misbehave on a JSON route: the multipart reader never answers an empty or truncated body, and a
+ * JSON text sent as a form becomes one field whose name is the whole body (which a refusal then names).
+ */
+const isFormEncoded = (contentType: string | undefined) => {
+  const type = contentType?.trimStart().toLowerCase() ?? ""
+  return type.startsWith("multipart/") || type.startsWith("application/x-www-form-urlencoded")
+}
+
+export interface BodyGuardOptions {
+  /** The deepest JSON nesting a body may have; MAX_JSON_DEPTH (64) by default. */
+  readonly maxJsonDepth?: number
+}
+
+/**
+ * Guards every request body before any route reads it, whatever the method and framing
+ * (Content-Length or chunked):
+ * - over the size limit (one for all routes, or one per path) → 413 `PAYLOAD_TOO_LARGE`;
+ * - arrays and objects nested deeper than `maxJsonDepth` → 400 `JSON_TOO_DEEP`, counted on the bytes as
+ *   they arrive, so nothing deeper ever reaches a JSON parser, a decoder or an error formatter;
+ * - a form-encoded body (multipart/form-data, application/x-www-form-urlencoded) → 415
+ *   `UNSUPPORTED_MEDIA_TYPE`: no Keel route takes one (see isFormEncoded).
+ * Every Keel route that takes a body takes JSON (the collectors whatever the Content-Type), so every
+ * body is scanned. A route that answers without reading its body (a GET, a refusal before decoding)
+ * still has its body received, counted and scanned before the answer leaves, so the outcome does not
+ * depend on the route. The platform's own reader limit would reset the connection instead; it is
+ * lifted here because this guard enforces the limit first.
  */
 export const bodyLimitMiddleware =
-  (limitFor: number | ((path: string) => number)) =>
+  (limitFor: number | ((path: string) => number), options: BodyGuardOptions = {}) =>
   <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const limit = typeof limitFor === "number" ? limitFor : limitFor(request.url.split("?")[0] ?? request.url)
+      const maxDepth = options.maxJsonDepth ?? MAX_JSON_DEPTH
       const lengthHeader = request.headers["content-length"]
       const chunked = request.headers["transfer-encoding"] !== undefined
       const declared = lengthHeader === undefined ? 0 : Number(lengthHeader)
-      // Node frames a Content-Length body exactly, so a declared size within the limit (or no body at
-      // all) needs no watching: only streamed bodies and declared oversize ones take the guarded path.
-      if (!chunked && Number.isFinite(declared) && declared <= limit) {
+      const hasBody = chunked || declared > 0
+      const formEncoded = isFormEncoded(request.headers["content-type"])
+      // No body at all (Node frames a Content-Length body exactly): nothing to guard, except a form
+      // encoding on a method that takes a body (the multipart reader would wait forever for it).
+      if (!hasBody) {
+        if (formEncoded && HttpMethod.hasBody(request.method)) {
+          return yield* refusalResponse("media-type", limit, maxDepth, false)
+        }
         return yield* app.pipe(HttpIncomingMessage.withMaxBodySize(Option.none()))
       }
       const req = NodeHttpServerRequest.toIncomingMessage(request)
-      const watch = watchBody(req, limit, !chunked || declared > limit)
+      const watch = watchBody(
+        req,
+        limit,
+        maxDepth,
+        !chunked && declared > limit ? "too-large" : formEncoded ? "media-type" : undefined
+      )
+      const answerRefusal = (refusal: Refusal) =>
+        Effect.gen(function* () {
+          // Whatever is still buffered or on its way is discarded (and the socket read again if the
+          // parser had paused it for an unread body).
+          req.resume()
+          yield* Effect.promise(() => watch.drained)
+          return yield* refusalResponse(refusal, limit, maxDepth, true)
+        })
+      const early = watch.refusal()
+      if (early !== undefined) return yield* answerRefusal(early)
       const signal = yield* Deferred.make<void>()
-      void watch.exceeded.then(() => Deferred.unsafeDone(signal, Effect.void))
+      void watch.refused.then(() => Deferred.unsafeDone(signal, Effect.void))
       // The server runs this chain uninterruptibly; the race must be able to stop its loser, so
       // that a handler reading a refused body never sees it (it is interrupted, not fed a stub).
       const answered = yield* Effect.interruptible(
@@ -107,7 +259,18 @@ export const bodyLimitMiddleware =
           Deferred.await(signal).pipe(Effect.as(Option.none()))
         )
       )
-      if (Option.isSome(answered)) return answered.value
-      yield* Effect.promise(() => watch.drained)
-      return tooLarge(limit)
+      if (Option.isNone(answered)) return yield* answerRefusal(watch.refusal() ?? "too-large")
+      if (!watch.isComplete() && watch.refusal() === undefined) {
+        // The route answered without reading (all of) its body: read the rest here, still counting and
+        // scanning it, and discard it. A client that stops sending is cut off by the server's timeouts.
+        req.resume()
+        yield* Effect.interruptible(
+          Effect.race(
+            Effect.promise(() => watch.complete),
+            Effect.promise(() => watch.refused)
+          )
+        )
+      }
+      const late = watch.refusal()
+      return late === undefined ? answered.value : yield* answerRefusal(late)
     })

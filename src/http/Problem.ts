@@ -1,6 +1,6 @@
-import { HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpServerError, HttpServerRequest, HttpServerResponse, Multipart } from "@effect/platform"
 import { Cause, Effect, Option, Schema } from "effect"
-import { withoutValue } from "../services/platform/Validation.js"
+import { withoutValue, withoutValues } from "../services/platform/Validation.js"
 
 /**
  * The one error body of every Keel HTTP surface (RFC 9457 problem details).
@@ -37,6 +37,7 @@ const reasons: Record<number, string> = {
   423: "Locked",
   428: "Precondition Required",
   429: "Too Many Requests",
+  431: "Request Header Fields Too Large",
   499: "Client Closed Request",
   500: "Internal Server Error",
   501: "Not Implemented",
@@ -63,11 +64,13 @@ const defaultCodes: Record<number, string> = {
   403: "FORBIDDEN",
   404: "NOT_FOUND",
   405: "METHOD_NOT_ALLOWED",
+  408: "REQUEST_TIMEOUT",
   409: "CONFLICT",
   413: "PAYLOAD_TOO_LARGE",
   415: "UNSUPPORTED_MEDIA_TYPE",
   422: "UNPROCESSABLE",
   429: "RATE_LIMITED",
+  431: "REQUEST_HEADER_FIELDS_TOO_LARGE",
   499: "CLIENT_CLOSED_REQUEST",
   500: "INTERNAL_ERROR",
   503: "SERVICE_UNAVAILABLE"
@@ -142,7 +145,10 @@ export const toProblemBody = (status: number, body: unknown, fallbackDetail: str
       : typeof record.message === "string"
         ? record.message
         : fallbackDetail
-  return problem(status, code, detail, record)
+  if (status !== 400) return problem(status, code, detail, record)
+  // Bad input is described, never quoted: a typed error's schema message loses its `, actual <value>`.
+  const message = typeof record.message === "string" ? { message: withoutValues(record.message) } : {}
+  return problem(status, code, withoutValues(detail), { ...record, ...message })
 }
 
 const readJsonBody = (response: HttpServerResponse.HttpServerResponse): unknown => {
@@ -156,22 +162,32 @@ const readJsonBody = (response: HttpServerResponse.HttpServerResponse): unknown 
   return undefined
 }
 
+type BodyProblem = readonly [status: number, code: string, detail: string]
+
+/** A body sent as multipart/form-data that is not, or is over the parser's limits. */
+const multipartProblem = (error: Multipart.MultipartError): Option.Option<BodyProblem> => {
+  switch (error.reason) {
+    case "Parse":
+      return Option.some([400, "BAD_REQUEST_BODY", "the request body is not valid multipart/form-data"])
+    case "InternalError":
+      return Option.none()
+    default:
+      return Option.some([413, "PAYLOAD_TOO_LARGE", "a part of the multipart/form-data request body is too large"])
+  }
+}
+
 /** What went wrong when the request body itself could not be read or parsed. */
 const requestBodyProblem = (cause: Cause.Cause<unknown>) =>
-  Option.flatMap(
-    Cause.find(cause, (reason) =>
-      Cause.isDieType(reason) && HttpServerError.isServerError(reason.defect) && reason.defect._tag === "RequestError"
-        ? Option.some(reason.defect as HttpServerError.RequestError)
-        : Option.none()
-    ),
-    (error): Option.Option<readonly [code: string, detail: string]> => {
-      const inner = error.cause
-      // The parser's message quotes part of the body (which may be a secret): never pass it on.
-      if (inner instanceof SyntaxError) return Option.some(["INVALID_JSON", "request body is not valid JSON"])
-      if (error.reason === "Decode") return Option.some(["BAD_REQUEST_BODY", "the request body could not be read"])
-      return Option.none()
-    }
-  )
+  Cause.find(cause, (reason): Option.Option<BodyProblem> => {
+    if (!Cause.isDieType(reason)) return Option.none()
+    const defect = reason.defect
+    if (defect instanceof Multipart.MultipartError) return multipartProblem(defect)
+    if (!HttpServerError.isServerError(defect) || defect._tag !== "RequestError") return Option.none()
+    // The parser's message quotes part of the body (which may be a secret): never pass it on.
+    if (defect.cause instanceof SyntaxError) return Option.some([400, "INVALID_JSON", "request body is not valid JSON"])
+    if (defect.reason === "Decode") return Option.some([400, "BAD_REQUEST_BODY", "the request body could not be read"])
+    return Option.none()
+  })
 
 /**
  * Global middleware: every response with status >= 400 leaves in the problem shape, whether it came from
@@ -186,7 +202,8 @@ export const problemMiddleware = <E, R>(app: Effect.Effect<HttpServerResponse.Ht
         Effect.gen(function* () {
           const bodyProblem = requestBodyProblem(cause)
           if (Option.isSome(bodyProblem)) {
-            return yield* problemResponse(400, bodyProblem.value[0], bodyProblem.value[1])
+            const [status, code, detail] = bodyProblem.value
+            return yield* problemResponse(status, code, detail)
           }
           const [response] = yield* HttpServerError.causeResponse(cause)
           if (response.status >= 500 && !Cause.isInterruptedOnly(cause)) {

@@ -14,6 +14,7 @@ import {
 import { NodeHttpServer } from "@effect/platform-node"
 import { Duration, Effect, Layer, Option } from "effect"
 import { bodyLimitMiddleware } from "../http/BodyLimit.js"
+import { installClientErrorAnswer } from "../http/ClientError.js"
 import { CORS_ROUTES, type CorsOrigins, corsMiddleware, corsOriginsFromConfig } from "../http/Cors.js"
 import { ControlPlaneApi } from "../http/controlplane/Api.js"
 import { HostHealthLive } from "../http/controlplane/Http.js"
@@ -163,7 +164,8 @@ export const nodeServer = (options: {
 }) =>
   Layer.unwrapEffect(
     Effect.sync(() => {
-      const server = Http.createServer({ keepAliveTimeout: 5_000 })
+      // What Node's HTTP parser refuses (bad framing, headers too large) is answered as a problem too.
+      const server = installClientErrorAnswer(Http.createServer({ keepAliveTimeout: 5_000 }))
       const shutdownGuard = Layer.scopedDiscard(
         Effect.gen(function* () {
           yield* HttpServer.HttpServer

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { codeFromTag, problemType, statusTitle, toProblemBody } from "keel"
+import { codeFromTag, parserRefusal, parserRefusalResponse, problemType, statusTitle, toProblemBody } from "keel"
 
 describe("problem bodies", () => {
   it("codes are the tag in UPPER_SNAKE", () => {
@@ -52,6 +52,50 @@ describe("problem bodies", () => {
       code: "NOT_FOUND"
     })
     assert.strictEqual(toProblemBody(500, null, "logged").code, "INTERNAL_ERROR")
+  })
+
+  it("a 400 describes bad input without quoting it, whatever produced it", () => {
+    const typed = toProblemBody(
+      400,
+      {
+        _tag: "BeaconInvalid",
+        code: "BEACON_INVALID",
+        detail:
+          'schema: Expected "keel.beacon/v1", actual "tok; en: secret"; host: is missing; n: Expected number, actual {"a":"x; y: z"}'
+      },
+      "x"
+    )
+    assert.strictEqual(typed.detail, 'schema: Expected "keel.beacon/v1"; host: is missing; n: Expected number')
+    const decoded = toProblemBody(
+      400,
+      {
+        _tag: "HttpApiDecodeError",
+        message: "…",
+        issues: [
+          { _tag: "Transformation", path: ["limit"], message: 'Unable to decode "s3cret \\" into a x" into a number' }
+        ]
+      },
+      "x"
+    )
+    assert.strictEqual(decoded.detail, "limit: Unable to decode the value into a number")
+    assert.notInclude(JSON.stringify(decoded), "s3cret")
+    // Other statuses keep their detail as written (a 409 may well say what was asked and what was found).
+    assert.strictEqual(toProblemBody(409, { _tag: "X", detail: "got 9, actual 10" }, "x").detail, "got 9, actual 10")
+  })
+
+  it("the parser-level statuses have their titles and codes", () => {
+    assert.strictEqual(statusTitle(431), "Request Header Fields Too Large")
+    assert.strictEqual(toProblemBody(431, undefined, "x").code, "REQUEST_HEADER_FIELDS_TOO_LARGE")
+    assert.strictEqual(toProblemBody(408, undefined, "x").code, "REQUEST_TIMEOUT")
+    const answer = parserRefusalResponse({ code: "HPE_HEADER_OVERFLOW" })
+    assert.match(answer, /^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/)
+    assert.include(answer, "\r\nContent-Type: application/problem+json\r\n")
+    assert.include(answer, "\r\nConnection: close\r\n")
+    const body = answer.slice(answer.indexOf("\r\n\r\n") + 4)
+    assert.include(answer, `\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`)
+    assert.strictEqual(JSON.parse(body).code, "REQUEST_HEADER_FIELDS_TOO_LARGE")
+    assert.strictEqual(parserRefusal({ code: "HPE_SOMETHING_NEW" }).code, "BAD_REQUEST")
+    assert.strictEqual(parserRefusal({}).status, 400)
   })
 
   it("a code that is not UPPER_SNAKE is not trusted", () => {

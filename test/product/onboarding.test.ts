@@ -89,4 +89,22 @@ layer(HttpTest({ settings: { dataDir: fixture.dir } }), { timeout: "60 seconds" 
       assert.strictEqual((yield* postEvents({ app_id: "demo-ios", events }, "pk_wrong_key_000")).status, 401)
     })
   )
+
+  it.effect("a timestamp string that is not a date rejects its event (it was a 500)", () =>
+    Effect.gen(function* () {
+      const events = ["yesterday", "\ud800", "2026-13-45T99:00:00Z"].map((timestamp, i) => ({
+        event_id: `bad-date-${i}`,
+        subject: "fresh-install-2",
+        step: "welcome",
+        timestamp
+      }))
+      const answer = yield* postEvents({ app_id: "demo-ios", events })
+      assert.strictEqual(answer.status, 202)
+      assert.strictEqual(answer.body.accepted, 0)
+      assert.deepStrictEqual(
+        (answer.body.rejected as Array<{ index: number }>).map((r) => r.index),
+        [0, 1, 2]
+      )
+    })
+  )
 })

@@ -1,8 +1,19 @@
 import * as Net from "node:net"
-import { HttpLayerRouter } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
-import { type ConfigError, ConfigProvider, Effect, Layer } from "effect"
-import { type AppSettings, AppTest, httpRoutes, type ServeOptions } from "keel"
+import { HttpLayerRouter, HttpServer } from "@effect/platform"
+import { NodeHttpClient } from "@effect/platform-node"
+import { type ConfigError, ConfigProvider, Duration, Effect, Layer } from "effect"
+import { type AppSettings, AppTest, httpRoutes, nodeServer, type ServeOptions } from "keel"
+
+/**
+ * Keel's own Node server (as `ctl serve` runs it: its parser-error answers, its shutdown) on a random port,
+ * with an HttpClient whose base URL points at it, as NodeHttpServer.layerTest does for a bare server.
+ */
+const TestServer = HttpServer.layerTestClient.pipe(
+  Layer.provide(NodeHttpClient.layerWithoutAgent),
+  Layer.provide(NodeHttpClient.makeAgentLayer({ keepAlive: false })),
+  // "::" is what NodeHttpServer.layerTest listens on (no host given): every address, IPv4 and IPv6.
+  Layer.provideMerge(nodeServer({ host: "::", port: 0, grace: Duration.seconds(1) }))
+)
 
 /**
  * A real HTTP server on a random loopback port serving the chosen surfaces on the Test layer, and an
@@ -20,7 +31,7 @@ export const HttpTest = (
   HttpLayerRouter.serve(httpRoutes(options), { disableLogger: true, disableListenLog: true }).pipe(
     // The application graph stays visible to the tests (SqlClient, services) beside the HttpClient.
     Layer.provideMerge(options.app ?? AppTest(options.settings)),
-    Layer.provideMerge(NodeHttpServer.layerTest),
+    Layer.provideMerge(TestServer),
     Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(options.env ?? {})))))
   )
 

@@ -3,11 +3,45 @@ import { ParseResult, Schema } from "effect"
 /** A non-empty string of at most `max` characters. */
 export const BoundedText = (max: number) => Schema.String.pipe(Schema.minLength(1), Schema.maxLength(max))
 
+/** Effect's transformation messages quote their input: `Unable to decode "abc" into a number`. */
+const DECODED_VALUE = /Unable to decode (?:"(?:[^"\\]|\\.)*"|[^"]*?) into /g
+const withoutDecodedValue = (message: string) => message.replace(DECODED_VALUE, "Unable to decode the value into ")
+
 /**
  * A decode message without the value that failed: Effect's default messages end in `, actual <value>`
  * (`Expected string, actual 123` becomes `Expected string`). For input that may carry a secret.
  */
-export const withoutValue = (message: string) => message.replace(/,\s*actual\b[\s\S]*$/, "")
+export const withoutValue = (message: string) => withoutDecodedValue(message).replace(/,\s*actual\b[\s\S]*$/, "")
+
+/**
+ * A one-line list of issues (`path: message; path: message`) without the values that failed: each
+ * `, actual <value>` is dropped up to the `;` that starts the next issue. Quoted text is skipped whole,
+ * so a value that contains `;` does not leave its tail behind.
+ */
+export const withoutValues = (input: string) => {
+  const text = withoutDecodedValue(input)
+  const clause = /,\s*actual\b/g
+  let out = ""
+  let from = 0
+  for (let match = clause.exec(text); match !== null; match = clause.exec(text)) {
+    out += text.slice(from, match.index)
+    let at = match.index + match[0].length
+    let quoted = false
+    let escaped = false
+    for (; at < text.length; at++) {
+      const char = text[at]
+      if (quoted) {
+        if (escaped) escaped = false
+        else if (char === "\\") escaped = true
+        else if (char === '"') quoted = false
+      } else if (char === '"') quoted = true
+      else if (char === ";") break
+    }
+    from = at
+    clause.lastIndex = at
+  }
+  return out + text.slice(from)
+}
 
 /**
  * Drops the noise of optional fields: for `field?: T` a wrong value fails both `T` and `undefined`, and

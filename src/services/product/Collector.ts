@@ -216,15 +216,17 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
       let raw: unknown
       try {
         raw = JSON.parse(body)
-      } catch (error) {
-        return yield* new MalformedBatch({
-          code: "INVALID_JSON",
-          detail: `request body is not valid JSON: ${(error as Error).message}`
-        })
+      } catch {
+        // The parser's message quotes part of the body (which may carry a secret): never pass it on.
+        return yield* new MalformedBatch({ code: "INVALID_JSON", detail: "request body is not valid JSON" })
       }
       const batch = decodeBatch(raw)
       if (Either.isLeft(batch)) {
-        return yield* new MalformedBatch({ code: "MALFORMED_BATCH", detail: describe(batch.left) })
+        // A 400's detail names the fields and what they must be, never the values sent.
+        return yield* new MalformedBatch({
+          code: "MALFORMED_BATCH",
+          detail: formatIssues(batch.left, { limit: 3, withoutValues: true })
+        })
       }
       const siteId = batch.right.site_id
       if (!config.collectSites.has(siteId)) {

@@ -15,7 +15,8 @@ export const OnboardingEvent = Schema.Struct({
   event_id: Text(128),
   subject: Text(256),
   step: Text(200),
-  timestamp: Schema.Union(Schema.Number.pipe(Schema.int(), Schema.nonNegative()), Schema.DateFromString),
+  // A string that is not a date is refused here (Schema.DateFromString would pass it on as an Invalid Date).
+  timestamp: Schema.Union(Schema.Number.pipe(Schema.int(), Schema.nonNegative()), Schema.Date),
   props: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 })
 

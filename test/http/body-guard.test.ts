@@ -1,0 +1,329 @@
+import * as Net from "node:net"
+import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { jsonTooDeep, MAX_JSON_DEPTH, makeJsonDepthScanner } from "keel"
+import { HttpTest, type RawResponse, rawRequest } from "../support/http.js"
+
+// Fleet hardening (item 5): bodies nested too deep are refused before any decoding, on every route;
+// a body over the limit is 413 whatever the method; Node's parser refusals are problems too.
+
+const LIMIT = 64 * 1024
+const SITE = "guard-site"
+
+const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`
+const nestedObjects = (depth: number) => `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`
+
+const serverPort = Effect.map(HttpServer.HttpServer, (server) =>
+  server.address._tag === "TcpAddress" ? server.address.port : 0
+)
+
+const assertProblem = (response: RawResponse, status: number, code: string) => {
+  assert.strictEqual(response.status, status, response.body)
+  assert.strictEqual(response.headers["content-type"], "application/problem+json")
+  const body = JSON.parse(response.body) as Record<string, unknown>
+  assert.strictEqual(body.status, status)
+  assert.strictEqual(body.code, code)
+  assert.strictEqual(body.type, `urn:keel:problem:${code.toLowerCase().replace(/_/g, "-")}`)
+  assert.isString(body.title)
+  assert.isString(body.detail)
+  return body
+}
+
+/** One request over a plain socket with a Content-Length body (or a chunked one). */
+const send = (
+  method: string,
+  path: string,
+  body: string,
+  options: { readonly contentType?: string; readonly chunked?: boolean } = {}
+) =>
+  Effect.flatMap(serverPort, (port) => {
+    const framing = options.chunked ? "Transfer-Encoding: chunked" : `Content-Length: ${Buffer.byteLength(body)}`
+    const head =
+      `${method} ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: ${options.contentType ?? "application/json"}\r\n` +
+      `${framing}\r\nConnection: close\r\n\r\n`
+    const parts = options.chunked
+      ? [...chunks(body, 4096).map((part) => `${Buffer.byteLength(part).toString(16)}\r\n${part}\r\n`), "0\r\n\r\n"]
+      : [body]
+    return rawRequest(port, head, parts)
+  })
+
+const chunks = (text: string, size: number) => {
+  const out: Array<string> = []
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size))
+  return out
+}
+
+/** Every route of every surface that takes a JSON body, with the method it takes it on. */
+const JSON_ROUTES: ReadonlyArray<readonly [method: string, path: string]> = [
+  ["POST", "/v1/vault/token"],
+  ["POST", "/ask"],
+  ["POST", "/ingest/repo"],
+  ["POST", "/api/analytics/web/collect"],
+  ["POST", "/api/analytics/mobile/collect"],
+  ["POST", "/api/onboarding/events"],
+  ["PUT", "/api/host-health"],
+  ["POST", "/api/tokens/ANY/buy"],
+  ["POST", "/api/tokens/ANY/sell"],
+  ["POST", "/api/chat"]
+]
+
+describe("the JSON depth scanner", () => {
+  it("allows 64 levels and refuses the 65th, for arrays and objects alike", () => {
+    assert.strictEqual(MAX_JSON_DEPTH, 64)
+    assert.isFalse(jsonTooDeep(nested(64)))
+    assert.isTrue(jsonTooDeep(nested(65)))
+    assert.isFalse(jsonTooDeep(nestedObjects(64)))
+    assert.isTrue(jsonTooDeep(nestedObjects(65)))
+    // Depth is nesting, not the number of brackets: siblings do not add up.
+    assert.isFalse(jsonTooDeep(`[${Array.from({ length: 1000 }, () => nested(64)).join(",")}]`, 65))
+  })
+
+  it("skips string contents, escaped quotes and backslashes included", () => {
+    assert.isFalse(jsonTooDeep(JSON.stringify({ s: "[".repeat(10_000) })))
+    // `\"` does not end the string: the brackets after it are still inside it.
+    assert.isFalse(jsonTooDeep(JSON.stringify({ s: `\\"${"{".repeat(100)}` })))
+    assert.isFalse(jsonTooDeep(JSON.stringify([`"${"[".repeat(100)}`])))
+    // `\\` is a whole escape: the quote after it ends the string, and the brackets after that count.
+    assert.isTrue(jsonTooDeep(`["\\\\", ${nested(65)}]`))
+    assert.isTrue(jsonTooDeep(`{"k\\"[": ${nested(64)}}`))
+    // Astral characters, lone surrogates (escaped) and NUL inside strings are just string bytes.
+    const text = JSON.stringify({ s: `😀${"[".repeat(70)}\u0000\ud800` })
+    assert.include(text, "\\ud800")
+    assert.isFalse(jsonTooDeep(text))
+  })
+
+  it("streams: fed byte by byte it answers as for the whole text, escapes split across chunks included", () => {
+    for (const text of [nested(65), JSON.stringify({ s: `\\"${"[".repeat(100)}` }), `["\\\\", ${nested(65)}]`]) {
+      const scan = makeJsonDepthScanner(64)
+      let answer = false
+      for (const byte of Buffer.from(text)) answer = scan(Uint8Array.of(byte))
+      assert.strictEqual(answer, jsonTooDeep(text), text.slice(0, 40))
+    }
+  })
+
+  it("is linear and never recurses: a million levels are counted without a stack overflow", () => {
+    assert.isTrue(jsonTooDeep("[".repeat(1_000_000)))
+    assert.isFalse(jsonTooDeep("[".repeat(1_000_000), 2_000_000))
+  })
+})
+
+layer(HttpTest({ settings: { bodyLimitBytes: LIMIT }, env: { KEEL_COLLECT_SITES: SITE } }), {
+  timeout: "60 seconds"
+})("the body guard", (it) => {
+  it.effect("a ~6 KB body of nested arrays is 400 JSON_TOO_DEEP on every JSON route of every surface", () =>
+    Effect.gen(function* () {
+      for (const [method, path] of JSON_ROUTES) {
+        const response = yield* send(method, path, nested(3000))
+        const body = assertProblem(response, 400, "JSON_TOO_DEEP")
+        assert.include(String(body.detail), "64")
+        assert.strictEqual(body.max_depth, 64)
+        assert.strictEqual(response.headers.connection, "close")
+      }
+    })
+  )
+
+  it.effect("nested objects, chunked bodies and the collectors' text/plain are refused the same way", () =>
+    Effect.gen(function* () {
+      assertProblem(yield* send("POST", "/ask", nestedObjects(500)), 400, "JSON_TOO_DEEP")
+      assertProblem(yield* send("POST", "/v1/vault/token", nested(3000), { chunked: true }), 400, "JSON_TOO_DEEP")
+      const beacon = yield* send("POST", "/api/analytics/web/collect", `{"site_id":"${SITE}","events":${nested(80)}}`, {
+        contentType: "text/plain;charset=UTF-8"
+      })
+      assertProblem(beacon, 400, "JSON_TOO_DEEP")
+      // The server keeps serving.
+      const health = yield* send("GET", "/api/health", "")
+      assert.strictEqual(health.status, 200)
+    })
+  )
+
+  it.effect("nesting up to the limit, and brackets inside strings, reach the route's own schema", () =>
+    Effect.gen(function* () {
+      assertProblem(yield* send("POST", "/ask", nested(64)), 400, "VALIDATION_FAILED")
+      assertProblem(yield* send("POST", "/api/analytics/web/collect", nested(64)), 400, "MALFORMED_BATCH")
+      const question = yield* send("POST", "/ask", JSON.stringify({ question: `what is ${"[".repeat(1500)}` }))
+      assert.strictEqual(question.status, 200, question.body)
+      const batch = yield* send(
+        "POST",
+        "/api/analytics/web/collect",
+        JSON.stringify({
+          site_id: SITE,
+          events: [{ event_id: "g-1", name: "[".repeat(150), timestamp: 1, visitor_id: "v" }]
+        })
+      )
+      assert.strictEqual(batch.status, 202, batch.body)
+      assert.strictEqual(JSON.parse(batch.body).accepted, 1)
+    })
+  )
+
+  it.effect("a GET with a body over the limit is 413 like a POST, declared or chunked", () =>
+    Effect.gen(function* () {
+      const big = "x".repeat(LIMIT + 1)
+      for (const [method, path] of [
+        ["GET", "/api/health"],
+        ["GET", "/health"],
+        ["GET", "/api/public/blog/keel"],
+        ["POST", "/ask"]
+      ] as const) {
+        for (const chunked of [false, true]) {
+          const response = yield* send(method, path, big, { chunked })
+          const body = assertProblem(response, 413, "PAYLOAD_TOO_LARGE")
+          assert.strictEqual(body.limit_bytes, LIMIT)
+        }
+      }
+      // A GET's deep body is refused like any other.
+      assertProblem(yield* send("GET", "/api/health", nested(100)), 400, "JSON_TOO_DEEP")
+    })
+  )
+
+  it.effect("a body within the limit that the route never reads is received and the answer is the route's", () =>
+    Effect.gen(function* () {
+      // Larger than a stream's buffer, so that an unread body would stall the connection.
+      const body = JSON.stringify({ pad: "y".repeat(48 * 1024) })
+      for (const chunked of [false, true]) {
+        const health = yield* send("GET", "/api/health", body, { chunked })
+        assert.strictEqual(health.status, 200, health.body)
+        // Refused before the body is decoded (no credentials): the refusal, not a stall or a reset.
+        assertProblem(yield* send("POST", "/api/chat", body, { chunked }), 401, "UNAUTHORIZED")
+      }
+    })
+  )
+
+  it.effect("good requests keep their connection alive, with and without a body", () =>
+    Effect.gen(function* () {
+      const port = yield* serverPort
+      const answers = yield* pipelined(port, [
+        "GET /api/health HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        'GET /api/health HTTP/1.1\r\nHost: localhost\r\nContent-Length: 7\r\n\r\n{"a":1}',
+        `POST /ask HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{"question":"what?"}`,
+        "GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+      ])
+      assert.deepStrictEqual(answers, [200, 200, 200, 200])
+    })
+  )
+
+  it.effect("form-encoded bodies are 415 (an empty or truncated multipart one was never answered)", () =>
+    Effect.gen(function* () {
+      const whole = '--b\r\nContent-Disposition: form-data; name="question"\r\n\r\nwhat?\r\n--b--\r\n'
+      for (const body of ["", "--b", "--b\r\n", whole]) {
+        for (const chunked of [false, true]) {
+          const response = yield* send("POST", "/ask", body, {
+            contentType: "multipart/form-data; boundary=b",
+            chunked
+          })
+          assertProblem(response, 415, "UNSUPPORTED_MEDIA_TYPE")
+        }
+      }
+      // As a form, a JSON text is one field named after the whole body, which a refusal would then quote.
+      const beacon = yield* send("PUT", "/api/host-health", JSON.stringify({ host: "s3cr3t" }), {
+        contentType: "application/x-www-form-urlencoded"
+      })
+      assertProblem(beacon, 415, "UNSUPPORTED_MEDIA_TYPE")
+      assert.notInclude(beacon.body, "s3cr3t")
+      assertProblem(
+        yield* send("POST", "/ask", "question=what", { contentType: "application/x-www-form-urlencoded" }),
+        415,
+        "UNSUPPORTED_MEDIA_TYPE"
+      )
+    })
+  )
+
+  it.effect("Node's parser refusals are answered in the problem shape, then the connection is closed", () =>
+    Effect.gen(function* () {
+      const port = yield* serverPort
+      const cases: ReadonlyArray<readonly [head: string, status: number, code: string]> = [
+        ["POST /ask HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400, "BAD_REQUEST"],
+        ["POST /ask HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nabcdef", 400, "BAD_REQUEST"],
+        [
+          "POST /ask HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+          400,
+          "BAD_REQUEST"
+        ],
+        [
+          `GET /api/health HTTP/1.1\r\nHost: x\r\nX-Padding: ${"p".repeat(20_000)}\r\n\r\n`,
+          431,
+          "REQUEST_HEADER_FIELDS_TOO_LARGE"
+        ]
+      ]
+      for (const [head, status, code] of cases) {
+        const response = yield* rawRequest(port, head)
+        const body = assertProblem(response, status, code)
+        assert.strictEqual(response.headers.connection, "close")
+        assert.strictEqual(Number(response.headers["content-length"]), Buffer.byteLength(response.body))
+        assert.notInclude(String(body.detail), "abc")
+      }
+      const health = yield* send("GET", "/api/health", "")
+      assert.strictEqual(health.status, 200)
+    })
+  )
+
+  it.effect("the collector's 400s say what is wrong without quoting the body", () =>
+    Effect.gen(function* () {
+      const client = yield* HttpClient.HttpClient
+      const post = (text: string) =>
+        client
+          .execute(
+            HttpClientRequest.post("/api/analytics/web/collect").pipe(
+              HttpClientRequest.bodyText(text, "application/json")
+            )
+          )
+          .pipe(
+            Effect.flatMap((response) => Effect.map(response.json, (body) => body as Record<string, unknown>)),
+            Effect.scoped
+          )
+      const notJson = yield* post('{"site_id": "s3cr3t-token-value", ')
+      assert.strictEqual(notJson.code, "INVALID_JSON")
+      assert.strictEqual(notJson.detail, "request body is not valid JSON")
+      const wrong = yield* post('{"site_id": 424242, "events": "s3cr3t-token-value"}')
+      assert.strictEqual(wrong.code, "MALFORMED_BATCH")
+      assert.include(String(wrong.detail), "site_id")
+      assert.notInclude(JSON.stringify(wrong), "s3cr3t")
+      assert.notInclude(JSON.stringify(wrong), "424242")
+    })
+  )
+})
+
+/** The statuses of the complete HTTP/1.1 responses at the start of `data` (Content-Length or chunked framing). */
+const completeResponses = (data: Buffer) => {
+  const statuses: Array<number> = []
+  let at = 0
+  for (;;) {
+    const headEnd = data.indexOf("\r\n\r\n", at)
+    if (headEnd < 0) return statuses
+    const head = data.subarray(at, headEnd).toString("latin1")
+    const status = Number(head.split(" ")[1])
+    const length = /\r\ncontent-length: *(\d+)/i.exec(head)
+    let end = headEnd + 4
+    if (length) {
+      end += Number(length[1])
+    } else if (/\r\ntransfer-encoding: *chunked/i.test(head)) {
+      for (;;) {
+        const lineEnd = data.indexOf("\r\n", end)
+        if (lineEnd < 0) return statuses
+        const size = Number.parseInt(data.subarray(end, lineEnd).toString("latin1"), 16)
+        end = lineEnd + 2 + size + 2
+        if (size === 0) break
+      }
+    }
+    if (end > data.length) return statuses
+    statuses.push(status)
+    at = end
+  }
+}
+
+/** Sends requests one after the other on one connection, as a keep-alive client does; the status of each answer. */
+const pipelined = (port: number, requests: ReadonlyArray<string>) =>
+  Effect.async<Array<number>, Error>((resume) => {
+    const socket = Net.connect({ host: "127.0.0.1", port })
+    let received = Buffer.alloc(0)
+    let sent = 1
+    socket.on("data", (chunk) => {
+      received = Buffer.concat([received, chunk])
+      const answered = completeResponses(received).length
+      if (answered === sent && sent < requests.length) socket.write(requests[sent++]!)
+    })
+    socket.on("error", (error) => resume(Effect.fail(error)))
+    socket.on("close", () => resume(Effect.succeed(completeResponses(received))))
+    socket.on("connect", () => socket.write(requests[0]!))
+    return Effect.sync(() => socket.destroy())
+  })
