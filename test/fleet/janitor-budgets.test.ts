@@ -4,23 +4,19 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import {
-  AppConfigTest,
   CACHEDIR_SIGNATURE,
   type CleanupReport,
   DiskMeter,
-  FleetRegistry,
   Janitor,
   JobQueue,
-  MemoryObjectStoreLayer,
-  ObjectGateway,
-  SqlTest,
   scanBackupTwins,
   scanBudget,
   scanBuildCaches,
   scanRecordings
 } from "keel"
+import { janitorTestLayer, scriptedMeter } from "../support/janitor.js"
 
 const GIB = 1024 ** 3
 const DAY = 86_400_000
@@ -102,22 +98,7 @@ const policy = (cleaners: Record<string, unknown>, overrides: Record<string, unk
   ...overrides
 })
 
-/** A meter whose free space is scripted by the test (bytes, read on each measurement). */
-const scriptedMeter = (free: () => number) => Layer.succeed(DiskMeter, { available: () => Effect.sync(free) })
-
-const JanitorTest = (env: Record<string, string>, meter: Layer.Layer<DiskMeter>) =>
-  Janitor.Default.pipe(
-    Layer.provide(meter),
-    Layer.provideMerge(JobQueue.Default),
-    Layer.provideMerge(FleetRegistry.Default),
-    Layer.provideMerge(ObjectGateway.Default),
-    Layer.provideMerge(MemoryObjectStoreLayer),
-    Layer.provideMerge(SqlTest),
-    Layer.provideMerge(AppConfigTest({ dataDir: temp("keel-budgets-data-") })),
-    Layer.provide(
-      Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({ KEEL_HOST: "jan", ...env }))))
-    )
-  )
+const JanitorTest = (env: Record<string, string>, meter: Layer.Layer<DiskMeter>) => janitorTestLayer(env, meter)
 
 interface CleanerPart {
   readonly status: string

@@ -3,19 +3,9 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer } from "effect"
-import {
-  AppConfigTest,
-  CACHEDIR_SIGNATURE,
-  DiskMeter,
-  FleetRegistry,
-  Janitor,
-  JobQueue,
-  kernelLocked,
-  MemoryObjectStoreLayer,
-  ObjectGateway,
-  SqlTest
-} from "keel"
+import { Effect, Layer } from "effect"
+import { CACHEDIR_SIGNATURE, DiskMeter, Janitor, kernelLocked } from "keel"
+import { janitorTestLayer } from "../support/janitor.js"
 
 // The janitor's safety defects, each reproduced on a real tree with the pass as `ctl disk-cleanup --once`
 // runs it (enforce mode, build_caches min_age 3600 s, free space never at target).
@@ -57,18 +47,7 @@ const registryWith = (dir: string, cleaners: Record<string, unknown>, extra: Rec
 }
 
 const janitorLayer = (env: Record<string, string>, dataDir = temp("keel-safety-data-")) =>
-  Janitor.Default.pipe(
-    Layer.provide(Layer.succeed(DiskMeter, { available: () => Effect.succeed(0) })),
-    Layer.provideMerge(JobQueue.Default),
-    Layer.provideMerge(FleetRegistry.Default),
-    Layer.provideMerge(ObjectGateway.Default),
-    Layer.provideMerge(MemoryObjectStoreLayer),
-    Layer.provideMerge(SqlTest),
-    Layer.provideMerge(AppConfigTest({ dataDir })),
-    Layer.provide(
-      Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({ KEEL_HOST: "jan", ...env }))))
-    )
-  )
+  janitorTestLayer(env, Layer.succeed(DiskMeter, { available: () => Effect.succeed(0) }), dataDir)
 
 const build = (root: string) => ({ build_caches: { min_age_seconds: 3600, root } })
 

@@ -5,28 +5,24 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, FastCheck as fc, Layer } from "effect"
+import { Effect, FastCheck as fc, type Layer } from "effect"
 import {
-  AppConfigTest,
   acquireLock,
   CACHEDIR_SIGNATURE,
-  DiskMeter,
-  FleetRegistry,
+  type DiskMeter,
   Janitor,
   JobQueue,
-  MemoryObjectStoreLayer,
-  ObjectGateway,
   parsePlist,
   protect,
   renderJanitorLaunchd,
   renderJanitorSystemd,
-  SqlTest,
   scanBuildCaches,
   scanChromiumClones,
   scanHuggingfaceCache,
   unitSettingsProblem,
   unlimitedBudget
 } from "keel"
+import { janitorTestLayer, scriptedMeter } from "../support/janitor.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const GIB = 1024 ** 3
@@ -66,22 +62,7 @@ const policy = (buildRoot: string, overrides: Record<string, unknown> = {}) => (
   ...overrides
 })
 
-/** A meter whose free space is scripted by the test (bytes, read on each measurement). */
-const scriptedMeter = (free: () => number) => Layer.succeed(DiskMeter, { available: () => Effect.sync(free) })
-
-const JanitorTest = (env: Record<string, string>, meter: Layer.Layer<DiskMeter>) =>
-  Janitor.Default.pipe(
-    Layer.provide(meter),
-    Layer.provideMerge(JobQueue.Default),
-    Layer.provideMerge(FleetRegistry.Default),
-    Layer.provideMerge(ObjectGateway.Default),
-    Layer.provideMerge(MemoryObjectStoreLayer),
-    Layer.provideMerge(SqlTest),
-    Layer.provideMerge(AppConfigTest({ dataDir: temp("keel-janitor-data-") })),
-    Layer.provide(
-      Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({ KEEL_HOST: "jan", ...env }))))
-    )
-  )
+const JanitorTest = (env: Record<string, string>, meter: Layer.Layer<DiskMeter>) => janitorTestLayer(env, meter)
 
 describe("build_caches: rule 1 and rule 2 on real trees", () => {
   it("only tagged, signed, own, old, same-device directories reached without a symlink are candidates", async () => {
