@@ -3,7 +3,9 @@ import { NodeContext } from "@effect/platform-node"
 import { Cause, ConfigError, Console, Effect, Exit, Layer, Option } from "effect"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { loggerFromConfig } from "../services/platform/Logging.js"
+import { packageVersion } from "../services/platform/Package.js"
 import { ctl, runCtl } from "./Cli.js"
+import { type CommandNode, commandTree, groupHelp } from "./Help.js"
 import { ExitWith } from "./Output.js"
 
 /** Exit codes: 0 ok (and a clean shutdown on SIGTERM/SIGINT), 1 failure, 2 usage. */
@@ -33,30 +35,6 @@ const report = (cause: Cause.Cause<unknown>) => {
   return Console.error(`ctl: unexpected failure\n${Cause.pretty(cause)}`)
 }
 
-interface CommandNode {
-  readonly name: string
-  readonly children: ReadonlyMap<string, CommandNode> | undefined
-}
-
-type Descriptor = {
-  readonly _tag: string
-  readonly name?: string
-  readonly command?: Descriptor
-  readonly parent?: Descriptor
-  readonly children?: ReadonlyArray<Descriptor>
-}
-
-/** The command tree as names: groups with their subcommands, leaves without. */
-const treeOf = (descriptor: Descriptor): CommandNode => {
-  if (descriptor._tag === "Map" && descriptor.command !== undefined) return treeOf(descriptor.command)
-  if (descriptor._tag === "Subcommands" && descriptor.parent !== undefined) {
-    const parent = treeOf(descriptor.parent)
-    const children = new Map((descriptor.children ?? []).map((child) => [treeOf(child).name, treeOf(child)] as const))
-    return { name: parent.name, children }
-  }
-  return { name: descriptor.name ?? "", children: undefined }
-}
-
 /** Root options of @effect/cli that take a value (the value is not a command name). */
 const ROOT_OPTIONS_WITH_VALUE = new Set(["--completions", "--log-level"])
 
@@ -65,23 +43,65 @@ const ROOT_OPTIONS_WITH_VALUE = new Set(["--completions", "--log-level"])
  * whatever else is on the line: @effect/cli would answer `--help` for the nearest known group and exit 0.
  */
 export const unknownCommand = (args: ReadonlyArray<string>): string | undefined => {
-  let node = treeOf((ctl as unknown as { descriptor: Descriptor }).descriptor)
-  const path = ["ctl"]
+  const walk = walkCommands(args)
+  return walk._tag === "Unknown" ? walk.message : undefined
+}
+
+type Walk =
+  | { readonly _tag: "Unknown"; readonly message: string }
+  | {
+      readonly _tag: "Known"
+      readonly node: CommandNode
+      readonly path: ReadonlyArray<string>
+      readonly flags: ReadonlyArray<string>
+    }
+
+let tree: CommandNode | undefined
+const ctlTree = () => {
+  tree ??= commandTree(ctl)
+  return tree
+}
+
+/** Follows the command names on the line as far as the tree goes; flags are collected, `--` ends the walk. */
+const walkCommands = (args: ReadonlyArray<string>): Walk => {
+  let node = ctlTree()
+  const path: Array<string> = []
+  const flags: Array<string> = []
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!
-    if (arg === "--") return undefined
+    if (arg === "--") break
     if (arg.startsWith("-")) {
-      if (path.length === 1 && ROOT_OPTIONS_WITH_VALUE.has(arg)) i++
+      if (path.length === 0 && ROOT_OPTIONS_WITH_VALUE.has(arg)) i++
+      flags.push(arg)
       continue
     }
-    if (node.children === undefined) return undefined
+    if (node.children === undefined) break
     const next = node.children.get(arg)
     if (next === undefined)
-      return `unknown command '${arg}' for '${path.join(" ")}' (one of: ${[...node.children.keys()].sort().join(", ")})`
+      return {
+        _tag: "Unknown",
+        message: `unknown command '${arg}' for '${["ctl", ...path].join(" ")}' (one of: ${[...node.children.keys()].sort().join(", ")})`
+      }
     node = next
     path.push(arg)
   }
-  return undefined
+  return { _tag: "Known", node, path, flags }
+}
+
+/** Options the root handles itself (version, completion scripts, the wizard): @effect/cli answers those. */
+const ROOT_BUILT_INS = new Set(["--version", "--completions", "--wizard"])
+
+/**
+ * The help text when the line names a group (`ctl`, `ctl market`, `ctl market agent --help`): printed from our
+ * own tree, without opening anything; undefined when a command or a built-in option should run.
+ */
+export const groupHelpFor = (args: ReadonlyArray<string>): string | undefined => {
+  const walk = walkCommands(args)
+  if (walk._tag === "Unknown" || walk.node.children === undefined) return undefined
+  if (walk.flags.some((flag) => ROOT_BUILT_INS.has(flag))) return undefined
+  const other = walk.flags.filter((flag) => flag !== "--help" && flag !== "-h" && !ROOT_OPTIONS_WITH_VALUE.has(flag))
+  if (other.length > 0) return undefined
+  return groupHelp(ctlTree(), walk.path, packageVersion())
 }
 
 const MainLive = Layer.mergeAll(NodeContext.layer, loggerFromConfig.pipe(Layer.provide(AppConfig.Default)))
@@ -90,5 +110,7 @@ export const ctlMain = (argv: ReadonlyArray<string>) => {
   const unknown = unknownCommand(argv.slice(2))
   if (unknown !== undefined)
     return Console.error(`ctl: ${unknown}`).pipe(Effect.zipRight(Effect.fail(new ExitWith({ code: 2 }))))
+  const help = groupHelpFor(argv.slice(2))
+  if (help !== undefined) return Console.log(help)
   return runCtl(argv).pipe(Effect.provide(MainLive), Effect.tapErrorCause(report))
 }

@@ -14,7 +14,7 @@ describe("ctl", () => {
       const dataDir = freshDataDir()
       const run = yield* runCli(["--help"], { KEEL_DATA_DIR: dataDir })
       assert.strictEqual(run.exitCode, 0)
-      for (const group of ["serve", "db", "gt", "lease", "blog", "config"]) assert.include(run.stdout, `- ${group}`)
+      for (const group of ["serve", "db", "gt", "lease", "blog", "config"]) assert.include(run.stdout, `\n  ${group} `)
       assert.isFalse(fs.existsSync(dataDir))
     })
   )
@@ -60,6 +60,28 @@ describe("ctl", () => {
       assert.include((yield* runCli(["market", "nosuch"])).stderr, "one of: agent, audit, coin, keys")
       // Known commands still answer their help, and what follows -- is argv, never a command.
       assert.strictEqual((yield* runCli(["market", "agent", "list", "--help"])).exitCode, 0)
+    })
+  )
+
+  it.effect("a group's help lists every command under it once, by its full path, and opens nothing", () =>
+    Effect.gen(function* () {
+      const dataDir = freshDataDir()
+      const root = yield* runCli(["--help"], { KEEL_DATA_DIR: dataDir })
+      assert.strictEqual(root.exitCode, 0)
+      for (const line of ["market agent create --ticker text", "vault item put", "host beacon write", "space cleaners list"])
+        assert.include(root.stdout, `  ${line}`)
+      for (const doubled of ["market market", "vault vault", "host host", "space space"])
+        assert.notInclude(root.stdout, doubled)
+      const group = yield* runCli(["market", "agent"], { KEEL_DATA_DIR: dataDir })
+      assert.strictEqual(group.exitCode, 0)
+      assert.include(group.stdout, "USAGE\n  ctl market agent <command>")
+      assert.match(group.stdout, /\n {2}retire \[--json\] <TICKER> +Retire an agent/)
+      assert.notInclude(group.stdout, "market agent create")
+      // Help is not work: no database, no data directory.
+      assert.isFalse(fs.existsSync(dataDir))
+      // A leaf's help and the root's built-in options stay @effect/cli's.
+      assert.include((yield* runCli(["market", "agent", "list", "--help"])).stdout, "List agents")
+      assert.strictEqual((yield* runCli(["--version"])).stdout.trim(), packageVersion())
     })
   )
 
