@@ -139,6 +139,16 @@ layer(HttpTest({ env: { KEEL_COLLECT_SITES: `${SITE}, keel-app`, KEEL_COLLECT_WE
         [1, 2]
       )
       assert.include(rejected[0]?.reason, "timestamp")
+      // A rejection names the field and what was expected, never the value (it may be anything a client sent).
+      assert.notInclude(rejected[1]?.reason, "yesterday")
+      const secretish = yield* post("web", {
+        site_id: SITE,
+        events: [event("ok-3", "v-m", { url: 12345678901234, name: { token: "sk_live_do_not_echo" } })]
+      })
+      const reason = (secretish.body.rejected as Array<{ reason: string }>)[0]?.reason ?? ""
+      assert.match(reason, /name|url/)
+      assert.notInclude(reason, "sk_live_do_not_echo")
+      assert.notInclude(reason, "12345678901234")
     })
   )
 

@@ -78,6 +78,15 @@ layer(HttpTest({ settings: { dataDir: fixture.dir } }), { timeout: "60 seconds" 
       assert.strictEqual(first.status, 202)
       assert.strictEqual(first.body.accepted, 2)
       assert.strictEqual((first.body.rejected as Array<{ index: number }>)[0]?.index, 2)
+      // The rejection names the field, never a value the client sent.
+      const wrong = yield* postEvents({
+        app_id: "demo-ios",
+        events: [{ event_id: "ob-9", subject: "pw_hunter2_secret", step: 42, timestamp: "not-a-date" }]
+      })
+      const reason = (wrong.body.rejected as Array<{ reason: string }>)[0]?.reason ?? ""
+      assert.match(reason, /step/)
+      assert.notInclude(reason, "42")
+      assert.notInclude(reason, "not-a-date")
       const replay = yield* postEvents({ app_id: "demo-ios", events })
       assert.deepStrictEqual(
         { accepted: replay.body.accepted, duplicates: replay.body.duplicates },

@@ -98,7 +98,7 @@ const ATTRIBUTION_COLUMN_LIST = ATTRIBUTION_COLUMNS.join(", ")
 const occurredAt = (event: AnalyticsEvent) =>
   typeof event.timestamp === "number" ? event.timestamp : Date.parse(event.timestamp)
 
-const describe = (error: ParseResult.ParseError) => formatIssues(error, { limit: 3 })
+const describe = (error: ParseResult.ParseError) => formatIssues(error, { limit: 3, withoutValues: true })
 
 const decodeBatch = Schema.decodeUnknownEither(CollectBatch, { errors: "all" })
 const decodeEvent = Schema.decodeUnknownEither(AnalyticsEvent, { errors: "all" })

@@ -75,7 +75,7 @@ export class Onboarding extends Effect.Service<Onboarding>()("product/Onboarding
         if (Either.isLeft(decoded)) {
           rejected.push({
             index,
-            reason: formatIssues(decoded.left, { limit: 3 })
+            reason: formatIssues(decoded.left, { limit: 3, withoutValues: true })
           })
           return
         }
