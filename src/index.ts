@@ -40,6 +40,7 @@ export {
 } from "./http/marketplace/Api.js"
 export { endpointClass, MarketGateLive } from "./http/marketplace/Gate.js"
 export * from "./http/Problem.js"
+export { errorClasses, PLATFORM_CODES, problemAwareClient, problemOpenApi } from "./http/ProblemContract.js"
 export {
   AdminAuth,
   AnalyticsApi,

@@ -3,6 +3,7 @@ import type { Effect } from "effect"
 import { ControlPlaneApi } from "./controlplane/Api.js"
 import { GroundTruthApi } from "./groundtruth/Api.js"
 import { MarketplaceApi } from "./marketplace/Api.js"
+import { problemAwareClient } from "./ProblemContract.js"
 import { ProductApi } from "./product/Api.js"
 
 type ClientOptions = {
@@ -10,16 +11,28 @@ type ClientOptions = {
   readonly transformClient?: (client: HttpClient.HttpClient) => HttpClient.HttpClient
 }
 
-const opts = (options: ClientOptions) => ({
-  ...(options.baseUrl === undefined ? {} : { baseUrl: options.baseUrl }),
-  ...(options.transformClient === undefined ? {} : { transformClient: options.transformClient })
-})
+/** Problem bodies are read back into the contract's error classes before any transform of the caller's. */
+const opts = (readProblems: (client: HttpClient.HttpClient) => HttpClient.HttpClient, options: ClientOptions) => {
+  const transform = options.transformClient
+  return {
+    ...(options.baseUrl === undefined ? {} : { baseUrl: options.baseUrl }),
+    transformClient: (client: HttpClient.HttpClient) =>
+      readProblems(transform === undefined ? client : transform(client))
+  }
+}
 
-/** Typed clients, derived from the same contracts the server implements. They need an HttpClient. */
-export const marketplaceClient = (options: ClientOptions = {}) => HttpApiClient.make(MarketplaceApi, opts(options))
-export const groundTruthClient = (options: ClientOptions = {}) => HttpApiClient.make(GroundTruthApi, opts(options))
-export const productClient = (options: ClientOptions = {}) => HttpApiClient.make(ProductApi, opts(options))
-export const controlPlaneClient = (options: ClientOptions = {}) => HttpApiClient.make(ControlPlaneApi, opts(options))
+/**
+ * Typed clients, derived from the same contracts the server implements. They need an HttpClient. An error
+ * answer fails with the class its `code` names (the wire body has no `_tag`: see ProblemContract).
+ */
+export const marketplaceClient = (options: ClientOptions = {}) =>
+  HttpApiClient.make(MarketplaceApi, opts(problemAwareClient(MarketplaceApi), options))
+export const groundTruthClient = (options: ClientOptions = {}) =>
+  HttpApiClient.make(GroundTruthApi, opts(problemAwareClient(GroundTruthApi), options))
+export const productClient = (options: ClientOptions = {}) =>
+  HttpApiClient.make(ProductApi, opts(problemAwareClient(ProductApi), options))
+export const controlPlaneClient = (options: ClientOptions = {}) =>
+  HttpApiClient.make(ControlPlaneApi, opts(problemAwareClient(ControlPlaneApi), options))
 
 export type GroundTruthClient = Effect.Effect.Success<ReturnType<typeof groundTruthClient>>
 export type ProductClient = Effect.Effect.Success<ReturnType<typeof productClient>>

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from "node:http"
 import { HttpServerError, HttpServerRequest, HttpServerResponse, Multipart } from "@effect/platform"
 import { Cause, Effect, Option, Schema } from "effect"
 import { withoutValue, withoutValues } from "../services/platform/Validation.js"
@@ -18,35 +19,12 @@ export class ProblemDetails extends Schema.Class<ProblemDetails>("ProblemDetails
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json"
 
-const reasons: Record<number, string> = {
-  400: "Bad Request",
-  401: "Unauthorized",
-  402: "Payment Required",
-  403: "Forbidden",
-  404: "Not Found",
-  405: "Method Not Allowed",
-  406: "Not Acceptable",
-  408: "Request Timeout",
-  409: "Conflict",
-  410: "Gone",
-  411: "Length Required",
-  412: "Precondition Failed",
-  413: "Content Too Large",
-  415: "Unsupported Media Type",
-  422: "Unprocessable Content",
-  423: "Locked",
-  428: "Precondition Required",
-  429: "Too Many Requests",
-  431: "Request Header Fields Too Large",
-  499: "Client Closed Request",
-  500: "Internal Server Error",
-  501: "Not Implemented",
-  502: "Bad Gateway",
-  503: "Service Unavailable",
-  504: "Gateway Timeout"
-}
-
-export const statusTitle = (status: number) => reasons[status] ?? (status >= 500 ? "Server Error" : "Client Error")
+/**
+ * The title is the reason phrase Node writes on the status line (`413 Payload Too Large`), so the body and
+ * the status line never disagree; 499 has none in Node and is never seen by the client that closed.
+ */
+export const statusTitle = (status: number) =>
+  STATUS_CODES[status] ?? (status === 499 ? "Client Closed Request" : status >= 500 ? "Server Error" : "Client Error")
 
 /** `AgentNotFound` → `AGENT_NOT_FOUND`, `HttpApiDecodeError` → `HTTP_API_DECODE_ERROR`. */
 export const codeFromTag = (tag: string) =>
@@ -107,20 +85,43 @@ interface DecodeIssue {
   readonly message: string
 }
 
-const describeIssues = (issues: ReadonlyArray<DecodeIssue>) =>
-  issues
-    .slice(0, 5)
-    .map((issue) => `${issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")}: ${issue.message}`)
-    .join("; ")
+/** One invalid field of a request: a dotted path into the body, path or query (`""`: the whole of it). */
+export interface FieldError {
+  readonly path: string
+  readonly message: string
+}
 
 /** Decode issues that name the field and what it must be, never the value sent (it may be a secret). */
-const issuesWithoutValues = (issues: ReadonlyArray<DecodeIssue>): Array<DecodeIssue> =>
-  issues.map((issue) => ({ ...issue, message: withoutValue(String(issue.message)) }))
+const fieldErrors = (issues: ReadonlyArray<DecodeIssue>): Array<FieldError> =>
+  issues.map((issue) => ({
+    path: (Array.isArray(issue.path) ? issue.path : []).map(String).join("."),
+    message: withoutValue(String(issue.message))
+  }))
+
+const describeFieldErrors = (errors: ReadonlyArray<FieldError>) => {
+  const [first] = errors
+  if (first === undefined) return "the request does not match its schema"
+  const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : ""
+  return `${first.path === "" ? "(root)" : first.path}: ${first.message}${more}`
+}
+
+/**
+ * Members of an error value that are not for clients: `_tag` names the server's class, `message` repeats
+ * `detail`, `issues` is the decoder's own tree (answered as `errors`), and the problem members are set here.
+ */
+const INTERNAL_MEMBERS = new Set(["_tag", "message", "issues", "type", "title", "status", "detail", "code"])
+
+const extensionsOf = (record: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(record).filter(([key]) => !INTERNAL_MEMBERS.has(key)))
 
 const asRecord = (u: unknown): Record<string, unknown> | undefined =>
   typeof u === "object" && u !== null && !Array.isArray(u) ? (u as Record<string, unknown>) : undefined
 
-/** Turns whatever body an error response carries into a problem body. Pure, for testing. */
+/**
+ * Turns whatever body an error response carries into a problem body: the five problem members, the typed
+ * error's own fields as extensions, and for a request that does not match its schema `errors: [{path,
+ * message}]`. Pure, for testing.
+ */
 export const toProblemBody = (status: number, body: unknown, fallbackDetail: string): Record<string, unknown> => {
   const record = asRecord(body)
   if (record === undefined)
@@ -129,9 +130,8 @@ export const toProblemBody = (status: number, body: unknown, fallbackDetail: str
   if (tag === "HttpApiDecodeError") {
     // The platform's own `message` (and each issue's) quotes the offending value: both are rebuilt
     // without it, so a mistyped secret is never echoed back.
-    const issues = issuesWithoutValues(Array.isArray(record.issues) ? (record.issues as Array<DecodeIssue>) : [])
-    const detail = issues.length > 0 ? describeIssues(issues) : "the request does not match its schema"
-    return problem(status, "VALIDATION_FAILED", detail, { ...record, issues, message: detail })
+    const errors = fieldErrors(Array.isArray(record.issues) ? (record.issues as Array<DecodeIssue>) : [])
+    return problem(status, "VALIDATION_FAILED", describeFieldErrors(errors), { errors })
   }
   const code =
     typeof record.code === "string" && /^[A-Z][A-Z0-9_]*$/.test(record.code)
@@ -145,10 +145,8 @@ export const toProblemBody = (status: number, body: unknown, fallbackDetail: str
       : typeof record.message === "string"
         ? record.message
         : fallbackDetail
-  if (status !== 400) return problem(status, code, detail, record)
   // Bad input is described, never quoted: a typed error's schema message loses its `, actual <value>`.
-  const message = typeof record.message === "string" ? { message: withoutValues(record.message) } : {}
-  return problem(status, code, withoutValues(detail), { ...record, ...message })
+  return problem(status, code, status === 400 ? withoutValues(detail) : detail, extensionsOf(record))
 }
 
 const readJsonBody = (response: HttpServerResponse.HttpServerResponse): unknown => {

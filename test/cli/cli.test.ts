@@ -68,7 +68,12 @@ describe("ctl", () => {
       const dataDir = freshDataDir()
       const root = yield* runCli(["--help"], { KEEL_DATA_DIR: dataDir })
       assert.strictEqual(root.exitCode, 0)
-      for (const line of ["market agent create --ticker text", "vault item put", "host beacon write", "space cleaners list"])
+      for (const line of [
+        "market agent create --ticker text",
+        "vault item put",
+        "host beacon write",
+        "space cleaners list"
+      ])
         assert.include(root.stdout, `  ${line}`)
       for (const doubled of ["market market", "vault vault", "host host", "space space"])
         assert.notInclude(root.stdout, doubled)

@@ -7,17 +7,19 @@ describe("problem bodies", () => {
     assert.strictEqual(codeFromTag("HttpApiDecodeError"), "HTTP_API_DECODE_ERROR")
     assert.strictEqual(codeFromTag("SLIPPAGE_EXCEEDED"), "SLIPPAGE_EXCEEDED")
     assert.strictEqual(problemType("PAYLOAD_TOO_LARGE"), "urn:keel:problem:payload-too-large")
-    assert.strictEqual(statusTitle(413), "Content Too Large")
+    // The title is the reason phrase of Node's status line.
+    assert.strictEqual(statusTitle(413), "Payload Too Large")
+    assert.strictEqual(statusTitle(422), "Unprocessable Entity")
   })
 
-  it("a typed error keeps its fields and uses its own code and detail when it has them", () => {
+  it("a typed error keeps its own fields, code and detail; its class name and message stay inside", () => {
     const body = toProblemBody(
       409,
-      { _tag: "TradeRefused", code: "SLIPPAGE_EXCEEDED", detail: "got 9, wanted 10" },
+      { _tag: "TradeRefused", code: "SLIPPAGE_EXCEEDED", detail: "got 9, wanted 10", message: "got 9", ticker: "SAGE" },
       "x"
     )
     assert.deepStrictEqual(body, {
-      _tag: "TradeRefused",
+      ticker: "SAGE",
       type: "urn:keel:problem:slippage-exceeded",
       title: "Conflict",
       status: 409,
@@ -39,8 +41,17 @@ describe("problem bodies", () => {
       },
       "x"
     )
-    assert.strictEqual(body.code, "VALIDATION_FAILED")
-    assert.strictEqual(body.detail, "amount: Expected number; (root): is missing")
+    assert.deepStrictEqual(body, {
+      type: "urn:keel:problem:validation-failed",
+      title: "Bad Request",
+      status: 400,
+      detail: "amount: Expected number (and 1 more)",
+      code: "VALIDATION_FAILED",
+      errors: [
+        { path: "amount", message: "Expected number" },
+        { path: "", message: "is missing" }
+      ]
+    })
   })
 
   it("an empty body gets the status's default code and the fallback detail", () => {

@@ -4,58 +4,12 @@ import { Effect } from "effect"
 import { CoinHistory, Ledger, marketplaceClient, toUnits } from "keel"
 import { HttpTest } from "../support/http.js"
 import { type Answer, call, fundedWallet, launchAgent } from "../support/market.js"
+import { decoderFor, type OpenApiSchema } from "../support/openapi.js"
 
 // Issue 22, items 5 and 8: what a strictly typed client meets. The OpenAPI document is the contract
 // such a client is generated from, so answers are decoded with a decoder built from that document.
 
-// biome-ignore lint/suspicious/noExplicitAny: JSON Schema objects from the OpenAPI document
-type JsonSchema = any
-
-/**
- * A strict decoder built from an OpenAPI 3.1 schema, as a generated Swift/Kotlin/Go client decodes:
- * every required property present, every value of its declared type (a `number` is a JSON number,
- * never null unless the schema allows null), enums closed. Returns the problems found.
- */
-const decoderFor =
-  (components: Record<string, JsonSchema>) =>
-  (schema: JsonSchema, value: unknown, path = "$"): ReadonlyArray<string> => {
-    const decode = decoderFor(components)
-    if (schema.$ref !== undefined)
-      return decode(components[schema.$ref.replace("#/components/schemas/", "")], value, path)
-    if (schema.anyOf !== undefined || schema.oneOf !== undefined) {
-      const options: ReadonlyArray<JsonSchema> = schema.anyOf ?? schema.oneOf
-      return options.some((option) => decode(option, value, path).length === 0) ? [] : [`${path}: matches no variant`]
-    }
-    if (schema.allOf !== undefined)
-      return (schema.allOf as ReadonlyArray<JsonSchema>).flatMap((part) => decode(part, value, path))
-    if (schema.enum !== undefined && !schema.enum.includes(value)) return [`${path}: ${String(value)} not in enum`]
-    const types: ReadonlyArray<string> = Array.isArray(schema.type) ? schema.type : [schema.type]
-    const kind =
-      value === null
-        ? "null"
-        : Array.isArray(value)
-          ? "array"
-          : typeof value === "number"
-            ? Number.isInteger(value)
-              ? "integer"
-              : "number"
-            : typeof value
-    if (schema.type !== undefined && !types.includes(kind) && !(kind === "integer" && types.includes("number")))
-      return [`${path}: expected ${types.join("|")}, got ${kind}`]
-    if (kind === "array" && schema.items !== undefined)
-      return (value as ReadonlyArray<unknown>).flatMap((item, i) => decode(schema.items, item, `${path}[${i}]`))
-    if (kind === "object") {
-      const record = value as Record<string, unknown>
-      const missing = ((schema.required ?? []) as ReadonlyArray<string>)
-        .filter((key) => !(key in record))
-        .map((key) => `${path}.${key}: missing`)
-      const fields = Object.entries(schema.properties ?? {}).flatMap(([key, property]) =>
-        key in record ? decode(property, record[key], `${path}.${key}`) : []
-      )
-      return [...missing, ...fields]
-    }
-    return []
-  }
+type JsonSchema = OpenApiSchema
 
 const nextLink = (answer: Answer): string | undefined => {
   const header = answer.headers.link
@@ -131,6 +85,10 @@ layer(HttpTest({ env: { MARKET_RATE_LIMIT_PUBLIC: "100000" } }), { timeout: "60 
         assert.isFalse(typedBurning.runway_infinite)
         assert.strictEqual(typedIdle.runway_hours, Number.MAX_VALUE)
         assert.isTrue(typedIdle.runway_infinite)
+        // An error answer (a problem body, no `_tag` on the wire) fails with the class its code names.
+        const missing = yield* Effect.flip(client.agents.get({ path: { ticker: "NOPE" } }))
+        assert.strictEqual(missing._tag, "AgentNotFound")
+        assert.strictEqual((missing as { ticker?: string }).ticker, "NOPE")
 
         // The list answers decode against their schemas too.
         for (const [path, answer] of [

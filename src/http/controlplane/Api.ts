@@ -2,6 +2,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platfor
 import { Schema } from "effect"
 import { BeaconInvalid, BeaconStale, BeaconStoreFailed } from "../../services/fleet/beacon/HostHealth.js"
 import { VaultDenied, VaultForbidden } from "../../services/platform/vault/Vault.js"
+import { problemOpenApi } from "../ProblemContract.js"
 
 export const StoredBeaconAnswer = Schema.Struct({
   host: Schema.String,
@@ -34,4 +35,5 @@ export class ControlPlaneApi extends HttpApi.make("controlplane")
   .add(HostHealthApi)
   .prefix("/api")
   .annotate(OpenApi.Title, "Keel fleet control plane")
+  .annotate(OpenApi.Transform, problemOpenApi)
   .annotate(OpenApi.Description, "Host-health beacons and the storage-root handoff saga.") {}

@@ -5,6 +5,7 @@ import { AssetNotFound, AssetRecord } from "../../services/groundtruth/BrandAsse
 import { IngestResult, UnknownRepo } from "../../services/groundtruth/Ingester.js"
 import { RepoRecord, SearchResult } from "../../services/groundtruth/Retriever.js"
 import { HealthApi } from "../Health.js"
+import { problemOpenApi } from "../ProblemContract.js"
 
 export class GtUnauthorized extends Schema.TaggedError<GtUnauthorized>()(
   "GtUnauthorized",
@@ -112,4 +113,5 @@ export class GroundTruthApi extends HttpApi.make("groundtruth")
   .add(GroundTruthAskApi)
   .add(GroundTruthAssetsApi)
   .annotate(OpenApi.Title, "Keel ground truth")
+  .annotate(OpenApi.Transform, problemOpenApi)
   .annotate(OpenApi.Description, "Ingest git repositories; search and ask with line-exact citations; brand assets.") {}

@@ -17,6 +17,7 @@ import {
 } from "../../services/market/Errors.js"
 import { InsufficientFunds } from "../../services/market/Ledger.js"
 import { BuyResult, SellResult } from "../../services/market/Trading.js"
+import { problemOpenApi } from "../ProblemContract.js"
 
 /** Who the request acts for, when its endpoint class needs credentials (set by MarketGate). */
 export class Caller extends Context.Tag("market/Caller")<Caller, { readonly principal: Principal | undefined }>() {}
@@ -339,4 +340,5 @@ export class MarketplaceApi extends HttpApi.make("marketplace")
   .add(StreamApi)
   .prefix("/api")
   .annotate(OpenApi.Title, "Keel agent marketplace")
+  .annotate(OpenApi.Transform, problemOpenApi)
   .annotate(OpenApi.Description, "Agents, tokens on bonding curves, the platform coin ledger and chat.") {}

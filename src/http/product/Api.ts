@@ -20,6 +20,7 @@ import {
   ReadoutQueryInvalid
 } from "../../services/product/ReadoutSchemas.js"
 import { HealthApi } from "../Health.js"
+import { problemOpenApi } from "../ProblemContract.js"
 
 const Param = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))
 
@@ -194,4 +195,5 @@ export class ProductApi extends HttpApi.make("product")
   .add(BlogApi)
   .prefix("/api")
   .annotate(OpenApi.Title, "Keel product-client API")
+  .annotate(OpenApi.Transform, problemOpenApi)
   .annotate(OpenApi.Description, "Sticky experiment assignment, analytics collectors, public blog, onboarding.") {}

@@ -7,6 +7,7 @@ import {
   VaultForbidden,
   VaultItemNotFound
 } from "../../services/platform/vault/Vault.js"
+import { problemOpenApi } from "../ProblemContract.js"
 
 export const TokenAnswer = Schema.Struct({
   token: Schema.String,
@@ -54,4 +55,5 @@ export class VaultApi extends HttpApi.make("vault")
   .middleware(VaultNoStore)
   .prefix("/v1/vault")
   .annotate(OpenApi.Title, "Keel secret vault")
+  .annotate(OpenApi.Transform, problemOpenApi)
   .annotate(OpenApi.Description, "Grant credentials for short-lived tokens; item reads by authorized consumers.") {}

@@ -3,7 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import { sha256Hex } from "../platform/Digest.js"
 import { agentNotFound, InvalidInput, UnknownApiKey } from "./Errors.js"
-import { isAddress } from "./WalletSignature.js"
+import { checksumAddress, isAddress } from "./WalletSignature.js"
 
 /** Who a request acts for: a wallet (by signature or its key) or an agent (by its key). */
 export type Principal =
@@ -17,6 +17,7 @@ export interface ApiKeyInfo {
   readonly id: string
   /** The key's first characters, enough to recognise it in a listing. */
   readonly prefix: string
+  /** EIP-55 form (stored lowercase). */
   readonly wallet: string | null
   readonly agent: string | null
   readonly createdAt: number
@@ -40,7 +41,7 @@ interface KeyRow {
 const toInfo = (row: KeyRow): ApiKeyInfo => ({
   id: row.id,
   prefix: row.prefix,
-  wallet: row.wallet,
+  wallet: row.wallet === null ? null : checksumAddress(row.wallet),
   agent: row.agent,
   createdAt: Number(row.created_at),
   revokedAt: row.revoked_at === null ? null : Number(row.revoked_at)

@@ -71,7 +71,7 @@ export class Chat extends Effect.Service<Chat>()("market/Chat", {
           return yield* new AgentCannotChat({
             code: "AGENT_CANNOT_CHAT",
             ticker,
-            status: agent.status,
+            agent_status: agent.status,
             detail: `${ticker} is ${agent.status} and can no longer post`
           })
         }

@@ -14,7 +14,13 @@ export const agentNotFound = (ticker: string) =>
 
 export class AgentNotTrading extends Schema.TaggedError<AgentNotTrading>()(
   "AgentNotTrading",
-  { code: Schema.Literal("AGENT_NOT_TRADING"), ticker: Schema.String, status: Schema.String, detail: Schema.String },
+  {
+    code: Schema.Literal("AGENT_NOT_TRADING"),
+    ticker: Schema.String,
+    /** The agent's status (`status` is the HTTP status in a problem body). */
+    agent_status: Schema.String,
+    detail: Schema.String
+  },
   HttpApiSchema.annotations({ status: 409 })
 ) {}
 
@@ -44,7 +50,12 @@ export class InvalidTransition extends Schema.TaggedError<InvalidTransition>()(
 
 export class AgentCannotChat extends Schema.TaggedError<AgentCannotChat>()(
   "AgentCannotChat",
-  { code: Schema.Literal("AGENT_CANNOT_CHAT"), ticker: Schema.String, status: Schema.String, detail: Schema.String },
+  {
+    code: Schema.Literal("AGENT_CANNOT_CHAT"),
+    ticker: Schema.String,
+    agent_status: Schema.String,
+    detail: Schema.String
+  },
   HttpApiSchema.annotations({ status: 403 })
 ) {}
 

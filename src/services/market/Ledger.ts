@@ -2,6 +2,7 @@ import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
 import { placeholders, SqlDirect } from "../platform/SqlDirect.js"
+import { checksumAddress } from "./WalletSignature.js"
 
 /** The platform coin; a token's asset is its ticker. */
 export const COIN = "COIN"
@@ -14,6 +15,10 @@ export interface Leg {
   /** Nano-units; positive credits the account, negative debits it. */
   readonly amount: bigint
 }
+
+/** An account as a client sees it: a wallet's address in EIP-55 form (stored lowercase). */
+export const displayAccount = (account: string) =>
+  account.startsWith("wallet:") ? `wallet:${checksumAddress(account.slice("wallet:".length))}` : account
 
 /** The largest leg the ledger takes (2^62 nano-units, about 4.6e9 coin or tokens). */
 export const MAX_LEG = 2n ** 62n
@@ -93,9 +98,9 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
         const debit = moves.find((l) => l.amount < 0n && !mayGoNegative(l.account)) ?? huge
         return yield* new InsufficientFunds({
           code: debit.asset === COIN ? "INSUFFICIENT_FUNDS" : "INSUFFICIENT_TOKENS",
-          account: debit.account,
+          account: displayAccount(debit.account),
           asset: debit.asset,
-          detail: `${debit.account} holds too little ${debit.asset}`
+          detail: `${displayAccount(debit.account)} holds too little ${debit.asset}`
         })
       }
       const now = yield* Clock.currentTimeMillis
@@ -113,9 +118,9 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
         if (after < 0n && !mayGoNegative(row.account)) {
           return yield* new InsufficientFunds({
             code: row.asset === COIN ? "INSUFFICIENT_FUNDS" : "INSUFFICIENT_TOKENS",
-            account: row.account,
+            account: displayAccount(row.account),
             asset: row.asset,
-            detail: `${row.account} holds too little ${row.asset}`
+            detail: `${displayAccount(row.account)} holds too little ${row.asset}`
           })
         }
         balances.set(`${row.account}\u0000${row.asset}`, after)

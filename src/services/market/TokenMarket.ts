@@ -113,7 +113,7 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
               new AgentNotTrading({
                 code: "AGENT_NOT_TRADING",
                 ticker,
-                status,
+                agent_status: status,
                 detail: `${ticker} is ${status}: its token does not trade`
               })
             )
