@@ -249,6 +249,9 @@ export const bodyLimitMiddleware =
         })
       const early = watch.refusal()
       if (early !== undefined) return yield* answerRefusal(early)
+      // The usual small body has arrived whole with its headers and was counted and scanned above: no
+      // refusal can follow, so the route runs without the race (a fiber pair per request on the hot paths).
+      if (watch.isComplete()) return yield* app.pipe(HttpIncomingMessage.withMaxBodySize(Option.none()))
       const signal = yield* Deferred.make<void>()
       void watch.refused.then(() => Deferred.unsafeDone(signal, Effect.void))
       // The server runs this chain uninterruptibly; the race must be able to stop its loser, so
