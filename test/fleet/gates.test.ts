@@ -44,6 +44,10 @@ const recorder = () => {
         writes.push(key)
         return store.putIfAbsent(key, bytes)
       },
+      putIfMatch: (key: string, expected: string, bytes: Uint8Array) => {
+        writes.push(key)
+        return store.putIfMatch(key, expected, bytes)
+      },
       delete: (key: string) => {
         writes.push(key)
         return store.delete(key)

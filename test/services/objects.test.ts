@@ -1,6 +1,8 @@
+import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
 import {
@@ -59,6 +61,53 @@ for (const [name, layer] of Object.entries(adapters)) {
         assert.strictEqual(again.head.sha256, sha256Hex("a"))
         const kept = yield* store.get("k/two")
         if (Option.isSome(kept)) assert.strictEqual(text(kept.value.bytes), "a")
+      }).pipe(Effect.provide(layer()))
+    )
+
+    it.effect("putIfMatch replaces only the bytes it was shown; a mismatch or an absent key writes nothing", () =>
+      Effect.gen(function* () {
+        const store = yield* ObjectStore
+        const first = yield* store.put("cas/doc", bytes("v1"))
+        const swapped = yield* store.putIfMatch("cas/doc", first.sha256, bytes("v2"))
+        assert.isTrue(swapped.replaced)
+        assert.strictEqual(Option.getOrThrow(swapped.head).sha256, sha256Hex("v2"))
+        // The old digest no longer matches: the current head is answered, the bytes stay v2.
+        const stale = yield* store.putIfMatch("cas/doc", first.sha256, bytes("v3"))
+        assert.isFalse(stale.replaced)
+        assert.strictEqual(Option.getOrThrow(stale.head).sha256, sha256Hex("v2"))
+        assert.strictEqual(text(Option.getOrThrow(yield* store.get("cas/doc")).bytes), "v2")
+        const absent = yield* store.putIfMatch("cas/none", sha256Hex("v1"), bytes("x"))
+        assert.deepStrictEqual(absent, { replaced: false, head: Option.none() })
+        assert.isTrue(Option.isNone(yield* store.get("cas/none")))
+        assert.deepStrictEqual(
+          (yield* store.list("cas/")).map((h) => h.key),
+          ["cas/doc"]
+        )
+      }).pipe(Effect.provide(layer()))
+    )
+
+    it.effect("compare-and-set races: of 12 writers shown the same digest exactly one wins", () =>
+      Effect.gen(function* () {
+        const store = yield* ObjectStore
+        const base = yield* store.put("cas/race", bytes("base"))
+        const outcomes = yield* Effect.all(
+          Array.from({ length: 12 }, (_, i) => store.putIfMatch("cas/race", base.sha256, bytes(`writer-${i}`))),
+          { concurrency: "unbounded" }
+        )
+        const winners = outcomes.flatMap((outcome, i) => (outcome.replaced ? [i] : []))
+        assert.strictEqual(winners.length, 1)
+        const stored = text(Option.getOrThrow(yield* store.get("cas/race")).bytes)
+        assert.strictEqual(stored, `writer-${winners[0]}`)
+        // Every loser was told what it found instead: the winner's bytes.
+        for (const outcome of outcomes.filter((o) => !o.replaced))
+          assert.strictEqual(Option.getOrThrow(outcome.head).sha256, sha256Hex(stored))
+        // Plain writes and deletes still work around the locks, and leave none behind.
+        yield* store.put("cas/race", bytes("after"))
+        assert.isTrue(yield* store.delete("cas/race"))
+        assert.deepStrictEqual(
+          (yield* store.list("cas/")).map((h) => h.key),
+          []
+        )
       }).pipe(Effect.provide(layer()))
     )
 
@@ -181,6 +230,42 @@ describe("the filesystem adapter", () => {
       yield* store.putIfAbsent("state/x.json", bytes("three"))
       assert.deepStrictEqual(fs.readdirSync(path.join(root, "state")), ["x.json"])
       assert.strictEqual(fs.readFileSync(path.join(root, "state", "x.json"), "utf8"), "two")
+    })
+  )
+
+  it.effect("compare-and-set across processes: of 6 processes shown the same digest exactly one wins", () =>
+    Effect.gen(function* () {
+      const root = fs.mkdtempSync(path.join(os.tmpdir(), "keel-objects-"))
+      const store = yield* Effect.provide(ObjectStore, FsObjectStoreLayer(root))
+      const base = yield* store.put("state/cas.json", bytes("base"))
+      const script = `
+        const { Effect } = await import("effect")
+        const { FsObjectStoreLayer, ObjectStore } = await import("keel")
+        const [root, expected, value] = process.argv.slice(1)
+        const swap = Effect.flatMap(ObjectStore, (s) => s.putIfMatch("state/cas.json", expected, new TextEncoder().encode(value)))
+        const outcome = await Effect.runPromise(Effect.provide(swap, FsObjectStoreLayer(root)))
+        process.stdout.write(String(outcome.replaced))`
+      const cwd = fileURLToPath(new URL("../..", import.meta.url))
+      const runs = yield* Effect.promise(() =>
+        Promise.all(
+          Array.from(
+            { length: 6 },
+            (_, i) =>
+              new Promise<string>((resolve, reject) =>
+                execFile(
+                  process.execPath,
+                  ["--input-type=module", "-e", script, root, base.sha256, `process-${i}`],
+                  { cwd, timeout: 60_000 },
+                  (error, stdout) => (error ? reject(error) : resolve(stdout))
+                )
+              )
+          )
+        )
+      )
+      assert.deepStrictEqual(runs.filter((r) => r === "true").length, 1, runs.join(","))
+      const winner = runs.indexOf("true")
+      assert.strictEqual(fs.readFileSync(path.join(root, "state", "cas.json"), "utf8"), `process-${winner}`)
+      assert.deepStrictEqual(fs.readdirSync(path.join(root, "state")), ["cas.json"])
     })
   )
 })

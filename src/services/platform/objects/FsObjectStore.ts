@@ -7,6 +7,65 @@ import { keyProblem, type ObjectHead, ObjectStore, ObjectStoreError } from "./Ob
 
 /** Temporary files live beside their target (same filesystem, so rename is atomic) under this prefix. */
 const TEMP_PREFIX = ".keel-tmp-"
+/** A key's write lock lives beside it under this prefix (never listed, like temporary files). */
+const LOCK_PREFIX = ".keel-lock-"
+/** A lock older than this whose holder process is gone was left by a crash and is broken. */
+const STALE_LOCK_MILLIS = 10_000
+/** How long a writer waits for a key's lock before failing. */
+const LOCK_WAIT_MILLIS = 30_000
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (cause) {
+    return (cause as { code?: string }).code === "EPERM"
+  }
+}
+
+/**
+ * Runs `critical` holding the write lock of `file`: a lock file created with O_EXCL beside it, holding the
+ * holder's pid. Replacing, comparing-and-replacing and deleting a key take it, so a compare-and-set is
+ * atomic against every other write of the key, in this process or another. The bytes are written to a
+ * temporary file before the lock is taken: it is held for a comparison and a rename only.
+ */
+const withKeyLock = async <A>(file: string, critical: () => Promise<A>): Promise<A> => {
+  const dir = path.dirname(file)
+  const lock = path.join(dir, `${LOCK_PREFIX}${path.basename(file)}`)
+  await fs.mkdir(dir, { recursive: true })
+  const deadline = Date.now() + LOCK_WAIT_MILLIS
+  for (;;) {
+    try {
+      const handle = await fs.open(lock, "wx", 0o600)
+      try {
+        await handle.writeFile(String(process.pid))
+      } finally {
+        await handle.close()
+      }
+      break
+    } catch (cause) {
+      if ((cause as { code?: string }).code !== "EEXIST") throw cause
+      const holder = await fs
+        .readFile(lock, "utf8")
+        .then((text) => ({ pid: Number(text) }))
+        .catch(() => undefined)
+      const stat = await fs.stat(lock).catch(() => undefined)
+      if (holder !== undefined && stat !== undefined && Date.now() - stat.mtimeMs > STALE_LOCK_MILLIS) {
+        if (!Number.isInteger(holder.pid) || holder.pid <= 0 || !isAlive(holder.pid)) {
+          await fs.rm(lock, { force: true })
+          continue
+        }
+      }
+      if (Date.now() > deadline) throw new Error(`timed out waiting for the write lock of ${path.basename(file)}`)
+      await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 8))
+    }
+  }
+  try {
+    return await critical()
+  } finally {
+    await fs.rm(lock, { force: true })
+  }
+}
 
 const failure = (key: string) => (cause: unknown) =>
   new ObjectStoreError({
@@ -88,9 +147,34 @@ export const makeFsObjectStore = (root: string): ObjectStore["Type"] => {
       attempt(key, async () => {
         const file = fileOf(key)
         const temp = await writeTemp(path.dirname(file), bytes)
-        await fs.rename(temp, file)
-        await syncDir(path.dirname(file))
-        return headOf(key, bytes, (await fs.stat(file)).mtimeMs)
+        return withKeyLock(file, async () => {
+          await fs.rename(temp, file)
+          await syncDir(path.dirname(file))
+          return headOf(key, bytes, (await fs.stat(file)).mtimeMs)
+        }).finally(() => fs.rm(temp, { force: true }))
+      }),
+    putIfMatch: (key, expected, bytes) =>
+      attempt(key, async () => {
+        const file = fileOf(key)
+        const temp = await writeTemp(path.dirname(file), bytes)
+        return withKeyLock(file, async () => {
+          const current = await fs.readFile(file).then(
+            (existing) => Option.some(existing),
+            (cause) => {
+              if (isMissing(cause) || (cause as { code?: string }).code === "EISDIR") return Option.none<Buffer>()
+              throw cause
+            }
+          )
+          if (Option.isNone(current) || sha256Hex(current.value) !== expected) {
+            const head = Option.isNone(current)
+              ? Option.none<ObjectHead>()
+              : Option.some(headOf(key, current.value, (await fs.stat(file)).mtimeMs))
+            return { replaced: false, head }
+          }
+          await fs.rename(temp, file)
+          await syncDir(path.dirname(file))
+          return { replaced: true, head: Option.some(headOf(key, bytes, (await fs.stat(file)).mtimeMs)) }
+        }).finally(() => fs.rm(temp, { force: true }))
       }),
     putIfAbsent: (key, bytes) =>
       attempt(key, async () => {
@@ -120,7 +204,7 @@ export const makeFsObjectStore = (root: string): ObjectStore["Type"] => {
             throw cause
           }
           for (const entry of entries) {
-            if (entry.name.startsWith(TEMP_PREFIX)) continue
+            if (entry.name.startsWith(TEMP_PREFIX) || entry.name.startsWith(LOCK_PREFIX)) continue
             const key = `${keyPrefix}${entry.name}`
             // Only descend where keys below could still start with the prefix.
             if (entry.isDirectory() && (prefix.startsWith(`${key}/`) || `${key}/`.startsWith(prefix)))
@@ -137,13 +221,22 @@ export const makeFsObjectStore = (root: string): ObjectStore["Type"] => {
       }),
     delete: (key) =>
       attempt(key, async () => {
+        const file = fileOf(key)
         try {
-          await fs.unlink(fileOf(key))
-          return true
+          await fs.access(path.dirname(file))
         } catch (cause) {
           if (isMissing(cause)) return false
           throw cause
         }
+        return withKeyLock(file, async () => {
+          try {
+            await fs.unlink(file)
+            return true
+          } catch (cause) {
+            if (isMissing(cause)) return false
+            throw cause
+          }
+        })
       })
   }
 }

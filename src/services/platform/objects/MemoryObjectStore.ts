@@ -29,6 +29,13 @@ export const MemoryObjectStoreLayer = Layer.sync(ObjectStore, () => {
           ? { created: true, head: headOf(store(key, bytes, now)) }
           : { created: false, head: headOf(existing) }
       }),
+    putIfMatch: (key, expected, bytes) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const existing = objects.get(key)
+        return existing?.sha256 === expected
+          ? { replaced: true, head: Option.some(headOf(store(key, bytes, now))) }
+          : { replaced: false, head: Option.map(Option.fromNullable(existing), headOf) }
+      }),
     list: (prefix) =>
       Effect.sync(() =>
         [...objects.values()]

@@ -44,6 +44,16 @@ export class ObjectStore extends Context.Tag("platform/ObjectStore")<
       key: string,
       bytes: Uint8Array
     ) => Effect.Effect<{ readonly created: boolean; readonly head: ObjectHead }, ObjectStoreError>
+    /**
+     * Replaces the object only while its SHA-256 is `expected` (S3's `If-Match`): atomically against every
+     * other write of the same key. On a mismatch (or when the object is absent) nothing is written and the
+     * current head is answered, so the caller can say what it found.
+     */
+    readonly putIfMatch: (
+      key: string,
+      expected: string,
+      bytes: Uint8Array
+    ) => Effect.Effect<{ readonly replaced: boolean; readonly head: Option.Option<ObjectHead> }, ObjectStoreError>
     /** Heads of every object whose key starts with `prefix`, in key order. */
     readonly list: (prefix: string) => Effect.Effect<ReadonlyArray<ObjectHead>, ObjectStoreError>
     /** Whether something was deleted. */

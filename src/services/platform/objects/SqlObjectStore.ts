@@ -75,6 +75,18 @@ export const SqlObjectStoreLayer = Layer.effect(
           const existing = yield* sql<ObjectRow>`SELECT key, size, sha256, modified_at FROM objects WHERE key = ${key}`
           return { created: false, head: toHead(existing[0]!) }
         }).pipe(guard(key)),
+      putIfMatch: (key, expected, bytes) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const values = row(key, bytes, now)
+          // One statement: the comparison and the write cannot be separated by another writer.
+          const replaced = yield* sql<{ key: string }>`UPDATE objects SET body = ${values.body}, size = ${values.size},
+            sha256 = ${values.sha256}, modified_at = ${values.modified_at}
+            WHERE key = ${key} AND sha256 = ${expected} RETURNING key`
+          if (replaced.length > 0) return { replaced: true, head: Option.some(toHead(values)) }
+          const current = yield* sql<ObjectRow>`SELECT key, size, sha256, modified_at FROM objects WHERE key = ${key}`
+          return { replaced: false, head: Option.map(Option.fromNullable(current[0]), toHead) }
+        }).pipe(guard(key)),
       list: (prefix) =>
         sql<ObjectRow>`SELECT key, size, sha256, modified_at FROM objects WHERE key LIKE ${likePrefix(prefix)} ESCAPE '\\'
           ORDER BY key`.pipe(
