@@ -70,6 +70,7 @@ export * from "./services/fleet/beacon/ServiceManager.js"
 // Fleet services
 export * from "./services/fleet/Channels.js"
 export * from "./services/fleet/gates/Gates.js"
+export * from "./services/fleet/grants/ActionAuthority.js"
 export * from "./services/fleet/grants/Errors.js"
 export * from "./services/fleet/grants/GrantIssuer.js"
 export * from "./services/fleet/janitor/BackupTwins.js"

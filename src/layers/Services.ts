@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
+import { ActionAuthority } from "../services/fleet/grants/ActionAuthority.js"
 import { GrantIssuer } from "../services/fleet/grants/GrantIssuer.js"
 import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
 import { Overview } from "../services/fleet/overview/Overview.js"
@@ -76,6 +77,7 @@ export const DomainServices = Layer.mergeAll(
   Overview.Default
 ).pipe(
   Layer.provideMerge(JobQueue.Default),
+  Layer.provideMerge(ActionAuthority.Default),
   Layer.provideMerge(FleetRegistry.Default),
   Layer.provideMerge(ObjectGateway.Default),
   Layer.provideMerge(Retriever.Default),

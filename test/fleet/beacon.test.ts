@@ -185,7 +185,7 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
         assert.strictEqual(invalid.status, 400)
         assert.strictEqual(invalid.body.code, "BEACON_INVALID")
         const ghost = yield* vault.createGrant({
-          consumer: "beacon-ghost",
+          consumer: "beacon-forge-1",
           actions: ["host-health-write"],
           items: [],
           hosts: ["ghost"],
@@ -195,6 +195,18 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
         const unknown = yield* put({ bearer: ghostToken, body: beacon("ghost", "2026-11-23T12:00:00.000Z") })
         assert.strictEqual(unknown.status, 400)
         assert.strictEqual(unknown.body.code, "UNKNOWN_HOST")
+        // A grant that carries the action is not enough: the registry must list its consumer under it.
+        const stranger = yield* vault.createGrant({
+          consumer: "beacon-stranger",
+          actions: ["host-health-write"],
+          items: [],
+          hosts: ["forge-2"],
+          ttlMillis: 3_600_000
+        })
+        const strangerToken = (yield* vault.exchange(stranger.credential)).token
+        const notHeld = yield* put({ bearer: strangerToken, body: beacon("forge-2", "2026-11-23T12:00:00.000Z") })
+        assert.strictEqual(notHeld.status, 403)
+        assert.strictEqual(notHeld.body.code, "ACTION_NOT_HELD")
         const ok = yield* put({ bearer: token, body: beacon("forge-2", "2026-11-23T12:00:00.000Z") })
         assert.strictEqual(ok.status, 200)
       })

@@ -1,16 +1,24 @@
+import * as fs from "node:fs"
 import * as Http from "node:http"
+import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import {
+  ActionAuthority,
   Agents,
   AppTest,
   checksumAddress,
   Database,
   errorClasses,
+  FleetRegistry,
   Health,
+  HostHealth,
+  ObjectGateway,
+  ObjectStore,
+  ObjectStoreError,
   PLATFORM_CODES,
   problemType,
   type SurfaceName,
@@ -201,11 +209,17 @@ const beacon = (host: string, reportedAt: string) => ({
 })
 
 /** A vault token whose grant allows `actions` on `hosts` and reads of `items`. */
-const tokenFor = (grant: { actions?: Array<string>; hosts?: Array<string>; items?: Array<string> }) =>
+const tokenFor = (grant: {
+  actions?: Array<string>
+  hosts?: Array<string>
+  items?: Array<string>
+  /** A consumer the example registry lists under host-health-write by default. */
+  consumer?: string
+}) =>
   Effect.gen(function* () {
     const vault = yield* Vault
     const { credential } = yield* vault.createGrant({
-      consumer: "walk",
+      consumer: grant.consumer ?? "beacon-forge-2",
       actions: grant.actions ?? [],
       items: grant.items ?? [],
       hosts: grant.hosts ?? [],
@@ -423,6 +437,13 @@ layer(
       yield* c(put(token, beacon("forge-2", "yesterday")), 400, "BEACON_INVALID")
       const ghost = yield* tokenFor({ actions: ["host-health-write"], hosts: ["ghost"] })
       yield* c(put(ghost.token, beacon("ghost", "2026-11-23T10:00:00.000Z")), 400, "UNKNOWN_HOST")
+      const stranger = yield* tokenFor({ actions: ["host-health-write"], hosts: ["forge-2"], consumer: "walk" })
+      const notHeld = yield* c(
+        put(stranger.token, beacon("forge-2", "2026-11-23T10:00:00.000Z")),
+        403,
+        "ACTION_NOT_HELD"
+      )
+      assert.strictEqual(notHeld.body.action, "host-health-write")
       const stored = yield* exchange(yield* serverPort, put(token, beacon("forge-2", "2026-11-23T11:00:00.000Z")))
       assert.strictEqual(stored.status, 200)
       yield* c(put(token, beacon("forge-2", "2026-11-23T10:30:00.000Z")), 409, "BEACON_STALE")
@@ -470,16 +491,45 @@ describe("a server whose dependencies fail", () => {
       info: () => Effect.die(new Error("unavailable"))
     })
   )
+  const refuse = (key: string) =>
+    Effect.fail(new ObjectStoreError({ code: "OBJECT_STORE_ERROR", key, detail: "ENOSPC: no space left on device" }))
+  // Reads find nothing and every write fails: the beacon cannot be stored, no registry snapshot is kept.
+  const FullDisk = Layer.succeed(ObjectStore, {
+    scheme: "full",
+    get: () => Effect.succeed(Option.none()),
+    head: () => Effect.succeed(Option.none()),
+    put: refuse,
+    putIfAbsent: refuse,
+    putIfMatch: refuse,
+    list: () => Effect.succeed([]),
+    delete: refuse
+  })
+  const registryCopy = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "keel-walk-")), "registry.yml")
+  fs.copyFileSync(path.join(root, "examples", "registry.yml"), registryCopy)
+  const dataDir = registryDir().dir
+  // Fresh layers: the same layer value is otherwise built once per graph, and the base graph has these.
+  const FleetOnFullDisk = Layer.fresh(HostHealth.Default).pipe(
+    Layer.provideMerge(Layer.fresh(ActionAuthority.Default)),
+    Layer.provideMerge(Layer.fresh(FleetRegistry.Default)),
+    Layer.provide(Layer.fresh(ObjectGateway.Default).pipe(Layer.provide(FullDisk)))
+  )
+  // One application graph, with the broken parts laid over it.
+  const base = AppTest({ dataDir })
+  const app = Layer.mergeAll(
+    base,
+    Health.Default.pipe(Layer.provide(BrokenDatabase)),
+    FleetOnFullDisk.pipe(Layer.provide(base))
+  )
   layer(
     HttpTest({
-      settings: { dataDir: registryDir().dir },
-      app: Layer.merge(AppTest({ dataDir: registryDir().dir }), Health.Default.pipe(Layer.provide(BrokenDatabase))),
-      // No admin tokens and a registry that cannot be read.
-      env: { KEEL_REGISTRY: path.join(root, "no-such-registry.yml") }
+      settings: { dataDir },
+      app,
+      // No admin tokens; a registry file the test removes halfway.
+      env: { KEEL_REGISTRY: registryCopy }
     }),
     { timeout: "60 seconds", excludeTestServices: true }
-  )("health, the readout and the beacon store", (it) => {
-    it.effect("UNHEALTHY, ADMIN_TOKENS_NOT_CONFIGURED, BEACON_STORE_FAILED", () =>
+  )("health, the readout, the beacon store and the registry", (it) => {
+    it.effect("UNHEALTHY, ADMIN_TOKENS_NOT_CONFIGURED, BEACON_STORE_FAILED, REGISTRY_UNAVAILABLE", () =>
       Effect.gen(function* () {
         yield* expectProblem("groundtruth", "/health", { method: "GET", url: "/health" }, 503, "UNHEALTHY")
         yield* expectProblem("product", "/api/health", { method: "GET", url: "/api/health" }, 503, "UNHEALTHY")
@@ -490,19 +540,21 @@ describe("a server whose dependencies fail", () => {
           401,
           "ADMIN_TOKENS_NOT_CONFIGURED"
         )
-        const { token } = yield* tokenFor({ actions: ["host-health-write"], hosts: ["forge-1"] })
-        yield* expectProblem(
-          "controlplane",
-          "/api/host-health",
-          {
-            method: "PUT",
-            url: "/api/host-health",
-            headers: bearer(token),
-            body: json(beacon("forge-1", "2026-11-23T10:00:00.000Z"))
-          },
-          503,
-          "BEACON_STORE_FAILED"
-        )
+        const { token } = yield* tokenFor({
+          actions: ["host-health-write"],
+          hosts: ["forge-1"],
+          consumer: "beacon-forge-1"
+        })
+        const put = {
+          method: "PUT",
+          url: "/api/host-health",
+          headers: bearer(token),
+          body: json(beacon("forge-1", "2026-11-23T10:00:00.000Z"))
+        }
+        yield* expectProblem("controlplane", "/api/host-health", put, 503, "BEACON_STORE_FAILED")
+        // Without the registry (and with no snapshot of it) nobody can be authorized: fail closed.
+        fs.rmSync(registryCopy)
+        yield* expectProblem("controlplane", "/api/host-health", put, 503, "REGISTRY_UNAVAILABLE")
       })
     )
   })

@@ -1,6 +1,7 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { BeaconInvalid, BeaconStale, BeaconStoreFailed } from "../../services/fleet/beacon/HostHealth.js"
+import { ActionNotHeld, AuthorityUnavailable } from "../../services/fleet/grants/ActionAuthority.js"
 import { VaultDenied, VaultForbidden } from "../../services/platform/vault/Vault.js"
 import { problemOpenApi } from "../ProblemContract.js"
 
@@ -22,10 +23,13 @@ export class HostHealthApi extends HttpApiGroup.make("hostHealth")
       .addError(BeaconStoreFailed)
       .addError(VaultDenied)
       .addError(VaultForbidden)
+      .addError(ActionNotHeld)
+      .addError(AuthorityUnavailable)
       .annotate(
         OpenApi.Description,
         "Stores a host-health beacon at host_health/<host>.json. Bearer token from the vault, scoped to " +
-          "host-health-write for that host; an older beacon than the stored one is 409."
+          "host-health-write for that host, of a consumer the registry lists under actions.host-health-write; " +
+          "an older beacon than the stored one is 409."
       )
   )
   .annotate(OpenApi.Title, "Host health") {}

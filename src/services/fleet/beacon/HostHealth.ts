@@ -2,7 +2,8 @@ import { HttpApiSchema } from "@effect/platform"
 import { Clock, Config, Duration, Effect, Option, type ParseResult, Schema } from "effect"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { formatIssues } from "../../platform/Validation.js"
-import { Vault, VaultForbidden } from "../../platform/vault/Vault.js"
+import { VaultForbidden } from "../../platform/vault/Vault.js"
+import { ActionAuthority } from "../grants/ActionAuthority.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import { beaconKey, HostBeacon } from "./Beacon.js"
 
@@ -38,12 +39,13 @@ export interface StoredBeacon {
 
 /**
  * The control plane's side of beacons: a token from the vault scoped to `host-health-write` for the
- * beacon's own host, a document that validates and names a registry target, and an atomic write that
- * never rolls a newer beacon back.
+ * beacon's own host, held by a consumer the registry lists under that action (ActionAuthority), a
+ * document that validates and names a registry target, and an atomic write that never rolls a newer
+ * beacon back.
  */
 export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth", {
   effect: Effect.gen(function* () {
-    const vault = yield* Vault
+    const authority = yield* ActionAuthority
     const objects = yield* ObjectGateway
     const registry = yield* FleetRegistry
     // A beacon may be this far ahead of the control plane's clock (hosts' clocks drift); further is refused.
@@ -51,9 +53,9 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
       yield* Config.duration("KEEL_BEACON_MAX_SKEW").pipe(Config.withDefault(Duration.minutes(5)))
     )
 
-    const store = Effect.fn("HostHealth.store")(function* (token: string, body: unknown) {
+    const store = Effect.fn("HostHealth.store")(function* (token: string | undefined, body: unknown) {
       // Credentials first: an unauthenticated caller learns nothing about what a valid beacon is.
-      const grant = yield* vault.authorize(token, { action: "host-health-write" })
+      const grant = yield* authority.authorize(token, { action: "host-health-write" })
       const beacon = yield* Schema.decodeUnknown(HostBeacon, { errors: "all", onExcessProperty: "error" })(body).pipe(
         Effect.mapError(
           (error: ParseResult.ParseError) =>
@@ -63,7 +65,7 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
       if (!grant.hosts.includes(beacon.host)) {
         // Asking the vault again for this host records the refusal in its audit log (access_refused:
         // consumer, grant, the host; never the token), like every other refusal of a valid token.
-        yield* vault.authorize(token, { action: "host-health-write", host: beacon.host })
+        yield* authority.authorize(token, { action: "host-health-write", host: beacon.host })
         return yield* new VaultForbidden({
           code: "VAULT_FORBIDDEN",
           detail: `this token may write the health of ${grant.hosts.join(", ") || "no host"}, not ${beacon.host}`
