@@ -501,6 +501,8 @@ describe("a server whose dependencies fail", () => {
     put: refuse,
     putIfAbsent: refuse,
     putIfMatch: refuse,
+    write: (key) => refuse(key),
+    read: () => Effect.succeed(Option.none()),
     list: () => Effect.succeed([]),
     delete: refuse
   })

@@ -4,7 +4,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer, Option } from "effect"
+import { ConfigProvider, Effect, Layer, Option, Stream } from "effect"
 import {
   FsObjectStoreLayer,
   keyProblem,
@@ -107,6 +107,41 @@ for (const [name, layer] of Object.entries(adapters)) {
         assert.deepStrictEqual(
           (yield* store.list("cas/")).map((h) => h.key),
           []
+        )
+      }).pipe(Effect.provide(layer()))
+    )
+
+    it.effect("write streams a body under a condition; read streams it back", () =>
+      Effect.gen(function* () {
+        const store = yield* ObjectStore
+        const chunks = (...parts: Array<string>) => Stream.fromIterable(parts.map(bytes))
+        const all = (body: Stream.Stream<Uint8Array, unknown>) =>
+          Effect.map(Stream.runCollect(body), (c) => [...c].map(text).join(""))
+        const first = yield* store.write("w/doc", chunks("he", "llo"), { kind: "always" })
+        assert.isTrue(first.written)
+        assert.strictEqual(Option.getOrThrow(first.head).sha256, sha256Hex("hello"))
+        assert.strictEqual(Option.getOrThrow(first.head).size, 5)
+        const read = Option.getOrThrow(yield* store.read("w/doc"))
+        assert.strictEqual(read.head.sha256, sha256Hex("hello"))
+        assert.strictEqual(yield* all(read.body), "hello")
+        // Create-only: refused while the key exists, with the existing head.
+        const again = yield* store.write("w/doc", chunks("other"), { kind: "absent" })
+        assert.isFalse(again.written)
+        assert.strictEqual(Option.getOrThrow(again.head).sha256, sha256Hex("hello"))
+        // Compare-and-set: a stale digest writes nothing; the current one replaces.
+        const stale = yield* store.write("w/doc", chunks("x"), { kind: "match", sha256: sha256Hex("nope") })
+        assert.isFalse(stale.written)
+        const swapped = yield* store.write("w/doc", chunks("wor", "ld"), { kind: "match", sha256: sha256Hex("hello") })
+        assert.isTrue(swapped.written)
+        assert.strictEqual(yield* all(Option.getOrThrow(yield* store.read("w/doc")).body), "world")
+        assert.isTrue(Option.isNone(yield* store.read("w/none")))
+        // A body that fails midway stores nothing and leaves no trace.
+        const broken = Stream.concat(chunks("partial"), Stream.fail("connection reset" as const))
+        assert.strictEqual(yield* Effect.flip(store.write("w/broken", broken, { kind: "always" })), "connection reset")
+        assert.isTrue(Option.isNone(yield* store.head("w/broken")))
+        assert.deepStrictEqual(
+          (yield* store.list("w/")).map((h) => h.key),
+          ["w/doc"]
         )
       }).pipe(Effect.provide(layer()))
     )

@@ -1,9 +1,9 @@
-import { randomBytes } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { Effect, Layer, Option } from "effect"
+import { Chunk, Effect, Layer, Option, Stream } from "effect"
 import { sha256Hex } from "../Digest.js"
-import { keyProblem, type ObjectHead, ObjectStore, ObjectStoreError } from "./ObjectStore.js"
+import { keyProblem, type ObjectHead, ObjectStore, ObjectStoreError, type WriteCondition } from "./ObjectStore.js"
 
 /** Temporary files live beside their target (same filesystem, so rename is atomic) under this prefix. */
 const TEMP_PREFIX = ".keel-tmp-"
@@ -94,6 +94,36 @@ const writeTemp = async (dir: string, bytes: Uint8Array) => {
   return temp
 }
 
+const READ_CHUNK = 1024 * 1024
+
+/** Size and SHA-256 of an open file, read in 1 MiB chunks (never the whole file in memory). */
+const digestOf = async (handle: fs.FileHandle) => {
+  const hash = createHash("sha256")
+  const buffer = Buffer.allocUnsafe(READ_CHUNK)
+  let size = 0
+  for (;;) {
+    const { bytesRead } = await handle.read(buffer, 0, READ_CHUNK, size)
+    if (bytesRead === 0) break
+    hash.update(buffer.subarray(0, bytesRead))
+    size += bytesRead
+  }
+  return { size, sha256: hash.digest("hex") }
+}
+
+/** Opens a regular file for reading; undefined when it is absent (or not a regular file). */
+const openExisting = async (file: string) => {
+  try {
+    const handle = await fs.open(file, "r")
+    const stat = await handle.stat()
+    if (stat.isFile()) return { handle, stat }
+    await handle.close()
+    return undefined
+  } catch (cause) {
+    if (isMissing(cause) || (cause as { code?: string }).code === "EISDIR") return undefined
+    throw cause
+  }
+}
+
 /** Makes a rename or link in `dir` durable. */
 const syncDir = async (dir: string) => {
   const handle = await fs.open(dir, "r")
@@ -122,6 +152,51 @@ export const makeFsObjectStore = (root: string): ObjectStore["Type"] => {
   })
   const attempt = <A>(key: string, run: () => Promise<A>) => Effect.tryPromise({ try: run, catch: failure(key) })
 
+  /** A file's head, hashed as it is read: a large object never sits in memory. */
+  const fileHead = async (key: string, file: string): Promise<Option.Option<ObjectHead>> => {
+    const opened = await openExisting(file)
+    if (opened === undefined) return Option.none()
+    try {
+      const { size, sha256 } = await digestOf(opened.handle)
+      return Option.some({ key, size, sha256, modifiedAt: opened.stat.mtimeMs })
+    } finally {
+      await opened.handle.close()
+    }
+  }
+
+  /** Stores the temporary file `temp` (of `head`'s bytes) at `file` when `condition` allows. */
+  const commit = async (
+    key: string,
+    file: string,
+    temp: string,
+    condition: WriteCondition,
+    size: number,
+    sha256: string
+  ) => {
+    const written = async () => {
+      await syncDir(path.dirname(file))
+      return { written: true, head: Option.some({ key, size, sha256, modifiedAt: (await fs.stat(file)).mtimeMs }) }
+    }
+    if (condition.kind === "absent") {
+      try {
+        await fs.link(temp, file)
+        return await written()
+      } catch (cause) {
+        if ((cause as { code?: string }).code !== "EEXIST") throw cause
+        return { written: false, head: await fileHead(key, file) }
+      }
+    }
+    return withKeyLock(file, async () => {
+      if (condition.kind === "match") {
+        const current = await fileHead(key, file)
+        if (Option.isNone(current) || current.value.sha256 !== condition.sha256)
+          return { written: false, head: current }
+      }
+      await fs.rename(temp, file)
+      return written()
+    })
+  }
+
   const get = (key: string) =>
     attempt(key, async () => {
       const file = fileOf(key)
@@ -138,11 +213,7 @@ export const makeFsObjectStore = (root: string): ObjectStore["Type"] => {
   return {
     scheme: "fs",
     get,
-    head: (key) =>
-      Effect.map(
-        get(key),
-        Option.map(({ bytes: _bytes, ...head }) => head)
-      ),
+    head: (key) => attempt(key, () => fileHead(key, fileOf(key))),
     put: (key, bytes) =>
       attempt(key, async () => {
         const file = fileOf(key)
@@ -210,14 +281,67 @@ export const makeFsObjectStore = (root: string): ObjectStore["Type"] => {
             if (entry.isDirectory() && (prefix.startsWith(`${key}/`) || `${key}/`.startsWith(prefix)))
               await walk(path.join(dir, entry.name), `${key}/`)
             else if (entry.isFile() && key.startsWith(prefix)) {
-              const file = path.join(dir, entry.name)
-              const bytes = await fs.readFile(file)
-              heads.push(headOf(key, bytes, (await fs.stat(file)).mtimeMs))
+              const head = await fileHead(key, path.join(dir, entry.name))
+              if (Option.isSome(head)) heads.push(head.value)
             }
           }
         }
         await walk(root, "")
         return heads.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+      }),
+    write: (key, body, condition) =>
+      Effect.gen(function* () {
+        const file = yield* attempt(key, async () => fileOf(key))
+        const dir = path.dirname(file)
+        yield* attempt(key, () => fs.mkdir(dir, { recursive: true }))
+        const temp = path.join(dir, `${TEMP_PREFIX}${randomBytes(8).toString("hex")}`)
+        return yield* Effect.acquireUseRelease(
+          attempt(key, () => fs.open(temp, "wx", 0o644)),
+          (handle) =>
+            Effect.gen(function* () {
+              // The body goes to the temporary file chunk by chunk, hashed on the way.
+              const hash = createHash("sha256")
+              let size = 0
+              yield* Stream.runForEach(body, (chunk) =>
+                attempt(key, async () => {
+                  hash.update(chunk)
+                  size += chunk.byteLength
+                  await handle.write(chunk)
+                })
+              )
+              yield* attempt(key, () => handle.sync())
+              yield* attempt(key, () => handle.close())
+              const sha256 = hash.digest("hex")
+              return yield* attempt(key, () => commit(key, file, temp, condition, size, sha256))
+            }),
+          (handle) =>
+            Effect.promise(async () => {
+              await handle.close().catch(() => undefined)
+              await fs.rm(temp, { force: true })
+            })
+        )
+      }),
+    read: (key) =>
+      attempt(key, async () => {
+        const opened = await openExisting(fileOf(key))
+        if (opened === undefined) return Option.none()
+        const { size, sha256 } = await digestOf(opened.handle).catch(async (cause) => {
+          await opened.handle.close()
+          throw cause
+        })
+        const head: ObjectHead = { key, size, sha256, modifiedAt: opened.stat.mtimeMs }
+        // The stream reads the same open file (a rename over the key does not change what it reads).
+        let offset = 0
+        const body = Stream.paginateChunkEffect(undefined, () =>
+          attempt(key, async () => {
+            const buffer = Buffer.allocUnsafe(READ_CHUNK)
+            const { bytesRead } = await opened.handle.read(buffer, 0, READ_CHUNK, offset)
+            offset += bytesRead
+            const chunk = Chunk.of(new Uint8Array(buffer.buffer, buffer.byteOffset, bytesRead))
+            return bytesRead === 0 ? [Chunk.empty<Uint8Array>(), Option.none()] : [chunk, Option.some(undefined)]
+          })
+        ).pipe(Stream.ensuring(Effect.promise(() => opened.handle.close())))
+        return Option.some({ head, body })
       }),
     delete: (key) =>
       attempt(key, async () => {

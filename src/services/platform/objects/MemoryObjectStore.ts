@@ -1,6 +1,6 @@
 import { Clock, Effect, Layer, Option } from "effect"
 import { sha256Hex } from "../Digest.js"
-import { ObjectStore, type StoredObject } from "./ObjectStore.js"
+import { bytesRead, collectingWrite, ObjectStore, type StoredObject } from "./ObjectStore.js"
 
 /** Objects in a Map: for tests and embedders that want nothing on disk. */
 export const MemoryObjectStoreLayer = Layer.sync(ObjectStore, () => {
@@ -17,7 +17,7 @@ export const MemoryObjectStoreLayer = Layer.sync(ObjectStore, () => {
     return stored
   }
   const headOf = ({ bytes: _bytes, ...head }: StoredObject) => head
-  return {
+  const base = {
     scheme: "memory",
     get: (key) => Effect.sync(() => Option.fromNullable(objects.get(key))),
     head: (key) => Effect.sync(() => Option.map(Option.fromNullable(objects.get(key)), headOf)),
@@ -43,6 +43,7 @@ export const MemoryObjectStoreLayer = Layer.sync(ObjectStore, () => {
           .sort((a, b) => (a.key < b.key ? -1 : 1))
           .map(headOf)
       ),
-    delete: (key) => Effect.sync(() => objects.delete(key))
-  }
+    delete: (key: string) => Effect.sync(() => objects.delete(key))
+  } satisfies Omit<ObjectStore["Type"], "write" | "read">
+  return { ...base, write: collectingWrite(base), read: bytesRead(base) }
 })

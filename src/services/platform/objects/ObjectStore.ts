@@ -1,5 +1,5 @@
 import { HttpApiSchema } from "@effect/platform"
-import { Context, Effect, type Option, Schema } from "effect"
+import { Chunk, Context, Effect, Option, Schema, Stream } from "effect"
 
 export interface ObjectHead {
   readonly key: string
@@ -11,6 +11,28 @@ export interface ObjectHead {
 
 export interface StoredObject extends ObjectHead {
   readonly bytes: Uint8Array
+}
+
+/**
+ * When a streamed write may happen: always, only while the key is absent (S3 `If-None-Match: *`), or only
+ * while the object's SHA-256 is the one given (S3 `If-Match`).
+ */
+export type WriteCondition =
+  | { readonly kind: "always" }
+  | { readonly kind: "absent" }
+  | { readonly kind: "match"; readonly sha256: string }
+
+export interface WriteOutcome {
+  /** Whether the bytes were stored. */
+  readonly written: boolean
+  /** The object's head after the call: the new one when written, else the one that stopped the write. */
+  readonly head: Option.Option<ObjectHead>
+}
+
+/** An object to read as a stream: its head and its bytes (read once). */
+export interface ObjectBody {
+  readonly head: ObjectHead
+  readonly body: Stream.Stream<Uint8Array, ObjectStoreError>
 }
 
 /** The backend failed (I/O, database); the key says where. */
@@ -54,6 +76,17 @@ export class ObjectStore extends Context.Tag("platform/ObjectStore")<
       expected: string,
       bytes: Uint8Array
     ) => Effect.Effect<{ readonly replaced: boolean; readonly head: Option.Option<ObjectHead> }, ObjectStoreError>
+    /**
+     * Writes a streamed body under a condition. The `fs` adapter never holds the body in memory (it is
+     * written to a temporary file, hashed on the way); the others collect it.
+     */
+    readonly write: <E>(
+      key: string,
+      body: Stream.Stream<Uint8Array, E>,
+      condition: WriteCondition
+    ) => Effect.Effect<WriteOutcome, ObjectStoreError | E>
+    /** Reads an object as a stream (the `fs` adapter reads from the file as the stream is pulled). */
+    readonly read: (key: string) => Effect.Effect<Option.Option<ObjectBody>, ObjectStoreError>
     /** Heads of every object whose key starts with `prefix`, in key order. */
     readonly list: (prefix: string) => Effect.Effect<ReadonlyArray<ObjectHead>, ObjectStoreError>
     /** Whether something was deleted. */
@@ -90,3 +123,40 @@ export const checkKey = (key: string): Effect.Effect<string, InvalidObjectKey> =
     ? Effect.succeed(key)
     : Effect.fail(new InvalidObjectKey({ code: "INVALID_OBJECT_KEY", key, detail: problem }))
 }
+
+type BytesStore = Pick<ObjectStore["Type"], "get" | "put" | "putIfAbsent" | "putIfMatch">
+
+/** `write` for adapters that hold bytes anyway (sql, memory): collect the body, then the matching write. */
+export const collectingWrite =
+  (store: BytesStore): ObjectStore["Type"]["write"] =>
+  (key, body, condition) =>
+    Effect.gen(function* () {
+      const chunks = yield* Stream.runCollect(body)
+      const bytes = new Uint8Array(Chunk.reduce(chunks, 0, (n, c) => n + c.byteLength))
+      let at = 0
+      for (const chunk of chunks) {
+        bytes.set(chunk, at)
+        at += chunk.byteLength
+      }
+      switch (condition.kind) {
+        case "always":
+          return { written: true, head: Option.some(yield* store.put(key, bytes)) }
+        case "absent": {
+          const { created, head } = yield* store.putIfAbsent(key, bytes)
+          return { written: created, head: Option.some(head) }
+        }
+        case "match": {
+          const { replaced, head } = yield* store.putIfMatch(key, condition.sha256, bytes)
+          return { written: replaced, head }
+        }
+      }
+    })
+
+/** `read` for adapters that hold bytes anyway: the stored bytes as a one-chunk stream. */
+export const bytesRead =
+  (store: Pick<ObjectStore["Type"], "get">): ObjectStore["Type"]["read"] =>
+  (key) =>
+    Effect.map(
+      store.get(key),
+      Option.map(({ bytes, ...head }) => ({ head, body: Stream.succeed(bytes) }))
+    )

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Layer, Option } from "effect"
 import { sha256Hex } from "../Digest.js"
-import { type ObjectHead, ObjectStore, ObjectStoreError } from "./ObjectStore.js"
+import { bytesRead, collectingWrite, type ObjectHead, ObjectStore, ObjectStoreError } from "./ObjectStore.js"
 
 interface ObjectRow {
   readonly key: string
@@ -39,7 +39,7 @@ export const SqlObjectStoreLayer = Layer.effect(
       sha256: sha256Hex(bytes),
       modified_at: now
     })
-    return {
+    const base = {
       scheme: "sql",
       get: (key) =>
         sql<
@@ -93,11 +93,12 @@ export const SqlObjectStoreLayer = Layer.effect(
           Effect.map((rows) => rows.map(toHead)),
           guard(prefix)
         ),
-      delete: (key) =>
+      delete: (key: string) =>
         sql<{ key: string }>`DELETE FROM objects WHERE key = ${key} RETURNING key`.pipe(
           Effect.map((rows) => rows.length > 0),
           guard(key)
         )
-    }
+    } satisfies Omit<ObjectStore["Type"], "write" | "read">
+    return { ...base, write: collectingWrite(base), read: bytesRead(base) }
   })
 )
