@@ -100,7 +100,8 @@ const watchBody = (
   const drained = new Promise<boolean>((resolve) => {
     resolveDrained = resolve
   })
-  const scan = makeJsonDepthScanner(maxDepth)
+  // A route that does not take JSON (maxDepth infinite) has nothing to scan.
+  const scan = Number.isFinite(maxDepth) ? makeJsonDepthScanner(maxDepth) : () => false
   // Node ends the request stream once the parser has seen the whole message: it may already have.
   let ended = req.complete
   let refusal: Refusal | undefined
@@ -196,6 +197,11 @@ const isFormEncoded = (contentType: string | undefined) => {
 export interface BodyGuardOptions {
   /** The deepest JSON nesting a body may have; MAX_JSON_DEPTH (64) by default. */
   readonly maxJsonDepth?: number
+  /**
+   * Whether the route at a path takes JSON (all by default). A route that takes raw bytes (the object API)
+   * has its size counted but is neither scanned for nesting nor refused for a form Content-Type.
+   */
+  readonly isJson?: (path: string) => boolean
 }
 
 /**
@@ -217,13 +223,15 @@ export const bodyLimitMiddleware =
   <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const limit = typeof limitFor === "number" ? limitFor : limitFor(request.url.split("?")[0] ?? request.url)
-      const maxDepth = options.maxJsonDepth ?? MAX_JSON_DEPTH
+      const path = request.url.split("?")[0] ?? request.url
+      const limit = typeof limitFor === "number" ? limitFor : limitFor(path)
+      const json = options.isJson?.(path) ?? true
+      const maxDepth = json ? (options.maxJsonDepth ?? MAX_JSON_DEPTH) : Number.POSITIVE_INFINITY
       const lengthHeader = request.headers["content-length"]
       const chunked = request.headers["transfer-encoding"] !== undefined
       const declared = lengthHeader === undefined ? 0 : Number(lengthHeader)
       const hasBody = chunked || declared > 0
-      const formEncoded = isFormEncoded(request.headers["content-type"])
+      const formEncoded = json && isFormEncoded(request.headers["content-type"])
       // No body at all (Node frames a Content-Length body exactly): nothing to guard, except a form
       // encoding on a method that takes a body (the multipart reader would wait forever for it).
       if (!hasBody) {

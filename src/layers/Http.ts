@@ -12,12 +12,12 @@ import {
   type Path
 } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Duration, Effect, Layer, Option } from "effect"
+import { Config, Duration, Effect, Layer, Option } from "effect"
 import { bodyLimitMiddleware } from "../http/BodyLimit.js"
 import { installClientErrorAnswer } from "../http/ClientError.js"
 import { CORS_ROUTES, type CorsOrigins, corsMiddleware, corsOriginsFromConfig } from "../http/Cors.js"
 import { ControlPlaneApi } from "../http/controlplane/Api.js"
-import { HostHealthLive } from "../http/controlplane/Http.js"
+import { HostHealthLive, ObjectsLive } from "../http/controlplane/Http.js"
 import { GroundTruthApi } from "../http/groundtruth/Api.js"
 import {
   GroundTruthAskLive,
@@ -75,7 +75,7 @@ export const SurfaceRoutes = {
   ),
   controlplane: Layer.mergeAll(
     HttpLayerRouter.addHttpApi(ControlPlaneApi, { openapiPath: openApiPath("controlplane") }).pipe(
-      Layer.provide(HostHealthLive)
+      Layer.provide([HostHealthLive, ObjectsLive])
     ),
     docs("controlplane")
   ),
@@ -102,13 +102,16 @@ const docsIndex = (surfaces: ReadonlyArray<SurfaceName>) =>
     })
   )
 
-/** Per-route body limits: the collectors have their own, smaller ones. */
-const routeBodyLimits = (defaultLimit: number, product: ProductConfig) => {
+/** The object API's bodies are bytes of any kind (streamed to the store), not JSON. */
+const OBJECT_ROUTES = "/api/objects/"
+
+/** Per-route body limits: the collectors have their own, smaller ones; objects KEEL_OBJECT_MAX_BYTES. */
+const routeBodyLimits = (defaultLimit: number, product: ProductConfig, objectLimit: number) => {
   const limits = new Map([
     ["/api/analytics/web/collect", product.webBodyLimit],
     ["/api/analytics/mobile/collect", product.mobileBodyLimit]
   ])
-  return (path: string) => limits.get(path) ?? defaultLimit
+  return (path: string) => (path.startsWith(OBJECT_ROUTES) ? objectLimit : (limits.get(path) ?? defaultLimit))
 }
 
 /** CORS outermost, then problem bodies, so a refused body (413) gets the same shape as everything else. */
@@ -117,7 +120,12 @@ const globalMiddleware = (bodyLimit: (path: string) => number, origins: CorsOrig
     (app) =>
       // Every failure is turned into a response here; the cast tells the router's type-level
       // bookkeeping that errors other middleware does not know about are still "handled".
-      corsMiddleware(CORS_ROUTES, origins)(problemMiddleware(bodyLimitMiddleware(bodyLimit)(app))) as Effect.Effect<
+      corsMiddleware(
+        CORS_ROUTES,
+        origins
+      )(
+        problemMiddleware(bodyLimitMiddleware(bodyLimit, { isJson: (path) => !path.startsWith(OBJECT_ROUTES) })(app))
+      ) as Effect.Effect<
         HttpServerResponse.HttpServerResponse,
         HttpLayerRouter.unhandled,
         HttpServerRequest.HttpServerRequest
@@ -142,11 +150,15 @@ export const httpRoutes = (options: ServeOptions = {}) =>
       const config = yield* AppConfig
       const product = yield* ProductConfig
       const origins = yield* corsOriginsFromConfig
+      const objectLimit = yield* Config.integer("KEEL_OBJECT_MAX_BYTES").pipe(
+        Config.withDefault(4 * 1024 * 1024 * 1024),
+        Config.validate({ message: "KEEL_OBJECT_MAX_BYTES must be a positive integer", validation: (n) => n > 0 })
+      )
       const surfaces = options.surfaces && options.surfaces.length > 0 ? options.surfaces : SurfaceNames
       const unique = SurfaceNames.filter((name) => surfaces.includes(name))
       return Layer.mergeAll(
         docsIndex(unique),
-        globalMiddleware(routeBodyLimits(config.bodyLimitBytes, product), origins),
+        globalMiddleware(routeBodyLimits(config.bodyLimitBytes, product, objectLimit), origins),
         options.extraRoutes ?? Layer.empty,
         ...unique.map((surface) => SurfaceRoutes[surface])
       )

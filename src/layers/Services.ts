@@ -3,6 +3,7 @@ import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
 import { ActionAuthority } from "../services/fleet/grants/ActionAuthority.js"
 import { GrantIssuer } from "../services/fleet/grants/GrantIssuer.js"
 import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
+import { ObjectAccess } from "../services/fleet/objects/ObjectAccess.js"
 import { Overview } from "../services/fleet/overview/Overview.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { Answerer } from "../services/groundtruth/Answerer.js"
@@ -73,6 +74,7 @@ export const DomainServices = Layer.mergeAll(
   BrandAssets.Default,
   MarketServices,
   HostHealth.Default,
+  ObjectAccess.Default,
   GrantIssuer.Default,
   Overview.Default
 ).pipe(

@@ -16,6 +16,7 @@ import {
   FleetRegistry,
   Health,
   HostHealth,
+  ObjectAccess,
   ObjectGateway,
   ObjectStore,
   ObjectStoreError,
@@ -447,6 +448,32 @@ layer(
       const stored = yield* exchange(yield* serverPort, put(token, beacon("forge-2", "2026-11-23T11:00:00.000Z")))
       assert.strictEqual(stored.status, 200)
       yield* c(put(token, beacon("forge-2", "2026-11-23T10:30:00.000Z")), 409, "BEACON_STALE")
+
+      // The object API.
+      const ops = (yield* tokenFor({ actions: ["object-read", "object-write", "release-submit"], consumer: "ops" }))
+        .token
+      const object = (method: string, key: string, body?: string, headers: Record<string, string> = {}) => ({
+        method,
+        url: `/api/objects/${key}`,
+        headers: { ...bearer(ops), ...headers },
+        ...(body === undefined ? {} : { body })
+      })
+      const o = (route: string, sent: Sent, status: number, code: string) =>
+        expectProblem("controlplane", route, sent, status, code)
+      const one = "/api/objects/*"
+      yield* o(one, object("GET", "state/walk/none.json"), 404, "OBJECT_NOT_FOUND")
+      yield* o(one, object("PUT", "elsewhere/x.json", "x"), 403, "OBJECT_WRITE_UNAUTHORIZED")
+      yield* o(one, object("PUT", "state//x.json", "x"), 400, "INVALID_OBJECT_KEY")
+      yield* exchange(yield* serverPort, object("PUT", "state/walk/once.json", "one"))
+      const failed = yield* o(
+        one,
+        object("PUT", "state/walk/once.json", "two", { "if-none-match": "*" }),
+        412,
+        "PRECONDITION_FAILED"
+      )
+      assert.isString(failed.body.current_sha256)
+      yield* exchange(yield* serverPort, object("PUT", "releases/walk/1.0.0/manifest.json", "m1"))
+      yield* o(one, object("PUT", "releases/walk/1.0.0/manifest.json", "m2"), 409, "NON_IMMUTABLE_RELEASE_WRITE")
     })
   )
 
@@ -510,7 +537,7 @@ describe("a server whose dependencies fail", () => {
   fs.copyFileSync(path.join(root, "examples", "registry.yml"), registryCopy)
   const dataDir = registryDir().dir
   // Fresh layers: the same layer value is otherwise built once per graph, and the base graph has these.
-  const FleetOnFullDisk = Layer.fresh(HostHealth.Default).pipe(
+  const FleetOnFullDisk = Layer.merge(Layer.fresh(HostHealth.Default), Layer.fresh(ObjectAccess.Default)).pipe(
     Layer.provideMerge(Layer.fresh(ActionAuthority.Default)),
     Layer.provideMerge(Layer.fresh(FleetRegistry.Default)),
     Layer.provide(Layer.fresh(ObjectGateway.Default).pipe(Layer.provide(FullDisk)))
@@ -554,6 +581,14 @@ describe("a server whose dependencies fail", () => {
           body: json(beacon("forge-1", "2026-11-23T10:00:00.000Z"))
         }
         yield* expectProblem("controlplane", "/api/host-health", put, 503, "BEACON_STORE_FAILED")
+        const ops = yield* tokenFor({ actions: ["object-write"], consumer: "ops" })
+        yield* expectProblem(
+          "controlplane",
+          "/api/objects/*",
+          { method: "PUT", url: "/api/objects/state/walk.json", headers: bearer(ops.token), body: "x" },
+          503,
+          "OBJECT_STORE_ERROR"
+        )
         // Without the registry (and with no snapshot of it) nobody can be authorized: fail closed.
         fs.rmSync(registryCopy)
         yield* expectProblem("controlplane", "/api/host-health", put, 503, "REGISTRY_UNAVAILABLE")

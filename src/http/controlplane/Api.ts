@@ -1,7 +1,10 @@
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { BeaconInvalid, BeaconStale, BeaconStoreFailed } from "../../services/fleet/beacon/HostHealth.js"
 import { ActionNotHeld, AuthorityUnavailable } from "../../services/fleet/grants/ActionAuthority.js"
+import { ObjectNotFound, PreconditionFailed } from "../../services/fleet/objects/ObjectAccess.js"
+import { ImmutableObjectWrite, ObjectWriteUnauthorized } from "../../services/platform/objects/ObjectGateway.js"
+import { InvalidObjectKey, ObjectStoreError } from "../../services/platform/objects/ObjectStore.js"
 import { VaultDenied, VaultForbidden } from "../../services/platform/vault/Vault.js"
 import { problemOpenApi } from "../ProblemContract.js"
 
@@ -34,9 +37,121 @@ export class HostHealthApi extends HttpApiGroup.make("hostHealth")
   )
   .annotate(OpenApi.Title, "Host health") {}
 
-/** The fleet control plane: host-health beacons and the storage-root handoff (under /api). */
+const Bearer = Schema.Struct({ authorization: Schema.optional(Schema.String) })
+/** The object key is the rest of the path after /api/objects/ (slashes included). */
+const ObjectKeyPath = Schema.Struct({ "*": Schema.String })
+
+export const ObjectHeadAnswer = Schema.Struct({
+  key: Schema.String,
+  size: Schema.Int,
+  sha256: Schema.String.annotations({ description: "Lowercase hex SHA-256 of the bytes (also the ETag)" }),
+  modified_at: Schema.String
+})
+
+export class ObjectsApi extends HttpApiGroup.make("objects")
+  .add(
+    HttpApiEndpoint.get("list", "/objects")
+      .setUrlParams(
+        Schema.Struct({
+          prefix: Schema.optional(Schema.String),
+          cursor: Schema.optional(Schema.String),
+          limit: Schema.optional(
+            Schema.NumberFromString.pipe(
+              Schema.int(),
+              Schema.between(1, 1000),
+              Schema.annotations({ message: () => "must be an integer from 1 to 1000" })
+            )
+          )
+        })
+      )
+      .setHeaders(Bearer)
+      .addSuccess(Schema.Struct({ objects: Schema.Array(ObjectHeadAnswer), next_cursor: Schema.NullOr(Schema.String) }))
+      .annotate(
+        OpenApi.Description,
+        "Heads of the objects under `prefix`, in key order, `limit` (default 1000) a page; `next_cursor` (and a " +
+          'Link rel="next" header) continues. Needs object-read.'
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/objects/*")
+      .setPath(ObjectKeyPath)
+      .setHeaders(Bearer)
+      .addSuccess(HttpApiSchema.Uint8Array({ contentType: "application/octet-stream" }))
+      .addError(ObjectNotFound)
+      .addError(InvalidObjectKey)
+      .annotate(
+        OpenApi.Description,
+        "The object's bytes, streamed; ETag and X-Object-Sha256 carry its SHA-256. Needs object-read."
+      )
+  )
+  .add(
+    HttpApiEndpoint.head("head", "/objects/*")
+      .setPath(ObjectKeyPath)
+      .setHeaders(Bearer)
+      .addSuccess(HttpApiSchema.Empty(200))
+      .addError(ObjectNotFound)
+      .addError(InvalidObjectKey)
+      .annotate(OpenApi.Description, "The object's size, ETag and X-Object-Sha256, no body. Needs object-read.")
+  )
+  .add(
+    HttpApiEndpoint.put("put", "/objects/*")
+      .setPath(ObjectKeyPath)
+      .setHeaders(
+        Schema.Struct({
+          authorization: Schema.optional(Schema.String),
+          "if-none-match": Schema.optional(
+            Schema.Literal("*").annotations({ description: "Create only: 412 when the key exists" })
+          ),
+          "if-match": Schema.optional(
+            Schema.String.pipe(
+              Schema.pattern(/^"?[0-9a-f]{64}"?$/),
+              Schema.annotations({
+                description: "Replace only while the object's SHA-256 is this one: 412 otherwise",
+                message: () => "must be the object's SHA-256 (64 lowercase hex digits, optionally quoted)"
+              })
+            )
+          )
+        })
+      )
+      .addSuccess(ObjectHeadAnswer)
+      .addSuccess(ObjectHeadAnswer, { status: 201 })
+      .addError(PreconditionFailed)
+      .addError(ObjectWriteUnauthorized)
+      .addError(ImmutableObjectWrite)
+      .addError(InvalidObjectKey)
+      .annotate(
+        OpenApi.Description,
+        "Stores the request body (any bytes, streamed; at most KEEL_OBJECT_MAX_BYTES) at the key: 201 when " +
+          "If-None-Match: * created it, 200 otherwise. Needs the key's write action (docs/control-plane.md)."
+      )
+  )
+  .add(
+    HttpApiEndpoint.del("delete", "/objects/*")
+      .setPath(ObjectKeyPath)
+      .setHeaders(Bearer)
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(ObjectNotFound)
+      .addError(ObjectWriteUnauthorized)
+      .addError(ImmutableObjectWrite)
+      .addError(InvalidObjectKey)
+      .annotate(
+        OpenApi.Description,
+        "Deletes the object: 204, or 404 when there is none. Needs the key's write action."
+      )
+  )
+  // Every object request is authorized by registry action first (docs/control-plane.md).
+  .addError(VaultDenied)
+  .addError(VaultForbidden)
+  .addError(ActionNotHeld)
+  .addError(AuthorityUnavailable)
+  // The store failed (a disk, the database): the request changed nothing it did not report.
+  .addError(ObjectStoreError, { status: 503 })
+  .annotate(OpenApi.Title, "Objects") {}
+
+/** The fleet control plane: host-health beacons, the object API and the storage-root handoff (under /api). */
 export class ControlPlaneApi extends HttpApi.make("controlplane")
   .add(HostHealthApi)
+  .add(ObjectsApi)
   .prefix("/api")
   .annotate(OpenApi.Title, "Keel fleet control plane")
   .annotate(OpenApi.Transform, problemOpenApi)

@@ -158,7 +158,13 @@ const ActionHolders = Schema.Struct({
   "service-ensure": Schema.optional(Schema.Array(Name)),
   "space-reclaim": Schema.optional(Schema.Array(Name)),
   "release-submit": Schema.optional(Schema.Array(Name)),
-  "release-promote": Schema.optional(Schema.Array(Name))
+  "release-promote": Schema.optional(Schema.Array(Name)),
+  /** Read any object through the object API (GET, HEAD, list). */
+  "object-read": Schema.optional(Schema.Array(Name)),
+  /** Write or delete objects the other actions do not cover (under the gateway's writable prefixes). */
+  "object-write": Schema.optional(Schema.Array(Name)),
+  /** Publish a host's own state objects: `state/capacity/<host>.json`, `state/janitor/<host>.json`. */
+  "host-state-write": Schema.optional(Schema.Array(Name))
 })
 
 export type FleetAction = keyof typeof ActionHolders.fields

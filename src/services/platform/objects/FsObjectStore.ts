@@ -173,9 +173,11 @@ export const makeFsObjectStore = (root: string): ObjectStore["Type"] => {
     size: number,
     sha256: string
   ) => {
+    const received = { size, sha256 }
     const written = async () => {
       await syncDir(path.dirname(file))
-      return { written: true, head: Option.some({ key, size, sha256, modifiedAt: (await fs.stat(file)).mtimeMs }) }
+      const modifiedAt = (await fs.stat(file)).mtimeMs
+      return { written: true, received, head: Option.some({ key, size, sha256, modifiedAt }) }
     }
     if (condition.kind === "absent") {
       try {
@@ -183,14 +185,14 @@ export const makeFsObjectStore = (root: string): ObjectStore["Type"] => {
         return await written()
       } catch (cause) {
         if ((cause as { code?: string }).code !== "EEXIST") throw cause
-        return { written: false, head: await fileHead(key, file) }
+        return { written: false, received, head: await fileHead(key, file) }
       }
     }
     return withKeyLock(file, async () => {
       if (condition.kind === "match") {
         const current = await fileHead(key, file)
         if (Option.isNone(current) || current.value.sha256 !== condition.sha256)
-          return { written: false, head: current }
+          return { written: false, received, head: current }
       }
       await fs.rename(temp, file)
       return written()

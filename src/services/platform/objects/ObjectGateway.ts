@@ -1,7 +1,7 @@
 import { HttpApiSchema } from "@effect/platform"
-import { Config, Effect, Option, Schema } from "effect"
+import { Config, Effect, Option, Schema, type Stream } from "effect"
 import { sha256Hex } from "../Digest.js"
-import { checkKey, ObjectStore, ObjectStoreError } from "./ObjectStore.js"
+import { checkKey, ObjectStore, ObjectStoreError, type WriteCondition } from "./ObjectStore.js"
 
 export class ObjectWriteUnauthorized extends Schema.TaggedError<ObjectWriteUnauthorized>()(
   "ObjectWriteUnauthorized",
@@ -81,6 +81,25 @@ export class ObjectGateway extends Effect.Service<ObjectGateway>()("platform/Obj
       return yield* store.putIfAbsent(key, bytes)
     })
 
+    /**
+     * Writes a streamed body under a condition (the object API's PUT). Under an immutable prefix the write is
+     * create-only whatever was asked: the same bytes again is a no-op (`written: false`, the head), other
+     * bytes are refused, and a compare-and-set is refused (an immutable object never changes).
+     */
+    const write = Effect.fn("ObjectGateway.write")(function* <E>(
+      key: string,
+      body: Stream.Stream<Uint8Array, E>,
+      condition: WriteCondition
+    ) {
+      const isImmutable = yield* authorize(key)
+      if (!isImmutable) return yield* store.write(key, body, condition)
+      if (condition.kind === "match") return yield* refuseOverwrite(key)
+      const outcome = yield* store.write(key, body, { kind: "absent" })
+      if (outcome.written || condition.kind === "absent") return outcome
+      if (Option.isSome(outcome.head) && outcome.head.value.sha256 === outcome.received.sha256) return outcome
+      return yield* refuseOverwrite(key)
+    })
+
     const remove = Effect.fn("ObjectGateway.delete")(function* (key: string) {
       if (yield* authorize(key)) return yield* refuseOverwrite(key)
       return yield* store.delete(key)
@@ -128,6 +147,8 @@ export class ObjectGateway extends Effect.Service<ObjectGateway>()("platform/Obj
     return {
       put,
       putIfAbsent,
+      write,
+      read: (key: string) => Effect.flatMap(checkKey(key), store.read),
       delete: remove,
       get,
       head,

@@ -1,5 +1,6 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Chunk, Context, Effect, Option, Schema, Stream } from "effect"
+import { sha256Hex } from "../Digest.js"
 
 export interface ObjectHead {
   readonly key: string
@@ -25,6 +26,8 @@ export type WriteCondition =
 export interface WriteOutcome {
   /** Whether the bytes were stored. */
   readonly written: boolean
+  /** The size and SHA-256 of the body received (stored or not). */
+  readonly received: { readonly size: number; readonly sha256: string }
   /** The object's head after the call: the new one when written, else the one that stopped the write. */
   readonly head: Option.Option<ObjectHead>
 }
@@ -138,16 +141,17 @@ export const collectingWrite =
         bytes.set(chunk, at)
         at += chunk.byteLength
       }
+      const received = { size: bytes.byteLength, sha256: sha256Hex(bytes) }
       switch (condition.kind) {
         case "always":
-          return { written: true, head: Option.some(yield* store.put(key, bytes)) }
+          return { written: true, received, head: Option.some(yield* store.put(key, bytes)) }
         case "absent": {
           const { created, head } = yield* store.putIfAbsent(key, bytes)
-          return { written: created, head: Option.some(head) }
+          return { written: created, received, head: Option.some(head) }
         }
         case "match": {
           const { replaced, head } = yield* store.putIfMatch(key, condition.sha256, bytes)
-          return { written: replaced, head }
+          return { written: replaced, received, head }
         }
       }
     })
