@@ -14,7 +14,7 @@ import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js
 import { EmbeddedVaultLayer } from "../services/platform/vault/EmbeddedVault.js"
 import { AllMigrations } from "./Migrations.js"
 import { ObjectStoreLive } from "./Objects.js"
-import { DomainServices } from "./Services.js"
+import { DomainServices, HostReach } from "./Services.js"
 
 /** The embedded SQLite database of the data dir, migrated before anything reads it. */
 export const SqlLive = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteFromConfig))
@@ -50,12 +50,10 @@ const servicesOn = <E, R>(sql: Layer.Layer<Layer.Layer.Success<typeof SqlLive>, 
 export const ServicesLive = servicesOn(SqlLive)
 
 /** Services plus the host channel: for commands that reach hosts (`ctl host exec|health|inventory`, jobs). */
-export const HostOpsLive = Layer.mergeAll(
-  JobWorker.Default,
-  Gates.Default,
-  RemoteCtl.Default,
-  Janitor.Default.pipe(Layer.provide(DiskMeter.Live))
-).pipe(Layer.provideMerge(HostChannelLive), Layer.provideMerge(ServicesLive))
+export const HostOpsLive = Layer.mergeAll(JobWorker.Default, Janitor.Default.pipe(Layer.provide(DiskMeter.Live))).pipe(
+  Layer.provideMerge(HostReach),
+  Layer.provideMerge(ServicesLive)
+)
 
 /** Services plus the janitor on the live disk meter: `ctl disk-cleanup` and `ctl space`. */
 export const JanitorLive = Janitor.Default.pipe(Layer.provide(DiskMeter.Live), Layer.provideMerge(ServicesLive))
@@ -79,5 +77,5 @@ export const EntitiesLive = Layer.mergeAll(LeaseKeeperLive, MarketAgentLive).pip
   Layer.provideMerge(singleRunnerFromConfig)
 )
 
-/** Services plus the actor runtime: what a long-running server needs. */
-export const AppLive = EntitiesLive.pipe(Layer.provideMerge(ServicesLive))
+/** Services plus the actor runtime and the reach to hosts: what a long-running server needs. */
+export const AppLive = EntitiesLive.pipe(Layer.provideMerge(HostReach), Layer.provideMerge(ServicesLive))

@@ -1,10 +1,13 @@
 import { Layer } from "effect"
 import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
+import { Gates } from "../services/fleet/gates/Gates.js"
 import { ActionAuthority } from "../services/fleet/grants/ActionAuthority.js"
 import { GrantIssuer } from "../services/fleet/grants/GrantIssuer.js"
 import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
 import { ObjectAccess } from "../services/fleet/objects/ObjectAccess.js"
+import { FleetHosts } from "../services/fleet/overview/FleetHosts.js"
 import { Overview } from "../services/fleet/overview/Overview.js"
+import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { Answerer } from "../services/groundtruth/Answerer.js"
 import { BrandAssets } from "../services/groundtruth/BrandAssets.js"
@@ -25,6 +28,7 @@ import { Trading } from "../services/market/Trading.js"
 import { WalletAuth } from "../services/market/WalletAuth.js"
 import { Database } from "../services/platform/Database.js"
 import { Health } from "../services/platform/Health.js"
+import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js"
 import { Leases } from "../services/platform/Leases.js"
 import { ObjectGateway } from "../services/platform/objects/ObjectGateway.js"
 import { Shutdown } from "../services/platform/Shutdown.js"
@@ -75,6 +79,7 @@ export const DomainServices = Layer.mergeAll(
   MarketServices,
   HostHealth.Default,
   ObjectAccess.Default,
+  FleetHosts.Default,
   GrantIssuer.Default,
   Overview.Default
 ).pipe(
@@ -90,3 +95,9 @@ export const DomainServices = Layer.mergeAll(
   Layer.provideMerge(ProductConfig.Default),
   Layer.provideMerge(Database.Default)
 )
+
+/**
+ * What reaches hosts: the host channel (local processes, ssh with vault identities), gates and `RemoteCtl`.
+ * The server has it too (issue 15: fleet work runs in `ctl serve`), not only the CLI's host commands.
+ */
+export const HostReach = Layer.mergeAll(Gates.Default, RemoteCtl.Default).pipe(Layer.provideMerge(HostChannelLive))

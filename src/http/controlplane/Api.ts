@@ -148,10 +148,41 @@ export class ObjectsApi extends HttpApiGroup.make("objects")
   .addError(ObjectStoreError, { status: 503 })
   .annotate(OpenApi.Title, "Objects") {}
 
-/** The fleet control plane: host-health beacons, the object API and the storage-root handoff (under /api). */
+/** What operators look at, over HTTP: the same services and the same JSON as `ctl host gates` and `ctl overview`. */
+export class FleetApi extends HttpApiGroup.make("fleet")
+  .add(
+    HttpApiEndpoint.get("hosts", "/fleet/hosts")
+      .setHeaders(Bearer)
+      .addSuccess(Schema.Unknown.annotations({ description: "docs/control-plane.md, GET /api/fleet/hosts" }))
+      .annotate(
+        OpenApi.Description,
+        "Every registry target with its newest beacon, capacity publication and janitor report. Needs fleet-read."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("gates", "/fleet/gates/:host")
+      .setPath(Schema.Struct({ host: Schema.String }))
+      .setHeaders(Bearer)
+      .addSuccess(Schema.Unknown.annotations({ description: "The JSON of `ctl host gates HOST --json`" }))
+      .annotate(OpenApi.Description, "Why the host does or does not admit work (read on the host). Needs fleet-read.")
+  )
+  .add(
+    HttpApiEndpoint.get("overview", "/fleet/overview")
+      .setHeaders(Bearer)
+      .addSuccess(Schema.Unknown.annotations({ description: "The JSON of `ctl overview --json`" }))
+      .annotate(OpenApi.Description, "Fleet, queue, quota and billing. Needs fleet-read.")
+  )
+  .addError(VaultDenied)
+  .addError(VaultForbidden)
+  .addError(ActionNotHeld)
+  .addError(AuthorityUnavailable)
+  .annotate(OpenApi.Title, "Fleet") {}
+
+/** The fleet control plane: host-health beacons, the object API, fleet reads (under /api). */
 export class ControlPlaneApi extends HttpApi.make("controlplane")
   .add(HostHealthApi)
   .add(ObjectsApi)
+  .add(FleetApi)
   .prefix("/api")
   .annotate(OpenApi.Title, "Keel fleet control plane")
   .annotate(OpenApi.Transform, problemOpenApi)

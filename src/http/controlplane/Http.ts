@@ -1,7 +1,11 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
+import { Gates } from "../../services/fleet/gates/Gates.js"
+import { ActionAuthority, AuthorityUnavailable } from "../../services/fleet/grants/ActionAuthority.js"
 import { ObjectAccess } from "../../services/fleet/objects/ObjectAccess.js"
+import { FleetHosts } from "../../services/fleet/overview/FleetHosts.js"
+import { Overview } from "../../services/fleet/overview/Overview.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import {
   InvalidObjectKey,
@@ -136,5 +140,32 @@ export const ObjectsLive = HttpApiBuilder.group(ControlPlaneApi, "objects", (han
       .handle("delete", ({ headers }) =>
         Effect.flatMap(objectKeyOf, (key) => access.delete(bearerToken(headers.authorization), key))
       )
+  })
+)
+
+/** Fleet reads: authorized by `fleet-read`, answered by the services the CLI uses, in the same JSON. */
+export const FleetLive = HttpApiBuilder.group(ControlPlaneApi, "fleet", (handlers) =>
+  Effect.gen(function* () {
+    const authority = yield* ActionAuthority
+    const hosts = yield* FleetHosts
+    const gates = yield* Gates
+    const overview = yield* Overview
+    const allowed = (authorization: string | undefined) =>
+      authority.authorize(bearerToken(authorization), { action: "fleet-read" })
+    return handlers
+      .handle("hosts", ({ headers }) =>
+        Effect.zipRight(
+          allowed(headers.authorization),
+          hosts
+            .list()
+            .pipe(
+              Effect.catchAll((error) =>
+                Effect.fail(new AuthorityUnavailable({ code: "REGISTRY_UNAVAILABLE", detail: error.detail }))
+              )
+            )
+        )
+      )
+      .handle("gates", ({ headers, path }) => Effect.zipRight(allowed(headers.authorization), gates.report(path.host)))
+      .handle("overview", ({ headers }) => Effect.zipRight(allowed(headers.authorization), overview.report()))
   })
 )

@@ -164,7 +164,9 @@ const ActionHolders = Schema.Struct({
   /** Write or delete objects the other actions do not cover (under the gateway's writable prefixes). */
   "object-write": Schema.optional(Schema.Array(Name)),
   /** Publish a host's own state objects: `state/capacity/<host>.json`, `state/janitor/<host>.json`. */
-  "host-state-write": Schema.optional(Schema.Array(Name))
+  "host-state-write": Schema.optional(Schema.Array(Name)),
+  /** Read the fleet's state over HTTP: hosts, gates, the overview. */
+  "fleet-read": Schema.optional(Schema.Array(Name))
 })
 
 export type FleetAction = keyof typeof ActionHolders.fields
