@@ -1,10 +1,13 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { assert, layer } from "@effect/vitest"
-import { Effect } from "effect"
-import { ObjectStore, objectAction, sha256Hex, Vault } from "keel"
+import { Effect, Option } from "effect"
+import { makeObjectApiClient, ObjectStore, objectAction, sha256Hex, Vault, vaultTokenFromGrantFile } from "keel"
 import { HttpTest } from "../support/http.js"
+import { serverPort } from "../support/market.js"
 
 // Issue 15, the object API: S3-like reads and conditional writes over the object gateway, every request
 // authorized by registry action (examples/registry.yml: ops holds object-read, object-write and
@@ -259,6 +262,68 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
       const bad = yield* send("GET", "/api/objects?prefix=state/&limit=5000", { token })
       assert.strictEqual(bad.status, 400)
       assert.match(bad.json.detail, /1 to 1000/)
+    })
+  )
+})
+
+layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: registryFile } }), {
+  timeout: "60 seconds",
+  excludeTestServices: true
+})("the object API client (another host's side)", (it) => {
+  it.effect("a grant file → a vault token → typed reads and conditional writes; problems as typed errors", () =>
+    Effect.gen(function* () {
+      const port = yield* serverPort
+      const local = `http://127.0.0.1:${port}`
+      const vault = yield* Vault
+      const { credential } = yield* vault
+        .createGrant({
+          consumer: "ops",
+          actions: ["object-read", "object-write"],
+          items: [],
+          hosts: [],
+          ttlMillis: 3_600_000
+        })
+        .pipe(Effect.orDie)
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-object-client-"))
+      const grantFile = path.join(dir, "grant.json")
+      fs.writeFileSync(grantFile, JSON.stringify(credential), { mode: 0o600 })
+      const token = yield* vaultTokenFromGrantFile(local, grantFile)
+      const client = yield* makeObjectApiClient({ controlPlaneUrl: local, token })
+
+      const created = yield* client.put("state/client/a b.json", new TextEncoder().encode("one"), { kind: "absent" })
+      assert.strictEqual(created.sha256, sha256Hex("one"))
+      const refused = yield* Effect.flip(
+        client.put("state/client/a b.json", new TextEncoder().encode("x"), { kind: "absent" })
+      )
+      assert.strictEqual(refused.code, "PRECONDITION_FAILED")
+      assert.strictEqual(refused.status, 412)
+      assert.strictEqual(refused.current_sha256, sha256Hex("one"))
+      const swapped = yield* client.put("state/client/a b.json", new TextEncoder().encode("two"), {
+        kind: "match",
+        sha256: created.sha256
+      })
+      assert.strictEqual(swapped.sha256, sha256Hex("two"))
+      assert.strictEqual(new TextDecoder().decode(Option.getOrThrow(yield* client.get("state/client/a b.json"))), "two")
+      assert.strictEqual(Option.getOrThrow(yield* client.head("state/client/a b.json")).size, 3)
+      // A file is streamed, not read into memory first.
+      const file = path.join(dir, "payload.bin")
+      fs.writeFileSync(file, Buffer.alloc(3 * 1024 * 1024, 7))
+      const streamed = yield* client.putFile("state/client/payload.bin", file)
+      assert.strictEqual(streamed.size, 3 * 1024 * 1024)
+      assert.strictEqual(streamed.sha256, sha256Hex(fs.readFileSync(file)))
+      assert.deepStrictEqual(
+        (yield* client.list("state/client/")).map((h) => h.key),
+        ["state/client/a b.json", "state/client/payload.bin"]
+      )
+      assert.isTrue(yield* client.delete("state/client/a b.json"))
+      assert.isFalse(yield* client.delete("state/client/a b.json"))
+      assert.isTrue(Option.isNone(yield* client.get("state/client/a b.json")))
+      // A write the token's grant does not cover is the control plane's problem, typed.
+      const denied = yield* Effect.flip(client.put("releases/x/1/m.json", new TextEncoder().encode("m")))
+      assert.strictEqual(denied.code, "VAULT_FORBIDDEN")
+      // Tokens never travel in clear text beyond loopback.
+      const insecure = yield* Effect.flip(makeObjectApiClient({ controlPlaneUrl: "http://cp.example:8080", token }))
+      assert.strictEqual(insecure.code, "INSECURE_URL")
     })
   )
 })

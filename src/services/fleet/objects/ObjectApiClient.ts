@@ -1,0 +1,241 @@
+import * as fs from "node:fs"
+import { Readable } from "node:stream"
+import { Effect, Option, Schema } from "effect"
+import { isLoopbackHost } from "../../platform/Net.js"
+import type { ObjectHead, WriteCondition } from "../../platform/objects/ObjectStore.js"
+import { readGrantCredential } from "../beacon/BeaconPublisher.js"
+
+/**
+ * A refusal or failure of the object API as another host meets it: the problem's `code` and `status` from
+ * the control plane, or `CONTROL_PLANE_UNREACHABLE` (status 0) / `INSECURE_URL` / `VAULT_REFUSED` before it.
+ */
+export class ObjectApiError extends Schema.TaggedError<ObjectApiError>()("ObjectApiError", {
+  code: Schema.String,
+  status: Schema.Int,
+  detail: Schema.String,
+  /** On PRECONDITION_FAILED: the object's digest now (null when it is absent). */
+  current_sha256: Schema.optional(Schema.NullOr(Schema.String))
+}) {}
+
+export interface ObjectApiClient {
+  readonly head: (key: string) => Effect.Effect<Option.Option<ObjectHead>, ObjectApiError>
+  readonly get: (key: string) => Effect.Effect<Option.Option<Uint8Array>, ObjectApiError>
+  readonly put: (
+    key: string,
+    bytes: Uint8Array,
+    condition?: WriteCondition
+  ) => Effect.Effect<ObjectHead, ObjectApiError>
+  /** Streams a file (never read into memory) as the object's body. */
+  readonly putFile: (key: string, file: string, condition?: WriteCondition) => Effect.Effect<ObjectHead, ObjectApiError>
+  readonly delete: (key: string) => Effect.Effect<boolean, ObjectApiError>
+  /** Every head under `prefix`, following the pages. */
+  readonly list: (prefix: string) => Effect.Effect<ReadonlyArray<ObjectHead>, ObjectApiError>
+}
+
+const failure = (code: string, status: number, detail: string, current?: string | null) =>
+  new ObjectApiError({ code, status, detail, ...(current === undefined ? {} : { current_sha256: current }) })
+
+/** https, or http to a loopback address only: a token never crosses a network in clear text. */
+const secureBase = (name: string, text: string) => {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    return Effect.fail(failure("INSECURE_URL", 0, `${name} is not a URL`))
+  }
+  if (url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname)))
+    return Effect.succeed(url)
+  return Effect.fail(failure("INSECURE_URL", 0, `${name} must use https: (http: only to a loopback address)`))
+}
+
+const keyPath = (key: string) => `/api/objects/${key.split("/").map(encodeURIComponent).join("/")}`
+
+interface HeadAnswer {
+  readonly key: string
+  readonly size: number
+  readonly sha256: string
+  readonly modified_at: string
+}
+
+const toHead = (answer: HeadAnswer): ObjectHead => ({
+  key: answer.key,
+  size: answer.size,
+  sha256: answer.sha256,
+  modifiedAt: Date.parse(answer.modified_at)
+})
+
+const conditionHeaders = (condition: WriteCondition | undefined): Record<string, string> =>
+  condition === undefined || condition.kind === "always"
+    ? {}
+    : condition.kind === "absent"
+      ? { "if-none-match": "*" }
+      : { "if-match": `"${condition.sha256}"` }
+
+/**
+ * The object API for other hosts (KEEL_CONTROL_PLANE_URL and a vault token, as `publish-beacon` uses them):
+ * typed answers, the control plane's problem codes as typed errors.
+ */
+export const makeObjectApiClient = (options: {
+  readonly controlPlaneUrl: string
+  readonly token: string
+  readonly timeoutMs?: number
+}) =>
+  Effect.gen(function* () {
+    const base = yield* secureBase("KEEL_CONTROL_PLANE_URL", options.controlPlaneUrl)
+    const timeout = options.timeoutMs ?? 60_000
+
+    const call = (path: string, init: RequestInit & { duplex?: "half" }) =>
+      Effect.tryPromise({
+        try: async (signal) => {
+          const response = await fetch(new URL(path, base), {
+            ...init,
+            headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${options.token}` },
+            signal: AbortSignal.any([signal, AbortSignal.timeout(timeout)])
+          })
+          return response
+        },
+        catch: (error) => {
+          const cause = (error as { cause?: { message?: string } }).cause?.message
+          return failure(
+            "CONTROL_PLANE_UNREACHABLE",
+            0,
+            `${base.origin}: ${(error as Error).message}${cause === undefined ? "" : ` (${cause})`}`
+          )
+        }
+      })
+
+    const problem = (response: Response) =>
+      Effect.flatMap(
+        Effect.promise(() => response.text()),
+        (text) => {
+          let body: { code?: unknown; detail?: unknown; current_sha256?: unknown } = {}
+          try {
+            body = JSON.parse(text)
+          } catch {}
+          return Effect.fail(
+            failure(
+              typeof body.code === "string" ? body.code : `HTTP_${response.status}`,
+              response.status,
+              typeof body.detail === "string" ? body.detail : `the control plane answered ${response.status}`,
+              body.current_sha256 === undefined ? undefined : (body.current_sha256 as string | null)
+            )
+          )
+        }
+      )
+
+    const json = <A>(response: Response) =>
+      Effect.tryPromise({
+        try: () => response.json() as Promise<A>,
+        catch: () => failure("CONTROL_PLANE_UNREACHABLE", response.status, "the answer was not JSON")
+      })
+
+    const head: ObjectApiClient["head"] = (key) =>
+      Effect.gen(function* () {
+        const response = yield* call(keyPath(key), { method: "HEAD" })
+        if (response.status === 404) return Option.none()
+        if (!response.ok) return yield* problem(response)
+        return Option.some({
+          key,
+          size: Number(response.headers.get("content-length")),
+          sha256: response.headers.get("x-object-sha256") ?? "",
+          modifiedAt: Date.parse(response.headers.get("last-modified") ?? "")
+        })
+      })
+
+    const get: ObjectApiClient["get"] = (key) =>
+      Effect.gen(function* () {
+        const response = yield* call(keyPath(key), { method: "GET" })
+        if (response.status === 404) return Option.none()
+        if (!response.ok) return yield* problem(response)
+        return Option.some(new Uint8Array(yield* Effect.promise(() => response.arrayBuffer())))
+      })
+
+    const send = (key: string, body: Uint8Array | ReadableStream<Uint8Array>, condition: WriteCondition | undefined) =>
+      Effect.gen(function* () {
+        const response = yield* call(keyPath(key), {
+          method: "PUT",
+          body,
+          duplex: "half",
+          // fetch frames the body itself: a length for bytes, chunked for a stream.
+          headers: { "content-type": "application/octet-stream", ...conditionHeaders(condition) }
+        })
+        if (!response.ok) return yield* problem(response)
+        return toHead(yield* json<HeadAnswer>(response))
+      })
+
+    const put: ObjectApiClient["put"] = (key, bytes, condition) => send(key, bytes, condition)
+
+    const putFile: ObjectApiClient["putFile"] = (key, file, condition) =>
+      Effect.gen(function* () {
+        yield* Effect.try({
+          try: () => fs.accessSync(file, fs.constants.R_OK),
+          catch: (error) => failure("FILE_UNREADABLE", 0, (error as Error).message)
+        })
+        const stream = Readable.toWeb(fs.createReadStream(file)) as unknown as ReadableStream<Uint8Array>
+        return yield* send(key, stream, condition)
+      })
+
+    const remove: ObjectApiClient["delete"] = (key) =>
+      Effect.gen(function* () {
+        const response = yield* call(keyPath(key), { method: "DELETE" })
+        if (response.status === 404) return false
+        if (!response.ok) return yield* problem(response)
+        return true
+      })
+
+    const list: ObjectApiClient["list"] = (prefix) =>
+      Effect.gen(function* () {
+        const heads: Array<ObjectHead> = []
+        let cursor: string | null = null
+        do {
+          const query = new URLSearchParams({ prefix, ...(cursor === null ? {} : { cursor }) })
+          const response = yield* call(`/api/objects?${query}`, { method: "GET" })
+          if (!response.ok) return yield* problem(response)
+          const page = yield* json<{ objects: Array<HeadAnswer>; next_cursor: string | null }>(response)
+          heads.push(...page.objects.map(toHead))
+          cursor = page.next_cursor
+        } while (cursor !== null)
+        return heads
+      })
+
+    return { head, get, put, putFile, delete: remove, list } satisfies ObjectApiClient
+  })
+
+/**
+ * A short-lived token for a grant credential file (owner-only, as `vault grant create --out` writes it),
+ * exchanged at the vault (KEEL_VAULT_URL).
+ */
+export const vaultTokenFromGrantFile = (vaultUrl: string, grantFile: string) =>
+  Effect.gen(function* () {
+    const base = yield* secureBase("KEEL_VAULT_URL", vaultUrl)
+    const mode = yield* Effect.try({
+      try: () => fs.statSync(grantFile).mode,
+      catch: (error) => failure("VAULT_REFUSED", 0, `cannot read the grant file: ${(error as Error).message}`)
+    })
+    if ((mode & 0o077) !== 0)
+      return yield* failure(
+        "VAULT_REFUSED",
+        0,
+        `${grantFile} must be owner-only (0600), not ${(mode & 0o777).toString(8)}`
+      )
+    const credential = yield* readGrantCredential(grantFile).pipe(
+      Effect.mapError((error) => failure("VAULT_REFUSED", 0, error.detail))
+    )
+    const response = yield* Effect.tryPromise({
+      try: () =>
+        fetch(new URL("/v1/vault/token", base), {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            grant_id: credential.grant_id,
+            consumer: credential.consumer,
+            secret: credential.secret
+          }),
+          signal: AbortSignal.timeout(15_000)
+        }),
+      catch: (error) => failure("CONTROL_PLANE_UNREACHABLE", 0, `${base.origin}: ${(error as Error).message}`)
+    })
+    if (!response.ok) return yield* failure("VAULT_REFUSED", response.status, `the vault answered ${response.status}`)
+    const answer = (yield* Effect.promise(() => response.json())) as { token: string }
+    return answer.token
+  })
