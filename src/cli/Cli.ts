@@ -3,6 +3,7 @@ import { packageVersion } from "../services/platform/Package.js"
 import { blog } from "./blog.js"
 import { config } from "./config.js"
 import { db } from "./db.js"
+import { fleet } from "./fleet.js"
 import { gt } from "./gt.js"
 import { host } from "./host.js"
 import { diskCleanup, space } from "./janitor.js"
@@ -28,6 +29,7 @@ export const ctl = Command.make("ctl").pipe(
     host,
     machine,
     overview,
+    fleet,
     space,
     diskCleanup,
     lease,

@@ -14,7 +14,7 @@ import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js
 import { EmbeddedVaultLayer } from "../services/platform/vault/EmbeddedVault.js"
 import { AllMigrations } from "./Migrations.js"
 import { ObjectStoreLive } from "./Objects.js"
-import { DomainServices, HostReach } from "./Services.js"
+import { DomainServices, HostReach, WorkflowsLive } from "./Services.js"
 
 /** The embedded SQLite database of the data dir, migrated before anything reads it. */
 export const SqlLive = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteFromConfig))
@@ -72,8 +72,8 @@ export const HostOpsPreviewLive = Layer.mergeAll(
   Janitor.Default.pipe(Layer.provide(DiskMeter.Live))
 ).pipe(Layer.provideMerge(HostChannelLive), Layer.provideMerge(servicesOn(SqlPreview)))
 
-/** The entities this process hosts, on the single embedded runner. */
-export const EntitiesLive = Layer.mergeAll(LeaseKeeperLive, MarketAgentLive).pipe(
+/** The entities and durable workflows this process hosts, on the single embedded runner. */
+export const EntitiesLive = Layer.mergeAll(LeaseKeeperLive, MarketAgentLive, WorkflowsLive).pipe(
   Layer.provideMerge(singleRunnerFromConfig)
 )
 

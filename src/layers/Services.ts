@@ -1,4 +1,6 @@
+import { ClusterWorkflowEngine } from "@effect/cluster"
 import { Layer } from "effect"
+import { FleetProbeLive } from "../actors/FleetProbe.js"
 import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
 import { ActionAuthority } from "../services/fleet/grants/ActionAuthority.js"
@@ -101,3 +103,9 @@ export const DomainServices = Layer.mergeAll(
  * The server has it too (issue 15: fleet work runs in `ctl serve`), not only the CLI's host commands.
  */
 export const HostReach = Layer.mergeAll(Gates.Default, RemoteCtl.Default).pipe(Layer.provideMerge(HostChannelLive))
+
+/**
+ * The durable workflows (FleetProbe) on the cluster's workflow engine: their state and messages live in the
+ * same SQL database as the entities', so a run survives a kill -9 and resumes when the server restarts.
+ */
+export const WorkflowsLive = FleetProbeLive.pipe(Layer.provideMerge(ClusterWorkflowEngine.layer))

@@ -474,6 +474,16 @@ layer(
       assert.isString(failed.body.current_sha256)
       yield* exchange(yield* serverPort, object("PUT", "releases/walk/1.0.0/manifest.json", "m1"))
       yield* o(one, object("PUT", "releases/walk/1.0.0/manifest.json", "m2"), 409, "NON_IMMUTABLE_RELEASE_WRITE")
+
+      // Workflows.
+      const reader = (yield* tokenFor({ actions: ["fleet-read"], consumer: "ops" })).token
+      yield* expectProblem(
+        "controlplane",
+        "/api/workflows/fleet-probe/{execution_id}",
+        { method: "GET", url: "/api/workflows/fleet-probe/no-such-run", headers: bearer(reader) },
+        404,
+        "WORKFLOW_NOT_FOUND"
+      )
     })
   )
 

@@ -1,5 +1,6 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { ProbeResult } from "../../actors/FleetProbe.js"
 import { BeaconInvalid, BeaconStale, BeaconStoreFailed } from "../../services/fleet/beacon/HostHealth.js"
 import { ActionNotHeld, AuthorityUnavailable } from "../../services/fleet/grants/ActionAuthority.js"
 import { ObjectNotFound, PreconditionFailed } from "../../services/fleet/objects/ObjectAccess.js"
@@ -178,11 +179,72 @@ export class FleetApi extends HttpApiGroup.make("fleet")
   .addError(AuthorityUnavailable)
   .annotate(OpenApi.Title, "Fleet") {}
 
-/** The fleet control plane: host-health beacons, the object API, fleet reads (under /api). */
+export class WorkflowNotFound extends Schema.TaggedError<WorkflowNotFound>()(
+  "WorkflowNotFound",
+  { code: Schema.Literal("WORKFLOW_NOT_FOUND"), execution_id: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}
+
+export const ProbeStarted = Schema.Struct({ execution_id: Schema.String, host: Schema.String })
+
+export const ProbeStatus = Schema.Struct({
+  execution_id: Schema.String,
+  state: Schema.Literal("running", "succeeded", "failed"),
+  result: Schema.NullOr(ProbeResult),
+  error: Schema.NullOr(Schema.Struct({ code: Schema.String, step: Schema.String, detail: Schema.String }))
+})
+
+/** Durable workflows run by the server; `ctl` starts and inspects them here (docs/control-plane.md). */
+export class WorkflowsApi extends HttpApiGroup.make("workflows")
+  .add(
+    HttpApiEndpoint.post("startProbe", "/workflows/fleet-probe")
+      .setHeaders(Bearer)
+      .setPayload(
+        Schema.Struct({
+          host: Schema.String,
+          request_id: Schema.optional(
+            Schema.String.pipe(
+              Schema.pattern(/^[A-Za-z0-9._-]{1,128}$/),
+              Schema.annotations({ message: () => "must be 1-128 of A-Z a-z 0-9 . _ -" })
+            )
+          ),
+          pause_ms: Schema.optional(
+            Schema.Int.pipe(
+              Schema.between(0, 60_000),
+              Schema.annotations({ message: () => "must be an integer from 0 to 60000" })
+            )
+          )
+        })
+      )
+      .addSuccess(ProbeStarted, { status: 202 })
+      .annotate(
+        OpenApi.Description,
+        "Starts a FleetProbe of the host (or attaches to the run of the same request_id). Needs fleet-read."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("probeStatus", "/workflows/fleet-probe/:execution_id")
+      .setPath(Schema.Struct({ execution_id: Schema.String }))
+      .setHeaders(Bearer)
+      .addSuccess(ProbeStatus)
+      .addError(WorkflowNotFound)
+      .annotate(
+        OpenApi.Description,
+        "A FleetProbe run: running, succeeded (its result) or failed (its error). Needs fleet-read."
+      )
+  )
+  .addError(VaultDenied)
+  .addError(VaultForbidden)
+  .addError(ActionNotHeld)
+  .addError(AuthorityUnavailable)
+  .annotate(OpenApi.Title, "Workflows") {}
+
+/** The fleet control plane: host-health beacons, the object API, fleet reads, workflows (under /api). */
 export class ControlPlaneApi extends HttpApi.make("controlplane")
   .add(HostHealthApi)
   .add(ObjectsApi)
   .add(FleetApi)
+  .add(WorkflowsApi)
   .prefix("/api")
   .annotate(OpenApi.Title, "Keel fleet control plane")
   .annotate(OpenApi.Transform, problemOpenApi)

@@ -1,5 +1,7 @@
+import { randomUUID } from "node:crypto"
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Stream } from "effect"
+import { Cause, Effect, Exit, Option, Stream } from "effect"
+import { FleetProbe } from "../../actors/FleetProbe.js"
 import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
 import { Gates } from "../../services/fleet/gates/Gates.js"
 import { ActionAuthority, AuthorityUnavailable } from "../../services/fleet/grants/ActionAuthority.js"
@@ -13,7 +15,7 @@ import {
   ObjectStoreError,
   type WriteCondition
 } from "../../services/platform/objects/ObjectStore.js"
-import { ControlPlaneApi } from "./Api.js"
+import { ControlPlaneApi, WorkflowNotFound } from "./Api.js"
 
 export const HostHealthLive = HttpApiBuilder.group(ControlPlaneApi, "hostHealth", (handlers) =>
   Effect.gen(function* () {
@@ -167,5 +169,58 @@ export const FleetLive = HttpApiBuilder.group(ControlPlaneApi, "fleet", (handler
       )
       .handle("gates", ({ headers, path }) => Effect.zipRight(allowed(headers.authorization), gates.report(path.host)))
       .handle("overview", ({ headers }) => Effect.zipRight(allowed(headers.authorization), overview.report()))
+  })
+)
+
+/** FleetProbe runs: started without waiting (the run lives in the server), polled by execution id. */
+export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", (handlers) =>
+  Effect.gen(function* () {
+    const authority = yield* ActionAuthority
+    const allowed = (authorization: string | undefined) =>
+      authority.authorize(bearerToken(authorization), { action: "fleet-read" })
+    return handlers
+      .handle("startProbe", ({ headers, payload }) =>
+        Effect.gen(function* () {
+          yield* allowed(headers.authorization)
+          const executionId = yield* FleetProbe.execute(
+            {
+              host: payload.host,
+              request_id: payload.request_id ?? randomUUID(),
+              pause_ms: payload.pause_ms ?? 0
+            },
+            { discard: true }
+          )
+          return { execution_id: executionId, host: payload.host }
+        })
+      )
+      .handle("probeStatus", ({ headers, path }) =>
+        Effect.gen(function* () {
+          yield* allowed(headers.authorization)
+          const result = yield* FleetProbe.poll(path.execution_id)
+          if (result === undefined)
+            return yield* new WorkflowNotFound({
+              code: "WORKFLOW_NOT_FOUND",
+              execution_id: path.execution_id,
+              detail: `no FleetProbe run ${path.execution_id}`
+            })
+          if (result._tag === "Suspended")
+            return { execution_id: path.execution_id, state: "running" as const, result: null, error: null }
+          return Exit.match(result.exit, {
+            onSuccess: (value) => ({
+              execution_id: path.execution_id,
+              state: "succeeded" as const,
+              result: value,
+              error: null
+            }),
+            onFailure: (cause) => {
+              const failure = Cause.failureOption(cause)
+              const error = Option.isSome(failure)
+                ? { code: failure.value.code, step: failure.value.step, detail: failure.value.detail }
+                : { code: "PROBE_FAILED", step: "unknown", detail: Cause.pretty(cause).split("\n")[0] ?? "failed" }
+              return { execution_id: path.execution_id, state: "failed" as const, result: null, error }
+            }
+          })
+        })
+      )
   })
 )

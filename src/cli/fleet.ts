@@ -1,0 +1,100 @@
+import { Args, Command, Options } from "@effect/cli"
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { Config, Effect, Option } from "effect"
+import { controlPlaneClient } from "../http/Clients.js"
+import { vaultTokenFromGrantFile } from "../services/fleet/objects/ObjectApiClient.js"
+import { AppConfig } from "../services/platform/AppConfig.js"
+import { CommandFailed, ExitWith, emit, json } from "./Output.js"
+
+/**
+ * `ctl fleet …` are clients of the control plane over HTTP (as `nomad job run` is of Nomad's server): the
+ * workflow runs in `ctl serve`, never in this process. The server is KEEL_CONTROL_PLANE_URL (default the
+ * local server, http://127.0.0.1:KEEL_HTTP_PORT); the credential is the grant file KEEL_GRANT_FILE, exchanged
+ * at the vault (KEEL_VAULT_URL, default the control plane) for a short-lived token.
+ */
+const controlPlane = Effect.gen(function* () {
+  const config = yield* AppConfig
+  const url = Option.getOrElse(
+    yield* Config.option(Config.string("KEEL_CONTROL_PLANE_URL")),
+    () => `http://127.0.0.1:${config.httpPort}`
+  )
+  const vaultUrl = Option.getOrElse(yield* Config.option(Config.string("KEEL_VAULT_URL")), () => url)
+  const grantFile = yield* Config.option(Config.string("KEEL_GRANT_FILE"))
+  if (Option.isNone(grantFile))
+    return yield* new CommandFailed({
+      detail: "KEEL_GRANT_FILE is not set: a grant credential file holding fleet-read"
+    })
+  const token = yield* vaultTokenFromGrantFile(vaultUrl, grantFile.value).pipe(
+    Effect.mapError((error) => new CommandFailed({ detail: `${error.code}: ${error.detail}` }))
+  )
+  return yield* controlPlaneClient({
+    baseUrl: url,
+    transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(token))
+  })
+}).pipe(Effect.provide(FetchHttpClient.layer))
+
+/** A refusal of the control plane as one line (its code and detail), or a transport failure. */
+const refused = (error: unknown) => {
+  const e = error as { code?: string; detail?: string; message?: string; _tag?: string }
+  return new CommandFailed({
+    detail:
+      e.code !== undefined ? `${e.code}: ${e.detail ?? ""}` : `the control plane: ${e.message ?? e._tag ?? "failed"}`
+  })
+}
+
+const probe = Command.make(
+  "probe",
+  {
+    host: Args.text({ name: "HOST" }),
+    pauseMs: Options.integer("pause-ms").pipe(
+      Options.withDefault(0),
+      Options.withDescription("Pause after each step, 0-60000 ms (to watch a run step by step)")
+    ),
+    requestId: Options.text("request-id").pipe(
+      Options.optional,
+      Options.withDescription("The same id attaches to the same run (a retried start does not start another)")
+    ),
+    json
+  },
+  ({ host, pauseMs, requestId, json }) =>
+    Effect.gen(function* () {
+      const client = yield* controlPlane
+      const started = yield* client.workflows
+        .startProbe({
+          headers: {},
+          payload: {
+            host,
+            pause_ms: pauseMs,
+            ...(Option.isSome(requestId) ? { request_id: requestId.value } : {})
+          }
+        })
+        .pipe(Effect.mapError(refused))
+      yield* emit(json, started, (s) => `started FleetProbe ${s.execution_id} of ${s.host}`)
+    })
+).pipe(Command.withDescription("Start a durable FleetProbe of a host in the control plane (registry, reach, report)"))
+
+const probeStatus = Command.make(
+  "probe-status",
+  { executionId: Args.text({ name: "EXECUTION_ID" }), json },
+  ({ executionId, json }) =>
+    Effect.gen(function* () {
+      const client = yield* controlPlane
+      const status = yield* client.workflows
+        .probeStatus({ headers: {}, path: { execution_id: executionId } })
+        .pipe(Effect.mapError(refused))
+      yield* emit(json, status, (s) =>
+        s.state === "succeeded" && s.result !== null
+          ? `${s.execution_id} succeeded: ${s.result.host} runs ${s.result.kernel} (report ${s.result.report_key})`
+          : s.state === "failed" && s.error !== null
+            ? `${s.execution_id} failed at ${s.error.step}: ${s.error.detail}`
+            : `${s.execution_id} is running`
+      )
+      if (status.state === "failed") return yield* new ExitWith({ code: 1 })
+    })
+).pipe(Command.withDescription("A FleetProbe run's state: running, succeeded (exit 0) or failed (exit 1)"))
+
+export const fleet = Command.make("fleet").pipe(
+  Command.withDescription("Work the control plane runs for the fleet (a client of its HTTP API)"),
+  Command.withSubcommands([probe, probeStatus]),
+  Command.provide(AppConfig.Default)
+)
