@@ -1,0 +1,213 @@
+import * as path from "node:path"
+import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { assert, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { Vault } from "keel"
+import { HttpTest } from "../support/http.js"
+import { root } from "../support/server.js"
+
+// Issue 15: one authorization rule for every control-plane route, proved by one table — every route of the
+// surface's OpenAPI document × (no token, expired, wrong action, wrong consumer, right).
+
+const registryFile = path.join(root, "examples", "registry.yml")
+
+type Method = "GET" | "HEAD" | "PUT" | "POST" | "DELETE"
+
+const send = (method: Method, url: string, token: string | undefined, body?: string) =>
+  Effect.gen(function* () {
+    const client = yield* HttpClient.HttpClient
+    let request = HttpClientRequest.make(method)(url).pipe(
+      HttpClientRequest.setHeaders(token === undefined ? {} : { authorization: `Bearer ${token}` })
+    )
+    if (body !== undefined) request = HttpClientRequest.bodyText(request, body, "application/json")
+    const response = yield* client.execute(request)
+    const text = method === "HEAD" ? "" : yield* response.text
+    let body: { code?: string; execution_id?: string } = {}
+    try {
+      body = JSON.parse(text)
+    } catch {}
+    return { status: response.status, code: body.code, body }
+  }).pipe(Effect.scoped, Effect.orDie)
+
+interface Route {
+  /** The route as the OpenAPI document names it. */
+  readonly route: string
+  readonly method: Method
+  readonly url: string
+  readonly body?: string
+  /** The consumer, action and host the right token is for. */
+  readonly consumer: string
+  readonly action: string
+  readonly host?: string
+  readonly ok: number
+}
+
+const beacon = (host: string) =>
+  JSON.stringify({
+    schema: "keel.beacon/v1",
+    host,
+    os: "linux",
+    reported_at: new Date(Date.now() - 60_000).toISOString(),
+    writer_version: "test",
+    disks: [{ mount: "/", total_bytes: 1000, free_bytes: 400, available_bytes: 300, error: null }],
+    units: []
+  })
+
+layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: registryFile } }), {
+  timeout: "90 seconds",
+  excludeTestServices: true
+})("control-plane authorization", (it) => {
+  it.effect("every route × (no token, expired, wrong action, wrong consumer, right)", () =>
+    Effect.gen(function* () {
+      const vault = yield* Vault
+      const token = (consumer: string, actions: Array<string>, hosts: Array<string>, ttlMillis = 3_600_000) =>
+        Effect.gen(function* () {
+          const { credential } = yield* vault.createGrant({ consumer, actions, items: [], hosts, ttlMillis })
+          return (yield* vault.exchange(credential)).token
+        }).pipe(Effect.orDie)
+      // Something to read, delete and poll.
+      const ops = yield* token("ops", ["object-write", "fleet-read"], [])
+      assert.strictEqual((yield* send("PUT", "/api/objects/state/auth/doc.json", ops, "{}")).status, 200)
+      const started = yield* send(
+        "POST",
+        "/api/workflows/fleet-probe",
+        ops,
+        '{"host":"forge-1","request_id":"auth-run"}'
+      )
+      assert.strictEqual(started.status, 202)
+      const executionId = started.body.execution_id ?? ""
+      const client = yield* HttpClient.HttpClient
+
+      const routes: ReadonlyArray<Route> = [
+        {
+          route: "/api/host-health",
+          method: "PUT",
+          url: "/api/host-health",
+          body: beacon("forge-1"),
+          consumer: "beacon-forge-1",
+          action: "host-health-write",
+          host: "forge-1",
+          ok: 200
+        },
+        {
+          route: "/api/objects",
+          method: "GET",
+          url: "/api/objects?prefix=state/auth/",
+          consumer: "ops",
+          action: "object-read",
+          ok: 200
+        },
+        {
+          route: "/api/objects/*",
+          method: "GET",
+          url: "/api/objects/state/auth/doc.json",
+          consumer: "ops",
+          action: "object-read",
+          ok: 200
+        },
+        {
+          route: "/api/objects/*",
+          method: "HEAD",
+          url: "/api/objects/state/auth/doc.json",
+          consumer: "ops",
+          action: "object-read",
+          ok: 200
+        },
+        {
+          route: "/api/objects/*",
+          method: "PUT",
+          url: "/api/objects/state/auth/doc.json",
+          body: "{}",
+          consumer: "ops",
+          action: "object-write",
+          ok: 200
+        },
+        {
+          route: "/api/objects/*",
+          method: "DELETE",
+          url: "/api/objects/state/auth/doc.json",
+          consumer: "ops",
+          action: "object-write",
+          ok: 204
+        },
+        {
+          route: "/api/fleet/hosts",
+          method: "GET",
+          url: "/api/fleet/hosts",
+          consumer: "dashboard",
+          action: "fleet-read",
+          ok: 200
+        },
+        {
+          route: "/api/fleet/gates/{host}",
+          method: "GET",
+          url: "/api/fleet/gates/forge-1",
+          consumer: "dashboard",
+          action: "fleet-read",
+          ok: 200
+        },
+        {
+          route: "/api/fleet/overview",
+          method: "GET",
+          url: "/api/fleet/overview",
+          consumer: "dashboard",
+          action: "fleet-read",
+          ok: 200
+        },
+        {
+          route: "/api/workflows/fleet-probe",
+          method: "POST",
+          url: "/api/workflows/fleet-probe",
+          body: '{"host":"forge-1","request_id":"auth-run"}',
+          consumer: "ops",
+          action: "fleet-read",
+          ok: 202
+        },
+        {
+          route: "/api/workflows/fleet-probe/{execution_id}",
+          method: "GET",
+          url: `/api/workflows/fleet-probe/${executionId}`,
+          consumer: "ops",
+          action: "fleet-read",
+          ok: 200
+        }
+      ]
+
+      // The table covers every operation of the surface's OpenAPI document.
+      const spec = yield* client.execute(HttpClientRequest.get("/docs/controlplane/openapi.json")).pipe(
+        Effect.flatMap((r) => r.json),
+        Effect.scoped,
+        Effect.orDie
+      )
+      const documented = Object.entries((spec as { paths: Record<string, Record<string, unknown>> }).paths).flatMap(
+        ([route, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${route}`)
+      )
+      assert.sameMembers(
+        routes.map((r) => `${r.method} ${r.route}`),
+        documented
+      )
+
+      for (const r of routes) {
+        const hosts = r.host === undefined ? [] : [r.host]
+        const expiring = yield* token(r.consumer, [r.action], hosts, 200)
+        const wrongAction = yield* token(r.consumer, ["service-ensure"], hosts)
+        const stranger = yield* token("stranger", [r.action], hosts)
+        const right = yield* token(r.consumer, [r.action], hosts)
+        yield* Effect.sleep("300 millis")
+        const rows: Array<[string, string | undefined, number, string | undefined]> = [
+          ["no token", undefined, 401, "VAULT_DENIED"],
+          ["expired", expiring, 401, "VAULT_DENIED"],
+          ["wrong action", wrongAction, 403, "VAULT_FORBIDDEN"],
+          ["wrong consumer", stranger, 403, "ACTION_NOT_HELD"],
+          ["right", right, r.ok, undefined]
+        ]
+        for (const [who, bearer, status, code] of rows) {
+          const answer = yield* send(r.method, r.url, bearer, r.body)
+          const what = `${r.method} ${r.url} × ${who}`
+          assert.strictEqual(answer.status, status, what)
+          if (code !== undefined && r.method !== "HEAD") assert.strictEqual(answer.code, code, what)
+        }
+      }
+    })
+  )
+})
