@@ -22,11 +22,11 @@ const send = (method: Method, url: string, token: string | undefined, body?: str
     if (body !== undefined) request = HttpClientRequest.bodyText(request, body, "application/json")
     const response = yield* client.execute(request)
     const text = method === "HEAD" ? "" : yield* response.text
-    let body: { code?: string; execution_id?: string } = {}
+    let parsed: { code?: string; execution_id?: string } = {}
     try {
-      body = JSON.parse(text)
+      parsed = JSON.parse(text)
     } catch {}
-    return { status: response.status, code: body.code, body }
+    return { status: response.status, code: parsed.code, body: parsed }
   }).pipe(Effect.scoped, Effect.orDie)
 
 interface Route {
