@@ -66,6 +66,7 @@ export * from "./services/fleet/beacon/BeaconPublisher.js"
 export * from "./services/fleet/beacon/BeaconUnits.js"
 export * from "./services/fleet/beacon/BeaconWriter.js"
 export * from "./services/fleet/beacon/HostHealth.js"
+export * from "./services/fleet/beacon/HostStatePublisher.js"
 export * from "./services/fleet/beacon/ServiceManager.js"
 // Fleet services
 export * from "./services/fleet/Channels.js"

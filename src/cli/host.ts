@@ -1,12 +1,13 @@
 import * as path from "node:path"
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option, Schema } from "effect"
-import { HostOpsLive, ServicesLive } from "../layers/Live.js"
+import { HostOpsLive, HostStateLive, ServicesLive } from "../layers/Live.js"
 import { HostBeacon } from "../services/fleet/beacon/Beacon.js"
 import { beaconRouting, publishBeacon } from "../services/fleet/beacon/BeaconPublisher.js"
 import { beaconUnitProblem, renderEnvFile, renderLaunchd, renderSystemd } from "../services/fleet/beacon/BeaconUnits.js"
 import { collectBeacon } from "../services/fleet/beacon/BeaconWriter.js"
 import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
+import { HostStatePublisher } from "../services/fleet/beacon/HostStatePublisher.js"
 import { ServiceManagerLive } from "../services/fleet/beacon/ServiceManager.js"
 import { thisHostName } from "../services/fleet/Channels.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
@@ -152,6 +153,26 @@ const publish = Command.make(
       )
     )
 ).pipe(Command.withDescription("Exchange the beacon grant for a token and PUT the beacon to the control plane"))
+
+const publishState = Command.make("publish-state", { json }, ({ json }) =>
+  Effect.gen(function* () {
+    const published = yield* (yield* HostStatePublisher).publish()
+    yield* emit(
+      json,
+      published,
+      (p) =>
+        `published ${p.host}: capacity ${p.capacity.document.state} (${p.capacity.document.reason}), janitor ${p.janitor.outcome}`
+    )
+  }).pipe(
+    Effect.catchTag("HostStatePublishFailed", (error) =>
+      Effect.fail(new CommandFailed({ detail: `${error.code}: ${error.detail}` }))
+    )
+  )
+).pipe(
+  Command.withDescription(
+    "Measure this host's capacity, take its janitor's last pass, and PUT both through the control plane's object API"
+  )
+)
 
 /** All of standard input (for `host exec --stdin`). */
 const readStdin = async () => {
@@ -328,6 +349,7 @@ export const host = Command.make("host").pipe(
       ])
     ),
     publish,
+    publishState.pipe(Command.provide(HostStateLive)),
     exec.pipe(Command.provide(HostOpsLive)),
     health.pipe(Command.provide(HostOpsLive)),
     inventory.pipe(Command.provide(HostOpsLive)),

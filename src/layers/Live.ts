@@ -2,6 +2,7 @@ import * as fs from "node:fs"
 import { Effect, Layer, Logger, LogLevel } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
+import { HostStatePublisher } from "../services/fleet/beacon/HostStatePublisher.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
 import { DiskMeter } from "../services/fleet/janitor/DiskMeter.js"
 import { Janitor } from "../services/fleet/janitor/Janitor.js"
@@ -57,6 +58,9 @@ export const HostOpsLive = Layer.mergeAll(JobWorker.Default, Janitor.Default.pip
 
 /** Services plus the janitor on the live disk meter: `ctl disk-cleanup` and `ctl space`. */
 export const JanitorLive = Janitor.Default.pipe(Layer.provide(DiskMeter.Live), Layer.provideMerge(ServicesLive))
+
+/** What a host's agent publishes through the control plane: `ctl host publish-state`. */
+export const HostStateLive = HostStatePublisher.Default.pipe(Layer.provideMerge(JanitorLive))
 
 /** The janitor for a preview: the same graph on `SqlPreview`, so a dry run creates no database. */
 export const JanitorPreviewLive = Janitor.Default.pipe(
