@@ -40,7 +40,10 @@ const waitHealthy = async (port, child) => {
   const deadline = Date.now() + 60_000
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`)
-    const ok = await request(port, { path: "/api/health" }).then((r) => r.status === 200, () => false)
+    const ok = await request(port, { path: "/api/health" }).then(
+      (r) => r.status === 200,
+      () => false
+    )
     if (ok) return
     await new Promise((r) => setTimeout(r, 200))
   }
@@ -124,7 +127,18 @@ const env = {
 const grantFile = path.join(work, "ops-grant.json")
 execFileSync(
   process.execPath,
-  [path.join(root, "bin", "ctl.js"), "vault", "grant", "create", "--consumer", "ops", "--action", "object-write", "--out", grantFile],
+  [
+    path.join(root, "bin", "ctl.js"),
+    "vault",
+    "grant",
+    "create",
+    "--consumer",
+    "ops",
+    "--action",
+    "object-write",
+    "--out",
+    grantFile
+  ],
   { env, stdio: "ignore" }
 )
 const keelPort = await freePort()
@@ -142,7 +156,9 @@ try {
     fs.readFileSync(grantFile)
   )
   const { token } = JSON.parse(exchanged.body)
-  const result = await upload(keelPort, keel.pid, "/api/objects/state/bench/big.bin", { authorization: `Bearer ${token}` })
+  const result = await upload(keelPort, keel.pid, "/api/objects/state/bench/big.bin", {
+    authorization: `Bearer ${token}`
+  })
   keelMbps = report("keel", result)
 } finally {
   keel.kill("SIGTERM")
