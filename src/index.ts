@@ -98,6 +98,7 @@ export * from "./services/fleet/overview/FleetHosts.js"
 export * from "./services/fleet/overview/Overview.js"
 export * from "./services/fleet/RemoteCtl.js"
 export * from "./services/fleet/registry/Registry.js"
+export * from "./services/fleet/registry/RegistryWriter.js"
 export * from "./services/fleet/registry/Schema.js"
 export * from "./services/fleet/UnitSettings.js"
 // Ground-truth services

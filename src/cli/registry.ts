@@ -8,6 +8,12 @@ import {
   type FleetRegistrySnapshot,
   type FleetRegistryUnavailable
 } from "../services/fleet/registry/Registry.js"
+import {
+  type RegistryConflict,
+  type RegistryWrite,
+  type RegistryWriteFailed,
+  RegistryWriter
+} from "../services/fleet/registry/RegistryWriter.js"
 import { CommandFailed, emit, iso, json, table } from "./Output.js"
 
 const cached = Options.boolean("cached").pipe(
@@ -84,8 +90,68 @@ const validate = Command.make(
     }).pipe(Effect.catchAll(refuse(json)))
 ).pipe(Command.withDescription("Validate a registry file (or the configured source); lists every problem by path"))
 
+const expect = Options.text("expect").pipe(
+  Options.withDescription("The digest the change was made against (from `registry show`): compare-and-set")
+)
+const reason = Options.text("reason").pipe(
+  Options.withDefault("changed with ctl"),
+  Options.withDescription("Why: recorded in the audit object (and the git commit message)")
+)
+
+/** A write's refusal: a conflict says the current digest; invalid text lists its problems by path. */
+const refuseWrite =
+  (asJson: boolean) =>
+  (error: RegistryConflict | RegistryWriteFailed | FleetRegistryInvalid | FleetRegistryUnavailable) =>
+    error._tag === "RegistryConflict" || error._tag === "RegistryWriteFailed"
+      ? Effect.zipRight(
+          asJson
+            ? emit(
+                true,
+                {
+                  error: {
+                    code: error.code,
+                    detail: error.detail,
+                    ...(error._tag === "RegistryConflict" ? { current: error.current } : {})
+                  }
+                },
+                () => ""
+              )
+            : Effect.void,
+          Effect.fail(new CommandFailed({ detail: error.detail }))
+        )
+      : refuse(asJson)(error)
+
+const written = (w: RegistryWrite) =>
+  `registry written: ${w.digest_before.slice(0, 16)} → ${w.digest_after.slice(0, 16)}${
+    w.source.commit === undefined ? "" : ` (commit ${w.source.commit.slice(0, 12)})`
+  }; digest ${w.digest_after}`
+
+const set = Command.make(
+  "set",
+  { file: Args.file({ name: "FILE", exists: "yes" }), expect, reason, json },
+  ({ expect, file, json, reason }) =>
+    Effect.gen(function* () {
+      const write = yield* (yield* RegistryWriter).set(expect, fs.readFileSync(file, "utf8"), reason)
+      yield* emit(json, write, written)
+    }).pipe(Effect.catchAll(refuseWrite(json)))
+).pipe(Command.withDescription("Replace the registry with FILE, if it is still at --expect DIGEST (validated first)"))
+
+const apply = Command.make(
+  "apply",
+  { file: Args.file({ name: "FILE", exists: "yes" }), expect, reason, json },
+  ({ expect, file, json, reason }) =>
+    Effect.gen(function* () {
+      const write = yield* (yield* RegistryWriter).apply(expect, fs.readFileSync(file, "utf8"), reason)
+      yield* emit(json, write, written)
+    }).pipe(Effect.catchAll(refuseWrite(json)))
+).pipe(
+  Command.withDescription(
+    "Apply FILE as a JSON merge patch (RFC 7386, YAML or JSON) to the registry, if it is still at --expect DIGEST"
+  )
+)
+
 export const registry = Command.make("registry").pipe(
   Command.withDescription("The canonical fleet registry"),
-  Command.withSubcommands([show, validate]),
+  Command.withSubcommands([show, validate, set, apply]),
   Command.provide(ServicesLive)
 )

@@ -11,6 +11,7 @@ import { FleetHosts } from "../services/fleet/overview/FleetHosts.js"
 import { Overview } from "../services/fleet/overview/Overview.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
+import { RegistryWriter } from "../services/fleet/registry/RegistryWriter.js"
 import { Answerer } from "../services/groundtruth/Answerer.js"
 import { BrandAssets } from "../services/groundtruth/BrandAssets.js"
 import { GtConfig } from "../services/groundtruth/GtConfig.js"
@@ -82,6 +83,7 @@ export const DomainServices = Layer.mergeAll(
   HostHealth.Default,
   ObjectAccess.Default,
   FleetHosts.Default,
+  RegistryWriter.Default,
   GrantIssuer.Default,
   Overview.Default
 ).pipe(

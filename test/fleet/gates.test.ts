@@ -232,7 +232,15 @@ describe("admission gates", () => {
                   load: () => Effect.never,
                   parse: () => Effect.never,
                   lastValid: Effect.never,
-                  bundled: () => Effect.never
+                  bundled: () => Effect.never,
+                  origin: {
+                    location: undefined,
+                    isGit: false,
+                    ref: undefined,
+                    filePath: "registry.yml",
+                    mirrorsDir: "/nonexistent",
+                    gitTimeoutMs: 0
+                  }
                 })
               ),
               Layer.succeed(HostChannel, { run: () => Effect.never }),

@@ -81,10 +81,20 @@ const askpass = (mirrorsDir: string, credentials: { username?: string; password?
   )
 
 /** The environment of every git child: built, no credentials in it, never a terminal prompt. */
-const gitEnv = (askpassScript?: string) =>
-  childEnv({ GIT_TERMINAL_PROMPT: "0", ...(askpassScript === undefined ? {} : { GIT_ASKPASS: askpassScript }) })
+const gitEnv = (askpassScript?: string, extra: Readonly<Record<string, string>> = {}) =>
+  childEnv({
+    GIT_TERMINAL_PROMPT: "0",
+    ...(askpassScript === undefined ? {} : { GIT_ASKPASS: askpassScript }),
+    ...extra
+  })
 
-const git = (dir: string | undefined, args: ReadonlyArray<string>, askpassScript?: string, stallMs = GIT_STALL_MS) =>
+const git = (
+  dir: string | undefined,
+  args: ReadonlyArray<string>,
+  askpassScript?: string,
+  stallMs = GIT_STALL_MS,
+  extraEnv: Readonly<Record<string, string>> = {}
+) =>
   Effect.tryPromise({
     try: (signal) =>
       simpleGit({
@@ -93,9 +103,9 @@ const git = (dir: string | undefined, args: ReadonlyArray<string>, askpassScript
         abort: signal,
         // Keel sets the askpass and resets credential helpers itself; no user data reaches these.
         unsafe: { allowUnsafeAskPass: true, allowUnsafeCredentialHelper: true },
-        allowEnvironment: ["GIT_TERMINAL_PROMPT", "GIT_ASKPASS"]
+        allowEnvironment: ["GIT_TERMINAL_PROMPT", "GIT_ASKPASS", ...Object.keys(extraEnv)]
       })
-        .env(gitEnv(askpassScript))
+        .env(gitEnv(askpassScript, extraEnv))
         // No helper may store or supply credentials behind our back.
         .raw(["-c", "credential.helper=", ...args]),
     catch: (error) => new GitFailed({ detail: `git ${args[0]}: ${stripCredentials(describe(error) ?? "")}` })
@@ -191,6 +201,69 @@ export const GitMirror = {
       // Interrupted (a request gone, a timeout upstream): the child goes too.
       return Effect.sync(() => child.kill("SIGKILL"))
     }),
+
+  /** The branch the mirror's HEAD names (the remote's default branch). */
+  defaultBranch: (dir: string) => git(dir, ["symbolic-ref", "--short", "HEAD"]).pipe(Effect.map((out) => out.trim())),
+
+  /**
+   * A commit on `parent` whose only change is `file` set to `bytes`, made in the bare mirror without a work
+   * tree (a temporary index), by `author`. Answers the new commit's sha; nothing is pushed.
+   */
+  commitFile: (
+    dir: string,
+    parent: string,
+    file: string,
+    bytes: Uint8Array,
+    message: string,
+    author: { readonly name: string; readonly email: string }
+  ) =>
+    Effect.acquireUseRelease(
+      Effect.sync(() => fs.mkdtempSync(path.join(dir, "keel-commit-"))),
+      (scratch) =>
+        Effect.gen(function* () {
+          const blobFile = path.join(scratch, "blob")
+          fs.writeFileSync(blobFile, bytes)
+          const blob = (yield* git(dir, ["hash-object", "-w", "--", blobFile])).trim()
+          const env = {
+            GIT_INDEX_FILE: path.join(scratch, "index"),
+            GIT_AUTHOR_NAME: author.name,
+            GIT_AUTHOR_EMAIL: author.email,
+            GIT_COMMITTER_NAME: author.name,
+            GIT_COMMITTER_EMAIL: author.email
+          }
+          const at = (args: ReadonlyArray<string>) => git(dir, args, undefined, GIT_STALL_MS, env)
+          yield* at(["read-tree", parent])
+          yield* at(["update-index", "--add", "--cacheinfo", `100644,${blob},${file}`])
+          const tree = (yield* at(["write-tree"])).trim()
+          return (yield* at(["commit-tree", tree, "-p", parent, "-m", message])).trim()
+        }),
+      (scratch) => Effect.sync(() => fs.rmSync(scratch, { recursive: true, force: true }))
+    ),
+
+  /**
+   * Pushes `commit` to `branch` of `url` as a fast-forward only: `rejected` when the branch moved on the
+   * remote since (someone else pushed). Credentials go through the askpass, never argv.
+   */
+  push: (url: string, mirrorsDir: string, dir: string, commit: string, branch: string, stallMs = GIT_STALL_MS) =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const plain = splitCredentials(url)
+        const pass =
+          plain.username === undefined && plain.password === undefined ? undefined : yield* askpass(mirrorsDir, plain)
+        const pushed = yield* git(
+          dir,
+          ["push", "--porcelain", "--", plain.url, `${commit}:refs/heads/${branch}`],
+          pass?.script,
+          stallMs
+        ).pipe(Effect.either)
+        if (pushed._tag === "Right") {
+          yield* git(dir, ["update-ref", `refs/heads/${branch}`, commit])
+          return "pushed" as const
+        }
+        if (/rejected|non-fast-forward|fetch first/i.test(pushed.left.detail)) return "rejected" as const
+        return yield* pushed.left
+      })
+    ),
 
   /** Reads many blobs through one `git cat-file --batch` process. */
   readBlobs: (dir: string, shas: ReadonlyArray<string>) =>

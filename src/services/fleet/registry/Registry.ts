@@ -266,6 +266,16 @@ export class FleetRegistry extends Effect.Service<FleetRegistry>()("fleet/FleetR
       } satisfies FleetRegistrySnapshot
     })
 
-    return { parse, load, read, lastValid, bundled } as const
+    /** Where the registry comes from (for its writer): the file or repository, its ref and path, the mirrors. */
+    const origin = {
+      location: Option.getOrUndefined(location),
+      isGit: Option.isSome(location) && isGitUrl(location.value),
+      ref: Option.getOrUndefined(ref),
+      filePath,
+      mirrorsDir: path.join(app.dataDir, "registry-mirrors"),
+      gitTimeoutMs: Duration.toMillis(gitTimeout)
+    } as const
+
+    return { parse, load, read, lastValid, bundled, origin } as const
   })
 }) {}

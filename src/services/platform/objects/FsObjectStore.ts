@@ -3,69 +3,22 @@ import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { Chunk, Effect, Layer, Option, Stream } from "effect"
 import { sha256Hex } from "../Digest.js"
+import { withFileLock } from "../FileLock.js"
 import { keyProblem, type ObjectHead, ObjectStore, ObjectStoreError, type WriteCondition } from "./ObjectStore.js"
 
 /** Temporary files live beside their target (same filesystem, so rename is atomic) under this prefix. */
 const TEMP_PREFIX = ".keel-tmp-"
 /** A key's write lock lives beside it under this prefix (never listed, like temporary files). */
 const LOCK_PREFIX = ".keel-lock-"
-/** A lock older than this whose holder process is gone was left by a crash and is broken. */
-const STALE_LOCK_MILLIS = 10_000
-/** How long a writer waits for a key's lock before failing. */
-const LOCK_WAIT_MILLIS = 30_000
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (cause) {
-    return (cause as { code?: string }).code === "EPERM"
-  }
-}
 
 /**
- * Runs `critical` holding the write lock of `file`: a lock file created with O_EXCL beside it, holding the
- * holder's pid. Replacing, comparing-and-replacing and deleting a key take it, so a compare-and-set is
- * atomic against every other write of the key, in this process or another. The bytes are written to a
- * temporary file before the lock is taken: it is held for a comparison and a rename only.
+ * Runs `critical` holding the write lock of `file`. Replacing, comparing-and-replacing and deleting a key
+ * take it, so a compare-and-set is atomic against every other write of the key, in this process or another.
+ * The bytes are written to a temporary file before the lock is taken: it is held for a comparison and a
+ * rename only.
  */
-const withKeyLock = async <A>(file: string, critical: () => Promise<A>): Promise<A> => {
-  const dir = path.dirname(file)
-  const lock = path.join(dir, `${LOCK_PREFIX}${path.basename(file)}`)
-  await fs.mkdir(dir, { recursive: true })
-  const deadline = Date.now() + LOCK_WAIT_MILLIS
-  for (;;) {
-    try {
-      const handle = await fs.open(lock, "wx", 0o600)
-      try {
-        await handle.writeFile(String(process.pid))
-      } finally {
-        await handle.close()
-      }
-      break
-    } catch (cause) {
-      if ((cause as { code?: string }).code !== "EEXIST") throw cause
-      const holder = await fs
-        .readFile(lock, "utf8")
-        .then((text) => ({ pid: Number(text) }))
-        .catch(() => undefined)
-      const stat = await fs.stat(lock).catch(() => undefined)
-      if (holder !== undefined && stat !== undefined && Date.now() - stat.mtimeMs > STALE_LOCK_MILLIS) {
-        if (!Number.isInteger(holder.pid) || holder.pid <= 0 || !isAlive(holder.pid)) {
-          await fs.rm(lock, { force: true })
-          continue
-        }
-      }
-      if (Date.now() > deadline) throw new Error(`timed out waiting for the write lock of ${path.basename(file)}`)
-      await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 8))
-    }
-  }
-  try {
-    return await critical()
-  } finally {
-    await fs.rm(lock, { force: true })
-  }
-}
+const withKeyLock = <A>(file: string, critical: () => Promise<A>): Promise<A> =>
+  withFileLock(path.join(path.dirname(file), `${LOCK_PREFIX}${path.basename(file)}`), critical)
 
 const failure = (key: string) => (cause: unknown) =>
   new ObjectStoreError({
