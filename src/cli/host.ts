@@ -89,7 +89,13 @@ const install = Command.make(
       Options.optional,
       Options.withDescription("The vault consumer of the beacon grant (default beacon-<this host>)")
     ),
-    grantFile: Options.text("grant-file").pipe(Options.withDefault("/etc/keel/beacon-grant.json"))
+    grantFile: Options.text("grant-file").pipe(Options.withDefault("/etc/keel/beacon-grant.json")),
+    stateGrantFile: Options.text("state-grant-file").pipe(
+      Options.optional,
+      Options.withDescription(
+        "A grant with host-state-write for this host: each run then also publishes its capacity and janitor report"
+      )
+    )
   },
   (options) =>
     Effect.gen(function* () {
@@ -107,7 +113,8 @@ const install = Command.make(
           controlPlaneUrl: options.controlPlaneUrl,
           vaultUrl: options.vaultUrl,
           consumer: Option.getOrElse(options.consumer, () => `beacon-${environment.KEEL_HOST}`),
-          grantFile: options.grantFile
+          grantFile: options.grantFile,
+          stateGrantFile: Option.getOrUndefined(options.stateGrantFile)
         }
       }
       const problem = beaconUnitProblem(unitOptions)

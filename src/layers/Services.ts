@@ -2,6 +2,7 @@ import { ClusterWorkflowEngine } from "@effect/cluster"
 import { Layer } from "effect"
 import { FleetProbeLive } from "../actors/FleetProbe.js"
 import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
+import { ServiceManagerLive } from "../services/fleet/beacon/ServiceManager.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
 import { ActionAuthority } from "../services/fleet/grants/ActionAuthority.js"
 import { GrantIssuer } from "../services/fleet/grants/GrantIssuer.js"
@@ -101,10 +102,13 @@ export const DomainServices = Layer.mergeAll(
 )
 
 /**
- * What reaches hosts: the host channel (local processes, ssh with vault identities), gates and `RemoteCtl`.
+ * What reaches hosts: the host channel (local processes, ssh with vault identities), gates, `RemoteCtl` and the
+ * service manager of this host (systemd or launchd).
  * The server has it too (issue 15: fleet work runs in `ctl serve`), not only the CLI's host commands.
  */
-export const HostReach = Layer.mergeAll(Gates.Default, RemoteCtl.Default).pipe(Layer.provideMerge(HostChannelLive))
+export const HostReach = Layer.mergeAll(Gates.Default, RemoteCtl.Default, ServiceManagerLive).pipe(
+  Layer.provideMerge(HostChannelLive)
+)
 
 /**
  * The durable workflows (FleetProbe) on the cluster's workflow engine: their state and messages live in the

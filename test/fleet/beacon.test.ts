@@ -339,6 +339,25 @@ describe("beacon units", () => {
       /one line/
     )
     assert.match(beaconUnitProblem({ ...own, user: "root\nExecStartPre=/bin/sh" }) ?? "", /account name/)
+    // With a state grant, each run also publishes the host's capacity and janitor report (issue 15).
+    const withState = { ...own, routing: { ...own.routing, stateGrantFile: "/etc/keel/state-grant.json" } }
+    const execs = renderSystemd(withState)
+      ["keel-beacon.service"].split("\n")
+      .filter((l) => l.startsWith("ExecStart="))
+    assert.lengthOf(execs, 3)
+    assert.match(execs[2]!, / host publish-state$/)
+    assert.include(renderEnvFile(withState), 'KEEL_STATE_GRANT_FILE="/etc/keel/state-grant.json"\n')
+    assert.include(
+      renderLaunchd(withState)["dev.keel.beacon.plist"],
+      "publish-beacon /var/lib/keel/beacon.json &amp;&amp; "
+    )
+    assert.lengthOf(
+      renderSystemd(own)
+        ["keel-beacon.service"].split("\n")
+        .filter((l) => l.startsWith("ExecStart=")),
+      2,
+      "without a state grant the units publish the beacon only"
+    )
     const plist = parsePlist(renderLaunchd(own)["dev.keel.beacon.plist"]) as {
       UserName: string
       EnvironmentVariables: Record<string, string>

@@ -18,6 +18,8 @@ export interface BeaconUnitOptions {
     readonly vaultUrl: string
     readonly consumer: string
     readonly grantFile: string
+    /** The grant for `ctl host publish-state` (host-state-write); without one the units publish the beacon only. */
+    readonly stateGrantFile?: string | undefined
   }
 }
 
@@ -30,8 +32,16 @@ export const beaconEnvironment = (options: BeaconUnitOptions): Record<string, st
   KEEL_CONTROL_PLANE_URL: options.routing.controlPlaneUrl,
   KEEL_VAULT_URL: options.routing.vaultUrl,
   KEEL_BEACON_CONSUMER: options.routing.consumer,
-  KEEL_BEACON_GRANT_FILE: options.routing.grantFile
+  KEEL_BEACON_GRANT_FILE: options.routing.grantFile,
+  ...(options.routing.stateGrantFile === undefined ? {} : { KEEL_STATE_GRANT_FILE: options.routing.stateGrantFile })
 })
+
+/** What each run does, in order: write the beacon, publish it, and (with a state grant) publish the host's state. */
+const steps = (options: BeaconUnitOptions): ReadonlyArray<ReadonlyArray<string>> => [
+  [...options.ctl, "host", "beacon", "write", "--out", options.beaconFile],
+  [...options.ctl, "host", "publish-beacon", options.beaconFile],
+  ...(options.routing.stateGrantFile === undefined ? [] : [[...options.ctl, "host", "publish-state"]])
+]
 
 /** Why these options cannot be rendered (a value with a newline, a bad account name, a relative path). */
 export const beaconUnitProblem = (options: BeaconUnitOptions): string | undefined =>
@@ -63,8 +73,7 @@ export const renderSystemd = (options: BeaconUnitOptions) => ({
     `EnvironmentFile=${options.envFile}`,
     `User=${options.user ?? DEFAULT_UNIT_USER}`,
     `Group=${options.group ?? options.user ?? DEFAULT_UNIT_USER}`,
-    `ExecStart=${command([...options.ctl, "host", "beacon", "write", "--out", options.beaconFile])}`,
-    `ExecStart=${command([...options.ctl, "host", "publish-beacon", options.beaconFile])}`,
+    ...steps(options).map((step) => `ExecStart=${command(step)}`),
     // It reads the host and writes two places: its beacon and ctl's data dir.
     "NoNewPrivileges=yes",
     "PrivateTmp=yes",
@@ -92,12 +101,7 @@ const xml = (text: string) =>
 
 /** A launchd daemon with the same routing metadata, run every interval. */
 export const renderLaunchd = (options: BeaconUnitOptions) => {
-  const script = `${command([...options.ctl, "host", "beacon", "write", "--out", options.beaconFile])} && ${command([
-    ...options.ctl,
-    "host",
-    "publish-beacon",
-    options.beaconFile
-  ])}`
+  const script = steps(options).map(command).join(" && ")
   const env = beaconEnvironment(options)
   return {
     "dev.keel.beacon.plist": [
