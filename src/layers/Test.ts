@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto"
 import { Duration, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
+import { MemoryServiceManager, makeMemoryServiceManager } from "../services/fleet/beacon/ServiceManager.js"
 import { AppConfig, type AppSettings } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
 import { migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
@@ -57,3 +58,12 @@ export const AppTest = (overrides: Partial<AppSettings> = {}) =>
     Layer.provideMerge(HostReach),
     Layer.provideMerge(ServicesTest(overrides))
   )
+
+/**
+ * The application graph with the host-facing ports on their test adapters: units come from a memory service
+ * manager the test controls (`makeMemoryServiceManager().set(…)`), not from this machine's systemd.
+ */
+export const HostOpsTest = (
+  overrides: Partial<AppSettings> = {},
+  services: ReturnType<typeof makeMemoryServiceManager> = makeMemoryServiceManager()
+) => Layer.merge(AppTest(overrides), MemoryServiceManager(services))

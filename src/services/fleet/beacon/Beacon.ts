@@ -30,6 +30,14 @@ export const UnitState = Schema.Struct({
   exec_start: Schema.NullOr(Schema.String),
   fragment_path: Schema.NullOr(Schema.String),
   process: Schema.NullOr(LiveProcess),
+  /** systemd's NeedDaemonReload: the unit file changed on disk since it was loaded (null: unknown). */
+  need_daemon_reload: Schema.optionalWith(Schema.NullOr(Schema.Boolean), { default: () => null }),
+  /** systemd's UnitFileState (enabled, disabled, static, …); null where the manager has none. */
+  unit_file_state: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  /** systemd's InvocationID of the running instance: it changes with every start. */
+  invocation_id: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  /** SHA-256 of the declared `program` on disk, beside the live executable's: decides a stale binary. */
+  program_sha256: Schema.optionalWith(Schema.NullOr(Sha256), { default: () => null }),
   /** Why the unit could not be read, when it could not. */
   error: Schema.NullOr(Schema.String)
 })

@@ -31,7 +31,7 @@ export const collectBeacon = (target: Target) =>
     const manager = yield* ServiceManager
     const disks = yield* Effect.forEach(target.mounts, diskState)
     const units = yield* Effect.forEach(target.services, (service) =>
-      manager.inspect({ name: service.name, unit: service.unit })
+      manager.inspect({ name: service.name, unit: service.unit, program: service.program })
     )
     const now = yield* Clock.currentTimeMillis
     return {

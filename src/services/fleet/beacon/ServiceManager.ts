@@ -1,13 +1,16 @@
 import { execFile } from "node:child_process"
+import { createHash } from "node:crypto"
+import { createReadStream } from "node:fs"
 import * as fs from "node:fs/promises"
 import { Context, Effect, Layer } from "effect"
 import { childEnv } from "../../platform/ChildEnv.js"
-import { sha256Hex } from "../../platform/Digest.js"
 import type { UnitState } from "./Beacon.js"
 
 export interface DeclaredUnit {
   readonly name: string
   readonly unit: string
+  /** The executable the unit must run (the registry's `program`), hashed on disk when declared. */
+  readonly program?: string | undefined
 }
 
 /**
@@ -34,17 +37,29 @@ const run = (command: string, args: ReadonlyArray<string>) =>
     return Effect.sync(() => child.kill("SIGKILL"))
   })
 
-/** The live process's executable and its SHA-256, where the OS lets us read them. */
+/** SHA-256 of a file, read in chunks; null when it cannot be read. */
+export const fileSha256 = (file: string) =>
+  Effect.promise(async () => {
+    try {
+      const hash = createHash("sha256")
+      for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer)
+      return hash.digest("hex")
+    } catch {
+      return null
+    }
+  })
+
+/**
+ * The live process's executable and its SHA-256, where the OS lets us read them. An executable replaced on
+ * disk since the process started reads as `<path> (deleted)`: the process runs a stale copy, and its hash is
+ * read from the process's own image (/proc/<pid>/exe), so it still says what is running.
+ */
 export const liveProcess = (pid: number) =>
   Effect.promise(async () => {
     try {
       const executable = await fs.readlink(`/proc/${pid}/exe`)
-      try {
-        const bytes = await fs.readFile(executable)
-        return { pid, executable, sha256: sha256Hex(bytes) }
-      } catch {
-        return { pid, executable, sha256: null }
-      }
+      const sha256 = await Effect.runPromise(fileSha256(`/proc/${pid}/exe`))
+      return { pid, executable, sha256 }
     } catch {
       return { pid, executable: null, sha256: null }
     }
@@ -63,6 +78,10 @@ const empty = (declared: DeclaredUnit, manager: "systemd" | "launchd", error: st
   exec_start: null,
   fragment_path: null,
   process: null,
+  need_daemon_reload: null,
+  unit_file_state: null,
+  invocation_id: null,
+  program_sha256: null,
   error
 })
 
@@ -72,7 +91,7 @@ export const Systemd = Layer.succeed(ServiceManager, {
     Effect.gen(function* () {
       const result = yield* run("systemctl", [
         "show",
-        "--property=LoadState,ActiveState,SubState,MainPID,ExecStart,FragmentPath",
+        "--property=LoadState,ActiveState,SubState,MainPID,ExecStart,FragmentPath,NeedDaemonReload,UnitFileState,InvocationID",
         unitName(declared.unit)
       ])
       if (result.code !== 0)
@@ -94,7 +113,11 @@ export const Systemd = Layer.succeed(ServiceManager, {
         main_pid: Number.isInteger(pid) ? pid : null,
         exec_start: orNull(props.get("ExecStart")),
         fragment_path: orNull(props.get("FragmentPath")),
-        process: pid > 0 ? yield* liveProcess(pid) : null
+        process: pid > 0 ? yield* liveProcess(pid) : null,
+        need_daemon_reload: props.has("NeedDaemonReload") ? props.get("NeedDaemonReload") === "yes" : null,
+        unit_file_state: orNull(props.get("UnitFileState")),
+        invocation_id: orNull(props.get("InvocationID")),
+        program_sha256: declared.program === undefined ? null : yield* fileSha256(declared.program)
       }
     })
 })
@@ -118,10 +141,38 @@ export const Launchd = Layer.succeed(ServiceManager, {
         main_pid: pid > 0 ? pid : null,
         exec_start: field("program"),
         fragment_path: field("path"),
-        process: pid > 0 ? { pid, executable: field("program"), sha256: null } : null
+        // launchd does not give the running image: the declared program's path and hash stand in for it, so
+        // a replaced binary is not detectable here (rows resolve to identity_unresolved; docs/beacon.md).
+        process: pid > 0 ? { pid, executable: field("program"), sha256: null } : null,
+        program_sha256: declared.program === undefined ? null : yield* fileSha256(declared.program)
       }
     })
 })
 
 /** The service manager of the OS this process runs on. */
 export const ServiceManagerLive = process.platform === "darwin" ? Launchd : Systemd
+
+/**
+ * A service manager in memory, for tests and embedders: units are what `set` put there (a unit never set
+ * reads as not found, as systemd answers for an unknown unit).
+ */
+export const makeMemoryServiceManager = () => {
+  const units = new Map<string, Omit<UnitState, "name" | "unit" | "manager" | "error">>()
+  const manager: ServiceManager["Type"] = {
+    inspect: (declared) =>
+      Effect.sync(() => {
+        const found = units.get(unitName(declared.unit))
+        return found === undefined
+          ? { ...empty(declared, "systemd", ""), error: null, load_state: "not-found", active_state: "inactive" }
+          : { ...found, name: declared.name, unit: declared.unit, manager: "systemd" as const, error: null }
+      })
+  }
+  return {
+    manager,
+    set: (unit: string, state: Omit<UnitState, "name" | "unit" | "manager" | "error">) =>
+      void units.set(unitName(unit), state)
+  }
+}
+
+export const MemoryServiceManager = (memory = makeMemoryServiceManager()) =>
+  Layer.succeed(ServiceManager, memory.manager)
