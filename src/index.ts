@@ -8,7 +8,8 @@ export * from "./actors/LeaseKeeper.js"
 export * from "./actors/MarketAgent.js"
 // The CLI tree, for embedding `ctl` commands in another program
 export { ctl, runCtl } from "./cli/Cli.js"
-export { ctlMain, exitCodeOf } from "./cli/Run.js"
+export { type CommandNode, commandTree } from "./cli/Help.js"
+export { ctlMain, exitCodeOf, unknownCommand } from "./cli/Run.js"
 // HTTP contracts, shared middleware and typed clients
 export * from "./http/BodyLimit.js"
 export * from "./http/ClientError.js"

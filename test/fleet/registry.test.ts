@@ -5,7 +5,17 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
-import { AppConfigTest, FleetRegistry, LAST_VALID_KEY, MemoryObjectStoreLayer, ObjectGateway } from "keel"
+import {
+  AppConfigTest,
+  type CommandNode,
+  commandTree,
+  ctl,
+  FleetRegistry,
+  LAST_VALID_KEY,
+  MemoryObjectStoreLayer,
+  ObjectGateway,
+  unknownCommand
+} from "keel"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const example = fs.readFileSync(path.join(root, "examples", "registry.yml"), "utf8")
@@ -217,3 +227,28 @@ const gitRepo = (() => {
   git("commit", "-q", "-am", "next generation")
   return { dir, first }
 })()
+
+describe("the example registry", () => {
+  it.effect("every ctl service it declares runs a command that exists, down to a leaf", () =>
+    Effect.gen(function* () {
+      const doc = yield* (yield* FleetRegistry).parse(example, "examples/registry.yml")
+      const services = doc.targets.flatMap((t) => t.services).filter((s) => s.program?.endsWith("/ctl"))
+      assert.isAbove(services.length, 0)
+      const tree = commandTree(ctl)
+      for (const service of services) {
+        assert.isUndefined(unknownCommand(service.args), `${service.name}: ${service.args.join(" ")}`)
+        let node: CommandNode | undefined = tree
+        for (const arg of service.args) {
+          if (arg.startsWith("-") || node?.children === undefined) break
+          node = node.children.get(arg)
+        }
+        assert.isUndefined(node?.children, `${service.name} names a command, not a group`)
+      }
+      // The beacon is marked, so reconciliation reasserts its timer instead of ensuring a service.
+      assert.deepStrictEqual(
+        doc.targets.flatMap((t) => t.services.filter((s) => s.role === "beacon").map((s) => `${t.name}/${s.name}`)),
+        ["forge-1/keel-beacon"]
+      )
+    }).pipe(Effect.provide(RegistryTest({})))
+  )
+})

@@ -46,7 +46,12 @@ export const ServiceDeclaration = Schema.Struct({
   kind: Schema.optionalWith(Schema.Literal("service", "oneshot-timer", "recovery-managed"), {
     default: () => "service" as const
   }),
-  endpoint: Schema.optional(Endpoint)
+  endpoint: Schema.optional(Endpoint),
+  /**
+   * `beacon`: the host's beacon units (`ctl host beacon install`: a oneshot service and its timer, or a
+   * launchd daemon). Reasserting it means enabling and verifying the installed timer, never a service ensure.
+   */
+  role: Schema.optional(Schema.Literal("beacon"))
 })
 
 export const CleanerNames = [
