@@ -10,7 +10,6 @@ import {
   beaconKey,
   beaconRouting,
   beaconUnitProblem,
-  type HostBeacon,
   HostHealth,
   ObjectGateway,
   parsePlist,
@@ -20,6 +19,7 @@ import {
   renderSystemd,
   Vault
 } from "keel"
+import { beaconDocument } from "../support/controlplane.js"
 import { HttpTest } from "../support/http.js"
 import { call, serverPort } from "../support/market.js"
 
@@ -27,15 +27,7 @@ const root = fileURLToPath(new URL("../..", import.meta.url))
 const registryFile = path.join(root, "examples", "registry.yml")
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "keel-beacon-"))
 
-const beacon = (host: string, reportedAt: string): HostBeacon => ({
-  schema: "keel.beacon/v1",
-  host,
-  os: "linux",
-  reported_at: reportedAt,
-  writer_version: "test",
-  disks: [{ mount: "/", total_bytes: 1000, free_bytes: 400, available_bytes: 300, error: null }],
-  units: []
-})
+const beacon = beaconDocument
 
 const writeJson = (name: string, value: unknown, mode = 0o600) => {
   const file = path.join(work, name)

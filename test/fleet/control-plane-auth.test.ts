@@ -2,7 +2,7 @@ import * as path from "node:path"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { Vault } from "keel"
+import { beaconDocument, vaultGrant } from "../support/controlplane.js"
 import { HttpTest } from "../support/http.js"
 import { root } from "../support/server.js"
 
@@ -42,29 +42,17 @@ interface Route {
   readonly ok: number
 }
 
-const beacon = (host: string) =>
-  JSON.stringify({
-    schema: "keel.beacon/v1",
-    host,
-    os: "linux",
-    reported_at: new Date(Date.now() - 60_000).toISOString(),
-    writer_version: "test",
-    disks: [{ mount: "/", total_bytes: 1000, free_bytes: 400, available_bytes: 300, error: null }],
-    units: []
-  })
-
 layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: registryFile } }), {
   timeout: "90 seconds",
   excludeTestServices: true
 })("control-plane authorization", (it) => {
   it.effect("every route × (no token, expired, wrong action, wrong consumer, right)", () =>
     Effect.gen(function* () {
-      const vault = yield* Vault
-      const token = (consumer: string, actions: Array<string>, hosts: Array<string>, ttlMillis = 3_600_000) =>
-        Effect.gen(function* () {
-          const { credential } = yield* vault.createGrant({ consumer, actions, items: [], hosts, ttlMillis })
-          return (yield* vault.exchange(credential)).token
-        }).pipe(Effect.orDie)
+      const token = (consumer: string, actions: Array<string>, hosts: Array<string>, ttlMillis?: number) =>
+        Effect.map(
+          vaultGrant({ consumer, actions, hosts, ...(ttlMillis === undefined ? {} : { ttlMillis }) }),
+          (g) => g.token
+        )
       // Something to read, delete and poll.
       const ops = yield* token("ops", ["object-write", "fleet-read"], [])
       assert.strictEqual((yield* send("PUT", "/api/objects/state/auth/doc.json", ops, "{}")).status, 200)
@@ -83,7 +71,7 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
           route: "/api/host-health",
           method: "PUT",
           url: "/api/host-health",
-          body: beacon("forge-1"),
+          body: JSON.stringify(beaconDocument("forge-1", new Date(Date.now() - 60_000).toISOString())),
           consumer: "beacon-forge-1",
           action: "host-health-write",
           host: "forge-1",

@@ -5,7 +5,8 @@ import { fileURLToPath } from "node:url"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { makeObjectApiClient, ObjectStore, objectAction, sha256Hex, Vault, vaultTokenFromGrantFile } from "keel"
+import { makeObjectApiClient, ObjectStore, objectAction, sha256Hex, vaultTokenFromGrantFile } from "keel"
+import { vaultGrant } from "../support/controlplane.js"
 import { HttpTest } from "../support/http.js"
 import { serverPort } from "../support/market.js"
 
@@ -59,11 +60,7 @@ const send = (
 
 /** A live token of `consumer` whose grant holds `actions` (for `hosts`); `ttlMillis` bounds its grant. */
 const tokenOf = (consumer: string, actions: Array<string>, hosts: Array<string> = [], ttlMillis = 3_600_000) =>
-  Effect.gen(function* () {
-    const vault = yield* Vault
-    const { credential } = yield* vault.createGrant({ consumer, actions, items: [], hosts, ttlMillis })
-    return (yield* vault.exchange(credential)).token
-  }).pipe(Effect.orDie)
+  Effect.map(vaultGrant({ consumer, actions, hosts, ttlMillis }), (g) => g.token)
 
 const opsToken = tokenOf("ops", ["object-read", "object-write", "release-submit"])
 
@@ -274,16 +271,7 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
     Effect.gen(function* () {
       const port = yield* serverPort
       const local = `http://127.0.0.1:${port}`
-      const vault = yield* Vault
-      const { credential } = yield* vault
-        .createGrant({
-          consumer: "ops",
-          actions: ["object-read", "object-write"],
-          items: [],
-          hosts: [],
-          ttlMillis: 3_600_000
-        })
-        .pipe(Effect.orDie)
+      const { credential } = yield* vaultGrant({ consumer: "ops", actions: ["object-read", "object-write"] })
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-object-client-"))
       const grantFile = path.join(dir, "grant.json")
       fs.writeFileSync(grantFile, JSON.stringify(credential), { mode: 0o600 })

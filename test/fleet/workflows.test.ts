@@ -3,11 +3,11 @@ import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { afterAll, assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { ObjectStore, Vault } from "keel"
+import { ObjectStore } from "keel"
 import { runCli } from "../support/cli.js"
+import { sendJson, vaultToken } from "../support/controlplane.js"
 import { HttpTest } from "../support/http.js"
 import { ctlBin, root, startServer } from "../support/server.js"
 
@@ -17,33 +17,14 @@ import { ctlBin, root, startServer } from "../support/server.js"
 const registryFile = path.join(root, "examples", "registry.yml")
 const kernel = execFileSync("uname", ["-sr"]).toString().trim()
 
-const send = (method: "GET" | "POST", url: string, token?: string, body?: unknown) =>
-  Effect.gen(function* () {
-    const client = yield* HttpClient.HttpClient
-    let request = HttpClientRequest.make(method)(url).pipe(
-      HttpClientRequest.setHeaders(token === undefined ? {} : { authorization: `Bearer ${token}` })
-    )
-    if (body !== undefined) request = HttpClientRequest.bodyUnsafeJson(request, body)
-    const response = yield* client.execute(request)
-    // biome-ignore lint/suspicious/noExplicitAny: answers checked field by field
-    return { status: response.status, body: (yield* response.json) as any }
-  }).pipe(Effect.scoped, Effect.orDie)
-
 layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: registryFile } }), {
   timeout: "60 seconds",
   excludeTestServices: true
 })("FleetProbe over HTTP", (it) => {
-  const tokenOf = (consumer: string, actions: Array<string>) =>
-    Effect.gen(function* () {
-      const vault = yield* Vault
-      const { credential } = yield* vault.createGrant({ consumer, actions, items: [], hosts: [], ttlMillis: 3_600_000 })
-      return (yield* vault.exchange(credential)).token
-    }).pipe(Effect.orDie)
-
   const finished = (token: string, executionId: string) =>
     Effect.gen(function* () {
       for (let i = 0; i < 200; i++) {
-        const status = yield* send("GET", `/api/workflows/fleet-probe/${executionId}`, token)
+        const status = yield* sendJson("GET", `/api/workflows/fleet-probe/${executionId}`, token)
         if (status.body.state !== "running") return status
         yield* Effect.sleep("100 millis")
       }
@@ -52,13 +33,16 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
 
   it.effect("a probe runs its three steps once each and answers its result; a request id attaches", () =>
     Effect.gen(function* () {
-      const token = yield* tokenOf("ops", ["fleet-read"])
-      const started = yield* send("POST", "/api/workflows/fleet-probe", token, {
+      const token = yield* vaultToken("ops", ["fleet-read"])
+      const started = yield* sendJson("POST", "/api/workflows/fleet-probe", token, {
         host: "forge-1",
         request_id: "probe-1"
       })
       assert.strictEqual(started.status, 202)
-      const again = yield* send("POST", "/api/workflows/fleet-probe", token, { host: "forge-1", request_id: "probe-1" })
+      const again = yield* sendJson("POST", "/api/workflows/fleet-probe", token, {
+        host: "forge-1",
+        request_id: "probe-1"
+      })
       assert.strictEqual(again.body.execution_id, started.body.execution_id)
       const done = yield* finished(token, started.body.execution_id)
       assert.strictEqual(done.body.state, "succeeded")
@@ -76,20 +60,23 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
 
   it.effect("a probe of a host the registry does not declare fails at its first step", () =>
     Effect.gen(function* () {
-      const token = yield* tokenOf("ops", ["fleet-read"])
-      const started = yield* send("POST", "/api/workflows/fleet-probe", token, { host: "ghost" })
+      const token = yield* vaultToken("ops", ["fleet-read"])
+      const started = yield* sendJson("POST", "/api/workflows/fleet-probe", token, { host: "ghost" })
       const done = yield* finished(token, started.body.execution_id)
       assert.strictEqual(done.body.state, "failed")
       assert.deepInclude(done.body.error, { code: "PROBE_FAILED", step: "registry" })
-      const unknown = yield* send("GET", "/api/workflows/fleet-probe/no-such-run", token)
+      const unknown = yield* sendJson("GET", "/api/workflows/fleet-probe/no-such-run", token)
       assert.strictEqual(unknown.status, 404)
       assert.strictEqual(unknown.body.code, "WORKFLOW_NOT_FOUND")
       assert.strictEqual(
-        (yield* send("POST", "/api/workflows/fleet-probe", undefined, { host: "forge-1" })).status,
+        (yield* sendJson("POST", "/api/workflows/fleet-probe", undefined, { host: "forge-1" })).status,
         401
       )
-      const stranger = yield* tokenOf("stranger", ["fleet-read"])
-      assert.strictEqual((yield* send("POST", "/api/workflows/fleet-probe", stranger, { host: "forge-1" })).status, 403)
+      const stranger = yield* vaultToken("stranger", ["fleet-read"])
+      assert.strictEqual(
+        (yield* sendJson("POST", "/api/workflows/fleet-probe", stranger, { host: "forge-1" })).status,
+        403
+      )
     })
   )
 })

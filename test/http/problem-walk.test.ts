@@ -28,6 +28,7 @@ import {
   Vault
 } from "keel"
 import { CLIENT_KEY, registryDir } from "../product/registry-fixture.js"
+import { beaconDocument, vaultGrant } from "../support/controlplane.js"
 import { HttpTest } from "../support/http.js"
 import { fundedWallet, launchAgent, serverPort } from "../support/market.js"
 import { decoderFor, type OpenApiSchema } from "../support/openapi.js"
@@ -199,16 +200,6 @@ const bodyRefusals = (surface: SurfaceName, route: string, method: string, url: 
     )
   })
 
-const beacon = (host: string, reportedAt: string) => ({
-  schema: "keel.beacon/v1",
-  host,
-  os: "linux",
-  reported_at: reportedAt,
-  writer_version: "test",
-  disks: [{ mount: "/", total_bytes: 1000, free_bytes: 400, available_bytes: 300, error: null }],
-  units: []
-})
-
 /** A vault token whose grant allows `actions` on `hosts` and reads of `items`. */
 const tokenFor = (grant: {
   actions?: Array<string>
@@ -216,18 +207,7 @@ const tokenFor = (grant: {
   items?: Array<string>
   /** A consumer the example registry lists under host-health-write by default. */
   consumer?: string
-}) =>
-  Effect.gen(function* () {
-    const vault = yield* Vault
-    const { credential } = yield* vault.createGrant({
-      consumer: grant.consumer ?? "beacon-forge-2",
-      actions: grant.actions ?? [],
-      items: grant.items ?? [],
-      hosts: grant.hosts ?? [],
-      ttlMillis: 3_600_000
-    })
-    return { credential, token: (yield* vault.exchange(credential)).token }
-  }).pipe(Effect.orDie)
+}) => vaultGrant({ ...grant, consumer: grant.consumer ?? "beacon-forge-2" })
 
 layer(
   HttpTest({
@@ -433,21 +413,24 @@ layer(
       const { token } = yield* tokenFor({ actions: ["host-health-write"], hosts: ["forge-2"] })
       yield* bodyRefusals("controlplane", route, "PUT", route, bearer(token))
       yield* expectProblem("controlplane", undefined, { method: "GET", url: "/api/host-health/nope" }, 404, "NOT_FOUND")
-      yield* c(put(undefined, beacon("forge-2", "2026-11-23T10:00:00.000Z")), 401, "VAULT_DENIED")
-      yield* c(put(token, beacon("forge-1", "2026-11-23T10:00:00.000Z")), 403, "VAULT_FORBIDDEN")
-      yield* c(put(token, beacon("forge-2", "yesterday")), 400, "BEACON_INVALID")
+      yield* c(put(undefined, beaconDocument("forge-2", "2026-11-23T10:00:00.000Z")), 401, "VAULT_DENIED")
+      yield* c(put(token, beaconDocument("forge-1", "2026-11-23T10:00:00.000Z")), 403, "VAULT_FORBIDDEN")
+      yield* c(put(token, beaconDocument("forge-2", "yesterday")), 400, "BEACON_INVALID")
       const ghost = yield* tokenFor({ actions: ["host-health-write"], hosts: ["ghost"] })
-      yield* c(put(ghost.token, beacon("ghost", "2026-11-23T10:00:00.000Z")), 400, "UNKNOWN_HOST")
+      yield* c(put(ghost.token, beaconDocument("ghost", "2026-11-23T10:00:00.000Z")), 400, "UNKNOWN_HOST")
       const stranger = yield* tokenFor({ actions: ["host-health-write"], hosts: ["forge-2"], consumer: "walk" })
       const notHeld = yield* c(
-        put(stranger.token, beacon("forge-2", "2026-11-23T10:00:00.000Z")),
+        put(stranger.token, beaconDocument("forge-2", "2026-11-23T10:00:00.000Z")),
         403,
         "ACTION_NOT_HELD"
       )
       assert.strictEqual(notHeld.body.action, "host-health-write")
-      const stored = yield* exchange(yield* serverPort, put(token, beacon("forge-2", "2026-11-23T11:00:00.000Z")))
+      const stored = yield* exchange(
+        yield* serverPort,
+        put(token, beaconDocument("forge-2", "2026-11-23T11:00:00.000Z"))
+      )
       assert.strictEqual(stored.status, 200)
-      yield* c(put(token, beacon("forge-2", "2026-11-23T10:30:00.000Z")), 409, "BEACON_STALE")
+      yield* c(put(token, beaconDocument("forge-2", "2026-11-23T10:30:00.000Z")), 409, "BEACON_STALE")
 
       // The object API.
       const ops = (yield* tokenFor({ actions: ["object-read", "object-write", "release-submit"], consumer: "ops" }))
@@ -588,7 +571,7 @@ describe("a server whose dependencies fail", () => {
           method: "PUT",
           url: "/api/host-health",
           headers: bearer(token),
-          body: json(beacon("forge-1", "2026-11-23T10:00:00.000Z"))
+          body: json(beaconDocument("forge-1", "2026-11-23T10:00:00.000Z"))
         }
         yield* expectProblem("controlplane", "/api/host-health", put, 503, "BEACON_STORE_FAILED")
         const ops = yield* tokenFor({ actions: ["object-write"], consumer: "ops" })
