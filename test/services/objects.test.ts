@@ -162,6 +162,19 @@ for (const [name, layer] of Object.entries(adapters)) {
           (yield* store.list("p_")).map((h) => h.key),
           ["p_/z"]
         )
+        // A page: keys after `after` (exclusive), at most `limit`, in key order.
+        assert.deepStrictEqual(
+          (yield* store.list("p", { after: "p/b", limit: 2 })).map((h) => h.key),
+          ["p/sub/c", "p_/z"]
+        )
+        assert.deepStrictEqual(
+          (yield* store.list("p/", { after: "p/sub/c" })).map((h) => h.key),
+          []
+        )
+        assert.deepStrictEqual(
+          (yield* store.list("p/", { limit: 1 })).map((h) => h.key),
+          ["p/a"]
+        )
         assert.isTrue(yield* store.delete("p/a"))
         assert.isFalse(yield* store.delete("p/a"))
         assert.deepStrictEqual(

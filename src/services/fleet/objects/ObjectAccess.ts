@@ -119,14 +119,16 @@ export class ObjectAccess extends Effect.Service<ObjectAccess>()("fleet/ObjectAc
       limit: number
     ) {
       yield* allow(token, prefix, "read")
-      const after = cursor === undefined ? undefined : keyOfCursor(cursor)
-      const heads = yield* gateway.list(prefix)
-      const rest = after === undefined ? heads : heads.filter((h) => h.key > after)
-      const objects = rest.slice(0, limit)
+      // One more than the page says whether another follows.
+      const heads = yield* gateway.list(prefix, {
+        after: cursor === undefined ? undefined : keyOfCursor(cursor),
+        limit: limit + 1
+      })
+      const objects = heads.slice(0, limit)
       const last = objects.at(-1)
       return {
         objects,
-        next: rest.length > limit && last !== undefined ? cursorOf(last.key) : null
+        next: heads.length > limit && last !== undefined ? cursorOf(last.key) : null
       } satisfies ObjectPage
     })
 

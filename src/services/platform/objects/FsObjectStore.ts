@@ -218,9 +218,10 @@ export const makeFsObjectStore = (root: string): ObjectStore["Type"] => {
           await fs.rm(temp, { force: true })
         }
       }),
-    list: (prefix) =>
+    list: (prefix, page = {}) =>
       attempt(prefix, async () => {
-        const heads: Array<ObjectHead> = []
+        // Keys first (a directory walk), then the page; only the page's files are read and hashed.
+        const files: Array<{ readonly key: string; readonly file: string }> = []
         const walk = async (dir: string, keyPrefix: string): Promise<void> => {
           let entries: Array<import("node:fs").Dirent>
           try {
@@ -235,14 +236,21 @@ export const makeFsObjectStore = (root: string): ObjectStore["Type"] => {
             // Only descend where keys below could still start with the prefix.
             if (entry.isDirectory() && (prefix.startsWith(`${key}/`) || `${key}/`.startsWith(prefix)))
               await walk(path.join(dir, entry.name), `${key}/`)
-            else if (entry.isFile() && key.startsWith(prefix)) {
-              const head = await fileHead(key, path.join(dir, entry.name))
-              if (Option.isSome(head)) heads.push(head.value)
-            }
+            else if (entry.isFile() && key.startsWith(prefix)) files.push({ key, file: path.join(dir, entry.name) })
           }
         }
         await walk(root, "")
-        return heads.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+        const after = page.after
+        const selected = files
+          .filter((f) => after === undefined || f.key > after)
+          .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+          .slice(0, page.limit ?? Number.POSITIVE_INFINITY)
+        const heads: Array<ObjectHead> = []
+        for (const { key, file } of selected) {
+          const head = await fileHead(key, file)
+          if (Option.isSome(head)) heads.push(head.value)
+        }
+        return heads
       }),
     write: (key, body, condition) =>
       Effect.gen(function* () {

@@ -1,6 +1,6 @@
 import { Clock, Effect, Layer, Option } from "effect"
 import { sha256Hex } from "../Digest.js"
-import { bytesRead, collectingWrite, ObjectStore, type StoredObject } from "./ObjectStore.js"
+import { bytesRead, collectingWrite, type ListPage, ObjectStore, type StoredObject } from "./ObjectStore.js"
 
 /** Objects in a Map: for tests and embedders that want nothing on disk. */
 export const MemoryObjectStoreLayer = Layer.sync(ObjectStore, () => {
@@ -36,11 +36,12 @@ export const MemoryObjectStoreLayer = Layer.sync(ObjectStore, () => {
           ? { replaced: true, head: Option.some(headOf(store(key, bytes, now))) }
           : { replaced: false, head: Option.map(Option.fromNullable(existing), headOf) }
       }),
-    list: (prefix) =>
+    list: (prefix: string, page: ListPage = {}) =>
       Effect.sync(() =>
         [...objects.values()]
-          .filter((o) => o.key.startsWith(prefix))
+          .filter((o) => o.key.startsWith(prefix) && (page.after === undefined || o.key > page.after))
           .sort((a, b) => (a.key < b.key ? -1 : 1))
+          .slice(0, page.limit ?? Number.POSITIVE_INFINITY)
           .map(headOf)
       ),
     delete: (key: string) => Effect.sync(() => objects.delete(key))

@@ -1,7 +1,7 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Config, Effect, Option, Schema, type Stream } from "effect"
 import { sha256Hex } from "../Digest.js"
-import { checkKey, ObjectStore, ObjectStoreError, type WriteCondition } from "./ObjectStore.js"
+import { checkKey, type ListPage, ObjectStore, ObjectStoreError, type WriteCondition } from "./ObjectStore.js"
 
 export class ObjectWriteUnauthorized extends Schema.TaggedError<ObjectWriteUnauthorized>()(
   "ObjectWriteUnauthorized",
@@ -107,7 +107,7 @@ export class ObjectGateway extends Effect.Service<ObjectGateway>()("platform/Obj
 
     const get = (key: string) => Effect.flatMap(checkKey(key), store.get)
     const head = (key: string) => Effect.flatMap(checkKey(key), store.head)
-    const list = (prefix: string) => store.list(prefix)
+    const list = (prefix: string, page?: ListPage) => store.list(prefix, page)
 
     /** `<scheme>://<key>`: the scheme names the configured backend. */
     const uri = (key: string) => `${store.scheme}://${key}`

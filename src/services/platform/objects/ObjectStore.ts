@@ -32,6 +32,12 @@ export interface WriteOutcome {
   readonly head: Option.Option<ObjectHead>
 }
 
+/** A page of a listing: keys after `after` (exclusive), at most `limit` of them. */
+export interface ListPage {
+  readonly after?: string | undefined
+  readonly limit?: number | undefined
+}
+
 /** An object to read as a stream: its head and its bytes (read once). */
 export interface ObjectBody {
   readonly head: ObjectHead
@@ -91,7 +97,7 @@ export class ObjectStore extends Context.Tag("platform/ObjectStore")<
     /** Reads an object as a stream (the `fs` adapter reads from the file as the stream is pulled). */
     readonly read: (key: string) => Effect.Effect<Option.Option<ObjectBody>, ObjectStoreError>
     /** Heads of every object whose key starts with `prefix`, in key order. */
-    readonly list: (prefix: string) => Effect.Effect<ReadonlyArray<ObjectHead>, ObjectStoreError>
+    readonly list: (prefix: string, page?: ListPage) => Effect.Effect<ReadonlyArray<ObjectHead>, ObjectStoreError>
     /** Whether something was deleted. */
     readonly delete: (key: string) => Effect.Effect<boolean, ObjectStoreError>
   }

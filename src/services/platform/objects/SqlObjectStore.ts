@@ -1,7 +1,14 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Layer, Option } from "effect"
 import { sha256Hex } from "../Digest.js"
-import { bytesRead, collectingWrite, type ObjectHead, ObjectStore, ObjectStoreError } from "./ObjectStore.js"
+import {
+  bytesRead,
+  collectingWrite,
+  type ListPage,
+  type ObjectHead,
+  ObjectStore,
+  ObjectStoreError
+} from "./ObjectStore.js"
 
 interface ObjectRow {
   readonly key: string
@@ -87,9 +94,10 @@ export const SqlObjectStoreLayer = Layer.effect(
           const current = yield* sql<ObjectRow>`SELECT key, size, sha256, modified_at FROM objects WHERE key = ${key}`
           return { replaced: false, head: Option.map(Option.fromNullable(current[0]), toHead) }
         }).pipe(guard(key)),
-      list: (prefix) =>
+      list: (prefix: string, page: ListPage = {}) =>
+        // An absent bound is one no key reaches: the empty string (keys are never empty) and the largest safe integer.
         sql<ObjectRow>`SELECT key, size, sha256, modified_at FROM objects WHERE key LIKE ${likePrefix(prefix)} ESCAPE '\\'
-          ORDER BY key`.pipe(
+          AND key > ${page.after ?? ""} ORDER BY key LIMIT ${page.limit ?? Number.MAX_SAFE_INTEGER}`.pipe(
           Effect.map((rows) => rows.map(toHead)),
           guard(prefix)
         ),
