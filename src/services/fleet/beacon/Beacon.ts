@@ -22,7 +22,7 @@ export const LiveProcess = Schema.Struct({
 export const UnitState = Schema.Struct({
   name: Schema.String,
   unit: Schema.String,
-  manager: Schema.Literal("systemd", "launchd"),
+  manager: Schema.Literal("systemd", "launchd", "supervisor"),
   load_state: Schema.NullOr(Schema.String),
   active_state: Schema.NullOr(Schema.String),
   sub_state: Schema.NullOr(Schema.String),

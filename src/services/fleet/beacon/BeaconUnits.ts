@@ -1,5 +1,6 @@
 import * as path from "node:path"
 import { DEFAULT_UNIT_USER, renderUnitEnvironment, type UnitSettings, unitSettingsProblem } from "../UnitSettings.js"
+import { commandLine as command } from "../units/UnitRender.js"
 
 /** What the rendered units need: the `ctl` to run, where the beacon goes, the non-secret routing. */
 export interface BeaconUnitOptions {
@@ -22,9 +23,6 @@ export interface BeaconUnitOptions {
     readonly stateGrantFile?: string | undefined
   }
 }
-
-const quote = (arg: string) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `"${arg.replace(/(["\\$`])/g, "\\$1")}"`)
-const command = (parts: ReadonlyArray<string>) => parts.map(quote).join(" ")
 
 /** Every variable the units set: ctl's own settings, then the routing. Never a secret. */
 export const beaconEnvironment = (options: BeaconUnitOptions): Record<string, string> => ({

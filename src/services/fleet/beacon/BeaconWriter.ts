@@ -2,8 +2,8 @@ import * as fs from "node:fs/promises"
 import { Clock, Effect } from "effect"
 import { packageVersion } from "../../platform/Package.js"
 import type { Target } from "../registry/Schema.js"
+import { ServiceManager } from "../units/ServiceManager.js"
 import type { HostBeacon } from "./Beacon.js"
-import { ServiceManager } from "./ServiceManager.js"
 
 /**
  * statfs of one mount as exact byte counts (blocks × block size, computed in bigint). A mount that

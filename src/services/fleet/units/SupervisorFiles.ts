@@ -1,0 +1,111 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { parseCommandLine } from "./UnitRender.js"
+
+/**
+ * The files Keel's supervisor keeps per unit in its directory: what the manager loaded (written by the
+ * adapter on daemon-reload) and what runs (written by the unit's supervisor process). Separate files, one
+ * writer each, replaced atomically.
+ */
+export interface LoadedUnit {
+  readonly fragment_path: string
+  readonly text_sha256: string
+  readonly type: "simple" | "oneshot" | "timer"
+  /** ExecStart's words (services); the service a timer runs and its interval (timers). */
+  readonly exec: ReadonlyArray<string>
+  readonly timer_unit: string | null
+  readonly interval_seconds: number | null
+  readonly enabled: boolean
+}
+
+export interface RunRecord {
+  readonly supervisor_pid: number
+  readonly main_pid: number
+  readonly invocation_id: string
+  readonly active_state: "activating" | "active" | "inactive" | "failed"
+  readonly sub_state: string
+  readonly exit_code: number | null
+  readonly changed_at: string
+}
+
+export const loadedFile = (dir: string, unit: string) => path.join(dir, `${unit}.loaded.json`)
+export const runFile = (dir: string, unit: string) => path.join(dir, `${unit}.run.json`)
+export const logFile = (dir: string, unit: string) => path.join(dir, `${unit}.log`)
+export const journalFile = (dir: string) => path.join(dir, "journal.log")
+
+export const readJsonFile = <A>(file: string): A | null => {
+  try {
+    return JSON.parse(fs.readFileSync(file, "utf8")) as A
+  } catch {
+    return null
+  }
+}
+
+export const writeJsonFile = (file: string, value: unknown) => {
+  const staged = `${file}.${process.pid}.tmp`
+  fs.writeFileSync(staged, `${JSON.stringify(value)}\n`)
+  fs.renameSync(staged, file)
+}
+
+/** A unit file's `[Section] Key=value` lines (the systemd syntax subset the supervisor runs). */
+export const parseUnitFile = (text: string) => {
+  const values = new Map<string, string>()
+  let section = ""
+  for (const raw of text.split("\n")) {
+    const line = raw.trim()
+    if (line === "" || line.startsWith("#") || line.startsWith(";")) continue
+    const header = /^\[(.+)\]$/.exec(line)
+    if (header !== null) {
+      section = header[1]!
+      continue
+    }
+    const eq = line.indexOf("=")
+    if (eq > 0) values.set(`${section}.${line.slice(0, eq).trim()}`, line.slice(eq + 1).trim())
+  }
+  return values
+}
+
+/** What the supervisor would run from a unit file's text, or why it cannot (its preflight). */
+export const unitProgram = (
+  unit: string,
+  text: string
+): { readonly ok: Omit<LoadedUnit, "fragment_path" | "text_sha256" | "enabled"> } | { readonly problem: string } => {
+  const values = parseUnitFile(text)
+  if (unit.endsWith(".timer")) {
+    const target = values.get("Timer.Unit") ?? unit.replace(/\.timer$/, ".service")
+    const interval = Number(values.get("Timer.OnUnitActiveSec") ?? "")
+    if (!Number.isInteger(interval) || interval <= 0)
+      return { problem: "[Timer] OnUnitActiveSec must be a whole number of seconds" }
+    return { ok: { type: "timer", exec: [], timer_unit: target, interval_seconds: interval } }
+  }
+  const exec = values.get("Service.ExecStart")
+  if (exec === undefined) return { problem: "[Service] has no ExecStart" }
+  const words = parseCommandLine(exec)
+  const program = words[0]
+  if (program === undefined || !path.isAbsolute(program))
+    return { problem: "ExecStart must start with an absolute path" }
+  try {
+    fs.accessSync(program, fs.constants.X_OK)
+  } catch {
+    return { problem: `${program} is not an executable file` }
+  }
+  const type = values.get("Service.Type") ?? "simple"
+  if (type !== "simple" && type !== "oneshot") return { problem: `Type=${type} is not supported (simple, oneshot)` }
+  return { ok: { type, exec: words, timer_unit: null, interval_seconds: null } }
+}
+
+/** Whether `pid` is a live process (a zombie is not). */
+export const alive = (pid: number) => {
+  if (pid <= 0) return false
+  try {
+    process.kill(pid, 0)
+  } catch {
+    return false
+  }
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z"
+  } catch {
+    return true
+  }
+}
