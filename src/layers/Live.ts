@@ -15,7 +15,7 @@ import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js
 import { EmbeddedVaultLayer } from "../services/platform/vault/EmbeddedVault.js"
 import { AllMigrations } from "./Migrations.js"
 import { ObjectStoreLive } from "./Objects.js"
-import { DomainServices, HostReach, WorkflowsLive } from "./Services.js"
+import { DomainServices, HostReach, ReconcilerServices, WorkflowsLive } from "./Services.js"
 
 /** The embedded SQLite database of the data dir, migrated before anything reads it. */
 export const SqlLive = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteFromConfig))
@@ -82,4 +82,10 @@ export const EntitiesLive = Layer.mergeAll(LeaseKeeperLive, MarketAgentLive, Wor
 )
 
 /** Services plus the actor runtime and the reach to hosts: what a long-running server needs. */
-export const AppLive = EntitiesLive.pipe(Layer.provideMerge(HostReach), Layer.provideMerge(ServicesLive))
+export const AppLive = Layer.merge(EntitiesLive, ReconcilerServices).pipe(
+  Layer.provideMerge(HostReach),
+  Layer.provideMerge(ServicesLive)
+)
+
+/** The service reconciler for `ctl optimize` and `ctl service`: the host reach and the services, no actors. */
+export const ReconcilerOpsLive = ReconcilerServices.pipe(Layer.provideMerge(HostOpsLive))

@@ -10,6 +10,10 @@ import { ObjectAccess } from "../services/fleet/objects/ObjectAccess.js"
 import { FleetHosts } from "../services/fleet/overview/FleetHosts.js"
 import { Overview } from "../services/fleet/overview/Overview.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
+import { AlertsLive } from "../services/fleet/reconciler/Alerts.js"
+import { AutonomyControl } from "../services/fleet/reconciler/AutonomyControl.js"
+import { HostUnitsLive } from "../services/fleet/reconciler/HostUnits.js"
+import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconciler.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { RegistryWriter } from "../services/fleet/registry/RegistryWriter.js"
 import { ServiceManagerLive } from "../services/fleet/units/ServiceManagerLive.js"
@@ -86,7 +90,8 @@ export const DomainServices = Layer.mergeAll(
   FleetHosts.Default,
   RegistryWriter.Default,
   GrantIssuer.Default,
-  Overview.Default
+  Overview.Default,
+  AutonomyControl.Default
 ).pipe(
   Layer.provideMerge(JobQueue.Default),
   Layer.provideMerge(ActionAuthority.Default),
@@ -106,9 +111,16 @@ export const DomainServices = Layer.mergeAll(
  * service manager of this host (systemd or launchd).
  * The server has it too (issue 15: fleet work runs in `ctl serve`), not only the CLI's host commands.
  */
-export const HostReach = Layer.mergeAll(Gates.Default, RemoteCtl.Default, ServiceManagerLive).pipe(
+export const HostReach = HostUnitsLive.pipe(
+  Layer.provideMerge(Layer.mergeAll(Gates.Default, RemoteCtl.Default, ServiceManagerLive)),
   Layer.provideMerge(HostChannelLive)
 )
+
+/**
+ * The service reconciler with its alert log (and webhook): on the domain services and the reach to hosts
+ * (`HostUnits`), which the graph gives it — live in `ctl serve` and `ctl optimize|service`, memory in tests.
+ */
+export const ReconcilerServices = ServiceReconciler.Default.pipe(Layer.provide(AlertsLive))
 
 /**
  * The durable workflows (FleetProbe) on the cluster's workflow engine: their state and messages live in the

@@ -2,6 +2,9 @@ import { randomBytes } from "node:crypto"
 import { Duration, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
+import { MemoryAlerts, makeMemoryAlerts } from "../services/fleet/reconciler/Alerts.js"
+import { MemoryHostUnits, makeMemoryHostUnits } from "../services/fleet/reconciler/HostUnits.js"
+import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconciler.js"
 import { MemoryServiceManager, makeMemoryServiceManager } from "../services/fleet/units/MemoryServiceManager.js"
 import { AppConfig, type AppSettings } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
@@ -67,3 +70,24 @@ export const HostOpsTest = (
   overrides: Partial<AppSettings> = {},
   services: ReturnType<typeof makeMemoryServiceManager> = makeMemoryServiceManager()
 ) => Layer.merge(AppTest(overrides), MemoryServiceManager(services))
+
+/**
+ * The service reconciler on the test services, every host's units in memory (`makeMemoryHostUnits()`: one
+ * memory service manager per target, the command stream across them) and alerts in a list.
+ */
+export const ReconcilerTest = (
+  options: {
+    readonly hosts?: ReturnType<typeof makeMemoryHostUnits>
+    readonly alerts?: ReturnType<typeof makeMemoryAlerts>
+    readonly overrides?: Partial<AppSettings>
+  } = {}
+) =>
+  ServiceReconciler.Default.pipe(
+    Layer.provideMerge(
+      Layer.mergeAll(
+        MemoryHostUnits(options.hosts ?? makeMemoryHostUnits()),
+        MemoryAlerts(options.alerts ?? makeMemoryAlerts())
+      )
+    ),
+    Layer.provideMerge(ServicesTest(options.overrides))
+  )

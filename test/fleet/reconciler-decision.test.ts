@@ -126,6 +126,8 @@ describe("a fresh beacon that omits a declared unit (second table)", () => {
       state: "identity_unresolved",
       action: "refuse"
     })
+    // A host that cannot be probed proves nothing either way.
+    assert.deepInclude(decide({ endpoint: "not_declared", probe: undefined }), { state: "unknown", action: "none" })
   })
 
   it("unverified: endpoint_unverified, nothing changes", () => {

@@ -36,6 +36,25 @@ export const fleetMigrations: DomainMigrations = {
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL
       )`
+    }),
+    "0002_autonomy_control": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      // The reconciler's emergency pause (one row) and its circuit breaker per target: in SQL so every
+      // process (the server's scheduled tick, `ctl optimize run`) sees the same state.
+      yield* sql`CREATE TABLE autonomy_pause (
+        id INTEGER PRIMARY KEY,
+        paused INTEGER NOT NULL,
+        reason TEXT,
+        changed_by TEXT,
+        changed_at BIGINT NOT NULL
+      )`
+      yield* sql`CREATE TABLE autonomy_breakers (
+        target TEXT PRIMARY KEY,
+        failures INTEGER NOT NULL,
+        opened_at BIGINT,
+        last_error TEXT,
+        updated_at BIGINT NOT NULL
+      )`
     })
   }
 }

@@ -143,7 +143,14 @@ export const decideUnit = (evidence: UnitEvidence): UnitDecision => {
     case "unreachable":
       return ensure(declaration, "missing", "its endpoint is unreachable: ensure the unit")
     case "not_declared":
-      if (probe !== undefined && probe.load_state === "not-found")
+      // The host channel is the only evidence here: a host that cannot be asked proves nothing either way.
+      if (probe === undefined)
+        return {
+          state: "unknown",
+          action: "none",
+          reason: "not in the service directory and the host could not be probed"
+        }
+      if (probe.load_state === "not-found")
         return ensure(declaration, "missing", "not in the service directory and the host reports it absent: ensure it")
       return adoptOrRefuse()
     default:

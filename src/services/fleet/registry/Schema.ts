@@ -144,7 +144,13 @@ export const Settings = Schema.Struct({
   max_actions_per_tick: Schema.optionalWith(PositiveInt, { default: () => 5 }),
   autonomy_mode: Schema.optionalWith(Schema.Literal("report", "enforce-safe", "enforce-owned"), {
     default: () => "report" as const
-  })
+  }),
+  /** How often `ctl serve` runs the service reconciler's tick (0: never on a schedule, only `ctl optimize run`). */
+  autonomy_interval_seconds: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 300 }),
+  /** Consecutive mutations failed on one host that open its circuit breaker. */
+  breaker_failures: Schema.optionalWith(PositiveInt, { default: () => 3 }),
+  /** How long an open breaker refuses mutations before letting one trial through (half-open). */
+  breaker_cooldown_seconds: Schema.optionalWith(PositiveInt, { default: () => 900 })
 })
 
 export const ReleaseControl = Schema.Struct({

@@ -1,0 +1,474 @@
+import { randomBytes } from "node:crypto"
+import * as os from "node:os"
+import { Clock, Duration, Effect, Option, Schema } from "effect"
+import * as Yaml from "yaml"
+import { Leases } from "../../platform/Leases.js"
+import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
+import { beaconKey, HostBeacon } from "../beacon/Beacon.js"
+import { thisHostName } from "../Channels.js"
+import { FleetRegistry, type FleetRegistrySnapshot } from "../registry/Registry.js"
+import { RegistryWriter } from "../registry/RegistryWriter.js"
+import type { ServiceDeclaration, Target } from "../registry/Schema.js"
+import { renderUnit } from "../units/UnitRender.js"
+import { Alerts, type ServiceAlert } from "./Alerts.js"
+import { AutonomyControl, type BreakerPolicy } from "./AutonomyControl.js"
+import { decideUnit, type EndpointEvidence, mutatesHost, type UnitDecision } from "./Decision.js"
+import { HostUnits, PROBE_BUDGET } from "./HostUnits.js"
+import {
+  type EndpointProbeResult,
+  LATEST_REPORT_KEY,
+  runReportKey,
+  type ServiceEvidence,
+  type ServiceExecution,
+  type ServiceReport,
+  type ServiceRow,
+  summarize
+} from "./ServiceReport.js"
+
+type Declaration = typeof ServiceDeclaration.Type
+type Mode = ServiceReport["mode"]
+
+/** Which decisions each mode executes: EnforceSafe repairs units that exist; EnforceOwned also creates and adopts. */
+export const allowedIn = (mode: Mode, decision: UnitDecision) => {
+  if (mode === "report") return false
+  if (decision.action === "kick" || decision.action === "reassert_beacon") return true
+  if (decision.action === "ensure") return decision.state === "failed" || mode === "enforce-owned"
+  if (decision.action === "adopt") return mode === "enforce-owned"
+  return false
+}
+
+const refusalOf = (decision: UnitDecision): ServiceRow["refusal"] =>
+  decision.state === "identity_unresolved" ||
+  decision.state === "declaration_incomplete" ||
+  decision.state === "endpoint_unverified"
+    ? decision.state
+    : null
+
+const TICK_LEASE = "autonomy:tick"
+export const serviceLeaseKey = (target: string, name: string) => `service:${target}/${name}`
+
+const executionOf = (fields: Partial<ServiceExecution> & Pick<ServiceExecution, "status">): ServiceExecution => ({
+  skipped_because: null,
+  change: null,
+  error: null,
+  feeds_breaker: false,
+  ...fields
+})
+
+/** The run id: the start time, sortable and safe in an object key. */
+const runIdAt = (ms: number) => `${new Date(ms).toISOString().replace(/:/g, "-")}-${randomBytes(3).toString("hex")}`
+
+/** The previous report's state per service, for alert transitions. */
+const PreviousReport = Schema.Struct({
+  services: Schema.Array(
+    Schema.Struct({ target: Schema.String, name: Schema.String, decision: Schema.Struct({ state: Schema.String }) })
+  )
+})
+
+export class TickInProgress extends Schema.TaggedError<TickInProgress>()("TickInProgress", {
+  holder: Schema.String,
+  detail: Schema.String
+}) {}
+
+export class UnknownService extends Schema.TaggedError<UnknownService>()("UnknownService", {
+  detail: Schema.String
+}) {}
+
+/**
+ * The service reconciler (seed 002, "Unit state and service reconciliation"): joins each declared unit's row in
+ * its host's newest beacon with a fresh endpoint sweep and host probes, decides (`decideUnit`), executes what
+ * the autonomy mode allows within its bounds (max_actions_per_tick, the emergency pause, the per-target
+ * breaker, the per-service lease), raises alerts on transitions, and writes the report objects.
+ */
+export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("fleet/ServiceReconciler", {
+  effect: Effect.gen(function* () {
+    const registry = yield* FleetRegistry
+    const writer = yield* RegistryWriter
+    const objects = yield* ObjectGateway
+    const units = yield* HostUnits
+    const control = yield* AutonomyControl
+    const leases = yield* Leases
+    const alerts = yield* Alerts
+    const self = yield* thisHostName
+    const holder = `${self}:${process.pid}:${randomBytes(4).toString("hex")}`
+
+    const policyOf = (snapshot: FleetRegistrySnapshot): BreakerPolicy => ({
+      failures: snapshot.registry.settings.breaker_failures,
+      cooldownSeconds: snapshot.registry.settings.breaker_cooldown_seconds
+    })
+
+    /** The host's newest beacon and its freshness against the host-silence threshold. */
+    const beaconOf = (target: Target, silenceSeconds: number) =>
+      Effect.gen(function* () {
+        const found = yield* objects.getJson(beaconKey(target.name)).pipe(Effect.option, Effect.map(Option.flatten))
+        if (Option.isNone(found)) return { freshness: "missing" as const, beacon: undefined }
+        const decoded = Schema.decodeUnknownOption(HostBeacon)(found.value)
+        if (Option.isNone(decoded)) return { freshness: "missing" as const, beacon: undefined }
+        const now = yield* Clock.currentTimeMillis
+        const age = (now - Date.parse(decoded.value.reported_at)) / 1000
+        return { freshness: age <= silenceSeconds ? ("fresh" as const) : ("stale" as const), beacon: decoded.value }
+      })
+
+    /** The endpoint sweep for one service: probes from each declared consumer (from this host when none). */
+    const sweep = (snapshot: FleetRegistrySnapshot, declaration: Declaration) =>
+      Effect.gen(function* () {
+        const endpoint = declaration.endpoint
+        if (endpoint === undefined) return { endpoint: "not_declared" as EndpointEvidence, probes: [] }
+        const consumers =
+          endpoint.consumers.length === 0
+            ? [{ name: self, os: "linux", channel: "local" } as unknown as Target]
+            : endpoint.consumers.flatMap((name) => snapshot.registry.targets.filter((t) => t.name === name))
+        const probes = yield* Effect.forEach(
+          consumers,
+          (from) =>
+            units.probe(from, endpoint.url).pipe(
+              // The probe's own budget, plus the channel's: a consumer that cannot answer in time is unverified.
+              Effect.timeoutFail({
+                duration: Duration.sum(PROBE_BUDGET, "15 seconds"),
+                onTimeout: () => ({ detail: "the probe did not finish within its budget" })
+              }),
+              Effect.match({
+                onSuccess: (result): EndpointProbeResult => ({ from: from.name, result, detail: null }),
+                onFailure: (error): EndpointProbeResult => ({
+                  from: from.name,
+                  result: "unverified",
+                  detail: error.detail
+                })
+              })
+            ),
+          { concurrency: 4 }
+        )
+        const verdict: EndpointEvidence = probes.some((p) => p.result === "observed")
+          ? "observed"
+          : probes.length > 0 && probes.every((p) => p.result === "unreachable")
+            ? "unreachable"
+            : "unverified"
+        return { endpoint: verdict, probes }
+      })
+
+    /** The evidence for one declared service and the decision on it. */
+    const assess = (
+      snapshot: FleetRegistrySnapshot,
+      target: Target,
+      declaration: Declaration,
+      beacon: Effect.Effect.Success<ReturnType<typeof beaconOf>>
+    ) =>
+      Effect.gen(function* () {
+        const declared = { name: declaration.name, unit: declaration.unit, program: declaration.program }
+        const row =
+          beacon.freshness === "fresh" ? beacon.beacon?.units.find((u) => u.name === declaration.name) : undefined
+        let channelAnswers: boolean | undefined
+        let endpoint: EndpointEvidence | undefined
+        let probes: ReadonlyArray<EndpointProbeResult> = []
+        let probe: Effect.Effect.Success<ReturnType<typeof units.inspect>> | undefined
+        if (declaration.kind !== "recovery-managed") {
+          if (beacon.freshness !== "fresh" && declaration.role === "beacon")
+            channelAnswers = yield* units.inspect(target, declared).pipe(
+              Effect.as(true),
+              Effect.orElseSucceed(() => false)
+            )
+          if (beacon.freshness === "fresh" && row === undefined) {
+            const swept = yield* sweep(snapshot, declaration)
+            endpoint = swept.endpoint
+            probes = swept.probes
+            if (endpoint === "observed" || endpoint === "not_declared")
+              probe = yield* units.inspect(target, declared).pipe(Effect.orElseSucceed(() => undefined))
+          }
+        }
+        const decision = decideUnit({
+          declaration,
+          beacon: beacon.freshness,
+          row,
+          channelAnswers,
+          endpoint,
+          probe
+        })
+        const evidence: ServiceEvidence = {
+          beacon: beacon.freshness,
+          reported_at: beacon.beacon?.reported_at ?? null,
+          row: summarize(row),
+          channel_answers: channelAnswers ?? null,
+          endpoint: endpoint ?? null,
+          endpoint_probes: probes,
+          probe: summarize(probe)
+        }
+        return { target, declaration, evidence, decision }
+      })
+
+    type Assessed = Effect.Effect.Success<ReturnType<typeof assess>>
+
+    /** Every declared service of the registry (optionally one), assessed; hosts in parallel. */
+    const assessAll = (snapshot: FleetRegistrySnapshot, only?: { target: string; name: string }) =>
+      Effect.forEach(
+        snapshot.registry.targets.filter((t) => only === undefined || t.name === only.target),
+        (target) =>
+          Effect.gen(function* () {
+            const beacon = yield* beaconOf(target, snapshot.registry.settings.host_silence_seconds)
+            return yield* Effect.forEach(
+              target.services.filter((s) => only === undefined || s.name === only.name),
+              (declaration) => assess(snapshot, target, declaration, beacon)
+            )
+          }),
+        { concurrency: 4 }
+      ).pipe(Effect.map((perTarget) => perTarget.flat()))
+
+    /** Writes the host's corrected unit path into the registry (compare-and-set on the digest read). */
+    const adopt = (snapshot: FleetRegistrySnapshot, target: Target, name: string, unit: string) =>
+      writer
+        .update(
+          snapshot.digest,
+          (text) => {
+            const document = Yaml.parseDocument(text)
+            const targets = document.get("targets") as Yaml.YAMLSeq
+            const at = targets.items.findIndex((t) => (t as Yaml.YAMLMap).get("name") === target.name)
+            const services = (targets.items[at] as Yaml.YAMLMap).get("services") as Yaml.YAMLSeq
+            const index = services.items.findIndex((s) => (s as Yaml.YAMLMap).get("name") === name)
+            document.setIn(["targets", at, "services", index, "unit"], unit)
+            return document.toString()
+          },
+          `reconciler adopted ${target.name}/${name} at ${unit}`
+        )
+        .pipe(Effect.map(() => "adopted"))
+
+    /** Carries out one decision on its host (or the registry): the change made, or why it failed. */
+    const carryOut = (snapshot: FleetRegistrySnapshot, item: Assessed) =>
+      Effect.gen(function* () {
+        const { target, declaration, decision } = item
+        const declared = { name: declaration.name, unit: declaration.unit, program: declaration.program }
+        switch (decision.action) {
+          case "ensure":
+            return (yield* units.ensure(target, renderUnit(declaration, target.os))).change as string
+          case "kick":
+            return (yield* units.kick(target, renderUnit(declaration, target.os))).change as string
+          case "reassert_beacon":
+            return (yield* units.reassertTimer(target, declared)).change as string
+          case "adopt":
+            return yield* adopt(snapshot, target, declaration.name, decision.unit)
+          default:
+            return "none"
+        }
+      })
+
+    /** Runs one action under its service lease; the execution record, and the breaker fed where the host failed. */
+    const execute = (snapshot: FleetRegistrySnapshot, item: Assessed) =>
+      Effect.gen(function* () {
+        const key = serviceLeaseKey(item.target.name, item.declaration.name)
+        const lease = yield* leases.acquire(key, holder, "10 minutes").pipe(Effect.either)
+        if (lease._tag === "Left") return executionOf({ status: "skipped", skipped_because: "lease_held" })
+        const outcome = yield* carryOut(snapshot, item).pipe(
+          Effect.either,
+          Effect.ensuring(leases.release(key, holder).pipe(Effect.ignore))
+        )
+        if (outcome._tag === "Right") {
+          if (mutatesHost(item.decision)) yield* control.recordSuccess(item.target.name)
+          return executionOf({ status: "succeeded", change: outcome.right })
+        }
+        const error = outcome.left
+        // Only a command that failed on the host feeds the breaker (rule 4); a rejected preflight, an
+        // unreachable channel or a registry conflict changed nothing there.
+        const onHost = error._tag === "UnitCommandFailed"
+        if (onHost) yield* control.recordFailure(item.target.name, error.detail, policyOf(snapshot))
+        const detail = "detail" in error ? String(error.detail) : String(error)
+        return executionOf({ status: "failed", error: `${error._tag}: ${detail}`, feeds_breaker: onHost })
+      })
+
+    /** The alerts this run raises, from the previous report's states (transitions) and this run's. */
+    const alertsFor = (runId: string, rows: ReadonlyArray<ServiceRow>, at: string) =>
+      Effect.gen(function* () {
+        const previous = yield* objects.getJson(LATEST_REPORT_KEY).pipe(
+          Effect.map(Option.flatMap(Schema.decodeUnknownOption(PreviousReport))),
+          Effect.orElseSucceed(() => Option.none())
+        )
+        const before = new Map(
+          Option.match(previous, {
+            onNone: () => [],
+            onSome: (p) => p.services.map((s) => [`${s.target}/${s.name}`, s.decision.state] as const)
+          })
+        )
+        return rows.flatMap((row): ReadonlyArray<ServiceAlert> => {
+          const state = row.decision.state
+          const alert = (delivery: ServiceAlert["delivery"]): ServiceAlert => ({
+            kind: state as ServiceAlert["kind"],
+            target: row.target,
+            service: row.name,
+            delivery,
+            reason: row.decision.reason,
+            run_id: runId,
+            raised_at: at
+          })
+          if (state === "declaration_incomplete") return [alert("repeated")]
+          if (
+            (state === "identity_unresolved" || state === "endpoint_unverified") &&
+            before.get(`${row.target}/${row.name}`) !== state
+          )
+            return [alert("once")]
+          return []
+        })
+      })
+
+    const rowOf = (item: Assessed, execution: ServiceExecution): ServiceRow => ({
+      target: item.target.name,
+      name: item.declaration.name,
+      unit: item.declaration.unit,
+      kind: item.declaration.kind,
+      evidence: item.evidence,
+      decision: item.decision,
+      execution,
+      refusal: refusalOf(item.decision)
+    })
+
+    const countStates = (rows: ReadonlyArray<ServiceRow>) => {
+      const counts: Record<string, number> = {}
+      for (const row of rows) counts[row.decision.state] = (counts[row.decision.state] ?? 0) + 1
+      return counts
+    }
+
+    /** Writes the report objects: the run's immutable record, then latest (a tick's, not a converge's). */
+    const publish = (report: ServiceReport) =>
+      Effect.gen(function* () {
+        const runKey = runReportKey(report.run_id)
+        const tickReport = report.trigger !== "converge"
+        const written = yield* objects
+          .putJson(runKey, report)
+          .pipe(Effect.zipRight(tickReport ? objects.putJson(LATEST_REPORT_KEY, report) : Effect.void), Effect.either)
+        return written._tag === "Right"
+          ? {
+              ...report,
+              report_keys: { latest: tickReport ? LATEST_REPORT_KEY : null, run: runKey },
+              write_error: null
+            }
+          : { ...report, report_keys: { latest: null, run: null }, write_error: written.left.detail }
+      })
+
+    /**
+     * One reconciliation run: a tick (scheduled or manual) over the fleet, or a converge of one service.
+     * A tick holds the fleet-wide `autonomy:tick` lease; every mutation holds its service's lease.
+     */
+    const run = (options: {
+      readonly trigger: ServiceReport["trigger"]
+      readonly only?: { readonly target: string; readonly name: string } | undefined
+      /** Converge --apply: an operator's explicit request executes whatever the mode (still under its lease). */
+      readonly apply?: boolean | undefined
+    }) =>
+      Effect.gen(function* () {
+        const startedMs = yield* Clock.currentTimeMillis
+        const runId = runIdAt(startedMs)
+        const snapshot = yield* registry.read({ allowCached: true })
+        const settings = snapshot.registry.settings
+        if (options.only !== undefined) {
+          const { target, name } = options.only
+          const exists = snapshot.registry.targets.some(
+            (t) => t.name === target && t.services.some((s) => s.name === name)
+          )
+          if (!exists) return yield* new UnknownService({ detail: `${target} declares no service named ${name}` })
+        }
+        const mode: Mode =
+          options.trigger === "converge" && options.apply === true ? "enforce-owned" : settings.autonomy_mode
+        const pause = yield* control.pause
+        const policy = policyOf(snapshot)
+        const assessed = yield* assessAll(snapshot, options.only)
+
+        let executed = 0
+        const rows: Array<ServiceRow> = []
+        for (const item of assessed) {
+          const { decision } = item
+          const acts = mutatesHost(decision) || decision.action === "adopt"
+          if (decision.action === "refuse") {
+            rows.push(rowOf(item, executionOf({ status: "refused" })))
+            continue
+          }
+          if (!acts) {
+            rows.push(rowOf(item, executionOf({ status: "none" })))
+            continue
+          }
+          const operator = options.trigger === "converge"
+          const skip = (because: ServiceExecution["skipped_because"]) =>
+            rows.push(rowOf(item, executionOf({ status: "skipped", skipped_because: because })))
+          if (options.trigger === "converge" && options.apply !== true) {
+            rows.push(rowOf(item, executionOf({ status: "planned" })))
+            continue
+          }
+          if (!operator && mode === "report") {
+            rows.push(rowOf(item, executionOf({ status: "planned" })))
+            continue
+          }
+          if (!allowedIn(mode, decision)) {
+            skip("not_allowed_in_mode")
+            continue
+          }
+          if (snapshot.freshness !== "current") {
+            skip("registry_historical")
+            continue
+          }
+          if (!operator && pause.paused) {
+            skip("paused")
+            continue
+          }
+          if (!operator && executed >= settings.max_actions_per_tick) {
+            skip("budget_exhausted")
+            continue
+          }
+          if (
+            !operator &&
+            mutatesHost(decision) &&
+            (yield* control.breaker(item.target.name, policy)).phase === "open"
+          ) {
+            skip("breaker_open")
+            continue
+          }
+          const execution = yield* execute(snapshot, item)
+          if (execution.status !== "skipped") executed++
+          rows.push(rowOf(item, execution))
+        }
+
+        const finishedMs = yield* Clock.currentTimeMillis
+        const finishedAt = new Date(finishedMs).toISOString()
+        // Alerts are the ticks' (their transitions are between ticks' reports); a converge raises none.
+        const raised = options.trigger === "converge" ? [] : yield* alertsFor(runId, rows, finishedAt)
+        const delivery = yield* alerts.raise(runId, raised)
+        const report: ServiceReport = {
+          schema: "keel.autonomy.services/v1",
+          run_id: runId,
+          trigger: options.trigger,
+          started_at: new Date(startedMs).toISOString(),
+          finished_at: finishedAt,
+          mode,
+          registry: { digest: snapshot.digest, freshness: snapshot.freshness },
+          pause,
+          max_actions_per_tick: settings.max_actions_per_tick,
+          actions_executed: executed,
+          breakers: yield* control.breakers(policy),
+          counts: countStates(rows),
+          services: rows,
+          alerts: raised,
+          alert_delivery: delivery,
+          report_keys: { latest: null, run: null },
+          write_error: null
+        }
+        return yield* publish(report)
+      })
+
+    /** One tick over the fleet, unless another holds the fleet-wide tick lease. */
+    const tick = (trigger: "scheduled" | "manual") =>
+      Effect.gen(function* () {
+        const lease = yield* leases.acquire(TICK_LEASE, holder, "15 minutes").pipe(Effect.either)
+        if (lease._tag === "Left")
+          return yield* new TickInProgress({
+            holder: lease.left._tag === "LeaseHeld" ? lease.left.holder : "",
+            detail: lease.left.detail
+          })
+        return yield* run({ trigger }).pipe(Effect.ensuring(leases.release(TICK_LEASE, holder).pipe(Effect.ignore)))
+      })
+
+    /** `ctl service converge`: one service's decision, executed with --apply (under its lease). */
+    const converge = (target: string, name: string, apply: boolean) =>
+      run({ trigger: "converge", only: { target, name }, apply })
+
+    /** The latest report, if a run wrote one. */
+    const latest = objects
+      .getJson(LATEST_REPORT_KEY)
+      .pipe(Effect.map((found) => Option.getOrNull(found) as ServiceReport | null))
+
+    return { tick, converge, latest, holder, hostname: os.hostname() } as const
+  })
+}) {}
