@@ -10,10 +10,12 @@ import { diskCleanup, space } from "./janitor.js"
 import { lease } from "./lease.js"
 import { machine } from "./machine.js"
 import { market } from "./market.js"
+import { optimize } from "./optimize.js"
 import { overview } from "./overview.js"
 import { product } from "./product.js"
 import { registry } from "./registry.js"
 import { serve } from "./serve.js"
+import { service } from "./service.js"
 import { vault } from "./vault.js"
 
 /** The whole `ctl` tree, assembled in one call (a second withSubcommands would replace the first). */
@@ -30,6 +32,8 @@ export const ctl = Command.make("ctl").pipe(
     machine,
     overview,
     fleet,
+    service,
+    optimize,
     space,
     diskCleanup,
     lease,

@@ -2,13 +2,16 @@ import { randomBytes } from "node:crypto"
 import { Duration, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
+import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { MemoryAlerts, makeMemoryAlerts } from "../services/fleet/reconciler/Alerts.js"
-import { MemoryHostUnits, makeMemoryHostUnits } from "../services/fleet/reconciler/HostUnits.js"
+import { HostUnitsLive, MemoryHostUnits, makeMemoryHostUnits } from "../services/fleet/reconciler/HostUnits.js"
 import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconciler.js"
 import { MemoryServiceManager, makeMemoryServiceManager } from "../services/fleet/units/MemoryServiceManager.js"
+import { ServiceManager } from "../services/fleet/units/ServiceManager.js"
 import { AppConfig, type AppSettings } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
 import { migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
+import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js"
 import { MemoryObjectStoreLayer } from "../services/platform/objects/MemoryObjectStore.js"
 import { embeddedVault } from "../services/platform/vault/EmbeddedVault.js"
 import { AllMigrations } from "./Migrations.js"
@@ -89,5 +92,21 @@ export const ReconcilerTest = (
         MemoryAlerts(options.alerts ?? makeMemoryAlerts())
       )
     ),
+    Layer.provideMerge(ServicesTest(options.overrides))
+  )
+
+/**
+ * The service reconciler reaching hosts for real (`HostUnitsLive`: a local target through `manager`, others
+ * through their channel) on the test services: e.g. with Keel's supervisor, a tick on real processes.
+ */
+export const ReconcilerOnHostsTest = (
+  manager: ServiceManager["Type"],
+  options: { readonly alerts?: ReturnType<typeof makeMemoryAlerts>; readonly overrides?: Partial<AppSettings> } = {}
+) =>
+  ServiceReconciler.Default.pipe(
+    Layer.provideMerge(MemoryAlerts(options.alerts ?? makeMemoryAlerts())),
+    Layer.provideMerge(HostUnitsLive),
+    Layer.provideMerge(Layer.merge(Layer.succeed(ServiceManager, manager), RemoteCtl.Default)),
+    Layer.provideMerge(HostChannelLive),
     Layer.provideMerge(ServicesTest(options.overrides))
   )

@@ -166,5 +166,11 @@ describe("repair rules", () => {
       state: "beacon_silent",
       action: "reassert_beacon"
     })
+    // Not installed at all: installing it is `ctl host beacon install`'s, never a service ensure's.
+    const absent = row({ load_state: "not-found", active_state: "inactive", process: null })
+    assert.deepInclude(decideUnit({ declaration: beaconUnit, beacon: "fresh", row: absent }), {
+      state: "beacon_missing",
+      action: "none"
+    })
   })
 })

@@ -29,6 +29,7 @@ export type UnitDecision =
   | { readonly state: "healthy"; readonly action: "none"; readonly reason: string }
   | { readonly state: "recovery_managed"; readonly action: "none"; readonly reason: string }
   | { readonly state: "beacon_silent"; readonly action: "reassert_beacon"; readonly reason: string }
+  | { readonly state: "beacon_missing"; readonly action: "none"; readonly reason: string }
   | { readonly state: "failed" | "missing"; readonly action: "ensure"; readonly reason: string }
   | { readonly state: "stale_binary"; readonly action: "kick"; readonly reason: string }
   | { readonly state: "relocated"; readonly action: "adopt"; readonly unit: string; readonly reason: string }
@@ -90,7 +91,14 @@ export const decideUnit = (evidence: UnitEvidence): UnitDecision => {
     if (row.error !== null)
       return { state: "unknown", action: "none", reason: `the unit could not be read: ${row.error}` }
     if (row.load_state === "not-found")
-      return ensure(declaration, "missing", "the host reports the unit absent: create it from its declaration")
+      return declaration.role === "beacon"
+        ? {
+            state: "beacon_missing",
+            action: "none",
+            reason:
+              "the beacon unit is not installed: install it with ctl host beacon install (rule 6: never a service ensure)"
+          }
+        : ensure(declaration, "missing", "the host reports the unit absent: create it from its declaration")
     if (row.active_state === "failed")
       return declaration.role === "beacon"
         ? {

@@ -9,7 +9,7 @@ import { thisHostName } from "../Channels.js"
 import { FleetRegistry, type FleetRegistrySnapshot } from "../registry/Registry.js"
 import { RegistryWriter } from "../registry/RegistryWriter.js"
 import type { ServiceDeclaration, Target } from "../registry/Schema.js"
-import { renderUnit } from "../units/UnitRender.js"
+import { renderProblem, renderUnit } from "../units/UnitRender.js"
 import { Alerts, type ServiceAlert } from "./Alerts.js"
 import { AutonomyControl, type BreakerPolicy } from "./AutonomyControl.js"
 import { decideUnit, type EndpointEvidence, mutatesHost, type UnitDecision } from "./Decision.js"
@@ -163,8 +163,9 @@ export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("flee
         let probe: Effect.Effect.Success<ReturnType<typeof units.inspect>> | undefined
         if (declaration.kind !== "recovery-managed") {
           if (beacon.freshness !== "fresh" && declaration.role === "beacon")
+            // The channel answers when the host's service manager does (a row without an error).
             channelAnswers = yield* units.inspect(target, declared).pipe(
-              Effect.as(true),
+              Effect.map((state) => state.error === null),
               Effect.orElseSucceed(() => false)
             )
           if (beacon.freshness === "fresh" && row === undefined) {
@@ -464,11 +465,115 @@ export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("flee
     const converge = (target: string, name: string, apply: boolean) =>
       run({ trigger: "converge", only: { target, name }, apply })
 
-    /** The latest report, if a run wrote one. */
-    const latest = objects
-      .getJson(LATEST_REPORT_KEY)
-      .pipe(Effect.map((found) => Option.getOrNull(found) as ServiceReport | null))
+    /** The latest tick's report, if a tick wrote one. */
+    const latest = objects.getJson(LATEST_REPORT_KEY).pipe(
+      Effect.map((found) => Option.getOrNull(found) as ServiceReport | null),
+      Effect.orElseSucceed(() => null)
+    )
 
-    return { tick, converge, latest, holder, hostname: os.hostname() } as const
+    /**
+     * `ctl service list` / `GET /api/fleet/services`: every declared service with its state in the latest
+     * tick's report (`unchecked` when no tick has seen it yet).
+     */
+    const listing = Effect.gen(function* () {
+      const snapshot = yield* registry.read({ allowCached: true })
+      const report = yield* latest
+      const rows = new Map((report?.services ?? []).map((row) => [`${row.target}/${row.name}`, row]))
+      return {
+        run_id: report?.run_id ?? null,
+        checked_at: report?.finished_at ?? null,
+        mode: snapshot.registry.settings.autonomy_mode,
+        services: snapshot.registry.targets.flatMap((target) =>
+          target.services.map((service) => {
+            const row = rows.get(`${target.name}/${service.name}`)
+            return {
+              target: target.name,
+              name: service.name,
+              unit: service.unit,
+              kind: service.kind,
+              role: service.role ?? null,
+              endpoint: service.endpoint?.url ?? null,
+              state: row?.decision.state ?? "unchecked",
+              action: row?.decision.action ?? null,
+              reason: row?.decision.reason ?? null,
+              execution: row?.execution.status ?? null,
+              refusal: row?.refusal ?? null
+            }
+          })
+        )
+      }
+    })
+
+    /** `ctl service verify`: a fresh endpoint sweep of every service in the service directory. */
+    const verify = Effect.gen(function* () {
+      const snapshot = yield* registry.read({ allowCached: true })
+      const services = snapshot.registry.targets.flatMap((target) =>
+        target.services.filter((s) => s.endpoint !== undefined).map((service) => ({ target, service }))
+      )
+      const results = yield* Effect.forEach(
+        services,
+        ({ service, target }) =>
+          Effect.map(sweep(snapshot, service), (swept) => ({
+            target: target.name,
+            name: service.name,
+            url: service.endpoint?.url ?? "",
+            endpoint: swept.endpoint,
+            probes: swept.probes
+          })),
+        { concurrency: 4 }
+      )
+      return { checked_at: new Date(yield* Clock.currentTimeMillis).toISOString(), services: results }
+    })
+
+    /** A declared service by name: on `target`, or the one target that declares it. */
+    const declared = (name: string, target?: string) =>
+      Effect.gen(function* () {
+        const snapshot = yield* registry.read({ allowCached: true })
+        const matches = snapshot.registry.targets.flatMap((t) =>
+          t.services
+            .filter((s) => s.name === name && (target === undefined || t.name === target))
+            .map((s) => ({ target: t, service: s }))
+        )
+        if (matches.length === 1) return matches[0]!
+        return yield* new UnknownService({
+          detail:
+            matches.length === 0
+              ? `${target === undefined ? "no target" : target} declares no service named ${name}`
+              : `${name} is declared on ${matches.map((m) => m.target.name).join(", ")}: name one with --target`
+        })
+      })
+
+    /**
+     * `ctl service ensure|kick|reassert`: an operator's repair of one service on its host, under the service's
+     * lease; a failure on the host feeds that host's breaker like the tick's.
+     */
+    const operate = (verb: "ensure" | "kick" | "reassert", name: string, target?: string) =>
+      Effect.gen(function* () {
+        const snapshot = yield* registry.read({ allowCached: true })
+        const found = yield* declared(name, target)
+        const problem = verb === "reassert" ? undefined : renderProblem(found.service)
+        if (problem !== undefined) return yield* new UnknownService({ detail: `${name}: ${problem}` })
+        const key = serviceLeaseKey(found.target.name, name)
+        yield* leases.acquire(key, holder, "10 minutes")
+        const declaredUnit = { name, unit: found.service.unit, program: found.service.program }
+        const outcome = yield* (
+          verb === "reassert"
+            ? units.reassertTimer(found.target, declaredUnit)
+            : verb === "kick"
+              ? units.kick(found.target, renderUnit(found.service, found.target.os))
+              : units.ensure(found.target, renderUnit(found.service, found.target.os))
+        ).pipe(
+          Effect.tapError((error) =>
+            error._tag === "UnitCommandFailed"
+              ? control.recordFailure(found.target.name, error.detail, policyOf(snapshot))
+              : Effect.void
+          ),
+          Effect.tap(() => control.recordSuccess(found.target.name)),
+          Effect.ensuring(leases.release(key, holder).pipe(Effect.ignore))
+        )
+        return { target: found.target.name, name, ...outcome }
+      })
+
+    return { tick, converge, latest, listing, verify, declared, operate, holder, hostname: os.hostname() } as const
   })
 }) {}

@@ -1,0 +1,95 @@
+import { Command, Options } from "@effect/cli"
+import { Effect } from "effect"
+import { ReconcilerOpsLive } from "../layers/Live.js"
+import { AutonomyControl } from "../services/fleet/reconciler/AutonomyControl.js"
+import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconciler.js"
+import type { ServiceReport } from "../services/fleet/reconciler/ServiceReport.js"
+import { FleetRegistry } from "../services/fleet/registry/Registry.js"
+import { ExitWith, emit, failWith, json } from "./Output.js"
+import { describeRow, runFailed } from "./service.js"
+
+const summary = (report: ServiceReport) =>
+  [
+    `run ${report.run_id} (${report.trigger}, mode ${report.mode}${report.pause.paused ? ", PAUSED" : ""}): ${report.actions_executed} of at most ${report.max_actions_per_tick} actions executed`,
+    ...report.services
+      .filter((s) => s.decision.action !== "none" || s.decision.state === "unknown")
+      .map((s) => `  ${describeRow(s)}`),
+    ...report.alerts.map((a) => `  alert: ${a.kind} ${a.target}/${a.service} (${a.delivery})`),
+    report.write_error === null
+      ? `  report: ${report.report_keys.latest}`
+      : `  report NOT written: ${report.write_error}`
+  ].join("\n")
+
+const run = Command.make("run", { json }, ({ json }) =>
+  Effect.gen(function* () {
+    const report = yield* (yield* ServiceReconciler).tick("manual")
+    yield* emit(json, report, summary)
+    if (runFailed(report) || report.write_error !== null) return yield* new ExitWith({ code: 1 })
+  }).pipe(
+    Effect.catchTags({
+      TickInProgress: failWith(json),
+      FleetRegistryUnavailable: failWith(json),
+      FleetRegistryInvalid: failWith(json)
+    })
+  )
+).pipe(Command.withDescription("Run one reconciliation tick now (exit 1 if an action failed)"))
+
+/** `ctl optimize status` and `GET /api/fleet/services/runs/latest`: the bounds now and the latest tick's report. */
+export const optimizeStatus = Effect.gen(function* () {
+  const control = yield* AutonomyControl
+  const snapshot = yield* (yield* FleetRegistry).read({ allowCached: true })
+  const settings = snapshot.registry.settings
+  const policy = { failures: settings.breaker_failures, cooldownSeconds: settings.breaker_cooldown_seconds }
+  return {
+    mode: settings.autonomy_mode,
+    interval_seconds: settings.autonomy_interval_seconds,
+    max_actions_per_tick: settings.max_actions_per_tick,
+    pause: yield* control.pause,
+    breakers: yield* control.breakers(policy),
+    latest: yield* (yield* ServiceReconciler).latest
+  }
+})
+
+const status = Command.make("status", { json }, ({ json }) =>
+  Effect.gen(function* () {
+    const shown = yield* optimizeStatus
+    yield* emit(json, shown, (s) =>
+      [
+        `mode ${s.mode}, every ${s.interval_seconds} s, at most ${s.max_actions_per_tick} actions per tick`,
+        s.pause.paused
+          ? `PAUSED by ${s.pause.changed_by} at ${s.pause.changed_at}: ${s.pause.reason ?? ""}`
+          : "not paused",
+        ...s.breakers
+          .filter((b) => b.phase !== "closed" || b.failures > 0)
+          .map((b) => `breaker ${b.target}: ${b.phase} (${b.failures} failures; ${b.last_error ?? ""})`),
+        s.latest === null ? "no run yet" : summary(s.latest)
+      ].join("\n")
+    )
+  }).pipe(Effect.catchTags({ FleetRegistryUnavailable: failWith(json), FleetRegistryInvalid: failWith(json) }))
+).pipe(Command.withDescription("The reconciler's mode, pause, breakers and latest run"))
+
+const reason = Options.text("reason").pipe(Options.optional, Options.withDescription("Why (kept with the pause)"))
+const by = Options.text("by").pipe(
+  Options.withDefault(process.env.USER ?? "operator"),
+  Options.withDescription("Who pauses or resumes")
+)
+
+const pause = Command.make("pause", { reason, by, json }, ({ by, json, reason }) =>
+  Effect.gen(function* () {
+    const state = yield* (yield* AutonomyControl).setPause(true, by, reason._tag === "Some" ? reason.value : null)
+    yield* emit(json, state, (s) => `paused: no autonomous mutation runs until ctl optimize resume (${s.changed_at})`)
+  })
+).pipe(Command.withDescription("Emergency pause: every process's ticks record their plan and execute nothing"))
+
+const resume = Command.make("resume", { by, json }, ({ by, json }) =>
+  Effect.gen(function* () {
+    const state = yield* (yield* AutonomyControl).setPause(false, by, null)
+    yield* emit(json, state, () => "resumed")
+  })
+).pipe(Command.withDescription("End the emergency pause"))
+
+export const optimize = Command.make("optimize").pipe(
+  Command.withDescription("The service reconciler: run a tick, show its state, pause or resume it"),
+  Command.withSubcommands([status, run, pause, resume]),
+  Command.provide(ReconcilerOpsLive)
+)

@@ -1,0 +1,256 @@
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Layer } from "effect"
+import {
+  beaconKey,
+  collectBeacon,
+  FleetRegistry,
+  makeSupervisor,
+  ObjectGateway,
+  ReconcilerOnHostsTest,
+  ServiceManager,
+  ServiceReconciler,
+  type ServiceReport,
+  type ServiceRow
+} from "keel"
+import * as Yaml from "yaml"
+
+// Issue 17 on real processes: Keel's supervisor runs the units (systemd is not PID 1 in this container), the
+// beacon is collected from it as `ctl host beacon write` collects it, and the tick's decisions are carried out
+// on real processes — started, killed, replaced by another binary, their unit files edited. Every host command
+// lands in the supervisor's journal, which is the command stream asserted on.
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-reconciler-e2e-"))
+const bin = path.join(dir, "bin")
+const units = path.join(dir, "units")
+fs.mkdirSync(bin)
+fs.mkdirSync(units)
+const worker = path.join(bin, "worker")
+fs.copyFileSync("/bin/sleep", worker)
+fs.chmodSync(worker, 0o755)
+const beaconScript = path.join(bin, "beacon.sh")
+fs.writeFileSync(beaconScript, `#!/bin/sh\necho "$(date)" >> ${path.join(dir, "beacon.runs")}\n`, { mode: 0o755 })
+const server = path.join(bin, "server.mjs")
+fs.writeFileSync(
+  server,
+  'import http from "node:http"\nhttp.createServer((q, s) => s.end("ok")).listen(Number(process.argv[2]), "127.0.0.1")\n'
+)
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const probe = net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (probe.address() as net.AddressInfo).port
+      probe.close(() => resolve(port))
+    })
+  })
+
+const registryFile = path.join(dir, "registry.yml")
+const writeRegistry = (mode: string, port: number) =>
+  fs.writeFileSync(
+    registryFile,
+    Yaml.stringify({
+      version: 1,
+      settings: { autonomy_mode: mode, max_actions_per_tick: 5, host_silence_seconds: 900 },
+      targets: [
+        {
+          name: "box",
+          os: "linux",
+          channel: "local",
+          services: [
+            { name: "worker", unit: path.join(units, "worker.service"), program: worker, args: ["300"] },
+            {
+              name: "web",
+              unit: path.join(units, "web.service"),
+              program: process.execPath,
+              args: [server, String(port)],
+              endpoint: { url: `http://127.0.0.1:${port}/` }
+            },
+            {
+              name: "beacon",
+              unit: path.join(units, "beacon.service"),
+              program: beaconScript,
+              kind: "oneshot-timer",
+              role: "beacon"
+            }
+          ]
+        }
+      ]
+    })
+  )
+
+const supervisor = makeSupervisor(path.join(dir, "supervisor"))
+const journal = () => {
+  try {
+    return fs
+      .readFileSync(path.join(dir, "supervisor", "journal.log"), "utf8")
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+  } catch {
+    return []
+  }
+}
+
+afterAll(async () => {
+  for (const unit of ["worker.service", "web.service", "beacon.timer"])
+    await Effect.runPromise(Effect.ignore(supervisor.stop({ name: unit, unit: path.join(units, unit) })))
+})
+
+const layer = ReconcilerOnHostsTest(supervisor, { overrides: { dataDir: path.join(dir, "data") } }).pipe(
+  Layer.provide(
+    Layer.setConfigProvider(
+      ConfigProvider.fromMap(
+        new Map([
+          ["KEEL_REGISTRY", registryFile],
+          ["KEEL_HOST", "box"]
+        ])
+      )
+    )
+  )
+)
+
+/** The host's beacon, collected from the supervisor as `ctl host beacon write` does, then published. */
+const publishBeacon = Effect.gen(function* () {
+  const { registry } = yield* (yield* FleetRegistry).read()
+  const beacon = yield* collectBeacon(registry.targets[0]!)
+  yield* (yield* ObjectGateway).putJson(beaconKey("box"), beacon)
+  return beacon
+})
+
+const tickOnFreshBeacon = Effect.gen(function* () {
+  yield* publishBeacon
+  return yield* (yield* ServiceReconciler).tick("manual")
+})
+
+const row = (report: ServiceReport, name: string) => report.services.find((s) => s.name === name) as ServiceRow
+
+describe("the reconciler on real processes (Keel's supervisor)", () => {
+  it.live(
+    "missing → created; killed → restarted; replaced binary → kicked; edited and failed → reloaded; foreign binary → refused; Report mode runs nothing",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* Effect.promise(freePort)
+        writeRegistry("enforce-owned", port)
+        const manager = yield* ServiceManager
+
+        // Nothing installed: the services are created from their declarations and run; the beacon unit is
+        // not a service ensure's to install.
+        const first = yield* tickOnFreshBeacon
+        assert.deepInclude(row(first, "worker").execution, { status: "succeeded", change: "created" })
+        assert.deepInclude(row(first, "web").execution, { status: "succeeded", change: "created" })
+        assert.deepInclude(row(first, "beacon").decision, { state: "beacon_missing", action: "none" })
+        const running = yield* manager.inspect({
+          name: "worker",
+          unit: path.join(units, "worker.service"),
+          program: worker
+        })
+        assert.strictEqual(running.active_state, "active")
+        assert.strictEqual(running.process?.executable, worker)
+        const web = yield* Effect.promise(async () => {
+          for (let i = 0; i < 50; i++) {
+            const answer = await fetch(`http://127.0.0.1:${port}/`).then(
+              (r) => r.text(),
+              () => null
+            )
+            if (answer !== null) return answer
+            await new Promise((resolve) => setTimeout(resolve, 100))
+          }
+          return null
+        })
+        assert.strictEqual(web, "ok", "the created web unit serves")
+
+        // The next tick finds everything healthy and runs nothing.
+        const settled = journal().length
+        const second = yield* tickOnFreshBeacon
+        assert.deepStrictEqual(
+          second.services.map((s) => [s.name, s.decision.state]),
+          [
+            ["worker", "healthy"],
+            ["web", "healthy"],
+            ["beacon", "beacon_missing"]
+          ]
+        )
+        assert.strictEqual(journal().length, settled)
+
+        // Killed: failed, restarted in place (a new process).
+        process.kill(running.main_pid!, "SIGKILL")
+        yield* Effect.sleep("300 millis")
+        const killed = yield* tickOnFreshBeacon
+        assert.deepInclude(row(killed, "worker").evidence.row!, { active_state: "failed" })
+        assert.deepInclude(row(killed, "worker").execution, { status: "succeeded", change: "restarted" })
+        const restarted = yield* manager.inspect({
+          name: "worker",
+          unit: path.join(units, "worker.service"),
+          program: worker
+        })
+        assert.notStrictEqual(restarted.main_pid, running.main_pid)
+
+        // A deployment replaces the binary under the live process: stale, kicked onto the new one.
+        const next = `${worker}.new`
+        fs.copyFileSync("/bin/sleep", next)
+        fs.appendFileSync(next, Buffer.from("v2"))
+        fs.chmodSync(next, 0o755)
+        fs.renameSync(next, worker)
+        const stale = yield* tickOnFreshBeacon
+        assert.deepInclude(row(stale, "worker").decision, { state: "stale_binary", action: "kick" })
+        assert.strictEqual(row(stale, "worker").evidence.row?.process?.executable, `${worker} (deleted)`)
+        assert.deepInclude(row(stale, "worker").execution, { status: "succeeded", change: "kicked" })
+        const kicked = yield* manager.inspect({
+          name: "worker",
+          unit: path.join(units, "worker.service"),
+          program: worker
+        })
+        assert.strictEqual(kicked.process?.executable, worker)
+        assert.strictEqual(kicked.process?.sha256, kicked.program_sha256)
+
+        // Someone edits the unit file and the unit fails: ensure reloads the declared definition after its
+        // preflight, and the file is the declaration's again.
+        const workerUnit = path.join(units, "worker.service")
+        const declared = fs.readFileSync(workerUnit, "utf8")
+        fs.writeFileSync(workerUnit, declared.replace(" 300", " 100"))
+        process.kill(kicked.main_pid!, "SIGKILL")
+        yield* Effect.sleep("300 millis")
+        const edited = yield* tickOnFreshBeacon
+        assert.isTrue(row(edited, "worker").evidence.row?.need_daemon_reload)
+        assert.deepInclude(row(edited, "worker").execution, { status: "succeeded", change: "reloaded" })
+        assert.strictEqual(fs.readFileSync(workerUnit, "utf8"), declared)
+
+        // An operator points the web unit at another binary by hand: the live process is not the declared
+        // program — identity_unresolved, refused, no host command.
+        const webUnit = path.join(units, "web.service")
+        const sleep = fs.realpathSync("/bin/sleep")
+        // What editing the unit and `systemctl daemon-reload && systemctl restart web` does on a systemd host.
+        yield* manager.ensure({
+          name: "web",
+          unit: webUnit,
+          program: sleep,
+          args: ["300"],
+          kind: "service",
+          text: `[Service]\nExecStart=${sleep} 300\n`
+        })
+        const before = journal().length
+        const foreign = yield* tickOnFreshBeacon
+        assert.deepInclude(row(foreign, "web"), { refusal: "identity_unresolved" })
+        assert.strictEqual(row(foreign, "web").evidence.row?.process?.executable, sleep)
+        assert.strictEqual(journal().length, before, "a refusal runs nothing on the host")
+
+        // Report mode: the worker killed again is planned, not restarted; the journal does not grow.
+        writeRegistry("report", port)
+        const current = yield* manager.inspect({ name: "worker", unit: workerUnit, program: worker })
+        process.kill(current.main_pid!, "SIGKILL")
+        yield* Effect.sleep("300 millis")
+        const quiet = journal().length
+        const report = yield* tickOnFreshBeacon
+        assert.deepInclude(row(report, "worker").execution, { status: "planned" })
+        assert.strictEqual(journal().length, quiet, "Report mode: zero host commands")
+        assert.strictEqual(
+          (yield* manager.inspect({ name: "worker", unit: workerUnit, program: worker })).active_state,
+          "failed"
+        )
+      }).pipe(Effect.provide(layer)),
+    60_000
+  )
+})
