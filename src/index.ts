@@ -3,6 +3,7 @@
  * lives in a Layer that the embedder builds (see README "Embedding").
  */
 
+export * from "./actors/AutonomyTicker.js"
 // Actors
 export * from "./actors/LeaseKeeper.js"
 export * from "./actors/MarketAgent.js"
@@ -14,7 +15,6 @@ export { ctlMain, exitCodeOf, unknownCommand } from "./cli/Run.js"
 export * from "./http/BodyLimit.js"
 export * from "./http/ClientError.js"
 export * from "./http/Clients.js"
-
 export { ControlPlaneApi, HostHealthApi, StoredBeaconAnswer } from "./http/controlplane/Api.js"
 export {
   GroundTruthApi,

@@ -12,7 +12,7 @@ import { CommandFailed, ExitWith, emit, json } from "./Output.js"
  * local server, http://127.0.0.1:KEEL_HTTP_PORT); the credential is the grant file KEEL_GRANT_FILE, exchanged
  * at the vault (KEEL_VAULT_URL, default the control plane) for a short-lived token.
  */
-const controlPlane = Effect.gen(function* () {
+export const controlPlane = Effect.gen(function* () {
   const config = yield* AppConfig
   const url = Option.getOrElse(
     yield* Config.option(Config.string("KEEL_CONTROL_PLANE_URL")),
@@ -34,7 +34,7 @@ const controlPlane = Effect.gen(function* () {
 }).pipe(Effect.provide(FetchHttpClient.layer))
 
 /** A refusal of the control plane as one line (its code and detail), or a transport failure. */
-const refused = (error: unknown) => {
+export const refused = (error: unknown) => {
   const e = error as { code?: string; detail?: string; message?: string; _tag?: string }
   return new CommandFailed({
     detail:

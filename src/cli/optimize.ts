@@ -1,10 +1,10 @@
 import { Command, Options } from "@effect/cli"
-import { Effect } from "effect"
+import { Config, Effect, Option } from "effect"
 import { ReconcilerOpsLive } from "../layers/Live.js"
 import { AutonomyControl } from "../services/fleet/reconciler/AutonomyControl.js"
 import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconciler.js"
 import type { ServiceReport } from "../services/fleet/reconciler/ServiceReport.js"
-import { FleetRegistry } from "../services/fleet/registry/Registry.js"
+import { controlPlane, refused } from "./fleet.js"
 import { ExitWith, emit, failWith, json } from "./Output.js"
 import { describeRow, runFailed } from "./service.js"
 
@@ -20,9 +20,21 @@ const summary = (report: ServiceReport) =>
       : `  report NOT written: ${report.write_error}`
   ].join("\n")
 
+/**
+ * With KEEL_CONTROL_PLANE_URL set, the tick runs in the control plane (POST /api/fleet/services/runs, the grant
+ * in KEEL_GRANT_FILE needs service-ensure); without it, in this process on this data dir's database (the same
+ * leases, pause and breakers as a `ctl serve` sharing it).
+ */
+const tickSomewhere = Effect.gen(function* () {
+  const remote = yield* Config.option(Config.string("KEEL_CONTROL_PLANE_URL")).pipe(Effect.orDie)
+  if (Option.isNone(remote)) return yield* (yield* ServiceReconciler).tick("manual")
+  const client = yield* controlPlane
+  return (yield* client.fleet.runServices({ headers: {} }).pipe(Effect.mapError(refused))) as ServiceReport
+})
+
 const run = Command.make("run", { json }, ({ json }) =>
   Effect.gen(function* () {
-    const report = yield* (yield* ServiceReconciler).tick("manual")
+    const report = yield* tickSomewhere
     yield* emit(json, report, summary)
     if (runFailed(report) || report.write_error !== null) return yield* new ExitWith({ code: 1 })
   }).pipe(
@@ -32,27 +44,15 @@ const run = Command.make("run", { json }, ({ json }) =>
       FleetRegistryInvalid: failWith(json)
     })
   )
-).pipe(Command.withDescription("Run one reconciliation tick now (exit 1 if an action failed)"))
-
-/** `ctl optimize status` and `GET /api/fleet/services/runs/latest`: the bounds now and the latest tick's report. */
-export const optimizeStatus = Effect.gen(function* () {
-  const control = yield* AutonomyControl
-  const snapshot = yield* (yield* FleetRegistry).read({ allowCached: true })
-  const settings = snapshot.registry.settings
-  const policy = { failures: settings.breaker_failures, cooldownSeconds: settings.breaker_cooldown_seconds }
-  return {
-    mode: settings.autonomy_mode,
-    interval_seconds: settings.autonomy_interval_seconds,
-    max_actions_per_tick: settings.max_actions_per_tick,
-    pause: yield* control.pause,
-    breakers: yield* control.breakers(policy),
-    latest: yield* (yield* ServiceReconciler).latest
-  }
-})
+).pipe(
+  Command.withDescription(
+    "Run one reconciliation tick now, in the control plane when KEEL_CONTROL_PLANE_URL is set (exit 1 if an action failed)"
+  )
+)
 
 const status = Command.make("status", { json }, ({ json }) =>
   Effect.gen(function* () {
-    const shown = yield* optimizeStatus
+    const shown = yield* (yield* ServiceReconciler).status
     yield* emit(json, shown, (s) =>
       [
         `mode ${s.mode}, every ${s.interval_seconds} s, at most ${s.max_actions_per_tick} actions per tick`,

@@ -1,4 +1,5 @@
 import { Effect, Layer } from "effect"
+import { AutonomyScheduleLive } from "../actors/AutonomyTicker.js"
 import { MarketScheduleLive } from "../actors/MarketAgent.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { seedDemoData } from "../services/platform/DemoData.js"
@@ -45,7 +46,9 @@ export const TracingLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) => 
  * earlier they would record the configured initial coin price before the demo's history exists: a
  * point off the demo's price at server start.
  */
-export const StartupLive = MarketScheduleLive.pipe(Layer.provide([DemoDataLive, BlogImportLive]))
+export const StartupLive = Layer.merge(MarketScheduleLive, AutonomyScheduleLive).pipe(
+  Layer.provide([DemoDataLive, BlogImportLive])
+)
 
 /** What `ctl serve` runs: the HTTP server on the full application graph. */
 export const serverLive = (options: ServeOptions & { readonly host?: string; readonly port?: number } = {}) =>

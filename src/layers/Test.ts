@@ -15,7 +15,7 @@ import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js
 import { MemoryObjectStoreLayer } from "../services/platform/objects/MemoryObjectStore.js"
 import { embeddedVault } from "../services/platform/vault/EmbeddedVault.js"
 import { AllMigrations } from "./Migrations.js"
-import { DomainServices, HostReach, WorkflowsLive } from "./Services.js"
+import { DomainServices, HostReach, ReconcilerServices, WorkflowsLive } from "./Services.js"
 
 export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings => ({
   dataDir: "/nonexistent/keel-test",
@@ -59,7 +59,7 @@ export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
 export const ClusterTest = singleRunner({ pollInterval: "100 millis", runnerStorage: "memory", terminationTimeout: 0 })
 
 export const AppTest = (overrides: Partial<AppSettings> = {}) =>
-  Layer.mergeAll(LeaseKeeperLive, MarketAgentLive, WorkflowsLive).pipe(
+  Layer.mergeAll(LeaseKeeperLive, MarketAgentLive, WorkflowsLive, ReconcilerServices).pipe(
     Layer.provideMerge(ClusterTest),
     Layer.provideMerge(HostReach),
     Layer.provideMerge(ServicesTest(overrides))

@@ -40,6 +40,8 @@ interface Route {
   readonly action: string
   readonly host?: string
   readonly ok: number
+  /** An action the consumer's token carries that does not open the route (default service-ensure). */
+  readonly wrong?: string
 }
 
 layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: registryFile } }), {
@@ -143,6 +145,31 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
           ok: 200
         },
         {
+          route: "/api/fleet/services",
+          method: "GET",
+          url: "/api/fleet/services",
+          consumer: "dashboard",
+          action: "fleet-read",
+          ok: 200
+        },
+        {
+          route: "/api/fleet/services/runs/latest",
+          method: "GET",
+          url: "/api/fleet/services/runs/latest",
+          consumer: "dashboard",
+          action: "fleet-read",
+          ok: 200
+        },
+        {
+          route: "/api/fleet/services/runs",
+          method: "POST",
+          url: "/api/fleet/services/runs",
+          consumer: "ops",
+          action: "service-ensure",
+          wrong: "fleet-read",
+          ok: 200
+        },
+        {
           route: "/api/workflows/fleet-probe",
           method: "POST",
           url: "/api/workflows/fleet-probe",
@@ -178,7 +205,7 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
       for (const r of routes) {
         const hosts = r.host === undefined ? [] : [r.host]
         const expiring = yield* token(r.consumer, [r.action], hosts, 200)
-        const wrongAction = yield* token(r.consumer, ["service-ensure"], hosts)
+        const wrongAction = yield* token(r.consumer, [r.wrong ?? "service-ensure"], hosts)
         const stranger = yield* token("stranger", [r.action], hosts)
         const right = yield* token(r.consumer, [r.action], hosts)
         yield* Effect.sleep("300 millis")

@@ -98,4 +98,31 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
       }
     })
   )
+
+  it.effect("services: a tick run through the control plane, then its listing and status (issue 17)", () =>
+    Effect.gen(function* () {
+      const dashboard = yield* vaultToken("dashboard", ["fleet-read"])
+      const unchecked = yield* sendJson("GET", "/api/fleet/services", dashboard)
+      assert.strictEqual(unchecked.status, 200)
+      assert.deepInclude(unchecked.body.services[0], { target: "forge-1", name: "keel-api" })
+
+      // `ctl optimize run` through the control plane: the example fleet is in Report mode.
+      const ops = yield* vaultToken("ops", ["service-ensure"])
+      const run = yield* sendJson("POST", "/api/fleet/services/runs", ops)
+      assert.strictEqual(run.status, 200)
+      assert.strictEqual(run.body.mode, "report")
+      assert.strictEqual(run.body.actions_executed, 0)
+      assert.strictEqual(run.body.report_keys.latest, "state/autonomy/services/latest.json")
+
+      const listing = yield* sendJson("GET", "/api/fleet/services", dashboard)
+      assert.strictEqual(listing.body.run_id, run.body.run_id)
+      const recovery = listing.body.services.find((s: { name: string }) => s.name === "keel-recovery")
+      assert.deepInclude(recovery, { target: "forge-2", state: "recovery_managed", action: "none" })
+      const status = yield* sendJson("GET", "/api/fleet/services/runs/latest", dashboard)
+      assert.strictEqual(status.status, 200)
+      assert.deepInclude(status.body, { mode: "report", max_actions_per_tick: 5 })
+      assert.strictEqual(status.body.latest.run_id, run.body.run_id)
+      assert.isFalse(status.body.pause.paused)
+    })
+  )
 })

@@ -5,6 +5,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Clock, ConfigProvider, Context, Effect, Layer, Option, Schema, TestClock } from "effect"
 import {
   AutonomyControl,
+  AutonomyScheduleLive,
   beaconKey,
   HostUnits,
   LATEST_REPORT_KEY,
@@ -697,4 +698,26 @@ describe("alerts", () => {
       }).pipe(Effect.provide(layer))
     }
   )
+})
+
+describe("the scheduled tick of ctl serve", () => {
+  it.effect("runs a tick every autonomy_interval_seconds, the first one interval after start", () => {
+    const { hosts, layer } = setup({ autonomy_interval_seconds: 60 })
+    return Effect.gen(function* () {
+      yield* healthyFleet(hosts)
+      const objects = yield* ObjectGateway
+      yield* Effect.gen(function* () {
+        yield* TestClock.adjust("59 seconds")
+        assert.isTrue(Option.isNone(yield* objects.getJson(LATEST_REPORT_KEY)), "not before the interval")
+        yield* TestClock.adjust("1 second")
+        yield* Effect.yieldNow()
+        const first = Option.getOrThrow(yield* objects.getJson(LATEST_REPORT_KEY)) as ServiceReport
+        assert.strictEqual(first.trigger, "scheduled")
+        yield* TestClock.adjust("60 seconds")
+        yield* Effect.yieldNow()
+        const second = Option.getOrThrow(yield* objects.getJson(LATEST_REPORT_KEY)) as ServiceReport
+        assert.notStrictEqual(second.run_id, first.run_id)
+      }).pipe(Effect.provide(AutonomyScheduleLive))
+    }).pipe(Effect.provide(layer))
+  })
 })

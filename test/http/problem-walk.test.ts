@@ -16,6 +16,7 @@ import {
   FleetRegistry,
   Health,
   HostHealth,
+  Leases,
   ObjectAccess,
   ObjectGateway,
   ObjectStore,
@@ -467,6 +468,19 @@ layer(
         404,
         "WORKFLOW_NOT_FOUND"
       )
+
+      // The reconciler: another process's tick holds the fleet-wide lease.
+      yield* (yield* Leases).acquire("autonomy:tick", "another-server", "1 minute")
+      const ensurer = (yield* tokenFor({ actions: ["service-ensure"], consumer: "ops" })).token
+      const busy = yield* expectProblem(
+        "controlplane",
+        "/api/fleet/services/runs",
+        { method: "POST", url: "/api/fleet/services/runs", headers: bearer(ensurer) },
+        409,
+        "TICK_IN_PROGRESS"
+      )
+      assert.strictEqual(busy.body.holder, "another-server")
+      yield* (yield* Leases).release("autonomy:tick", "another-server")
     })
   )
 

@@ -149,6 +149,13 @@ export class ObjectsApi extends HttpApiGroup.make("objects")
   .addError(ObjectStoreError, { status: 503 })
   .annotate(OpenApi.Title, "Objects") {}
 
+/** Another tick holds the fleet-wide `autonomy:tick` lease: try again when it ends. */
+export class TickInProgressProblem extends Schema.TaggedError<TickInProgressProblem>()(
+  "TickInProgressProblem",
+  { code: Schema.Literal("TICK_IN_PROGRESS"), holder: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
 /** What operators look at, over HTTP: the same services and the same JSON as `ctl host gates` and `ctl overview`. */
 export class FleetApi extends HttpApiGroup.make("fleet")
   .add(
@@ -172,6 +179,40 @@ export class FleetApi extends HttpApiGroup.make("fleet")
       .setHeaders(Bearer)
       .addSuccess(Schema.Unknown.annotations({ description: "The JSON of `ctl overview --json`" }))
       .annotate(OpenApi.Description, "Fleet, queue, quota and billing. Needs fleet-read.")
+  )
+  .add(
+    HttpApiEndpoint.get("services", "/fleet/services")
+      .setHeaders(Bearer)
+      .addSuccess(
+        Schema.Unknown.annotations({ description: "The JSON of `ctl service list --json` (docs/reconciler.md)" })
+      )
+      .annotate(
+        OpenApi.Description,
+        "Every declared service with its state in the latest reconciliation tick. Needs fleet-read."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("serviceRunsLatest", "/fleet/services/runs/latest")
+      .setHeaders(Bearer)
+      .addSuccess(
+        Schema.Unknown.annotations({ description: "The JSON of `ctl optimize status --json` (docs/reconciler.md)" })
+      )
+      .annotate(
+        OpenApi.Description,
+        "The reconciler's mode, pause and breakers, and the latest tick's report. Needs fleet-read."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("runServices", "/fleet/services/runs")
+      .setHeaders(Bearer)
+      .addSuccess(
+        Schema.Unknown.annotations({ description: "The tick's report, as `ctl optimize run --json` prints it" })
+      )
+      .addError(TickInProgressProblem)
+      .annotate(
+        OpenApi.Description,
+        "Runs one reconciliation tick now (what `ctl optimize run` asks the control plane for). Needs service-ensure."
+      )
   )
   .addError(VaultDenied)
   .addError(VaultForbidden)

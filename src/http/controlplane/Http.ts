@@ -8,6 +8,7 @@ import { ActionAuthority, AuthorityUnavailable } from "../../services/fleet/gran
 import { ObjectAccess } from "../../services/fleet/objects/ObjectAccess.js"
 import { FleetHosts } from "../../services/fleet/overview/FleetHosts.js"
 import { Overview } from "../../services/fleet/overview/Overview.js"
+import { ServiceReconciler } from "../../services/fleet/reconciler/ServiceReconciler.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import {
   InvalidObjectKey,
@@ -15,7 +16,7 @@ import {
   ObjectStoreError,
   type WriteCondition
 } from "../../services/platform/objects/ObjectStore.js"
-import { ControlPlaneApi, WorkflowNotFound } from "./Api.js"
+import { ControlPlaneApi, TickInProgressProblem, WorkflowNotFound } from "./Api.js"
 
 export const HostHealthLive = HttpApiBuilder.group(ControlPlaneApi, "hostHealth", (handlers) =>
   Effect.gen(function* () {
@@ -152,8 +153,11 @@ export const FleetLive = HttpApiBuilder.group(ControlPlaneApi, "fleet", (handler
     const hosts = yield* FleetHosts
     const gates = yield* Gates
     const overview = yield* Overview
+    const reconciler = yield* ServiceReconciler
     const allowed = (authorization: string | undefined) =>
       authority.authorize(bearerToken(authorization), { action: "fleet-read" })
+    const registryUnavailable = (error: { readonly detail: string }) =>
+      Effect.fail(new AuthorityUnavailable({ code: "REGISTRY_UNAVAILABLE", detail: error.detail }))
     return handlers
       .handle("hosts", ({ headers }) =>
         Effect.zipRight(
@@ -169,6 +173,29 @@ export const FleetLive = HttpApiBuilder.group(ControlPlaneApi, "fleet", (handler
       )
       .handle("gates", ({ headers, path }) => Effect.zipRight(allowed(headers.authorization), gates.report(path.host)))
       .handle("overview", ({ headers }) => Effect.zipRight(allowed(headers.authorization), overview.report()))
+      .handle("services", ({ headers }) =>
+        Effect.zipRight(allowed(headers.authorization), reconciler.listing.pipe(Effect.catchAll(registryUnavailable)))
+      )
+      .handle("serviceRunsLatest", ({ headers }) =>
+        Effect.zipRight(allowed(headers.authorization), reconciler.status.pipe(Effect.catchAll(registryUnavailable)))
+      )
+      .handle("runServices", ({ headers }) =>
+        Effect.zipRight(
+          authority.authorize(bearerToken(headers.authorization), { action: "service-ensure" }),
+          reconciler.tick("manual").pipe(
+            Effect.catchTags({
+              TickInProgress: (busy) =>
+                Effect.fail(
+                  new TickInProgressProblem({ code: "TICK_IN_PROGRESS", holder: busy.holder, detail: busy.detail })
+                ),
+              FleetRegistryUnavailable: registryUnavailable,
+              FleetRegistryInvalid: registryUnavailable,
+              // Only a converge names one service; a tick cannot fail this way.
+              UnknownService: Effect.die
+            })
+          )
+        )
+      )
   })
 )
 

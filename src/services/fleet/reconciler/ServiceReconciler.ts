@@ -574,6 +574,31 @@ export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("flee
         return { target: found.target.name, name, ...outcome }
       })
 
-    return { tick, converge, latest, listing, verify, declared, operate, holder, hostname: os.hostname() } as const
+    /** `ctl optimize status` / `GET /api/fleet/services/runs/latest`: the bounds now and the latest tick's report. */
+    const status = Effect.gen(function* () {
+      const snapshot = yield* registry.read({ allowCached: true })
+      const settings = snapshot.registry.settings
+      return {
+        mode: settings.autonomy_mode,
+        interval_seconds: settings.autonomy_interval_seconds,
+        max_actions_per_tick: settings.max_actions_per_tick,
+        pause: yield* control.pause,
+        breakers: yield* control.breakers(policyOf(snapshot)),
+        latest: yield* latest
+      }
+    })
+
+    return {
+      tick,
+      converge,
+      latest,
+      status,
+      listing,
+      verify,
+      declared,
+      operate,
+      holder,
+      hostname: os.hostname()
+    } as const
   })
 }) {}
