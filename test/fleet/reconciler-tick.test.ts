@@ -659,6 +659,26 @@ describe("leases", () => {
   )
 })
 
+describe("acting on evidence older than the host", () => {
+  it.effect("a repair the host no longer needs (another run fixed it since the beacon) is not carried out", () => {
+    const { hosts, layer } = setup()
+    return Effect.gen(function* () {
+      yield* threeFailed(hosts) // the beacons say failed…
+      const alpha = hosts.host("alpha")
+      const api = declaration("alpha", "api")
+      yield* alpha.manager.ensure(renderUnit(api, "linux")) // …but alpha's api runs again
+      const before = hosts.commands.length
+      const report = yield* tick
+      assert.deepInclude(row(report, "alpha", "api").execution, {
+        status: "skipped",
+        skipped_because: "resolved_on_host"
+      })
+      assert.notInclude(hosts.commands.slice(before), "alpha: restart keel-api.service")
+      assert.include(hosts.commands.slice(before), "beta: restart keel-worker.service", "the others are still repaired")
+    }).pipe(Effect.provide(layer))
+  })
+})
+
 describe("alerts", () => {
   it.effect(
     "once on the transition to identity_unresolved and endpoint_unverified, every tick while declaration_incomplete holds",

@@ -256,6 +256,19 @@ export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("flee
         const key = serviceLeaseKey(item.target.name, item.declaration.name)
         const lease = yield* leases.acquire(key, holder, "10 minutes").pipe(Effect.either)
         if (lease._tag === "Left") return executionOf({ status: "skipped", skipped_because: "lease_held" })
+        // The beacon may predate another run's repair: under the lease, the unit is read on the host again and a
+        // decision the host no longer supports is not carried out (level-triggered, never acting twice).
+        if (item.evidence.row !== null && (item.decision.action === "ensure" || item.decision.action === "kick")) {
+          const declared = { name: item.declaration.name, unit: item.declaration.unit, program: item.declaration.program }
+          const now = yield* units.inspect(item.target, declared).pipe(Effect.option)
+          if (Option.isSome(now) && now.value.error === null) {
+            const again = decideUnit({ declaration: item.declaration, beacon: "fresh", row: now.value })
+            if (again.action !== item.decision.action) {
+              yield* leases.release(key, holder).pipe(Effect.ignore)
+              return executionOf({ status: "skipped", skipped_because: "resolved_on_host" })
+            }
+          }
+        }
         const outcome = yield* carryOut(snapshot, item).pipe(
           Effect.either,
           Effect.ensuring(leases.release(key, holder).pipe(Effect.ignore))

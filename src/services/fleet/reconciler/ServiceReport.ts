@@ -76,6 +76,7 @@ export interface ServiceExecution {
     | "breaker_open"
     | "lease_held"
     | "registry_historical"
+    | "resolved_on_host"
   readonly change: string | null
   readonly error: string | null
   readonly feeds_breaker: boolean
