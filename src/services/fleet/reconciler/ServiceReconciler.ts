@@ -259,7 +259,11 @@ export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("flee
         // The beacon may predate another run's repair: under the lease, the unit is read on the host again and a
         // decision the host no longer supports is not carried out (level-triggered, never acting twice).
         if (item.evidence.row !== null && (item.decision.action === "ensure" || item.decision.action === "kick")) {
-          const declared = { name: item.declaration.name, unit: item.declaration.unit, program: item.declaration.program }
+          const declared = {
+            name: item.declaration.name,
+            unit: item.declaration.unit,
+            program: item.declaration.program
+          }
           const now = yield* units.inspect(item.target, declared).pipe(Effect.option)
           if (Option.isSome(now) && now.value.error === null) {
             const again = decideUnit({ declaration: item.declaration, beacon: "fresh", row: now.value })
