@@ -112,24 +112,36 @@ const layer = ReconcilerOnHostsTest(supervisor, { overrides: { dataDir: path.joi
   )
 )
 
-/** The host's beacon, collected from the supervisor as `ctl host beacon write` does, then published. */
-const publishBeacon = Effect.gen(function* () {
-  const { registry } = yield* (yield* FleetRegistry).read()
-  const beacon = yield* collectBeacon(registry.targets[0]!)
-  yield* (yield* ObjectGateway).putJson(beaconKey("box"), beacon)
-  return beacon
-})
+/**
+ * The host's beacon, collected from the supervisor as `ctl host beacon write` does, then published (optionally
+ * without some units' rows, or aged past the host-silence threshold).
+ */
+const publishBeacon = (options: { readonly omit?: ReadonlyArray<string>; readonly ageSeconds?: number } = {}) =>
+  Effect.gen(function* () {
+    const { registry } = yield* (yield* FleetRegistry).read()
+    const beacon = yield* collectBeacon(registry.targets[0]!)
+    const published = {
+      ...beacon,
+      reported_at: new Date(Date.parse(beacon.reported_at) - (options.ageSeconds ?? 0) * 1000).toISOString(),
+      units: beacon.units.filter((u) => !options.omit?.includes(u.name))
+    }
+    yield* (yield* ObjectGateway).putJson(beaconKey("box"), published)
+    return published
+  })
 
-const tickOnFreshBeacon = Effect.gen(function* () {
-  yield* publishBeacon
-  return yield* (yield* ServiceReconciler).tick("manual")
-})
+const tickOn = (options: Parameters<typeof publishBeacon>[0] = {}) =>
+  Effect.gen(function* () {
+    yield* publishBeacon(options)
+    return yield* (yield* ServiceReconciler).tick("manual")
+  })
+
+const tickOnFreshBeacon = tickOn()
 
 const row = (report: ServiceReport, name: string) => report.services.find((s) => s.name === name) as ServiceRow
 
 describe("the reconciler on real processes (Keel's supervisor)", () => {
   it.live(
-    "missing → created; killed → restarted; replaced binary → kicked; edited and failed → reloaded; foreign binary → refused; Report mode runs nothing",
+    "missing → created; killed → restarted; replaced binary → kicked; edited and failed → reloaded; omitted + observed → healthy; omitted + unreachable → ensured; silent host → beacon timer reasserted; foreign binary → refused; Report mode runs nothing",
     () =>
       Effect.gen(function* () {
         const port = yield* Effect.promise(freePort)
@@ -217,6 +229,46 @@ describe("the reconciler on real processes (Keel's supervisor)", () => {
         assert.isTrue(row(edited, "worker").evidence.row?.need_daemon_reload)
         assert.deepInclude(row(edited, "worker").execution, { status: "succeeded", change: "reloaded" })
         assert.strictEqual(fs.readFileSync(workerUnit, "utf8"), declared)
+
+        // A fresh beacon omits web; its endpoint answers: the unit probed on the host is loaded and runs the
+        // declared program at the declared path — healthy, nothing created beside it.
+        const omitted = yield* tickOn({ omit: ["web"] })
+        assert.strictEqual(row(omitted, "web").evidence.endpoint, "observed")
+        assert.deepInclude(row(omitted, "web").evidence.probe!, { active_state: "active" })
+        assert.deepInclude(row(omitted, "web").decision, { state: "healthy", action: "none" })
+
+        // … and with web stopped its endpoint is unreachable: the ensure path starts it again.
+        yield* supervisor.stop({ name: "web", unit: path.join(units, "web.service") })
+        const unreachable = yield* tickOn({ omit: ["web"] })
+        assert.strictEqual(row(unreachable, "web").evidence.endpoint, "unreachable")
+        assert.deepInclude(row(unreachable, "web").decision, { state: "missing", action: "ensure" })
+        assert.deepInclude(row(unreachable, "web").execution, { status: "succeeded", change: "restarted" })
+
+        // The beacon unit, installed with its timer, whose timer stopped: the host falls silent. Its units are
+        // unknown, and its beacon timer is reasserted because the host's service manager answers.
+        const beaconUnit = path.join(units, "beacon.service")
+        yield* manager.ensure({
+          name: "beacon",
+          unit: beaconUnit,
+          program: beaconScript,
+          args: [],
+          kind: "oneshot-timer",
+          text: `[Service]\nType=oneshot\nExecStart=${beaconScript}\n`,
+          timer: {
+            unit: path.join(units, "beacon.timer"),
+            text: "[Timer]\nOnUnitActiveSec=3600\nUnit=beacon.service\n"
+          }
+        })
+        yield* supervisor.stop({ name: "beacon", unit: path.join(units, "beacon.timer") })
+        const silent = yield* tickOn({ ageSeconds: 1000 })
+        assert.deepInclude(row(silent, "worker").decision, { state: "unknown", action: "none" })
+        assert.deepInclude(row(silent, "beacon").decision, { state: "beacon_silent", action: "reassert_beacon" })
+        assert.deepInclude(row(silent, "beacon").execution, { status: "succeeded", change: "reasserted" })
+        assert.strictEqual(
+          (yield* manager.inspect({ name: "beacon", unit: path.join(units, "beacon.timer") })).active_state,
+          "active"
+        )
+        assert.isTrue(journal().some((line) => line.endsWith("start beacon.timer")))
 
         // An operator points the web unit at another binary by hand: the live process is not the declared
         // program — identity_unresolved, refused, no host command.
