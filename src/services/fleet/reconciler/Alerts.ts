@@ -16,8 +16,8 @@ export interface ServiceAlert {
 export interface AlertDelivery {
   /** The alert log object the tick's alerts were written to (null when there were none). */
   readonly log_key: string | null
-  /** The webhook's outcome: not configured, delivered, or failed after its retries (the error). */
-  readonly webhook: "not_configured" | "delivered" | { readonly failed: string }
+  /** The webhook's outcome: not configured, nothing to send, delivered, or failed after its retries (the error). */
+  readonly webhook: "not_configured" | "not_sent" | "delivered" | { readonly failed: string }
 }
 
 /** Where the reconciler's alerts go. Live: an alert log object per tick and an optional webhook; Memory: a list. */
@@ -41,7 +41,11 @@ export const AlertsLive = Layer.effect(
     return {
       raise: (runId, alerts) =>
         Effect.gen(function* () {
-          if (alerts.length === 0) return { log_key: null, webhook: "not_configured" } satisfies AlertDelivery
+          if (alerts.length === 0)
+            return {
+              log_key: null,
+              webhook: Option.isNone(webhook) ? "not_configured" : "not_sent"
+            } satisfies AlertDelivery
           const document = { schema: "keel.autonomy.alerts/v1", run_id: runId, alerts }
           const key = alertLogKey(runId)
           const logged = yield* objects.putJson(key, document).pipe(
