@@ -48,6 +48,31 @@ describe("staleness evidence", () => {
   )
 })
 
+describe("a program that is a script", () => {
+  it.live("runs as its interpreter: identified by the script's path in its command line, with no hash", () =>
+    Effect.gen(function* () {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-script-"))
+      const script = path.join(dir, "agent")
+      fs.writeFileSync(script, "#!/bin/sh\nsleep 30\n", { mode: 0o755 })
+      const child = spawn(script, [], { stdio: "ignore" })
+      try {
+        yield* Effect.sleep("100 millis")
+        assert.deepStrictEqual(yield* liveProcess(child.pid!, script), {
+          pid: child.pid!,
+          executable: script,
+          sha256: null
+        })
+        // Without the declaration (or for another program) the interpreter is what runs.
+        const interpreter = yield* liveProcess(child.pid!)
+        assert.notStrictEqual(interpreter.executable, script)
+        assert.isString(interpreter.sha256)
+      } finally {
+        child.kill("SIGKILL")
+      }
+    })
+  )
+})
+
 describe("the memory service manager", () => {
   it.effect("answers what was set; an unknown unit is not-found, as systemd says", () =>
     Effect.gen(function* () {

@@ -5,6 +5,7 @@ import {
   type DeclaredUnit,
   emptyUnitState,
   fileSha256,
+  isScript,
   runCommand,
   ServiceManager,
   stagedInstall,
@@ -22,10 +23,25 @@ const firstLine = (text: string, fallback: string) => text.trim().split("\n")[0]
  * launchd (macOS system domain): `launchctl print` for the state, `plutil -lint` as the preflight,
  * `bootout` + `bootstrap` to load a changed plist, `kickstart` to (re)start.
  *
- * launchd does not give the running image: the declared program's path stands in for the process's executable
- * and its hash is null, so a replaced binary is not detectable here and a process running another program
- * than the plist's cannot be told apart (docs/reconciler.md).
+ * The live process's executable is what `ps -o comm=` reports for its pid (macOS prints the full path), so a
+ * process running another program than the declared one is told apart; its hash is null — macOS gives no
+ * handle on the running image, so a binary replaced under a live process is not detectable here
+ * (docs/reconciler.md).
  */
+/**
+ * The full path of a process's executable (`ps -o comm=`), or null when it cannot be read. A declared program
+ * that is a `#!` script runs as its interpreter: it is the executable when the process's arguments run it.
+ */
+const executableOf = (pid: number, program: string | undefined) =>
+  Effect.gen(function* () {
+    const comm = yield* runCommand("ps", ["-o", "comm=", "-p", String(pid)])
+    const path = comm.stdout.trim()
+    if (comm.code !== 0 || !path.startsWith("/")) return null
+    if (program === undefined || path === program || !(yield* Effect.promise(() => isScript(program)))) return path
+    const args = yield* runCommand("ps", ["-o", "args=", "-p", String(pid)])
+    return args.stdout.trim().split(/\s+/).slice(1, 3).includes(program) ? program : path
+  })
+
 export const makeLaunchd = (): ServiceManager["Type"] => {
   const inspect = (declared: DeclaredUnit) =>
     Effect.gen(function* () {
@@ -53,7 +69,7 @@ export const makeLaunchd = (): ServiceManager["Type"] => {
         main_pid: pid > 0 ? pid : null,
         exec_start: field("program"),
         fragment_path: field("path"),
-        process: pid > 0 ? { pid, executable: field("program"), sha256: null } : null,
+        process: pid > 0 ? { pid, executable: yield* executableOf(pid, declared.program), sha256: null } : null,
         program_sha256: declared.program === undefined ? null : yield* fileSha256(declared.program)
       }
     })

@@ -118,21 +118,22 @@ export const liveProcess = (pid: number, program?: string) =>
     }
   })
 
+/** Whether `file` starts with `#!` (a script run by its interpreter); reads two bytes. */
+export const isScript = async (file: string) => {
+  const handle = await fs.open(file, "r").catch(() => null)
+  if (handle === null) return false
+  try {
+    const buffer = Buffer.alloc(2)
+    await handle.read(buffer, 0, 2, 0)
+    return buffer.toString("latin1") === "#!"
+  } finally {
+    await handle.close()
+  }
+}
+
 /** `program` when it is a `#!` script and the process's command line runs it (by path or real path). */
 const interpretedScript = async (pid: number, program: string) => {
-  const head = await fs
-    .open(program, "r")
-    .then(async (file) => {
-      try {
-        const buffer = Buffer.alloc(2)
-        await file.read(buffer, 0, 2, 0)
-        return buffer.toString("latin1")
-      } finally {
-        await file.close()
-      }
-    })
-    .catch(() => "")
-  if (head !== "#!") return undefined
+  if (!(await isScript(program))) return undefined
   const argv = (await fs.readFile(`/proc/${pid}/cmdline`, "utf8")).split("\0")
   const real = await fs.realpath(program).catch(() => program)
   return argv.slice(1, 3).some((arg) => arg === program || arg === real) ? program : undefined
