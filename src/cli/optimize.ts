@@ -4,6 +4,7 @@ import { ReconcilerOpsLive } from "../layers/Live.js"
 import { AutonomyControl } from "../services/fleet/reconciler/AutonomyControl.js"
 import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconciler.js"
 import type { ServiceReport } from "../services/fleet/reconciler/ServiceReport.js"
+import { ServiceViews } from "../services/fleet/reconciler/ServiceViews.js"
 import { controlPlane, refused } from "./fleet.js"
 import { ExitWith, emit, failWith, json } from "./Output.js"
 import { describeRow, runFailed } from "./service.js"
@@ -52,7 +53,7 @@ const run = Command.make("run", { json }, ({ json }) =>
 
 const status = Command.make("status", { json }, ({ json }) =>
   Effect.gen(function* () {
-    const shown = yield* (yield* ServiceReconciler).status
+    const shown = yield* (yield* ServiceViews).status
     yield* emit(json, shown, (s) =>
       [
         `mode ${s.mode}, every ${s.interval_seconds} s, at most ${s.max_actions_per_tick} actions per tick`,

@@ -5,6 +5,7 @@ import { thisHostName } from "../services/fleet/Channels.js"
 import { HostUnits, probeUrl } from "../services/fleet/reconciler/HostUnits.js"
 import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconciler.js"
 import type { ServiceReport, ServiceRow } from "../services/fleet/reconciler/ServiceReport.js"
+import { ServiceViews } from "../services/fleet/reconciler/ServiceViews.js"
 import { ServiceManager } from "../services/fleet/units/ServiceManager.js"
 import { renderProblem, renderUnit } from "../services/fleet/units/UnitRender.js"
 import { CommandFailed, ExitWith, emit, failWith, json, table } from "./Output.js"
@@ -71,7 +72,7 @@ const hereVerb = (verb: "show" | "ensure" | "kick" | "reassert", service: string
 
 const list = Command.make("list", { json }, ({ json }) =>
   Effect.gen(function* () {
-    const listing = yield* (yield* ServiceReconciler).listing
+    const listing = yield* (yield* ServiceViews).listing
     yield* emit(json, listing, (l) =>
       [
         l.run_id === null
@@ -97,7 +98,7 @@ const verify = Command.make("verify", { json, here, url }, ({ here, json, url })
       if (Option.isNone(url)) return yield* new CommandFailed({ detail: "--here needs --url" })
       return yield* emit(json, { ok: true, probe: yield* probeUrl(url.value) }, (a) => `${url.value}: ${a.probe}`)
     }
-    const sweep = yield* (yield* ServiceReconciler).verify
+    const sweep = yield* (yield* ServiceViews).verify
     yield* emit(json, sweep, (s) =>
       s.services.length === 0
         ? "no service declares an endpoint"

@@ -14,6 +14,7 @@ import { AlertsLive } from "../services/fleet/reconciler/Alerts.js"
 import { AutonomyControl } from "../services/fleet/reconciler/AutonomyControl.js"
 import { HostUnitsLive } from "../services/fleet/reconciler/HostUnits.js"
 import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconciler.js"
+import { ServiceViews } from "../services/fleet/reconciler/ServiceViews.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { RegistryWriter } from "../services/fleet/registry/RegistryWriter.js"
 import { ServiceManagerLive } from "../services/fleet/units/ServiceManagerLive.js"
@@ -120,7 +121,10 @@ export const HostReach = HostUnitsLive.pipe(
  * The service reconciler with its alert log (and webhook): on the domain services and the reach to hosts
  * (`HostUnits`), which the graph gives it — live in `ctl serve` and `ctl optimize|service`, memory in tests.
  */
-export const ReconcilerServices = ServiceReconciler.Default.pipe(Layer.provide(AlertsLive))
+export const ReconcilerServices = ServiceViews.Default.pipe(
+  Layer.provideMerge(ServiceReconciler.Default),
+  Layer.provide(AlertsLive)
+)
 
 /**
  * The durable workflows (FleetProbe) on the cluster's workflow engine: their state and messages live in the

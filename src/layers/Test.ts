@@ -6,6 +6,7 @@ import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { MemoryAlerts, makeMemoryAlerts } from "../services/fleet/reconciler/Alerts.js"
 import { HostUnitsLive, MemoryHostUnits, makeMemoryHostUnits } from "../services/fleet/reconciler/HostUnits.js"
 import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconciler.js"
+import { ServiceViews } from "../services/fleet/reconciler/ServiceViews.js"
 import { MemoryServiceManager, makeMemoryServiceManager } from "../services/fleet/units/MemoryServiceManager.js"
 import { ServiceManager } from "../services/fleet/units/ServiceManager.js"
 import { AppConfig, type AppSettings } from "../services/platform/AppConfig.js"
@@ -85,7 +86,8 @@ export const ReconcilerTest = (
     readonly overrides?: Partial<AppSettings>
   } = {}
 ) =>
-  ServiceReconciler.Default.pipe(
+  ServiceViews.Default.pipe(
+    Layer.provideMerge(ServiceReconciler.Default),
     Layer.provideMerge(
       Layer.mergeAll(
         MemoryHostUnits(options.hosts ?? makeMemoryHostUnits()),
@@ -103,7 +105,8 @@ export const ReconcilerOnHostsTest = (
   manager: ServiceManager["Type"],
   options: { readonly alerts?: ReturnType<typeof makeMemoryAlerts>; readonly overrides?: Partial<AppSettings> } = {}
 ) =>
-  ServiceReconciler.Default.pipe(
+  ServiceViews.Default.pipe(
+    Layer.provideMerge(ServiceReconciler.Default),
     Layer.provideMerge(MemoryAlerts(options.alerts ?? makeMemoryAlerts())),
     Layer.provideMerge(HostUnitsLive),
     Layer.provideMerge(Layer.merge(Layer.succeed(ServiceManager, manager), RemoteCtl.Default)),

@@ -2,7 +2,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, ConfigProvider, Context, Effect, Layer, Option, Schema, TestClock } from "effect"
+import { Chunk, Clock, ConfigProvider, Context, Effect, Layer, Option, Schema, TestClock } from "effect"
 import {
   AutonomyControl,
   AutonomyScheduleLive,
@@ -738,12 +738,24 @@ describe("the scheduled tick of ctl serve", () => {
           }
           return assert.fail("no scheduled tick wrote a report")
         })
+      /** The schedule reads the registry (real I/O) before it sleeps: wait (at most 2 s) until it sleeps until `at`. */
+      const sleepingUntil = (at: number) =>
+        Effect.gen(function* () {
+          for (let i = 0; i < 400; i++) {
+            if (Chunk.some(yield* TestClock.sleeps(), (wake) => wake === at)) return
+            yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
+          }
+          return assert.fail(`the schedule never slept until ${at}`)
+        })
       yield* Effect.gen(function* () {
+        const start = yield* Clock.currentTimeMillis
+        yield* sleepingUntil(start + 60_000)
         yield* TestClock.adjust("59 seconds")
         assert.isTrue(Option.isNone(yield* objects.getJson(LATEST_REPORT_KEY)), "not before the interval")
         yield* TestClock.adjust("1 second")
         const first = yield* latestAfterTick(undefined)
         assert.strictEqual(first.trigger, "scheduled")
+        yield* sleepingUntil(start + 120_000)
         yield* TestClock.adjust("60 seconds")
         const second = yield* latestAfterTick(first.run_id)
         assert.strictEqual(second.trigger, "scheduled")

@@ -9,6 +9,7 @@ import { ObjectAccess } from "../../services/fleet/objects/ObjectAccess.js"
 import { FleetHosts } from "../../services/fleet/overview/FleetHosts.js"
 import { Overview } from "../../services/fleet/overview/Overview.js"
 import { ServiceReconciler } from "../../services/fleet/reconciler/ServiceReconciler.js"
+import { ServiceViews } from "../../services/fleet/reconciler/ServiceViews.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import {
   InvalidObjectKey,
@@ -154,6 +155,7 @@ export const FleetLive = HttpApiBuilder.group(ControlPlaneApi, "fleet", (handler
     const gates = yield* Gates
     const overview = yield* Overview
     const reconciler = yield* ServiceReconciler
+    const views = yield* ServiceViews
     const allowed = (authorization: string | undefined) =>
       authority.authorize(bearerToken(authorization), { action: "fleet-read" })
     const registryUnavailable = (error: { readonly detail: string }) =>
@@ -174,10 +176,10 @@ export const FleetLive = HttpApiBuilder.group(ControlPlaneApi, "fleet", (handler
       .handle("gates", ({ headers, path }) => Effect.zipRight(allowed(headers.authorization), gates.report(path.host)))
       .handle("overview", ({ headers }) => Effect.zipRight(allowed(headers.authorization), overview.report()))
       .handle("services", ({ headers }) =>
-        Effect.zipRight(allowed(headers.authorization), reconciler.listing.pipe(Effect.catchAll(registryUnavailable)))
+        Effect.zipRight(allowed(headers.authorization), views.listing.pipe(Effect.catchAll(registryUnavailable)))
       )
       .handle("serviceRunsLatest", ({ headers }) =>
-        Effect.zipRight(allowed(headers.authorization), reconciler.status.pipe(Effect.catchAll(registryUnavailable)))
+        Effect.zipRight(allowed(headers.authorization), views.status.pipe(Effect.catchAll(registryUnavailable)))
       )
       .handle("runServices", ({ headers }) =>
         Effect.zipRight(

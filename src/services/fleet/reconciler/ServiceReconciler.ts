@@ -1,31 +1,26 @@
 import { randomBytes } from "node:crypto"
-import * as os from "node:os"
-import { Clock, Duration, Effect, Option, Schema } from "effect"
+import { Clock, Effect, Option, Schema } from "effect"
 import * as Yaml from "yaml"
 import { Leases } from "../../platform/Leases.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
-import { beaconKey, HostBeacon } from "../beacon/Beacon.js"
 import { thisHostName } from "../Channels.js"
 import { FleetRegistry, type FleetRegistrySnapshot } from "../registry/Registry.js"
 import { RegistryWriter } from "../registry/RegistryWriter.js"
-import type { ServiceDeclaration, Target } from "../registry/Schema.js"
+import type { Target } from "../registry/Schema.js"
 import { renderProblem, renderUnit } from "../units/UnitRender.js"
 import { Alerts, type ServiceAlert } from "./Alerts.js"
 import { AutonomyControl, type BreakerPolicy } from "./AutonomyControl.js"
-import { decideUnit, type EndpointEvidence, mutatesHost, type UnitDecision } from "./Decision.js"
-import { HostUnits, PROBE_BUDGET } from "./HostUnits.js"
+import { decideUnit, mutatesHost, type UnitDecision } from "./Decision.js"
+import { type Assessed, FleetEvidence } from "./FleetEvidence.js"
+import { HostUnits } from "./HostUnits.js"
 import {
-  type EndpointProbeResult,
   LATEST_REPORT_KEY,
   runReportKey,
-  type ServiceEvidence,
   type ServiceExecution,
   type ServiceReport,
-  type ServiceRow,
-  summarize
+  type ServiceRow
 } from "./ServiceReport.js"
 
-type Declaration = typeof ServiceDeclaration.Type
 type Mode = ServiceReport["mode"]
 
 /** Which decisions each mode executes: EnforceSafe repairs units that exist; EnforceOwned also creates and adopts. */
@@ -81,11 +76,13 @@ export class UnknownService extends Schema.TaggedError<UnknownService>()("Unknow
  * breaker, the per-service lease), raises alerts on transitions, and writes the report objects.
  */
 export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("fleet/ServiceReconciler", {
+  dependencies: [FleetEvidence.Default],
   effect: Effect.gen(function* () {
     const registry = yield* FleetRegistry
     const writer = yield* RegistryWriter
     const objects = yield* ObjectGateway
     const units = yield* HostUnits
+    const evidence = yield* FleetEvidence
     const control = yield* AutonomyControl
     const leases = yield* Leases
     const alerts = yield* Alerts
@@ -96,122 +93,6 @@ export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("flee
       failures: snapshot.registry.settings.breaker_failures,
       cooldownSeconds: snapshot.registry.settings.breaker_cooldown_seconds
     })
-
-    /** The host's newest beacon and its freshness against the host-silence threshold. */
-    const beaconOf = (target: Target, silenceSeconds: number) =>
-      Effect.gen(function* () {
-        const found = yield* objects.getJson(beaconKey(target.name)).pipe(Effect.option, Effect.map(Option.flatten))
-        if (Option.isNone(found)) return { freshness: "missing" as const, beacon: undefined }
-        const decoded = Schema.decodeUnknownOption(HostBeacon)(found.value)
-        if (Option.isNone(decoded)) return { freshness: "missing" as const, beacon: undefined }
-        const now = yield* Clock.currentTimeMillis
-        const age = (now - Date.parse(decoded.value.reported_at)) / 1000
-        return { freshness: age <= silenceSeconds ? ("fresh" as const) : ("stale" as const), beacon: decoded.value }
-      })
-
-    /** The endpoint sweep for one service: probes from each declared consumer (from this host when none). */
-    const sweep = (snapshot: FleetRegistrySnapshot, declaration: Declaration) =>
-      Effect.gen(function* () {
-        const endpoint = declaration.endpoint
-        if (endpoint === undefined) return { endpoint: "not_declared" as EndpointEvidence, probes: [] }
-        const consumers =
-          endpoint.consumers.length === 0
-            ? [{ name: self, os: "linux", channel: "local" } as unknown as Target]
-            : endpoint.consumers.flatMap((name) => snapshot.registry.targets.filter((t) => t.name === name))
-        const probes = yield* Effect.forEach(
-          consumers,
-          (from) =>
-            units.probe(from, endpoint.url).pipe(
-              // The probe's own budget, plus the channel's: a consumer that cannot answer in time is unverified.
-              Effect.timeoutFail({
-                duration: Duration.sum(PROBE_BUDGET, "15 seconds"),
-                onTimeout: () => ({ detail: "the probe did not finish within its budget" })
-              }),
-              Effect.match({
-                onSuccess: (result): EndpointProbeResult => ({ from: from.name, result, detail: null }),
-                onFailure: (error): EndpointProbeResult => ({
-                  from: from.name,
-                  result: "unverified",
-                  detail: error.detail
-                })
-              })
-            ),
-          { concurrency: 4 }
-        )
-        const verdict: EndpointEvidence = probes.some((p) => p.result === "observed")
-          ? "observed"
-          : probes.length > 0 && probes.every((p) => p.result === "unreachable")
-            ? "unreachable"
-            : "unverified"
-        return { endpoint: verdict, probes }
-      })
-
-    /** The evidence for one declared service and the decision on it. */
-    const assess = (
-      snapshot: FleetRegistrySnapshot,
-      target: Target,
-      declaration: Declaration,
-      beacon: Effect.Effect.Success<ReturnType<typeof beaconOf>>
-    ) =>
-      Effect.gen(function* () {
-        const declared = { name: declaration.name, unit: declaration.unit, program: declaration.program }
-        const row =
-          beacon.freshness === "fresh" ? beacon.beacon?.units.find((u) => u.name === declaration.name) : undefined
-        let channelAnswers: boolean | undefined
-        let endpoint: EndpointEvidence | undefined
-        let probes: ReadonlyArray<EndpointProbeResult> = []
-        let probe: Effect.Effect.Success<ReturnType<typeof units.inspect>> | undefined
-        if (declaration.kind !== "recovery-managed") {
-          if (beacon.freshness !== "fresh" && declaration.role === "beacon")
-            // The channel answers when the host's service manager does (a row without an error).
-            channelAnswers = yield* units.inspect(target, declared).pipe(
-              Effect.map((state) => state.error === null),
-              Effect.orElseSucceed(() => false)
-            )
-          if (beacon.freshness === "fresh" && row === undefined) {
-            const swept = yield* sweep(snapshot, declaration)
-            endpoint = swept.endpoint
-            probes = swept.probes
-            if (endpoint === "observed" || endpoint === "not_declared")
-              probe = yield* units.inspect(target, declared).pipe(Effect.orElseSucceed(() => undefined))
-          }
-        }
-        const decision = decideUnit({
-          declaration,
-          beacon: beacon.freshness,
-          row,
-          channelAnswers,
-          endpoint,
-          probe
-        })
-        const evidence: ServiceEvidence = {
-          beacon: beacon.freshness,
-          reported_at: beacon.beacon?.reported_at ?? null,
-          row: summarize(row),
-          channel_answers: channelAnswers ?? null,
-          endpoint: endpoint ?? null,
-          endpoint_probes: probes,
-          probe: summarize(probe)
-        }
-        return { target, declaration, evidence, decision }
-      })
-
-    type Assessed = Effect.Effect.Success<ReturnType<typeof assess>>
-
-    /** Every declared service of the registry (optionally one), assessed; hosts in parallel. */
-    const assessAll = (snapshot: FleetRegistrySnapshot, only?: { target: string; name: string }) =>
-      Effect.forEach(
-        snapshot.registry.targets.filter((t) => only === undefined || t.name === only.target),
-        (target) =>
-          Effect.gen(function* () {
-            const beacon = yield* beaconOf(target, snapshot.registry.settings.host_silence_seconds)
-            return yield* Effect.forEach(
-              target.services.filter((s) => only === undefined || s.name === only.name),
-              (declaration) => assess(snapshot, target, declaration, beacon)
-            )
-          }),
-        { concurrency: 4 }
-      ).pipe(Effect.map((perTarget) => perTarget.flat()))
 
     /** Writes the host's corrected unit path into the registry (compare-and-set on the digest read). */
     const adopt = (snapshot: FleetRegistrySnapshot, target: Target, name: string, unit: string) =>
@@ -384,7 +265,7 @@ export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("flee
           options.trigger === "converge" && options.apply === true ? "enforce-owned" : settings.autonomy_mode
         const pause = yield* control.pause
         const policy = policyOf(snapshot)
-        const assessed = yield* assessAll(snapshot, options.only)
+        const assessed = yield* evidence.assessAll(snapshot, options.only)
 
         let executed = 0
         const rows: Array<ServiceRow> = []
@@ -488,60 +369,6 @@ export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("flee
       Effect.orElseSucceed(() => null)
     )
 
-    /**
-     * `ctl service list` / `GET /api/fleet/services`: every declared service with its state in the latest
-     * tick's report (`unchecked` when no tick has seen it yet).
-     */
-    const listing = Effect.gen(function* () {
-      const snapshot = yield* registry.read({ allowCached: true })
-      const report = yield* latest
-      const rows = new Map((report?.services ?? []).map((row) => [`${row.target}/${row.name}`, row]))
-      return {
-        run_id: report?.run_id ?? null,
-        checked_at: report?.finished_at ?? null,
-        mode: snapshot.registry.settings.autonomy_mode,
-        services: snapshot.registry.targets.flatMap((target) =>
-          target.services.map((service) => {
-            const row = rows.get(`${target.name}/${service.name}`)
-            return {
-              target: target.name,
-              name: service.name,
-              unit: service.unit,
-              kind: service.kind,
-              role: service.role ?? null,
-              endpoint: service.endpoint?.url ?? null,
-              state: row?.decision.state ?? "unchecked",
-              action: row?.decision.action ?? null,
-              reason: row?.decision.reason ?? null,
-              execution: row?.execution.status ?? null,
-              refusal: row?.refusal ?? null
-            }
-          })
-        )
-      }
-    })
-
-    /** `ctl service verify`: a fresh endpoint sweep of every service in the service directory. */
-    const verify = Effect.gen(function* () {
-      const snapshot = yield* registry.read({ allowCached: true })
-      const services = snapshot.registry.targets.flatMap((target) =>
-        target.services.filter((s) => s.endpoint !== undefined).map((service) => ({ target, service }))
-      )
-      const results = yield* Effect.forEach(
-        services,
-        ({ service, target }) =>
-          Effect.map(sweep(snapshot, service), (swept) => ({
-            target: target.name,
-            name: service.name,
-            url: service.endpoint?.url ?? "",
-            endpoint: swept.endpoint,
-            probes: swept.probes
-          })),
-        { concurrency: 4 }
-      )
-      return { checked_at: new Date(yield* Clock.currentTimeMillis).toISOString(), services: results }
-    })
-
     /** A declared service by name: on `target`, or the one target that declares it. */
     const declared = (name: string, target?: string) =>
       Effect.gen(function* () {
@@ -591,31 +418,6 @@ export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("flee
         return { target: found.target.name, name, ...outcome }
       })
 
-    /** `ctl optimize status` / `GET /api/fleet/services/runs/latest`: the bounds now and the latest tick's report. */
-    const status = Effect.gen(function* () {
-      const snapshot = yield* registry.read({ allowCached: true })
-      const settings = snapshot.registry.settings
-      return {
-        mode: settings.autonomy_mode,
-        interval_seconds: settings.autonomy_interval_seconds,
-        max_actions_per_tick: settings.max_actions_per_tick,
-        pause: yield* control.pause,
-        breakers: yield* control.breakers(policyOf(snapshot)),
-        latest: yield* latest
-      }
-    })
-
-    return {
-      tick,
-      converge,
-      latest,
-      status,
-      listing,
-      verify,
-      declared,
-      operate,
-      holder,
-      hostname: os.hostname()
-    } as const
+    return { tick, converge, latest, declared, operate, policyOf, holder } as const
   })
 }) {}
