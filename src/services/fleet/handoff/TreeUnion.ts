@@ -1,6 +1,6 @@
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { entryAt, manifestOf, manifestsEqual, sameEntry, type RootEntry, type TreeManifest } from "./TreeManifest.js"
+import { entryAt, manifestOf, manifestsEqual, type RootEntry, sameEntry, type TreeManifest } from "./TreeManifest.js"
 
 /**
  * The additive union of root B into root A, for a storage-root handoff (docs/handoff.md). The **winner** is the
