@@ -22,7 +22,9 @@ const jobJson = (job: Job) => ({
   finished_at: job.finishedAt === null ? null : iso(job.finishedAt),
   duration_ms: job.startedAt === null || job.finishedAt === null ? null : job.finishedAt - job.startedAt,
   exit_code: job.exitCode,
-  error: job.error
+  error: job.error,
+  cancel_reason: job.cancelReason,
+  cancel_ref: job.cancelRef
 })
 
 const submit = Command.make(

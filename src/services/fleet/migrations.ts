@@ -55,6 +55,12 @@ export const fleetMigrations: DomainMigrations = {
         last_error TEXT,
         updated_at BIGINT NOT NULL
       )`
+    }),
+    "0003_job_cancel_reason": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      // A queued job the system cancelled keeps why and by what (a handoff: handoff_cancelled + its transaction).
+      yield* sql`ALTER TABLE jobs ADD COLUMN cancel_reason TEXT`
+      yield* sql`ALTER TABLE jobs ADD COLUMN cancel_ref TEXT`
     })
   }
 }

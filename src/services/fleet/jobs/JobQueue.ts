@@ -22,6 +22,9 @@ export interface Job {
   readonly finishedAt: number | null
   readonly exitCode: number | null
   readonly error: string | null
+  /** Why a queued job was cancelled by the system (`handoff_cancelled`), and by what (the transaction id). */
+  readonly cancelReason: string | null
+  readonly cancelRef: string | null
 }
 
 interface JobRow {
@@ -38,6 +41,8 @@ interface JobRow {
   readonly finished_at: number | null
   readonly exit_code: number | null
   readonly error: string | null
+  readonly cancel_reason?: string | null
+  readonly cancel_ref?: string | null
 }
 
 const orNull = (value: number | null) => (value === null ? null : Number(value))
@@ -55,8 +60,22 @@ const toJob = (row: JobRow): Job => ({
   startedAt: orNull(row.started_at),
   finishedAt: orNull(row.finished_at),
   exitCode: orNull(row.exit_code),
-  error: row.error
+  error: row.error,
+  cancelReason: row.cancel_reason ?? null,
+  cancelRef: row.cancel_ref ?? null
 })
+
+/** A target's queue did not drain (its running jobs did not finish) within the bounded wait. */
+export class QueueDrainTimedOut extends Schema.TaggedError<QueueDrainTimedOut>()("QueueDrainTimedOut", {
+  target: Schema.String,
+  running: Schema.Array(Schema.String),
+  detail: Schema.String
+}) {}
+
+/** A target's own pause as it was: absent (never set), or set to a value — restored exactly. */
+export type TargetPause = { readonly set: false } | { readonly set: true; readonly paused: boolean }
+
+const targetPauseKey = (target: string) => `paused:${target}`
 
 export class JobNotFound extends Schema.TaggedError<JobNotFound>()(
   "JobNotFound",
@@ -105,9 +124,11 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
     const claim = Effect.fn("JobQueue.claim")(function* (worker: string, leaseMillis: number) {
       if (yield* paused) return Option.none<Job>()
       const now = yield* Clock.currentTimeMillis
+      // A target whose own queue is paused (a storage handoff) gives out nothing; the others go on.
       const rows = yield* sql<JobRow>`UPDATE jobs SET state = 'running', worker = ${worker}, attempt = attempt + 1,
           started_at = ${now}, lease_expires_at = ${now + leaseMillis}
-        WHERE id = (SELECT id FROM jobs WHERE state = 'queued' OR (state = 'running' AND lease_expires_at < ${now})
+        WHERE id = (SELECT id FROM jobs WHERE (state = 'queued' OR (state = 'running' AND lease_expires_at < ${now}))
+          AND target NOT IN (SELECT substr(key, 8) FROM queue_control WHERE key LIKE 'paused:%' AND value = 'true')
           ORDER BY seq LIMIT 1)
         RETURNING *`
       return Option.map(Option.fromNullable(rows[0]), toJob)
@@ -251,12 +272,68 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
         )
       }).pipe(Effect.orDie)
 
-    /** Pauses claims and waits until nothing runs: what the storage handoff needs before it moves data. */
+    /** Pauses claims and waits until nothing runs. */
     const drain = (pollMillis = 200) =>
       Effect.gen(function* () {
         yield* setPaused(true)
         while ((yield* stats).counts.running > 0) yield* Effect.sleep(pollMillis)
       })
+
+    /** `target`'s own pause as it is now (captured before a handoff pauses it, restored exactly after). */
+    const targetPause = (target: string) =>
+      sql<{ value: string }>`SELECT value FROM queue_control WHERE key = ${targetPauseKey(target)}`.pipe(
+        Effect.map(
+          (rows): TargetPause =>
+            rows[0] === undefined ? { set: false } : { set: true, paused: rows[0].value === "true" }
+        ),
+        Effect.orDie
+      )
+
+    /** Sets `target`'s own pause to exactly `state` (absent: the key is removed). */
+    const setTargetPause = (target: string, state: TargetPause) =>
+      (state.set
+        ? sql`INSERT INTO queue_control (key, value) VALUES (${targetPauseKey(target)}, ${String(state.paused)})
+            ON CONFLICT (key) DO UPDATE SET value = excluded.value`
+        : sql`DELETE FROM queue_control WHERE key = ${targetPauseKey(target)}`
+      ).pipe(Effect.asVoid, write)
+
+    /**
+     * Pauses `target`'s queue and waits, at most `timeoutMillis`, until nothing runs there; otherwise
+     * QueueDrainTimedOut (the pause stays: the caller restores what it captured). Other targets never pause.
+     */
+    const drainTarget = (target: string, timeoutMillis: number, pollMillis = 200) =>
+      Effect.gen(function* () {
+        yield* setTargetPause(target, { set: true, paused: true })
+        const deadline = (yield* Clock.currentTimeMillis) + timeoutMillis
+        for (;;) {
+          const running = (yield* runningOn(target)).map((r) => r.id)
+          if (running.length === 0) return
+          if ((yield* Clock.currentTimeMillis) >= deadline)
+            return yield* new QueueDrainTimedOut({
+              target,
+              running,
+              detail: `${running.length} job(s) still running on ${target} after ${timeoutMillis} ms`
+            })
+          yield* Effect.sleep(pollMillis)
+        }
+      })
+
+    /** Cancels every queued job of `target`, recording why (`reason`) and by what (`ref`); the ids cancelled. */
+    const cancelQueuedOn = (target: string, reason: string, ref: string) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* sql<{ id: string }>`UPDATE jobs SET state = 'cancelled', finished_at = ${now},
+            cancel_reason = ${reason}, cancel_ref = ${ref}
+          WHERE target = ${target} AND state = 'queued' RETURNING id`
+        return rows.map((r) => r.id)
+      }).pipe(write)
+
+    /** The jobs a system cancellation recorded with `ref` (e.g. a handoff's transaction id). */
+    const cancelledBy = (ref: string) =>
+      sql<JobRow>`SELECT * FROM jobs WHERE cancel_ref = ${ref} ORDER BY seq`.pipe(
+        Effect.map((rows) => rows.map(toJob)),
+        Effect.orDie
+      )
 
     return {
       submit,
@@ -272,6 +349,11 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
       pause: setPaused(true),
       resume: setPaused(false),
       drain,
+      targetPause,
+      setTargetPause,
+      drainTarget,
+      cancelQueuedOn,
+      cancelledBy,
       stats,
       usage,
       release,
