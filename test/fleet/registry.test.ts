@@ -148,6 +148,33 @@ describe("the fleet registry", () => {
         "targets.1.services.0.endpoint.consumers.0: no target named nobody",
         "targets.1.services.1.name: duplicate service api"
       ])
+      // A storage declaration: roots apart, writers among the target's services (issue 18).
+      const storage = yield* invalid(
+        withTarget(`  - name: web-1
+    os: linux
+    channel: local
+    services: [{ name: api, unit: /etc/systemd/system/api.service }]
+    storage:
+      roots: { a: /srv/objects, b: /srv/objects/old }
+      route_file: /srv/objects.route
+      writers: [api, ghost]
+      runtime: { kind: symlink, path: /srv/current }
+`)
+      )
+      assert.include(storage.join("\n"), "targets.0.storage.roots.b: must be neither a nor inside it (nor contain it)")
+      const writers = yield* invalid(
+        withTarget(`  - name: web-1
+    os: linux
+    channel: local
+    services: [{ name: api, unit: /etc/systemd/system/api.service }]
+    storage:
+      roots: { a: /srv/objects-a, b: /srv/objects-b }
+      route_file: /srv/objects.route
+      writers: [api, ghost]
+      runtime: { kind: config_file, path: /etc/keel/objects-root }
+`)
+      )
+      assert.deepStrictEqual(writers, ["targets.0.storage.writers.1: no service named ghost"])
       const yaml = yield* invalid("version: 1\ntargets: [")
       assert.match(yaml[0] ?? "", /^\(yaml\): /)
     })

@@ -121,6 +121,30 @@ export const DiskCleanupPolicy = Schema.Struct({
   )
 )
 
+/**
+ * A target's storage for a storage-root handoff (docs/handoff.md): two physical roots, the route file naming the
+ * one its object API serves, the declared services that write to storage, and the runtime pointed at A.
+ */
+export const StorageDeclaration = Schema.Struct({
+  /** `a` is the primary (the union is built there and it serves afterwards); `b` the other root. */
+  roots: Schema.Struct({ a: AbsolutePath, b: AbsolutePath }).pipe(
+    Schema.filter((roots) => {
+      const inside = (x: string, y: string) => x === y || x.startsWith(`${y.replace(/\/+$/, "")}/`)
+      return inside(roots.a, roots.b) || inside(roots.b, roots.a)
+        ? { path: ["b"], message: "must be neither a nor inside it (nor contain it)" }
+        : undefined
+    })
+  ),
+  /** The file naming, on its first line, the root the object API serves (KEEL_OBJECT_ROUTE_FILE on the target). */
+  route_file: AbsolutePath,
+  /** Names of this target's declared services that write to storage: stopped for the handoff, then restored. */
+  writers: Schema.optionalWith(Schema.Array(Name), { default: () => [] }),
+  /** The declared runtime pointed at A on activation: a symlink, or a file whose first line is the root. */
+  runtime: Schema.Struct({ kind: Schema.Literal("symlink", "config_file"), path: AbsolutePath }),
+  /** How long the handoff waits for the target's running jobs to finish before it refuses. */
+  drain_timeout_seconds: Schema.optionalWith(PositiveInt, { default: () => 600 })
+})
+
 export const Target = Schema.Struct({
   name: Name,
   os: Schema.Literal("linux", "darwin"),
@@ -135,7 +159,9 @@ export const Target = Schema.Struct({
   /** Job slots the host offers (its quota in `ctl overview`). */
   slots: Schema.optional(PositiveInt),
   /** What one job-hour on this host costs, for the overview's billing. */
-  hourly_rate: Schema.optional(NonNegative)
+  hourly_rate: Schema.optional(NonNegative),
+  /** The storage a storage-root handoff moves between (docs/handoff.md). */
+  storage: Schema.optional(StorageDeclaration)
 })
 
 export const Settings = Schema.Struct({
@@ -254,6 +280,9 @@ export const crossReferenceProblems = (registry: FleetRegistryDocument): Readonl
         if (!names.has(consumer))
           problems.push(`targets.${i}.services.${j}.endpoint.consumers.${k}: no target named ${consumer}`)
       })
+    })
+    target.storage?.writers.forEach((writer, j) => {
+      if (!services.has(writer)) problems.push(`targets.${i}.storage.writers.${j}: no service named ${writer}`)
     })
   })
   return problems
