@@ -40,6 +40,7 @@ import { Health } from "../services/platform/Health.js"
 import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js"
 import { Leases } from "../services/platform/Leases.js"
 import { ObjectGateway } from "../services/platform/objects/ObjectGateway.js"
+import { StorageFenceLive } from "../services/platform/objects/StorageFence.js"
 import { Shutdown } from "../services/platform/Shutdown.js"
 import { TrustedProxies } from "../services/platform/TrustedProxies.js"
 import { AdminTokens } from "../services/product/AdminTokens.js"
@@ -98,6 +99,7 @@ export const DomainServices = Layer.mergeAll(
   Layer.provideMerge(ActionAuthority.Default),
   Layer.provideMerge(FleetRegistry.Default),
   Layer.provideMerge(ObjectGateway.Default),
+  Layer.provideMerge(StorageFenceLive),
   Layer.provideMerge(Retriever.Default),
   Layer.provideMerge(Sources.Default),
   Layer.provideMerge(GtConfig.Default),

@@ -458,6 +458,11 @@ layer(
       assert.isString(failed.body.current_sha256)
       yield* exchange(yield* serverPort, object("PUT", "releases/walk/1.0.0/manifest.json", "m1"))
       yield* o(one, object("PUT", "releases/walk/1.0.0/manifest.json", "m2"), 409, "NON_IMMUTABLE_RELEASE_WRITE")
+      // A storage-root handoff holds this host's storage-write fence.
+      yield* (yield* Leases).acquire("storage-fence", "handoff:walk", "1 minute")
+      const fenced = yield* o(one, object("PUT", "state/walk/fenced.json", "x"), 503, "STORAGE_FENCED")
+      assert.strictEqual(fenced.body.holder, "handoff:walk")
+      yield* (yield* Leases).release("storage-fence", "handoff:walk")
 
       // Workflows.
       const reader = (yield* tokenFor({ actions: ["fleet-read"], consumer: "ops" })).token

@@ -6,6 +6,7 @@ import { ActionNotHeld, AuthorityUnavailable } from "../../services/fleet/grants
 import { ObjectNotFound, PreconditionFailed } from "../../services/fleet/objects/ObjectAccess.js"
 import { ImmutableObjectWrite, ObjectWriteUnauthorized } from "../../services/platform/objects/ObjectGateway.js"
 import { InvalidObjectKey, ObjectStoreError } from "../../services/platform/objects/ObjectStore.js"
+import { StorageFenced } from "../../services/platform/objects/StorageFence.js"
 import { VaultDenied, VaultForbidden } from "../../services/platform/vault/Vault.js"
 import { problemOpenApi } from "../ProblemContract.js"
 
@@ -119,6 +120,7 @@ export class ObjectsApi extends HttpApiGroup.make("objects")
       .addError(PreconditionFailed)
       .addError(ObjectWriteUnauthorized)
       .addError(ImmutableObjectWrite)
+      .addError(StorageFenced)
       .addError(InvalidObjectKey)
       .annotate(
         OpenApi.Description,
@@ -134,6 +136,7 @@ export class ObjectsApi extends HttpApiGroup.make("objects")
       .addError(ObjectNotFound)
       .addError(ObjectWriteUnauthorized)
       .addError(ImmutableObjectWrite)
+      .addError(StorageFenced)
       .addError(InvalidObjectKey)
       .annotate(
         OpenApi.Description,

@@ -2,6 +2,7 @@ import { HttpApiSchema } from "@effect/platform"
 import { Config, Effect, Option, Schema, type Stream } from "effect"
 import { sha256Hex } from "../Digest.js"
 import { checkKey, type ListPage, ObjectStore, ObjectStoreError, type WriteCondition } from "./ObjectStore.js"
+import { StorageFence, StorageFenced } from "./StorageFence.js"
 
 export class ObjectWriteUnauthorized extends Schema.TaggedError<ObjectWriteUnauthorized>()(
   "ObjectWriteUnauthorized",
@@ -40,6 +41,7 @@ const prefixList = (name: string, fallback: string) =>
 export class ObjectGateway extends Effect.Service<ObjectGateway>()("platform/ObjectGateway", {
   effect: Effect.gen(function* () {
     const store = yield* ObjectStore
+    const fence = yield* Effect.serviceOption(StorageFence)
     const writable = yield* prefixList("KEEL_OBJECT_PREFIXES", "host_health/,state/,release-runs/,releases/")
     const immutable = yield* prefixList("KEEL_OBJECT_IMMUTABLE_PREFIXES", "releases/")
 
@@ -52,6 +54,17 @@ export class ObjectGateway extends Effect.Service<ObjectGateway>()("platform/Obj
             key,
             detail: `writes are allowed only under ${writable.join(", ")}`
           })
+        }
+        // A storage-root handoff moving this host's data: nothing is written until it releases the fence.
+        if (Option.isSome(fence)) {
+          const holder = yield* fence.value.holder
+          if (Option.isSome(holder))
+            return yield* new StorageFenced({
+              code: "STORAGE_FENCED",
+              key,
+              holder: holder.value,
+              detail: `a storage-root handoff (${holder.value}) holds the storage-write fence: retry when it ends`
+            })
         }
         return immutable.some((prefix) => key.startsWith(prefix))
       })
