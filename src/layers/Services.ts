@@ -1,6 +1,7 @@
 import { ClusterWorkflowEngine } from "@effect/cluster"
 import { Layer } from "effect"
 import { FleetProbeLive } from "../actors/FleetProbe.js"
+import { StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
 import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
 import { ActionAuthority } from "../services/fleet/grants/ActionAuthority.js"
@@ -132,4 +133,6 @@ export const ReconcilerServices = ServiceViews.Default.pipe(
  * The durable workflows (FleetProbe) on the cluster's workflow engine: their state and messages live in the
  * same SQL database as the entities', so a run survives a kill -9 and resumes when the server restarts.
  */
-export const WorkflowsLive = FleetProbeLive.pipe(Layer.provideMerge(ClusterWorkflowEngine.layer))
+export const WorkflowsLive = Layer.mergeAll(FleetProbeLive, StorageHandoffLive, StorageHandoffRollbackLive).pipe(
+  Layer.provideMerge(ClusterWorkflowEngine.layer)
+)

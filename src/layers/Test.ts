@@ -1,7 +1,9 @@
 import { randomBytes } from "node:crypto"
+import { ClusterWorkflowEngine } from "@effect/cluster"
 import { Duration, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
+import { StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { MemoryAlerts, makeMemoryAlerts } from "../services/fleet/reconciler/Alerts.js"
 import { HostUnitsLive, MemoryHostUnits, makeMemoryHostUnits } from "../services/fleet/reconciler/HostUnits.js"
@@ -112,4 +114,19 @@ export const ReconcilerOnHostsTest = (
     Layer.provideMerge(Layer.merge(Layer.succeed(ServiceManager, manager), RemoteCtl.Default)),
     Layer.provideMerge(HostChannelLive),
     Layer.provideMerge(ServicesTest(options.overrides))
+  )
+
+/**
+ * The storage-root handoff's workflows on the test cluster, with units from a memory service manager the test
+ * controls (the writers the handoff stops and starts).
+ */
+export const HandoffTest = (
+  overrides: Partial<AppSettings> = {},
+  services: ReturnType<typeof makeMemoryServiceManager> = makeMemoryServiceManager()
+) =>
+  Layer.mergeAll(StorageHandoffLive, StorageHandoffRollbackLive).pipe(
+    Layer.provideMerge(ClusterWorkflowEngine.layer),
+    Layer.provideMerge(ClusterTest),
+    Layer.provideMerge(MemoryServiceManager(services)),
+    Layer.provideMerge(ServicesTest(overrides))
   )

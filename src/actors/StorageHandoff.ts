@@ -1,0 +1,346 @@
+import * as fs from "node:fs"
+import { Activity, Workflow } from "@effect/workflow"
+import { Clock, Effect, Schema } from "effect"
+import { type Captured, HandoffFiles, type HandoffReceipt, handoffDir } from "../services/fleet/handoff/HandoffFiles.js"
+import { manifestOf, manifestsEqual } from "../services/fleet/handoff/TreeManifest.js"
+import { applyUnion, checkpoint, planUnion, rollbackUnion } from "../services/fleet/handoff/TreeUnion.js"
+import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
+import { FleetRegistry } from "../services/fleet/registry/Registry.js"
+import type { Target } from "../services/fleet/registry/Schema.js"
+import { ServiceManager } from "../services/fleet/units/ServiceManager.js"
+import { AppConfig } from "../services/platform/AppConfig.js"
+import { Leases } from "../services/platform/Leases.js"
+import { readRoute, writeRoute } from "../services/platform/objects/RoutedFsObjectStore.js"
+import { STORAGE_FENCE_KEY } from "../services/platform/objects/StorageFence.js"
+
+/** A phase refused, with the seed's refusal reason (docs/handoff.md); state was restored where it had changed. */
+export class HandoffRefused extends Schema.TaggedError<HandoffRefused>()("HandoffRefused", {
+  code: Schema.Literal("HANDOFF_REFUSED"),
+  refusal: Schema.String,
+  detail: Schema.String
+}) {}
+
+const Payload = { target: Schema.String, transaction: Schema.String }
+const Receipt = Schema.Unknown
+
+/** Run: capture → placement leases → drain → stop writers → fence → preflight → checkpoint → union → data commit → activate → restore → release. */
+export const StorageHandoffRun = Workflow.make({
+  name: "StorageHandoffRun",
+  payload: Payload,
+  success: Receipt,
+  error: HandoffRefused,
+  idempotencyKey: ({ transaction }) => `run:${transaction}`
+})
+
+/** Rollback (before the data-commit boundary only): A back to its checkpoint, then route, runtime, services, queue. */
+export const StorageHandoffRollback = Workflow.make({
+  name: "StorageHandoffRollback",
+  payload: Payload,
+  success: Receipt,
+  error: HandoffRefused,
+  idempotencyKey: ({ transaction }) => `rollback:${transaction}`
+})
+
+export const placementKey = (root: string) => `placement:${root}`
+const holderOf = (transaction: string) => `handoff:${transaction}`
+const LONG = "24 hours"
+
+const refused = (refusal: string, detail: string) => new HandoffRefused({ code: "HANDOFF_REFUSED", refusal, detail })
+
+/** The target's declaration and its storage, or a refusal. */
+const storageOf = (target: string) =>
+  Effect.gen(function* () {
+    const snapshot = yield* (yield* FleetRegistry)
+      .read({ allowCached: true })
+      .pipe(Effect.mapError((e) => refused("registry_unavailable", e.detail)))
+    const found = snapshot.registry.targets.find((t) => t.name === target)
+    if (found?.storage === undefined)
+      return yield* refused("storage_undeclared", `${target} declares no storage in the registry`)
+    return { target: found as Target, storage: found.storage }
+  })
+
+const runtimeValue = (runtime: { kind: "symlink" | "config_file"; path: string }) => {
+  try {
+    return runtime.kind === "symlink"
+      ? fs.readlinkSync(runtime.path)
+      : (fs.readFileSync(runtime.path, "utf8").split("\n")[0]?.trim() ?? null)
+  } catch {
+    return null
+  }
+}
+
+/** Points the runtime at `root` atomically (a staged symlink or file renamed over it); null removes it. */
+const setRuntime = (runtime: { kind: "symlink" | "config_file"; path: string }, root: string | null) => {
+  if (root === null) return fs.rmSync(runtime.path, { force: true })
+  const staged = `${runtime.path}.keel-handoff-${process.pid}`
+  fs.rmSync(staged, { force: true })
+  if (runtime.kind === "symlink") fs.symlinkSync(root, staged)
+  else fs.writeFileSync(staged, `${root}\n`)
+  fs.renameSync(staged, runtime.path)
+}
+
+const io = <A>(refusal: string, run: () => A | Promise<A>) =>
+  Effect.tryPromise({ try: async () => run(), catch: (error) => refused(refusal, (error as Error).message) })
+
+export const StorageHandoffLive = StorageHandoffRun.toLayer(
+  Effect.fn(function* (payload) {
+    const config = yield* AppConfig
+    const queue = yield* JobQueue
+    const leases = yield* Leases
+    const manager = yield* ServiceManager
+    const files = HandoffFiles(handoffDir(config.dataDir, payload.transaction))
+    const holder = holderOf(payload.transaction)
+    const { storage, target } = yield* storageOf(payload.target)
+    const steps: Array<{ step: string; at: string }> = files.receipt()?.steps.slice() ?? []
+
+    const record = (step: string, fields: Partial<HandoffReceipt> = {}) =>
+      Effect.gen(function* () {
+        const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+        if (!steps.some((s) => s.step === step)) steps.push({ step, at })
+        const before = files.receipt()
+        files.writeReceipt({
+          schema: "keel.handoff/v1",
+          transaction: payload.transaction,
+          target: payload.target,
+          phase: "run",
+          state: "running",
+          winner: null,
+          data_committed: false,
+          captured: null,
+          conflicts: [],
+          retained: [],
+          cancelled_jobs: [],
+          refusal: null,
+          detail: null,
+          ...before,
+          ...fields,
+          steps
+        })
+      })
+    /** A recorded step: its result is kept by the workflow engine, so a resumed run does not run it again. */
+    const step = <A>(name: string, execute: Effect.Effect<A, HandoffRefused>) =>
+      Effect.gen(function* () {
+        const result = yield* Activity.make({
+          name,
+          success: Schema.Unknown,
+          error: HandoffRefused,
+          execute: Effect.tap(execute, () => record(name))
+        })
+        return result as A
+      })
+
+    const writers = target.services.filter((s) => storage.writers.includes(s.name))
+
+    const captured = yield* step(
+      "capture",
+      Effect.gen(function* () {
+        const existing = files.captured()
+        if (existing !== null) return existing
+        const states = yield* Effect.forEach(writers, (w) =>
+          Effect.map(manager.inspect({ name: w.name, unit: w.unit, program: w.program }), (state) => ({
+            name: w.name,
+            unit: w.unit,
+            active: state.active_state === "active"
+          }))
+        )
+        const value: Captured = {
+          queue: yield* queue.targetPause(payload.target),
+          writers: states,
+          route: yield* io("route_unreadable", () => readRoute(storage.route_file)),
+          runtime: runtimeValue(storage.runtime)
+        }
+        files.writeCaptured(value)
+        yield* record("capture", { captured: value })
+        return value
+      })
+    )
+
+    yield* step(
+      "placement",
+      Effect.forEach([storage.roots.a, storage.roots.b], (root) =>
+        leases
+          .acquire(placementKey(root), holder, LONG)
+          .pipe(Effect.mapError((e) => refused("placement_held", e.detail)))
+      )
+    )
+
+    const cancelled = yield* step(
+      "drain",
+      Effect.gen(function* () {
+        const drained = yield* queue
+          .drainTarget(payload.target, storage.drain_timeout_seconds * 1000)
+          .pipe(Effect.either)
+        if (drained._tag === "Left") {
+          // Compensate: the queue as captured, the placements released; nothing else has changed yet.
+          yield* queue.setTargetPause(payload.target, captured.queue)
+          for (const root of [storage.roots.a, storage.roots.b])
+            yield* leases.release(placementKey(root), holder).pipe(Effect.ignore)
+          yield* record("drain", { state: "refused", refusal: "drain_timeout", detail: drained.left.detail })
+          return yield* refused("drain_timeout", drained.left.detail)
+        }
+        const ids = yield* queue.cancelQueuedOn(payload.target, "handoff_cancelled", payload.transaction)
+        yield* record("drain", { cancelled_jobs: ids })
+        return ids
+      })
+    )
+
+    yield* step(
+      "stop_writers",
+      Effect.forEach(captured.writers, (w) =>
+        manager
+          .stop({ name: w.name, unit: w.unit })
+          .pipe(Effect.mapError((e) => refused("writer_stop_failed", `${w.name}: ${e.detail}`)))
+      )
+    )
+
+    yield* step(
+      "fence",
+      leases.acquire(STORAGE_FENCE_KEY, holder, LONG).pipe(Effect.mapError((e) => refused("fence_held", e.detail)))
+    )
+
+    const winner = yield* step(
+      "preflight",
+      Effect.gen(function* () {
+        const route = yield* io("route_unreadable", () => readRoute(storage.route_file))
+        const chosen = route === storage.roots.a ? ("a" as const) : route === storage.roots.b ? ("b" as const) : null
+        if (chosen === null)
+          return yield* refused("route_unknown", `${storage.route_file} names ${route}, neither root a nor b`)
+        yield* record("preflight", { winner: chosen })
+        return chosen
+      })
+    )
+
+    yield* step(
+      "checkpoint",
+      io("checkpoint_failed", async () => {
+        const existing = files.checkpoint()
+        const a = existing?.a ?? (await manifestOf(storage.roots.a))
+        const plan = existing?.plan ?? planUnion(a, await manifestOf(storage.roots.b), winner)
+        if (existing === null) files.writeCheckpoint(a, plan)
+        await checkpoint(storage.roots.a, plan, files.checkpointDir)
+        return { conflicts: plan.conflicts, retained: plan.retained }
+      }).pipe(Effect.tap((summary) => record("checkpoint", summary)))
+    )
+
+    yield* step(
+      "union",
+      io("union_failed", async () => {
+        const saved = files.checkpoint()
+        if (saved === null) throw new Error("no checkpoint")
+        await applyUnion(storage.roots.a, storage.roots.b, saved.plan)
+        if (!manifestsEqual(saved.plan.expected, await manifestOf(storage.roots.a)))
+          throw new Error("A does not match the planned union")
+      })
+    )
+
+    yield* step(
+      "data_commit",
+      Effect.sync(() => files.markCommitted()).pipe(Effect.zipRight(record("data_commit", { data_committed: true })))
+    )
+
+    yield* step(
+      "activate",
+      io("activation_failed", () => {
+        setRuntime(storage.runtime, storage.roots.a)
+        writeRoute(storage.route_file, storage.roots.a)
+      })
+    )
+
+    yield* step(
+      "restore",
+      Effect.gen(function* () {
+        for (const w of captured.writers.filter((w) => w.active))
+          yield* manager
+            .start({ name: w.name, unit: w.unit })
+            .pipe(Effect.mapError((e) => refused("writer_start_failed", `${w.name}: ${e.detail}`)))
+        yield* queue.setTargetPause(payload.target, captured.queue)
+      })
+    )
+
+    yield* step(
+      "release",
+      Effect.forEach([STORAGE_FENCE_KEY, placementKey(storage.roots.a), placementKey(storage.roots.b)], (key) =>
+        leases.release(key, holder).pipe(Effect.ignore)
+      )
+    )
+
+    yield* record("receipt", {
+      state: "activated_pending_lifecycle",
+      cancelled_jobs: cancelled as ReadonlyArray<string>
+    })
+    return files.receipt()
+  })
+)
+
+export const StorageHandoffRollbackLive = StorageHandoffRollback.toLayer(
+  Effect.fn(function* (payload) {
+    const config = yield* AppConfig
+    const queue = yield* JobQueue
+    const leases = yield* Leases
+    const manager = yield* ServiceManager
+    const files = HandoffFiles(handoffDir(config.dataDir, payload.transaction))
+    const holder = holderOf(payload.transaction)
+    const { storage } = yield* storageOf(payload.target)
+    if (files.committed())
+      return yield* refused(
+        "past_data_commit_boundary",
+        `${payload.transaction} passed its data-commit boundary: Resume completes it, nothing rolls it back`
+      )
+    const captured = files.captured()
+    const steps: Array<{ step: string; at: string }> = []
+    const mark = (step: string) =>
+      Effect.gen(function* () {
+        steps.push({ step, at: new Date(yield* Clock.currentTimeMillis).toISOString() })
+        const before = files.receipt()
+        if (before !== null) files.writeReceipt({ ...before, phase: "rollback", steps: [...before.steps, ...steps] })
+      })
+    const step = (name: string, execute: Effect.Effect<unknown, HandoffRefused>) =>
+      Activity.make({
+        name,
+        success: Schema.Unknown,
+        error: HandoffRefused,
+        execute: Effect.tap(execute, () => mark(name))
+      })
+
+    yield* step(
+      "rollback_tree",
+      io("rollback_failed", async () => {
+        const saved = files.checkpoint()
+        if (saved !== null) await rollbackUnion(storage.roots.a, saved.plan, files.checkpointDir, saved.a)
+      })
+    )
+    yield* step(
+      "rollback_route",
+      io("rollback_failed", () => {
+        if (captured === null) return
+        writeRoute(storage.route_file, captured.route)
+        setRuntime(storage.runtime, captured.runtime)
+      })
+    )
+    yield* step(
+      "rollback_services",
+      Effect.forEach(captured?.writers.filter((w) => w.active) ?? [], (w) =>
+        manager
+          .start({ name: w.name, unit: w.unit })
+          .pipe(Effect.mapError((e) => refused("writer_start_failed", `${w.name}: ${e.detail}`)))
+      )
+    )
+    yield* step(
+      "rollback_queue",
+      captured === null ? Effect.void : queue.setTargetPause(payload.target, captured.queue)
+    )
+    yield* step(
+      "rollback_release",
+      Effect.forEach([STORAGE_FENCE_KEY, placementKey(storage.roots.a), placementKey(storage.roots.b)], (key) =>
+        leases.release(key, holder).pipe(Effect.ignore)
+      )
+    )
+    const receipt = files.receipt()
+    if (receipt !== null) files.writeReceipt({ ...receipt, phase: "rollback", state: "rolled_back" })
+    return files.receipt()
+  })
+)
+
+/** Where a receipt lives for `transaction` (Status reads it; it changes nothing). */
+export const handoffReceipt = (dataDir: string, transaction: string) =>
+  HandoffFiles(handoffDir(dataDir, transaction)).receipt()

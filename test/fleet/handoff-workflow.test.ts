@@ -1,0 +1,209 @@
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Layer, Option } from "effect"
+import {
+  HandoffTest,
+  handoffReceipt,
+  JobQueue,
+  Leases,
+  makeMemoryServiceManager,
+  manifestOf,
+  manifestsEqual,
+  planUnion,
+  STORAGE_FENCE_KEY,
+  StorageHandoffRollback,
+  StorageHandoffRun
+} from "keel"
+import * as Yaml from "yaml"
+
+// Issue 18: the storage-root handoff as durable workflows on the target — Run from capture to release with the
+// winner fixed at the fenced preflight, the union built on A, the runtime and route switched, writers and queue
+// restored as captured; Rollback before the data-commit boundary restores everything, after it is refused.
+
+const write = (root: string, relative: string, text: string) => {
+  fs.mkdirSync(path.dirname(path.join(root, relative)), { recursive: true })
+  fs.writeFileSync(path.join(root, relative), text)
+}
+
+/** A host with two roots, the route and runtime on `serving`, an api writer running, jobs queued. */
+const host = (serving: "a" | "b") => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-handoff-"))
+  const a = path.join(dir, "objects-a")
+  const b = path.join(dir, "objects-b")
+  write(a, "objects/shared.json", "A's")
+  write(a, "objects/a-only.json", "a")
+  write(b, "objects/shared.json", "B's, newer")
+  write(b, "objects/b-only/deep.json", "b")
+  fs.mkdirSync(path.join(b, "empty"))
+  fs.symlinkSync("shared.json", path.join(b, "objects/latest"))
+  const route = path.join(dir, "objects.route")
+  fs.writeFileSync(route, `${serving === "a" ? a : b}\n`)
+  const runtime = path.join(dir, "current")
+  fs.symlinkSync(serving === "a" ? a : b, runtime)
+  const registry = path.join(dir, "registry.yml")
+  fs.writeFileSync(
+    registry,
+    Yaml.stringify({
+      version: 1,
+      targets: [
+        {
+          name: "box",
+          os: "linux",
+          channel: "local",
+          services: [
+            {
+              name: "api",
+              unit: "/etc/systemd/system/keel-api.service",
+              program: "/usr/local/bin/ctl",
+              args: ["serve"]
+            }
+          ],
+          storage: {
+            roots: { a, b },
+            route_file: route,
+            writers: ["api"],
+            runtime: { kind: "symlink", path: runtime },
+            drain_timeout_seconds: 5
+          }
+        },
+        { name: "other", os: "linux", channel: "local" }
+      ]
+    })
+  )
+  const services = makeMemoryServiceManager()
+  services.set("/etc/systemd/system/keel-api.service", {
+    load_state: "loaded",
+    active_state: "active",
+    sub_state: "running",
+    main_pid: 10,
+    exec_start: "/usr/local/bin/ctl serve",
+    fragment_path: "/etc/systemd/system/keel-api.service",
+    process: { pid: 10, executable: "/usr/local/bin/ctl", sha256: null },
+    need_daemon_reload: false,
+    unit_file_state: "enabled",
+    invocation_id: "x",
+    program_sha256: null
+  })
+  const data = path.join(dir, "data")
+  const layer = HandoffTest({ dataDir: data }, services).pipe(
+    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["KEEL_REGISTRY", registry]]))))
+  )
+  return { dir, a, b, route, runtime, data, services, layer }
+}
+
+describe("Run", () => {
+  for (const serving of ["a", "b"] as const)
+    it.live(
+      `builds the union for winner ${serving}, switches runtime and route to A, restores writers and queue`,
+      () => {
+        const h = host(serving)
+        return Effect.gen(function* () {
+          const queue = yield* JobQueue
+          const queued = yield* queue.submit({ kind: "command", target: "box", argv: ["true"] })
+          const elsewhere = yield* queue.submit({ kind: "command", target: "other", argv: ["true"] })
+          const expected = planUnion(
+            yield* Effect.promise(() => manifestOf(h.a)),
+            yield* Effect.promise(() => manifestOf(h.b)),
+            serving
+          )
+
+          const receipt = (yield* StorageHandoffRun.execute({ target: "box", transaction: `t-${serving}` })) as {
+            state: string
+            winner: string
+            data_committed: boolean
+            cancelled_jobs: Array<string>
+            steps: Array<{ step: string }>
+            retained: Array<string>
+          }
+          assert.strictEqual(receipt.state, "activated_pending_lifecycle")
+          assert.strictEqual(receipt.winner, serving)
+          assert.isTrue(receipt.data_committed)
+          assert.deepStrictEqual(
+            receipt.steps.map((s) => s.step),
+            [
+              "capture",
+              "placement",
+              "drain",
+              "stop_writers",
+              "fence",
+              "preflight",
+              "checkpoint",
+              "union",
+              "data_commit",
+              "activate",
+              "restore",
+              "release",
+              "receipt"
+            ]
+          )
+          assert.isTrue(
+            manifestsEqual(expected.expected, yield* Effect.promise(() => manifestOf(h.a))),
+            "A is the union"
+          )
+          assert.strictEqual(
+            fs.readFileSync(path.join(h.a, "objects/shared.json"), "utf8"),
+            serving === "a" ? "A's" : "B's, newer"
+          )
+          assert.deepStrictEqual(receipt.retained, [...expected.retained])
+          assert.strictEqual(fs.readlinkSync(h.runtime), h.a)
+          assert.strictEqual(fs.readFileSync(h.route, "utf8").trim(), h.a)
+          // The writer was stopped, then started again; the queue is as captured; the jobs queued there cancelled.
+          assert.includeMembers([...h.services.commands], ["stop keel-api.service", "start keel-api.service"])
+          assert.deepStrictEqual(yield* queue.targetPause("box"), { set: false })
+          assert.deepStrictEqual(receipt.cancelled_jobs, [queued.id])
+          assert.deepInclude(yield* queue.get(queued.id), {
+            state: "cancelled",
+            cancelReason: "handoff_cancelled",
+            cancelRef: `t-${serving}`
+          })
+          assert.strictEqual((yield* queue.get(elsewhere.id)).state, "queued", "another target's queue never pauses")
+          // The fence and the placements are released.
+          assert.isTrue(Option.isNone(yield* (yield* Leases).get(STORAGE_FENCE_KEY)))
+          assert.deepStrictEqual(handoffReceipt(h.data, `t-${serving}`)?.state, "activated_pending_lifecycle")
+
+          // Past the data-commit boundary nothing rolls it back.
+          const refused = yield* Effect.flip(
+            StorageHandoffRollback.execute({ target: "box", transaction: `t-${serving}` })
+          )
+          assert.deepInclude(refused, { refusal: "past_data_commit_boundary" })
+        }).pipe(Effect.provide(h.layer))
+      }
+    )
+})
+
+describe("Rollback before the data-commit boundary", () => {
+  it.live(
+    "restores A's checkpoint exactly, the route, the runtime, the writers and the queue, and releases the fence",
+    () => {
+      const h = host("b")
+      // Something the handoff cannot move (a FIFO) stops the run at its checkpoint, with the fence held.
+      execFileSync("mkfifo", [path.join(h.b, "objects/pipe")])
+      return Effect.gen(function* () {
+        const before = yield* Effect.promise(() => manifestOf(h.a))
+        const queue = yield* JobQueue
+        yield* queue.setTargetPause("box", { set: true, paused: false })
+        const failed = yield* Effect.flip(StorageHandoffRun.execute({ target: "box", transaction: "t-fail" }))
+        assert.deepInclude(failed, { refusal: "checkpoint_failed" })
+        assert.isTrue(
+          Option.isSome(yield* (yield* Leases).get(STORAGE_FENCE_KEY)),
+          "the open transaction keeps the fence"
+        )
+        assert.deepStrictEqual(yield* queue.targetPause("box"), { set: true, paused: true })
+
+        const receipt = (yield* StorageHandoffRollback.execute({ target: "box", transaction: "t-fail" })) as {
+          state: string
+        }
+        assert.strictEqual(receipt.state, "rolled_back")
+        assert.isTrue(manifestsEqual(before, yield* Effect.promise(() => manifestOf(h.a))))
+        assert.strictEqual(fs.readFileSync(h.route, "utf8").trim(), h.b)
+        assert.strictEqual(fs.readlinkSync(h.runtime), h.b)
+        assert.deepStrictEqual(yield* queue.targetPause("box"), { set: true, paused: false }, "restored exactly")
+        assert.strictEqual(h.services.commands.at(-1), "start keel-api.service")
+        assert.isTrue(Option.isNone(yield* (yield* Leases).get(STORAGE_FENCE_KEY)))
+      }).pipe(Effect.provide(h.layer))
+    }
+  )
+})
