@@ -1,7 +1,13 @@
 import * as fs from "node:fs"
 import { Activity, Workflow } from "@effect/workflow"
 import { Clock, Effect, Schema } from "effect"
-import { type Captured, HandoffFiles, type HandoffReceipt, handoffDir } from "../services/fleet/handoff/HandoffFiles.js"
+import {
+  type Captured,
+  HandoffFiles,
+  type HandoffReceipt,
+  handoffDir,
+  transactionLeaseKey
+} from "../services/fleet/handoff/HandoffFiles.js"
 import { manifestOf, manifestsEqual } from "../services/fleet/handoff/TreeManifest.js"
 import { applyUnion, checkpoint, planUnion, rollbackUnion } from "../services/fleet/handoff/TreeUnion.js"
 import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
@@ -20,7 +26,8 @@ export class HandoffRefused extends Schema.TaggedError<HandoffRefused>()("Handof
   detail: Schema.String
 }) {}
 
-const Payload = { target: Schema.String, transaction: Schema.String }
+/** `attempt` starts at 1; a Resume (or a Rollback after a failed one) runs the phase again as the next attempt. */
+const Payload = { target: Schema.String, transaction: Schema.String, attempt: Schema.Int }
 const Receipt = Schema.Unknown
 
 /** Run: capture → placement leases → drain → stop writers → fence → preflight → checkpoint → union → data commit → activate → restore → release. */
@@ -29,7 +36,7 @@ export const StorageHandoffRun = Workflow.make({
   payload: Payload,
   success: Receipt,
   error: HandoffRefused,
-  idempotencyKey: ({ transaction }) => `run:${transaction}`
+  idempotencyKey: ({ attempt, transaction }) => `run:${transaction}:${attempt}`
 })
 
 /** Rollback (before the data-commit boundary only): A back to its checkpoint, then route, runtime, services, queue. */
@@ -38,7 +45,7 @@ export const StorageHandoffRollback = Workflow.make({
   payload: Payload,
   success: Receipt,
   error: HandoffRefused,
-  idempotencyKey: ({ transaction }) => `rollback:${transaction}`
+  idempotencyKey: ({ attempt, transaction }) => `rollback:${transaction}:${attempt}`
 })
 
 export const placementKey = (root: string) => `placement:${root}`
@@ -82,6 +89,25 @@ const setRuntime = (runtime: { kind: "symlink" | "config_file"; path: string }, 
 const io = <A>(refusal: string, run: () => A | Promise<A>) =>
   Effect.tryPromise({ try: async () => run(), catch: (error) => refused(refusal, (error as Error).message) })
 
+/**
+ * A phase that failed leaves its receipt saying so (state `failed`, the refusal and its detail) unless the step
+ * already recorded a refusal of its own (`refused`, e.g. drain_timeout): what Status shows the operator.
+ */
+const recordFailure =
+  (phase: "run" | "rollback") =>
+  <A, R>(effect: Effect.Effect<A, HandoffRefused, R>, payload: { readonly transaction: string }) =>
+    Effect.tapError(effect, (error) =>
+      Effect.flatMap(AppConfig, (config) =>
+        Effect.sync(() => {
+          if (error.refusal === "past_data_commit_boundary") return
+          const files = HandoffFiles(handoffDir(config.dataDir, payload.transaction))
+          const receipt = files.receipt()
+          if (receipt === null || receipt.state === "refused") return
+          files.writeReceipt({ ...receipt, phase, state: "failed", refusal: error.refusal, detail: error.detail })
+        })
+      )
+    )
+
 export const StorageHandoffLive = StorageHandoffRun.toLayer(
   Effect.fn(function* (payload) {
     const config = yield* AppConfig
@@ -104,6 +130,8 @@ export const StorageHandoffLive = StorageHandoffRun.toLayer(
           target: payload.target,
           phase: "run",
           state: "running",
+          execution_id: null,
+          attempt: payload.attempt,
           winner: null,
           data_committed: false,
           captured: null,
@@ -201,6 +229,9 @@ export const StorageHandoffLive = StorageHandoffRun.toLayer(
     const winner = yield* step(
       "preflight",
       Effect.gen(function* () {
+        // The winner is fixed once for the whole transaction: a resumed attempt never reverses it.
+        const recorded = files.receipt()?.winner
+        if (recorded === "a" || recorded === "b") return recorded
         const route = yield* io("route_unreadable", () => readRoute(storage.route_file))
         const chosen = route === storage.roots.a ? ("a" as const) : route === storage.roots.b ? ("b" as const) : null
         if (chosen === null)
@@ -269,7 +300,7 @@ export const StorageHandoffLive = StorageHandoffRun.toLayer(
       cancelled_jobs: cancelled as ReadonlyArray<string>
     })
     return files.receipt()
-  })
+  }, recordFailure("run"))
 )
 
 export const StorageHandoffRollbackLive = StorageHandoffRollback.toLayer(
@@ -331,14 +362,18 @@ export const StorageHandoffRollbackLive = StorageHandoffRollback.toLayer(
     )
     yield* step(
       "rollback_release",
-      Effect.forEach([STORAGE_FENCE_KEY, placementKey(storage.roots.a), placementKey(storage.roots.b)], (key) =>
-        leases.release(key, holder).pipe(Effect.ignore)
-      )
+      Effect.gen(function* () {
+        for (const key of [STORAGE_FENCE_KEY, placementKey(storage.roots.a), placementKey(storage.roots.b)])
+          yield* leases.release(key, holder).pipe(Effect.ignore)
+        // The transaction ends here: another may start on the target.
+        yield* leases.release(transactionLeaseKey(payload.target), payload.transaction).pipe(Effect.ignore)
+      })
     )
     const receipt = files.receipt()
-    if (receipt !== null) files.writeReceipt({ ...receipt, phase: "rollback", state: "rolled_back" })
+    if (receipt !== null)
+      files.writeReceipt({ ...receipt, phase: "rollback", state: "rolled_back", refusal: null, detail: null })
     return files.receipt()
-  })
+  }, recordFailure("rollback"))
 )
 
 /** Where a receipt lives for `transaction` (Status reads it; it changes nothing). */

@@ -6,6 +6,7 @@ import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
 import { ActionAuthority } from "../services/fleet/grants/ActionAuthority.js"
 import { GrantIssuer } from "../services/fleet/grants/GrantIssuer.js"
+import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
 import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
 import { ObjectAccess } from "../services/fleet/objects/ObjectAccess.js"
 import { FleetHosts } from "../services/fleet/overview/FleetHosts.js"
@@ -133,6 +134,9 @@ export const ReconcilerServices = ServiceViews.Default.pipe(
  * The durable workflows (FleetProbe) on the cluster's workflow engine: their state and messages live in the
  * same SQL database as the entities', so a run survives a kill -9 and resumes when the server restarts.
  */
-export const WorkflowsLive = Layer.mergeAll(FleetProbeLive, StorageHandoffLive, StorageHandoffRollbackLive).pipe(
-  Layer.provideMerge(ClusterWorkflowEngine.layer)
-)
+export const WorkflowsLive = Layer.mergeAll(
+  FleetProbeLive,
+  StorageHandoffLive,
+  StorageHandoffRollbackLive,
+  StorageReconcile.Default
+).pipe(Layer.provideMerge(ClusterWorkflowEngine.layer))

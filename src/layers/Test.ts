@@ -4,6 +4,7 @@ import { Duration, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
 import { StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
+import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { MemoryAlerts, makeMemoryAlerts } from "../services/fleet/reconciler/Alerts.js"
 import { HostUnitsLive, MemoryHostUnits, makeMemoryHostUnits } from "../services/fleet/reconciler/HostUnits.js"
@@ -124,7 +125,7 @@ export const HandoffTest = (
   overrides: Partial<AppSettings> = {},
   services: ReturnType<typeof makeMemoryServiceManager> = makeMemoryServiceManager()
 ) =>
-  Layer.mergeAll(StorageHandoffLive, StorageHandoffRollbackLive).pipe(
+  Layer.mergeAll(StorageHandoffLive, StorageHandoffRollbackLive, StorageReconcile.Default).pipe(
     Layer.provideMerge(ClusterWorkflowEngine.layer),
     Layer.provideMerge(ClusterTest),
     Layer.provideMerge(MemoryServiceManager(services)),

@@ -15,7 +15,8 @@ import {
   planUnion,
   STORAGE_FENCE_KEY,
   StorageHandoffRollback,
-  StorageHandoffRun
+  StorageHandoffRun,
+  StorageReconcile
 } from "keel"
 import * as Yaml from "yaml"
 
@@ -110,7 +111,11 @@ describe("Run", () => {
             serving
           )
 
-          const receipt = (yield* StorageHandoffRun.execute({ target: "box", transaction: `t-${serving}` })) as {
+          const receipt = (yield* StorageHandoffRun.execute({
+            target: "box",
+            transaction: `t-${serving}`,
+            attempt: 1
+          })) as {
             state: string
             winner: string
             data_committed: boolean
@@ -166,7 +171,7 @@ describe("Run", () => {
 
           // Past the data-commit boundary nothing rolls it back.
           const refused = yield* Effect.flip(
-            StorageHandoffRollback.execute({ target: "box", transaction: `t-${serving}` })
+            StorageHandoffRollback.execute({ target: "box", transaction: `t-${serving}`, attempt: 1 })
           )
           assert.deepInclude(refused, { refusal: "past_data_commit_boundary" })
         }).pipe(Effect.provide(h.layer))
@@ -185,15 +190,22 @@ describe("Rollback before the data-commit boundary", () => {
         const before = yield* Effect.promise(() => manifestOf(h.a))
         const queue = yield* JobQueue
         yield* queue.setTargetPause("box", { set: true, paused: false })
-        const failed = yield* Effect.flip(StorageHandoffRun.execute({ target: "box", transaction: "t-fail" }))
+        const failed = yield* Effect.flip(
+          StorageHandoffRun.execute({ target: "box", transaction: "t-fail", attempt: 1 })
+        )
         assert.deepInclude(failed, { refusal: "checkpoint_failed" })
+        assert.deepInclude(handoffReceipt(h.data, "t-fail"), { state: "failed", refusal: "checkpoint_failed" })
         assert.isTrue(
           Option.isSome(yield* (yield* Leases).get(STORAGE_FENCE_KEY)),
           "the open transaction keeps the fence"
         )
         assert.deepStrictEqual(yield* queue.targetPause("box"), { set: true, paused: true })
 
-        const receipt = (yield* StorageHandoffRollback.execute({ target: "box", transaction: "t-fail" })) as {
+        const receipt = (yield* StorageHandoffRollback.execute({
+          target: "box",
+          transaction: "t-fail",
+          attempt: 1
+        })) as {
           state: string
         }
         assert.strictEqual(receipt.state, "rolled_back")
@@ -203,6 +215,99 @@ describe("Rollback before the data-commit boundary", () => {
         assert.deepStrictEqual(yield* queue.targetPause("box"), { set: true, paused: false }, "restored exactly")
         assert.strictEqual(h.services.commands.at(-1), "start keel-api.service")
         assert.isTrue(Option.isNone(yield* (yield* Leases).get(STORAGE_FENCE_KEY)))
+      }).pipe(Effect.provide(h.layer))
+    }
+  )
+})
+
+describe("the phases (what the reconcile endpoints run)", () => {
+  /** Status until the phase under way stops (at most 10 s). */
+  const settled = (transaction: string) =>
+    Effect.gen(function* () {
+      const reconcile = yield* StorageReconcile
+      for (let i = 0; i < 200; i++) {
+        const status = yield* reconcile.phase("box", transaction, "status")
+        if ((status.report as { state: string }).state !== "running") return status
+        yield* Effect.sleep("50 millis")
+      }
+      const last = yield* reconcile.phase("box", transaction, "status")
+      return assert.fail(`${transaction} is still running after 10 s: ${JSON.stringify(last)}`)
+    })
+
+  it.live(
+    "Run is accepted (not completed), Status shows it, Finalize validates and completes; one transaction at a time",
+    () => {
+      const h = host("b")
+      return Effect.gen(function* () {
+        const reconcile = yield* StorageReconcile
+        assert.deepInclude(yield* Effect.flip(reconcile.phase("box", "t1", "status")), {
+          code: "STORAGE_RECONCILIATION_FAILED"
+        })
+        const accepted = yield* reconcile.phase("box", "t1", "run")
+        assert.strictEqual(accepted.exit_code, 0)
+        assert.deepInclude(accepted.report as object, { transaction: "t1", attempt: 1 })
+
+        const other = yield* reconcile.phase("box", "t2", "run")
+        assert.deepInclude(other, { exit_code: 2, refusal: "transaction_in_progress" })
+
+        const done = yield* settled("t1")
+        assert.deepInclude(done, { exit_code: 0, refusal: null })
+        assert.strictEqual((done.report as { state: string }).state, "activated_pending_lifecycle")
+        assert.deepInclude(yield* reconcile.phase("box", "t1", "rollback"), {
+          exit_code: 2,
+          refusal: "past_data_commit_boundary"
+        })
+
+        const final = yield* reconcile.phase("box", "t1", "finalize")
+        assert.strictEqual(final.exit_code, 0, JSON.stringify(final.report))
+        const report = final.report as {
+          state: string
+          finalize: { ok: boolean; checks: { route: { actual: string } } }
+        }
+        assert.strictEqual(report.state, "complete")
+        assert.isTrue(report.finalize.ok)
+        assert.strictEqual(report.finalize.checks.route.actual, h.a)
+        // A later Status proves it; the target is free for another transaction.
+        assert.strictEqual(
+          ((yield* reconcile.phase("box", "t1", "status")).report as { state: string }).state,
+          "complete"
+        )
+        assert.deepInclude(yield* reconcile.phase("box", "t1", "run"), {
+          exit_code: 2,
+          refusal: "transaction_complete"
+        })
+        const next = yield* reconcile.phase("box", "t3", "run")
+        assert.strictEqual(next.exit_code, 0)
+        yield* settled("t3")
+      }).pipe(Effect.provide(h.layer))
+    }
+  )
+
+  it.live(
+    "a failed Run is reported failed (exit 1) and rolled back by the Rollback phase, which frees the target",
+    () => {
+      const h = host("a")
+      execFileSync("mkfifo", [path.join(h.b, "objects/pipe")])
+      return Effect.gen(function* () {
+        const reconcile = yield* StorageReconcile
+        yield* reconcile.phase("box", "t-bad", "run")
+        const failed = yield* settled("t-bad")
+        assert.deepInclude(failed, { exit_code: 1, refusal: "checkpoint_failed" })
+        const rolling = yield* reconcile.phase("box", "t-bad", "rollback")
+        assert.strictEqual(rolling.exit_code, 0)
+        const rolled = yield* settled("t-bad")
+        assert.strictEqual((rolled.report as { state: string }).state, "rolled_back")
+        assert.deepInclude(yield* reconcile.phase("box", "t-bad", "resume"), {
+          exit_code: 2,
+          refusal: "transaction_rolled_back"
+        })
+        fs.rmSync(path.join(h.b, "objects/pipe"))
+        const again = yield* reconcile.phase("box", "t-good", "run")
+        assert.strictEqual(again.exit_code, 0, "the rollback ended the transaction")
+        assert.strictEqual(
+          ((yield* settled("t-good")).report as { state: string }).state,
+          "activated_pending_lifecycle"
+        )
       }).pipe(Effect.provide(h.layer))
     }
   )

@@ -9,7 +9,12 @@ import type { UnionPlan } from "./TreeUnion.js"
  * Every file is replaced atomically; the workflow's recorded steps are the truth, these are its evidence.
  */
 
-export type HandoffState = "running" | "activated_pending_lifecycle" | "rolled_back" | "refused" | "complete"
+/**
+ * running: a phase is under way (or was interrupted: Resume); failed: a step failed with the fence held (Rollback
+ * before the boundary, Resume after); refused: the run refused before it changed anything lasting;
+ * activated_pending_lifecycle: the run's end (Finalize next); rolled_back; complete: finalized.
+ */
+export type HandoffState = "running" | "failed" | "activated_pending_lifecycle" | "rolled_back" | "refused" | "complete"
 
 export interface Captured {
   /** The target's own queue pause before the handoff (restored exactly). */
@@ -25,8 +30,11 @@ export interface HandoffReceipt {
   readonly schema: "keel.handoff/v1"
   readonly transaction: string
   readonly target: string
-  readonly phase: "run" | "rollback"
+  readonly phase: "run" | "rollback" | "finalize"
   readonly state: HandoffState
+  /** The workflow execution of the phase under way or last run, and its attempt (a Resume is a new attempt). */
+  readonly execution_id: string | null
+  readonly attempt: number
   /** The root the object API served at the fenced preflight: the union's winner for the whole transaction. */
   readonly winner: "a" | "b" | null
   readonly data_committed: boolean
@@ -40,6 +48,9 @@ export interface HandoffReceipt {
   readonly refusal: string | null
   readonly detail: string | null
 }
+
+/** The lease that makes one transaction per target at a time: held by the open transaction until it ends. */
+export const transactionLeaseKey = (target: string) => `handoff:${target}`
 
 export const handoffDir = (dataDir: string, transaction: string) => path.join(dataDir, "handoff", transaction)
 

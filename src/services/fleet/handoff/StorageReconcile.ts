@@ -1,0 +1,225 @@
+import * as fs from "node:fs"
+import { HttpApiSchema } from "@effect/platform"
+import { Clock, Effect, Schema } from "effect"
+import { StorageHandoffRollback, StorageHandoffRun } from "../../../actors/StorageHandoff.js"
+import { AppConfig } from "../../platform/AppConfig.js"
+import { Leases } from "../../platform/Leases.js"
+import { readRoute } from "../../platform/objects/RoutedFsObjectStore.js"
+import { JobQueue } from "../jobs/JobQueue.js"
+import { FleetRegistry } from "../registry/Registry.js"
+import { ServiceManager } from "../units/ServiceManager.js"
+import { HandoffFiles, type HandoffReceipt, handoffDir, transactionLeaseKey } from "./HandoffFiles.js"
+import { diffManifests, manifestOf } from "./TreeManifest.js"
+
+export const ReconcilePhases = ["status", "run", "resume", "rollback", "finalize"] as const
+export type ReconcilePhase = (typeof ReconcilePhases)[number]
+
+/** Verifier state unavailable, or a failure before any product report exists (seed 002: 503). */
+export class StorageReconciliationFailed extends Schema.TaggedError<StorageReconciliationFailed>()(
+  "StorageReconciliationFailed",
+  { code: Schema.Literal("STORAGE_RECONCILIATION_FAILED"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
+/**
+ * The answer of every phase: `exit_code` 0 (done, or accepted and under way), 1 (the phase failed: see the
+ * report), 2 (refused before it changed anything: `refusal`); `report` is the transaction's receipt (or, for a
+ * refusal with no receipt of its own, what was refused).
+ */
+export interface ReconcileAnswer {
+  readonly exit_code: 0 | 1 | 2
+  readonly refusal: string | null
+  readonly report: unknown
+}
+
+const OPEN_TRANSACTION_TTL = "30 days"
+
+/**
+ * The storage-root handoff's phases for one target and transaction (seed 002, "Storage-root handoff"; docs/
+ * handoff.md): Run and Resume start (or attach to) the recorded Run workflow, Rollback the Rollback workflow,
+ * Finalize validates the final observations and records `complete`; Status changes nothing. Accepted is not
+ * completion: a phase started here goes on in the workflow engine and Status shows how far it got.
+ */
+export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/StorageReconcile", {
+  effect: Effect.gen(function* () {
+    const config = yield* AppConfig
+    const registry = yield* FleetRegistry
+    const leases = yield* Leases
+    const queue = yield* JobQueue
+    const manager = yield* ServiceManager
+
+    const failed = (detail: string) =>
+      new StorageReconciliationFailed({ code: "STORAGE_RECONCILIATION_FAILED", detail })
+    const refuse = (refusal: string, detail: string, report: unknown = null): ReconcileAnswer => ({
+      exit_code: 2,
+      refusal,
+      report: report ?? { refusal, detail }
+    })
+
+    const storageOf = (target: string) =>
+      Effect.gen(function* () {
+        const snapshot = yield* registry.read({ allowCached: true }).pipe(Effect.mapError((e) => failed(e.detail)))
+        return snapshot.registry.targets.find((t) => t.name === target)
+      })
+
+    const answer = (receipt: HandoffReceipt | null, exit: 0 | 1 = 0): ReconcileAnswer => ({
+      exit_code: receipt?.state === "failed" ? 1 : exit,
+      refusal: receipt?.state === "refused" || receipt?.state === "failed" ? receipt.refusal : null,
+      report: receipt
+    })
+
+    const phase = (target: string, transaction: string, phase: ReconcilePhase) =>
+      Effect.gen(function* () {
+        const files = HandoffFiles(handoffDir(config.dataDir, transaction))
+        const receipt = files.receipt()
+        if (receipt !== null && receipt.target !== target)
+          return refuse("transaction_of_another_target", `${transaction} belongs to ${receipt.target}`)
+        if (phase === "status") {
+          if (receipt === null) return yield* failed(`no report of transaction ${transaction} on ${target}`)
+          return answer(receipt)
+        }
+        const declared = yield* storageOf(target)
+        if (declared === undefined) return refuse("unknown_target", `${target} is not a target of the registry`)
+        if (declared.storage === undefined)
+          return refuse("storage_undeclared", `${target} declares no storage in the registry`)
+        const storage = declared.storage
+        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+
+        if (phase === "run" || phase === "resume") {
+          if (phase === "resume" && receipt === null)
+            return refuse("unknown_transaction", `${transaction} has no recorded run to resume`)
+          if (receipt?.state === "rolled_back" || receipt?.state === "complete")
+            return refuse(`transaction_${receipt.state}`, `${transaction} is ${receipt.state}`, receipt)
+          // One transaction per target: the open one holds the target's transaction lease.
+          const lock = yield* leases
+            .acquire(transactionLeaseKey(target), transaction, OPEN_TRANSACTION_TTL)
+            .pipe(Effect.either)
+          if (lock._tag === "Left")
+            return refuse(
+              "transaction_in_progress",
+              lock.left._tag === "LeaseHeld" ? `transaction ${lock.left.holder} is open on ${target}` : lock.left.detail
+            )
+          if (receipt?.state === "running") return answer(receipt) // under way: attached
+          if (receipt?.state === "activated_pending_lifecycle") return answer(receipt) // the run ended: Finalize is next
+          const attempt = receipt === null ? 1 : receipt.attempt + (receipt.state === "failed" ? 1 : 0)
+          // The execution id is known before the execution starts (it derives from the idempotency key): the
+          // receipt names it before the workflow can write anything, so no write of ours races the workflow's.
+          const executionId = yield* StorageHandoffRun.executionId({ target, transaction, attempt })
+          files.writeReceipt({
+            schema: "keel.handoff/v1",
+            transaction,
+            target,
+            phase: "run",
+            state: "running",
+            execution_id: executionId,
+            attempt,
+            winner: null,
+            data_committed: false,
+            steps: [],
+            captured: null,
+            conflicts: [],
+            retained: [],
+            cancelled_jobs: [],
+            refusal: null,
+            detail: null,
+            ...receipt,
+            ...(receipt === null
+              ? {}
+              : { state: "running" as const, execution_id: executionId, attempt, refusal: null, detail: null })
+          })
+          yield* StorageHandoffRun.execute({ target, transaction, attempt }, { discard: true })
+          return answer(files.receipt())
+        }
+
+        if (phase === "rollback") {
+          if (receipt === null) return refuse("unknown_transaction", `${transaction} has no recorded run to roll back`)
+          if (files.committed() || receipt.data_committed)
+            return refuse(
+              "past_data_commit_boundary",
+              `${transaction} passed its data-commit boundary: Resume completes it`,
+              receipt
+            )
+          if (receipt.state === "rolled_back") return answer(receipt)
+          if (receipt.state === "running" && receipt.phase === "run")
+            return refuse("phase_in_progress", `${transaction}'s run is under way: roll back once it stops`, receipt)
+          const attempt = receipt.phase === "rollback" ? receipt.attempt + 1 : 1
+          const executionId = yield* StorageHandoffRollback.executionId({ target, transaction, attempt })
+          files.writeReceipt({
+            ...receipt,
+            phase: "rollback",
+            state: "running",
+            execution_id: executionId,
+            attempt,
+            refusal: null,
+            detail: null
+          })
+          yield* StorageHandoffRollback.execute({ target, transaction, attempt }, { discard: true })
+          return answer(files.receipt())
+        }
+
+        // Finalize: the final observations against what the receipt expects.
+        if (receipt === null) return refuse("unknown_transaction", `${transaction} has no recorded run to finalize`)
+        if (receipt.state === "complete") return answer(receipt)
+        if (receipt.state !== "activated_pending_lifecycle")
+          return refuse("not_activated", `${transaction} is ${receipt.state}, not activated_pending_lifecycle`, receipt)
+        const saved = files.checkpoint()
+        const tree =
+          saved === null
+            ? { missing: ["(no checkpoint)"], unexpected: [], changed: [] }
+            : diffManifests(saved.plan.expected, yield* Effect.promise(() => manifestOf(storage.roots.a)))
+        const route = yield* Effect.try(() => readRoute(storage.route_file)).pipe(Effect.orElseSucceed(() => null))
+        const runtime = yield* Effect.sync(() => {
+          try {
+            return storage.runtime.kind === "symlink"
+              ? fs.readlinkSync(storage.runtime.path)
+              : (fs.readFileSync(storage.runtime.path, "utf8").split("\n")[0]?.trim() ?? null)
+          } catch {
+            return null
+          }
+        })
+        const writers = yield* Effect.forEach(receipt.captured?.writers.filter((w) => w.active) ?? [], (w) =>
+          Effect.map(manager.inspect({ name: w.name, unit: w.unit }), (state) => ({
+            name: w.name,
+            active: state.active_state === "active"
+          }))
+        )
+        const pause = yield* queue.targetPause(target)
+        const cancelled = yield* queue.cancelledBy(transaction)
+        const checks = {
+          // Entries written after activation (writers run again) are reported, not failed: missing ones fail.
+          tree: { missing: tree.missing, changed_since_activation: [...tree.changed, ...tree.unexpected] },
+          route: { expected: storage.roots.a, actual: route },
+          runtime: { expected: storage.roots.a, actual: runtime },
+          writers,
+          queue: { expected: receipt.captured?.queue ?? null, actual: pause }
+        }
+        const ok =
+          tree.missing.length === 0 &&
+          route === storage.roots.a &&
+          runtime === storage.roots.a &&
+          writers.every((w) => w.active) &&
+          JSON.stringify(pause) === JSON.stringify(receipt.captured?.queue ?? null)
+        const retainedOutcomes = {
+          cancelled_jobs: cancelled.map((job) => ({
+            id: job.id,
+            state: job.state,
+            cancel_reason: job.cancelReason,
+            transaction: job.cancelRef
+          })),
+          retained: receipt.retained
+        }
+        const report = {
+          ...receipt,
+          phase: "finalize" as const,
+          state: ok ? ("complete" as const) : receipt.state,
+          finalize: { at: now, ok, checks, retained_outcomes: retainedOutcomes }
+        }
+        if (!ok) return { exit_code: 1 as const, refusal: "finalize_checks_failed", report }
+        files.writeReceipt(report)
+        yield* leases.release(transactionLeaseKey(target), transaction).pipe(Effect.ignore)
+        return answer(files.receipt())
+      })
+
+    return { phase } as const
+  })
+}) {}
