@@ -17,7 +17,7 @@ import { bodyLimitMiddleware } from "../http/BodyLimit.js"
 import { installClientErrorAnswer } from "../http/ClientError.js"
 import { CORS_ROUTES, type CorsOrigins, corsMiddleware, corsOriginsFromConfig } from "../http/Cors.js"
 import { ControlPlaneApi } from "../http/controlplane/Api.js"
-import { FleetLive, HostHealthLive, ObjectsLive, WorkflowsLive } from "../http/controlplane/Http.js"
+import { FleetLive, HostHealthLive, ObjectsLive, StorageLive, WorkflowsLive } from "../http/controlplane/Http.js"
 import { GroundTruthApi } from "../http/groundtruth/Api.js"
 import {
   GroundTruthAskLive,
@@ -75,7 +75,7 @@ export const SurfaceRoutes = {
   ),
   controlplane: Layer.mergeAll(
     HttpLayerRouter.addHttpApi(ControlPlaneApi, { openapiPath: openApiPath("controlplane") }).pipe(
-      Layer.provide([HostHealthLive, ObjectsLive, FleetLive, WorkflowsLive])
+      Layer.provide([HostHealthLive, ObjectsLive, FleetLive, WorkflowsLive, StorageLive])
     ),
     docs("controlplane")
   ),
@@ -124,7 +124,12 @@ const globalMiddleware = (bodyLimit: (path: string) => number, origins: CorsOrig
         CORS_ROUTES,
         origins
       )(
-        problemMiddleware(bodyLimitMiddleware(bodyLimit, { isJson: (path) => !path.startsWith(OBJECT_ROUTES) })(app))
+        problemMiddleware(
+          bodyLimitMiddleware(bodyLimit, {
+            // Raw bytes (objects), and the reconcile path, which refuses any body itself (400).
+            isJson: (path) => !path.startsWith(OBJECT_ROUTES) && path !== "/api/host/storage-root-reconcile"
+          })(app)
+        )
       ) as Effect.Effect<
         HttpServerResponse.HttpServerResponse,
         HttpLayerRouter.unhandled,

@@ -42,6 +42,8 @@ interface Route {
   readonly ok: number
   /** An action the consumer's token carries that does not open the route (default service-ensure). */
   readonly wrong?: string
+  /** How the route refuses every failed authorization, where it is one answer (the reconcile path: 401). */
+  readonly denied?: string
 }
 
 layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: registryFile } }), {
@@ -170,6 +172,30 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
           ok: 200
         },
         {
+          // The right token reaches the phase: Status of a transaction without a report is 503.
+          route: "/api/host/storage-root-reconcile",
+          method: "GET",
+          url: "/api/host/storage-root-reconcile?target=forge-1&transaction=auth-t&phase=status",
+          consumer: "dashboard",
+          action: "storage-reconcile-read",
+          host: "forge-1",
+          ok: 503,
+          wrong: "storage-reconcile-apply",
+          denied: "STORAGE_RECONCILE_UNAUTHORIZED"
+        },
+        {
+          // Finalize of a transaction that never ran: refused (exit_code 2), nothing changes.
+          route: "/api/host/storage-root-reconcile",
+          method: "POST",
+          url: "/api/host/storage-root-reconcile?target=forge-1&transaction=auth-t&phase=finalize",
+          consumer: "ops",
+          action: "storage-reconcile-apply",
+          host: "forge-1",
+          ok: 200,
+          wrong: "storage-reconcile-read",
+          denied: "STORAGE_RECONCILE_UNAUTHORIZED"
+        },
+        {
           route: "/api/workflows/fleet-probe",
           method: "POST",
           url: "/api/workflows/fleet-probe",
@@ -210,10 +236,10 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
         const right = yield* token(r.consumer, [r.action], hosts)
         yield* Effect.sleep("300 millis")
         const rows: Array<[string, string | undefined, number, string | undefined]> = [
-          ["no token", undefined, 401, "VAULT_DENIED"],
-          ["expired", expiring, 401, "VAULT_DENIED"],
-          ["wrong action", wrongAction, 403, "VAULT_FORBIDDEN"],
-          ["wrong consumer", stranger, 403, "ACTION_NOT_HELD"],
+          ["no token", undefined, 401, r.denied ?? "VAULT_DENIED"],
+          ["expired", expiring, 401, r.denied ?? "VAULT_DENIED"],
+          ["wrong action", wrongAction, r.denied === undefined ? 403 : 401, r.denied ?? "VAULT_FORBIDDEN"],
+          ["wrong consumer", stranger, r.denied === undefined ? 403 : 401, r.denied ?? "ACTION_NOT_HELD"],
           ["right", right, r.ok, undefined]
         ]
         for (const [who, bearer, status, code] of rows) {

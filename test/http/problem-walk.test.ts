@@ -474,6 +474,32 @@ layer(
         "WORKFLOW_NOT_FOUND"
       )
 
+      // The storage-root handoff's reconcile path.
+      const reconcile = "/api/host/storage-root-reconcile"
+      const handoff = (yield* tokenFor({ actions: ["storage-reconcile-read"], consumer: "ops", hosts: ["forge-1"] }))
+        .token
+      yield* expectProblem(
+        "controlplane",
+        reconcile,
+        { method: "GET", url: `${reconcile}?target=forge-1&phase=status`, headers: bearer(handoff) },
+        400,
+        "INVALID_RECONCILE_REQUEST"
+      )
+      yield* expectProblem(
+        "controlplane",
+        reconcile,
+        { method: "POST", url: `${reconcile}?target=forge-1&transaction=w&phase=run`, headers: bearer(handoff) },
+        401,
+        "STORAGE_RECONCILE_UNAUTHORIZED"
+      )
+      yield* expectProblem(
+        "controlplane",
+        reconcile,
+        { method: "GET", url: `${reconcile}?target=forge-1&transaction=walk&phase=status`, headers: bearer(handoff) },
+        503,
+        "STORAGE_RECONCILIATION_FAILED"
+      )
+
       // The reconciler: another process's tick holds the fleet-wide lease.
       yield* (yield* Leases).acquire("autonomy:tick", "another-server", "1 minute")
       const ensurer = (yield* tokenFor({ actions: ["service-ensure"], consumer: "ops" })).token

@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { ProbeResult } from "../../actors/FleetProbe.js"
 import { BeaconInvalid, BeaconStale, BeaconStoreFailed } from "../../services/fleet/beacon/HostHealth.js"
 import { ActionNotHeld, AuthorityUnavailable } from "../../services/fleet/grants/ActionAuthority.js"
+import { StorageReconciliationFailed } from "../../services/fleet/handoff/StorageReconcile.js"
 import { ObjectNotFound, PreconditionFailed } from "../../services/fleet/objects/ObjectAccess.js"
 import { ImmutableObjectWrite, ObjectWriteUnauthorized } from "../../services/platform/objects/ObjectGateway.js"
 import { InvalidObjectKey, ObjectStoreError } from "../../services/platform/objects/ObjectStore.js"
@@ -284,11 +285,62 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
   .annotate(OpenApi.Title, "Workflows") {}
 
 /** The fleet control plane: host-health beacons, the object API, fleet reads, workflows (under /api). */
+/** A reconcile request that does not fit its rules (docs/handoff.md, "Endpoints"). */
+export class InvalidReconcileRequest extends Schema.TaggedError<InvalidReconcileRequest>()(
+  "InvalidReconcileRequest",
+  { code: Schema.Literal("INVALID_RECONCILE_REQUEST"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 400 })
+) {}
+
+/** No token, or one whose grant or consumer does not hold the phase's registry action (seed: 401). */
+export class ReconcileUnauthorized extends Schema.TaggedError<ReconcileUnauthorized>()(
+  "ReconcileUnauthorized",
+  {
+    code: Schema.Literal("STORAGE_RECONCILE_UNAUTHORIZED"),
+    action: Schema.String,
+    detail: Schema.String
+  },
+  HttpApiSchema.annotations({ status: 401 })
+) {}
+
+export const ReconcileAnswerSchema = Schema.Struct({
+  exit_code: Schema.Literal(0, 1, 2),
+  refusal: Schema.NullOr(Schema.String),
+  report: Schema.Unknown
+})
+
+/**
+ * The storage-root handoff (docs/handoff.md): query `target`, `transaction`, `phase` — exactly these, once each,
+ * non-empty; no body. GET is `phase=status` (storage-reconcile-read), POST `run|resume|rollback|finalize`
+ * (storage-reconcile-apply).
+ */
+export class StorageApi extends HttpApiGroup.make("storage")
+  .add(
+    HttpApiEndpoint.get("status", "/host/storage-root-reconcile")
+      .setHeaders(Bearer)
+      .addSuccess(ReconcileAnswerSchema)
+      .annotate(OpenApi.Description, "The transaction's report; changes nothing. Needs storage-reconcile-read.")
+  )
+  .add(
+    HttpApiEndpoint.post("apply", "/host/storage-root-reconcile")
+      .setHeaders(Bearer)
+      .addSuccess(ReconcileAnswerSchema)
+      .annotate(
+        OpenApi.Description,
+        "Starts (or attaches to) a phase: run, resume, rollback or finalize. Accepted is not completion. Needs storage-reconcile-apply."
+      )
+  )
+  .addError(InvalidReconcileRequest)
+  .addError(ReconcileUnauthorized)
+  .addError(StorageReconciliationFailed)
+  .annotate(OpenApi.Title, "Storage-root handoff") {}
+
 export class ControlPlaneApi extends HttpApi.make("controlplane")
   .add(HostHealthApi)
   .add(ObjectsApi)
   .add(FleetApi)
   .add(WorkflowsApi)
+  .add(StorageApi)
   .prefix("/api")
   .annotate(OpenApi.Title, "Keel fleet control plane")
   .annotate(OpenApi.Transform, problemOpenApi)

@@ -5,6 +5,12 @@ import { FleetProbe } from "../../actors/FleetProbe.js"
 import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
 import { Gates } from "../../services/fleet/gates/Gates.js"
 import { ActionAuthority, AuthorityUnavailable } from "../../services/fleet/grants/ActionAuthority.js"
+import {
+  type ReconcilePhase,
+  ReconcilePhases,
+  StorageReconcile,
+  StorageReconciliationFailed
+} from "../../services/fleet/handoff/StorageReconcile.js"
 import { ObjectAccess } from "../../services/fleet/objects/ObjectAccess.js"
 import { FleetHosts } from "../../services/fleet/overview/FleetHosts.js"
 import { Overview } from "../../services/fleet/overview/Overview.js"
@@ -17,7 +23,13 @@ import {
   ObjectStoreError,
   type WriteCondition
 } from "../../services/platform/objects/ObjectStore.js"
-import { ControlPlaneApi, TickInProgressProblem, WorkflowNotFound } from "./Api.js"
+import {
+  ControlPlaneApi,
+  InvalidReconcileRequest,
+  ReconcileUnauthorized,
+  TickInProgressProblem,
+  WorkflowNotFound
+} from "./Api.js"
 
 export const HostHealthLive = HttpApiBuilder.group(ControlPlaneApi, "hostHealth", (handlers) =>
   Effect.gen(function* () {
@@ -251,5 +263,72 @@ export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", 
           })
         })
       )
+  })
+)
+
+const RECONCILE_FIELDS = ["target", "transaction", "phase"] as const
+
+/**
+ * The reconcile request's rules, checked on the raw request: exactly `target`, `transaction` and `phase`, once
+ * each and non-empty; no body (a Content-Length above 0, or chunked); the method fits the phase.
+ */
+const reconcileRequest = (method: "GET" | "POST") =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const bad = (detail: string) => new InvalidReconcileRequest({ code: "INVALID_RECONCILE_REQUEST", detail })
+    const length = request.headers["content-length"]
+    if ((length !== undefined && Number(length) > 0) || request.headers["transfer-encoding"] !== undefined)
+      return yield* bad("the reconcile path takes no body")
+    const query = new URLSearchParams(request.url.includes("?") ? request.url.slice(request.url.indexOf("?") + 1) : "")
+    const seen = new Map<string, Array<string>>()
+    for (const [name, value] of query) seen.set(name, [...(seen.get(name) ?? []), value])
+    for (const name of seen.keys())
+      if (!(RECONCILE_FIELDS as ReadonlyArray<string>).includes(name))
+        return yield* bad(`unknown query field ${JSON.stringify(name).slice(0, 80)}: only target, transaction, phase`)
+    const fields: Record<string, string> = {}
+    for (const name of RECONCILE_FIELDS) {
+      const values = seen.get(name) ?? []
+      if (values.length === 0) return yield* bad(`${name} is required`)
+      if (values.length > 1) return yield* bad(`${name} is given ${values.length} times`)
+      if (values[0] === "") return yield* bad(`${name} is empty`)
+      fields[name] = values[0]!
+    }
+    const phase = fields.phase as ReconcilePhase
+    if (!(ReconcilePhases as ReadonlyArray<string>).includes(phase))
+      return yield* bad(`phase must be one of ${ReconcilePhases.join(", ")}`)
+    if (method === "GET" && phase !== "status") return yield* bad(`GET takes phase=status; ${phase} is a POST`)
+    if (method === "POST" && phase === "status") return yield* bad("phase=status is a GET")
+    return { target: fields.target!, transaction: fields.transaction!, phase }
+  })
+
+/** The storage-root handoff's endpoints: the request's rules (400), its action (401), the phase (200 or 503). */
+export const StorageLive = HttpApiBuilder.group(ControlPlaneApi, "storage", (handlers) =>
+  Effect.gen(function* () {
+    const authority = yield* ActionAuthority
+    const reconcile = yield* StorageReconcile
+    const handle = (method: "GET" | "POST", authorization: string | undefined) =>
+      Effect.gen(function* () {
+        const request = yield* reconcileRequest(method)
+        const action = method === "GET" ? "storage-reconcile-read" : "storage-reconcile-apply"
+        yield* authority.authorize(bearerToken(authorization), { action, host: request.target }).pipe(
+          Effect.catchTags({
+            VaultDenied: (e) =>
+              new ReconcileUnauthorized({ code: "STORAGE_RECONCILE_UNAUTHORIZED", action, detail: e.detail }),
+            VaultForbidden: (e) =>
+              new ReconcileUnauthorized({ code: "STORAGE_RECONCILE_UNAUTHORIZED", action, detail: e.detail }),
+            ActionNotHeld: (e) =>
+              new ReconcileUnauthorized({ code: "STORAGE_RECONCILE_UNAUTHORIZED", action, detail: e.detail }),
+            AuthorityUnavailable: (e) =>
+              new StorageReconciliationFailed({
+                code: "STORAGE_RECONCILIATION_FAILED",
+                detail: `verifier state unavailable: ${e.detail}`
+              })
+          })
+        )
+        return yield* reconcile.phase(request.target, request.transaction, request.phase)
+      })
+    return handlers
+      .handle("status", ({ headers }) => handle("GET", headers.authorization))
+      .handle("apply", ({ headers }) => handle("POST", headers.authorization))
   })
 )
