@@ -1,6 +1,6 @@
 import * as fs from "node:fs"
 import { Activity, Workflow } from "@effect/workflow"
-import { Clock, Effect, Schema } from "effect"
+import { Clock, Config, Effect, Schema } from "effect"
 import {
   type Captured,
   HandoffFiles,
@@ -49,6 +49,33 @@ export const StorageHandoffRollback = Workflow.make({
 })
 
 export const placementKey = (root: string) => `placement:${root}`
+
+/**
+ * Fault injection for the crash tests (never set in production): with KEEL_FAULT_INJECTION=1 and
+ * KEEL_HANDOFF_CRASH_AT=<step>, the process SIGKILLs itself once, right after that step did its work and before
+ * the workflow engine recorded it — the worst moment, so the step runs again on resume.
+ */
+const crashPoint = (dir: string, step: string) =>
+  Effect.gen(function* () {
+    const enabled = yield* Config.string("KEEL_FAULT_INJECTION").pipe(Config.withDefault(""))
+    const at = yield* Config.string("KEEL_HANDOFF_CRASH_AT").pipe(Config.withDefault(""))
+    if (enabled !== "1" || at !== step) return
+    const marker = `${dir}/crashed-at-${step}`
+    if (fs.existsSync(marker)) return
+    fs.mkdirSync(dir, { recursive: true })
+    fs.writeFileSync(marker, `${process.pid}\n`)
+    process.kill(process.pid, "SIGKILL")
+    yield* Effect.never
+  }).pipe(Effect.orDie)
+
+/** Fault injection (tests only): with KEEL_FAULT_INJECTION=1 and KEEL_HANDOFF_FAIL_AT=<step>, that step fails after its work. */
+const failPoint = (step: string) =>
+  Effect.gen(function* () {
+    const enabled = yield* Config.string("KEEL_FAULT_INJECTION").pipe(Config.withDefault(""))
+    const at = yield* Config.string("KEEL_HANDOFF_FAIL_AT").pipe(Config.withDefault(""))
+    if (enabled === "1" && at === step) return yield* refused("fault_injected", `a test failed ${step} on purpose`)
+  }).pipe(Effect.catchTag("ConfigError", Effect.die))
+
 const holderOf = (transaction: string) => `handoff:${transaction}`
 const LONG = "24 hours"
 
@@ -152,7 +179,11 @@ export const StorageHandoffLive = StorageHandoffRun.toLayer(
           name,
           success: Schema.Unknown,
           error: HandoffRefused,
-          execute: Effect.tap(execute, () => record(name))
+          execute: execute.pipe(
+            Effect.tap(() => failPoint(name)),
+            Effect.tap(() => record(name)),
+            Effect.tap(() => crashPoint(files.dir, name))
+          )
         })
         return result as A
       })
@@ -206,7 +237,9 @@ export const StorageHandoffLive = StorageHandoffRun.toLayer(
           yield* record("drain", { state: "refused", refusal: "drain_timeout", detail: drained.left.detail })
           return yield* refused("drain_timeout", drained.left.detail)
         }
-        const ids = yield* queue.cancelQueuedOn(payload.target, "handoff_cancelled", payload.transaction)
+        yield* queue.cancelQueuedOn(payload.target, "handoff_cancelled", payload.transaction)
+        // Every job this transaction cancelled, also by an attempt that died before it was recorded.
+        const ids = (yield* queue.cancelledBy(payload.transaction)).map((job) => job.id)
         yield* record("drain", { cancelled_jobs: ids })
         return ids
       })
@@ -318,19 +351,23 @@ export const StorageHandoffRollbackLive = StorageHandoffRollback.toLayer(
         `${payload.transaction} passed its data-commit boundary: Resume completes it, nothing rolls it back`
       )
     const captured = files.captured()
-    const steps: Array<{ step: string; at: string }> = []
+    /** Records a rollback step in the receipt once (a step run again after a crash is not listed twice). */
     const mark = (step: string) =>
       Effect.gen(function* () {
-        steps.push({ step, at: new Date(yield* Clock.currentTimeMillis).toISOString() })
         const before = files.receipt()
-        if (before !== null) files.writeReceipt({ ...before, phase: "rollback", steps: [...before.steps, ...steps] })
+        if (before === null || before.steps.some((s) => s.step === step)) return
+        const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+        files.writeReceipt({ ...before, phase: "rollback", steps: [...before.steps, { step, at }] })
       })
     const step = (name: string, execute: Effect.Effect<unknown, HandoffRefused>) =>
       Activity.make({
         name,
         success: Schema.Unknown,
         error: HandoffRefused,
-        execute: Effect.tap(execute, () => mark(name))
+        execute: execute.pipe(
+          Effect.tap(() => mark(name)),
+          Effect.tap(() => crashPoint(files.dir, name))
+        )
       })
 
     yield* step(

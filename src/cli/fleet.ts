@@ -12,21 +12,28 @@ import { CommandFailed, ExitWith, emit, json } from "./Output.js"
  * local server, http://127.0.0.1:KEEL_HTTP_PORT); the credential is the grant file KEEL_GRANT_FILE, exchanged
  * at the vault (KEEL_VAULT_URL, default the control plane) for a short-lived token.
  */
+/** The control plane's URL and a short-lived token exchanged for the grant in KEEL_GRANT_FILE. */
+export const controlPlaneAccess = (needs: string) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const url = Option.getOrElse(
+      yield* Config.option(Config.string("KEEL_CONTROL_PLANE_URL")),
+      () => `http://127.0.0.1:${config.httpPort}`
+    )
+    const vaultUrl = Option.getOrElse(yield* Config.option(Config.string("KEEL_VAULT_URL")), () => url)
+    const grantFile = yield* Config.option(Config.string("KEEL_GRANT_FILE"))
+    if (Option.isNone(grantFile))
+      return yield* new CommandFailed({
+        detail: `KEEL_GRANT_FILE is not set: a grant credential file holding ${needs}`
+      })
+    const token = yield* vaultTokenFromGrantFile(vaultUrl, grantFile.value).pipe(
+      Effect.mapError((error) => new CommandFailed({ detail: `${error.code}: ${error.detail}` }))
+    )
+    return { url, token }
+  }).pipe(Effect.provide(FetchHttpClient.layer))
+
 export const controlPlane = Effect.gen(function* () {
-  const config = yield* AppConfig
-  const url = Option.getOrElse(
-    yield* Config.option(Config.string("KEEL_CONTROL_PLANE_URL")),
-    () => `http://127.0.0.1:${config.httpPort}`
-  )
-  const vaultUrl = Option.getOrElse(yield* Config.option(Config.string("KEEL_VAULT_URL")), () => url)
-  const grantFile = yield* Config.option(Config.string("KEEL_GRANT_FILE"))
-  if (Option.isNone(grantFile))
-    return yield* new CommandFailed({
-      detail: "KEEL_GRANT_FILE is not set: a grant credential file holding fleet-read"
-    })
-  const token = yield* vaultTokenFromGrantFile(vaultUrl, grantFile.value).pipe(
-    Effect.mapError((error) => new CommandFailed({ detail: `${error.code}: ${error.detail}` }))
-  )
+  const { token, url } = yield* controlPlaneAccess("fleet-read")
   return yield* controlPlaneClient({
     baseUrl: url,
     transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(token))

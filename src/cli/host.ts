@@ -17,6 +17,7 @@ import { ServiceManagerLive } from "../services/fleet/units/ServiceManagerLive.j
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { writeFileAtomically } from "../services/platform/Files.js"
 import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
+import { storageRootReconcile } from "./handoff.js"
 import { CommandFailed, ExitWith, emit, json, table } from "./Output.js"
 
 const hostOption = Options.text("host").pipe(
@@ -360,7 +361,8 @@ export const host = Command.make("host").pipe(
     exec.pipe(Command.provide(HostOpsLive)),
     health.pipe(Command.provide(HostOpsLive)),
     inventory.pipe(Command.provide(HostOpsLive)),
-    gates.pipe(Command.provide(HostOpsLive))
+    gates.pipe(Command.provide(HostOpsLive)),
+    storageRootReconcile.pipe(Command.provide(AppConfig.Default))
   ])
 )
 // Options are named --routing-file, not --env-file: Node 20 scans the whole argv for --env-file.

@@ -99,7 +99,12 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
               "transaction_in_progress",
               lock.left._tag === "LeaseHeld" ? `transaction ${lock.left.holder} is open on ${target}` : lock.left.detail
             )
-          if (receipt?.state === "running") return answer(receipt) // under way: attached
+          if (receipt?.state === "running") {
+            // Under way, or interrupted (a killed process): the engine resumes it from its recorded steps.
+            if (phase === "resume" && receipt.execution_id !== null)
+              yield* StorageHandoffRun.resume(receipt.execution_id)
+            return answer(receipt)
+          }
           if (receipt?.state === "activated_pending_lifecycle") return answer(receipt) // the run ended: Finalize is next
           const attempt = receipt === null ? 1 : receipt.attempt + (receipt.state === "failed" ? 1 : 0)
           // The execution id is known before the execution starts (it derives from the idempotency key): the
@@ -140,6 +145,7 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
               receipt
             )
           if (receipt.state === "rolled_back") return answer(receipt)
+          if (receipt.state === "running" && receipt.phase === "rollback") return answer(receipt) // under way: attached
           if (receipt.state === "running" && receipt.phase === "run")
             return refuse("phase_in_progress", `${transaction}'s run is under way: roll back once it stops`, receipt)
           const attempt = receipt.phase === "rollback" ? receipt.attempt + 1 : 1
