@@ -12,6 +12,7 @@ import {
   makeMemoryServiceManager,
   manifestOf,
   manifestsEqual,
+  ObjectGateway,
   planUnion,
   STORAGE_FENCE_KEY,
   StorageHandoffRollback,
@@ -70,7 +71,17 @@ const host = (serving: "a" | "b") => {
             drain_timeout_seconds: 5
           }
         },
-        { name: "other", os: "linux", channel: "local" }
+        { name: "other", os: "linux", channel: "local" },
+        {
+          name: "far",
+          os: "linux",
+          channel: { ssh: { host: "far.internal", user: "keel", identity_item: "fleet-ssh#private_key" } },
+          storage: {
+            roots: { a: "/srv/a", b: "/srv/b" },
+            route_file: "/srv/route",
+            runtime: { kind: "symlink", path: "/srv/current" }
+          }
+        }
       ]
     })
   )
@@ -199,6 +210,12 @@ describe("Rollback before the data-commit boundary", () => {
           Option.isSome(yield* (yield* Leases).get(STORAGE_FENCE_KEY)),
           "the open transaction keeps the fence"
         )
+        const write = yield* Effect.flip((yield* ObjectGateway).putJson("state/during-handoff.json", { x: 1 }))
+        assert.deepInclude(
+          write,
+          { _tag: "StorageFenced", holder: "handoff:t-fail" },
+          "writers are refused under the fence"
+        )
         assert.deepStrictEqual(yield* queue.targetPause("box"), { set: true, paused: true })
 
         const receipt = (yield* StorageHandoffRollback.execute({
@@ -243,6 +260,9 @@ describe("the phases (what the reconcile endpoints run)", () => {
         assert.deepInclude(yield* Effect.flip(reconcile.phase("box", "t1", "status")), {
           code: "STORAGE_RECONCILIATION_FAILED"
         })
+        // The target-resident worker for hosts reached over ssh is not built: refused, nothing started.
+        assert.deepInclude(yield* reconcile.phase("far", "t-far", "run"), { exit_code: 2, refusal: "target_not_local" })
+        const waiting = yield* (yield* JobQueue).submit({ kind: "command", target: "box", argv: ["true"] })
         const accepted = yield* reconcile.phase("box", "t1", "run")
         assert.strictEqual(accepted.exit_code, 0)
         assert.deepInclude(accepted.report as object, { transaction: "t1", attempt: 1 })
@@ -267,6 +287,19 @@ describe("the phases (what the reconcile endpoints run)", () => {
         assert.strictEqual(report.state, "complete")
         assert.isTrue(report.finalize.ok)
         assert.strictEqual(report.finalize.checks.route.actual, h.a)
+        const outcomes = (
+          final.report as {
+            finalize: { retained_outcomes: { cancelled_jobs: Array<object>; retained: Array<string> } }
+          }
+        ).finalize.retained_outcomes
+        assert.deepStrictEqual(outcomes.cancelled_jobs, [
+          { id: waiting.id, state: "cancelled", cancel_reason: "handoff_cancelled", transaction: "t1" }
+        ])
+        assert.includeMembers(
+          outcomes.retained,
+          ["objects/a-only.json"],
+          "A-only records newly authoritative (B served)"
+        )
         // A later Status proves it; the target is free for another transaction.
         assert.strictEqual(
           ((yield* reconcile.phase("box", "t1", "status")).report as { state: string }).state,

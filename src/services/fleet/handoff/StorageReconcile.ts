@@ -82,6 +82,13 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
         if (declared === undefined) return refuse("unknown_target", `${target} is not a target of the registry`)
         if (declared.storage === undefined)
           return refuse("storage_undeclared", `${target} declares no storage in the registry`)
+        // The target-resident worker (a detached `ctl` on the target through its channel) is not built yet: the
+        // handoff runs in this process's workflow engine, on this host's files, so only a local target is served.
+        if (declared.channel !== "local")
+          return refuse(
+            "target_not_local",
+            `${target} is reached over ssh: a handoff runs only on the control plane's own host for now (docs/handoff.md)`
+          )
         const storage = declared.storage
         const now = new Date(yield* Clock.currentTimeMillis).toISOString()
 
