@@ -317,6 +317,31 @@ describe("the phases (what the reconcile endpoints run)", () => {
   )
 
   it.live(
+    "a drain that outlasts its bound is refused with the queue restored; Resume runs it again once the job ended",
+    () => {
+      const h = host("b")
+      return Effect.gen(function* () {
+        const queue = yield* JobQueue
+        const reconcile = yield* StorageReconcile
+        const busy = yield* queue.submit({ kind: "command", target: "box", argv: ["sleep", "60"] })
+        yield* queue.claim("worker-1", 600_000)
+        yield* reconcile.phase("box", "t-busy", "run")
+        const refused = yield* settled("t-busy")
+        assert.deepInclude(refused, { exit_code: 2, refusal: "drain_timeout" })
+        assert.deepStrictEqual(yield* queue.targetPause("box"), { set: false }, "the queue as captured")
+        assert.isTrue(Option.isNone(yield* (yield* Leases).get(STORAGE_FENCE_KEY)), "the fence was never taken")
+        yield* queue.complete(busy.id, "worker-1", { exitCode: 0 })
+        const resumed = yield* reconcile.phase("box", "t-busy", "resume")
+        assert.deepInclude(resumed.report as object, { attempt: 2 })
+        assert.strictEqual(
+          ((yield* settled("t-busy")).report as { state: string }).state,
+          "activated_pending_lifecycle"
+        )
+      }).pipe(Effect.provide(h.layer))
+    }
+  )
+
+  it.live(
     "a failed Run is reported failed (exit 1) and rolled back by the Rollback phase, which frees the target",
     () => {
       const h = host("a")

@@ -63,7 +63,7 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
       })
 
     const answer = (receipt: HandoffReceipt | null, exit: 0 | 1 = 0): ReconcileAnswer => ({
-      exit_code: receipt?.state === "failed" ? 1 : exit,
+      exit_code: receipt?.state === "failed" ? 1 : receipt?.state === "refused" ? 2 : exit,
       refusal: receipt?.state === "refused" || receipt?.state === "failed" ? receipt.refusal : null,
       report: receipt
     })
@@ -113,7 +113,8 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
             return answer(receipt)
           }
           if (receipt?.state === "activated_pending_lifecycle") return answer(receipt) // the run ended: Finalize is next
-          const attempt = receipt === null ? 1 : receipt.attempt + (receipt.state === "failed" ? 1 : 0)
+          const ended = receipt?.state === "failed" || receipt?.state === "refused"
+          const attempt = receipt === null ? 1 : receipt.attempt + (ended ? 1 : 0)
           // The execution id is known before the execution starts (it derives from the idempotency key): the
           // receipt names it before the workflow can write anything, so no write of ours races the workflow's.
           const executionId = yield* StorageHandoffRun.executionId({ target, transaction, attempt })
