@@ -6,6 +6,7 @@ import {
   HandoffFiles,
   type HandoffReceipt,
   handoffDir,
+  runtimeValue,
   transactionLeaseKey
 } from "../services/fleet/handoff/HandoffFiles.js"
 import { manifestOf, manifestsEqual } from "../services/fleet/handoff/TreeManifest.js"
@@ -92,16 +93,6 @@ const storageOf = (target: string) =>
       return yield* refused("storage_undeclared", `${target} declares no storage in the registry`)
     return { target: found as Target, storage: found.storage }
   })
-
-const runtimeValue = (runtime: { kind: "symlink" | "config_file"; path: string }) => {
-  try {
-    return runtime.kind === "symlink"
-      ? fs.readlinkSync(runtime.path)
-      : (fs.readFileSync(runtime.path, "utf8").split("\n")[0]?.trim() ?? null)
-  } catch {
-    return null
-  }
-}
 
 /** Points the runtime at `root` atomically (a staged symlink or file renamed over it); null removes it. */
 const setRuntime = (runtime: { kind: "symlink" | "config_file"; path: string }, root: string | null) => {

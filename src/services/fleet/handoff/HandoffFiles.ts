@@ -52,6 +52,17 @@ export interface HandoffReceipt {
 /** The lease that makes one transaction per target at a time: held by the open transaction until it ends. */
 export const transactionLeaseKey = (target: string) => `handoff:${target}`
 
+/** What the declared runtime points at now: a symlink's target, a config file's first line; null when absent. */
+export const runtimeValue = (runtime: { kind: "symlink" | "config_file"; path: string }) => {
+  try {
+    return runtime.kind === "symlink"
+      ? fs.readlinkSync(runtime.path)
+      : (fs.readFileSync(runtime.path, "utf8").split("\n")[0]?.trim() ?? null)
+  } catch {
+    return null
+  }
+}
+
 export const handoffDir = (dataDir: string, transaction: string) => path.join(dataDir, "handoff", transaction)
 
 const writeJson = (file: string, value: unknown) => {

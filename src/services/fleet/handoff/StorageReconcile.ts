@@ -1,4 +1,3 @@
-import * as fs from "node:fs"
 import { HttpApiSchema } from "@effect/platform"
 import { Clock, Effect, Schema } from "effect"
 import { StorageHandoffRollback, StorageHandoffRun } from "../../../actors/StorageHandoff.js"
@@ -8,7 +7,7 @@ import { readRoute } from "../../platform/objects/RoutedFsObjectStore.js"
 import { JobQueue } from "../jobs/JobQueue.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import { ServiceManager } from "../units/ServiceManager.js"
-import { HandoffFiles, type HandoffReceipt, handoffDir, transactionLeaseKey } from "./HandoffFiles.js"
+import { HandoffFiles, type HandoffReceipt, handoffDir, runtimeValue, transactionLeaseKey } from "./HandoffFiles.js"
 import { diffManifests, manifestOf } from "./TreeManifest.js"
 
 export const ReconcilePhases = ["status", "run", "resume", "rollback", "finalize"] as const
@@ -182,15 +181,7 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
             ? { missing: ["(no checkpoint)"], unexpected: [], changed: [] }
             : diffManifests(saved.plan.expected, yield* Effect.promise(() => manifestOf(storage.roots.a)))
         const route = yield* Effect.try(() => readRoute(storage.route_file)).pipe(Effect.orElseSucceed(() => null))
-        const runtime = yield* Effect.sync(() => {
-          try {
-            return storage.runtime.kind === "symlink"
-              ? fs.readlinkSync(storage.runtime.path)
-              : (fs.readFileSync(storage.runtime.path, "utf8").split("\n")[0]?.trim() ?? null)
-          } catch {
-            return null
-          }
-        })
+        const runtime = runtimeValue(storage.runtime)
         const writers = yield* Effect.forEach(receipt.captured?.writers.filter((w) => w.active) ?? [], (w) =>
           Effect.map(manager.inspect({ name: w.name, unit: w.unit }), (state) => ({
             name: w.name,
