@@ -1,6 +1,7 @@
 import * as fs from "node:fs"
-import { Activity, Workflow } from "@effect/workflow"
-import { Clock, Config, Effect, Schema } from "effect"
+import { Activity, Workflow, WorkflowEngine } from "@effect/workflow"
+import { Clock, Config, Effect, Layer, Schema } from "effect"
+import { HandoffEngine, type HandoffKind } from "../services/fleet/handoff/HandoffEngine.js"
 import {
   type Captured,
   HandoffFiles,
@@ -9,9 +10,9 @@ import {
   runtimeValue,
   transactionLeaseKey
 } from "../services/fleet/handoff/HandoffFiles.js"
+import { HandoffQueue } from "../services/fleet/handoff/HandoffQueue.js"
 import { manifestOf, manifestsEqual } from "../services/fleet/handoff/TreeManifest.js"
 import { applyUnion, checkpoint, planUnion, rollbackUnion } from "../services/fleet/handoff/TreeUnion.js"
-import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import type { Target } from "../services/fleet/registry/Schema.js"
 import { ServiceManager } from "../services/fleet/units/ServiceManager.js"
@@ -129,7 +130,7 @@ const recordFailure =
 export const StorageHandoffLive = StorageHandoffRun.toLayer(
   Effect.fn(function* (payload) {
     const config = yield* AppConfig
-    const queue = yield* JobQueue
+    const queue = yield* HandoffQueue
     const leases = yield* Leases
     const manager = yield* ServiceManager
     const files = HandoffFiles(handoffDir(config.dataDir, payload.transaction))
@@ -194,7 +195,9 @@ export const StorageHandoffLive = StorageHandoffRun.toLayer(
           }))
         )
         const value: Captured = {
-          queue: yield* queue.targetPause(payload.target),
+          queue: yield* queue
+            .pause(payload.target)
+            .pipe(Effect.mapError((e) => refused("queue_unavailable", e.detail))),
           writers: states,
           route: yield* io("route_unreadable", () => readRoute(storage.route_file)),
           runtime: runtimeValue(storage.runtime)
@@ -218,19 +221,21 @@ export const StorageHandoffLive = StorageHandoffRun.toLayer(
       "drain",
       Effect.gen(function* () {
         const drained = yield* queue
-          .drainTarget(payload.target, storage.drain_timeout_seconds * 1000)
+          .drain(payload.target, payload.transaction, storage.drain_timeout_seconds * 1000)
           .pipe(Effect.either)
         if (drained._tag === "Left") {
+          if (drained.left._tag === "HandoffQueueUnavailable")
+            return yield* refused("queue_unavailable", drained.left.detail)
           // Compensate: the queue as captured, the placements released; nothing else has changed yet.
-          yield* queue.setTargetPause(payload.target, captured.queue)
+          yield* queue
+            .setPause(payload.target, captured.queue)
+            .pipe(Effect.mapError((e) => refused("queue_unavailable", e.detail)))
           for (const root of [storage.roots.a, storage.roots.b])
             yield* leases.release(placementKey(root), holder).pipe(Effect.ignore)
           yield* record("drain", { state: "refused", refusal: "drain_timeout", detail: drained.left.detail })
           return yield* refused("drain_timeout", drained.left.detail)
         }
-        yield* queue.cancelQueuedOn(payload.target, "handoff_cancelled", payload.transaction)
-        // Every job this transaction cancelled, also by an attempt that died before it was recorded.
-        const ids = (yield* queue.cancelledBy(payload.transaction)).map((job) => job.id)
+        const ids = drained.right
         yield* record("drain", { cancelled_jobs: ids })
         return ids
       })
@@ -308,7 +313,9 @@ export const StorageHandoffLive = StorageHandoffRun.toLayer(
           yield* manager
             .start({ name: w.name, unit: w.unit })
             .pipe(Effect.mapError((e) => refused("writer_start_failed", `${w.name}: ${e.detail}`)))
-        yield* queue.setTargetPause(payload.target, captured.queue)
+        yield* queue
+          .setPause(payload.target, captured.queue)
+          .pipe(Effect.mapError((e) => refused("queue_unavailable", e.detail)))
       })
     )
 
@@ -330,7 +337,7 @@ export const StorageHandoffLive = StorageHandoffRun.toLayer(
 export const StorageHandoffRollbackLive = StorageHandoffRollback.toLayer(
   Effect.fn(function* (payload) {
     const config = yield* AppConfig
-    const queue = yield* JobQueue
+    const queue = yield* HandoffQueue
     const leases = yield* Leases
     const manager = yield* ServiceManager
     const files = HandoffFiles(handoffDir(config.dataDir, payload.transaction))
@@ -386,7 +393,11 @@ export const StorageHandoffRollbackLive = StorageHandoffRollback.toLayer(
     )
     yield* step(
       "rollback_queue",
-      captured === null ? Effect.void : queue.setTargetPause(payload.target, captured.queue)
+      captured === null
+        ? Effect.void
+        : queue
+            .setPause(payload.target, captured.queue)
+            .pipe(Effect.mapError((e) => refused("queue_unavailable", e.detail)))
     )
     yield* step(
       "rollback_release",
@@ -407,3 +418,35 @@ export const StorageHandoffRollbackLive = StorageHandoffRollback.toLayer(
 /** Where a receipt lives for `transaction` (Status reads it; it changes nothing). */
 export const handoffReceipt = (dataDir: string, transaction: string) =>
   HandoffFiles(handoffDir(dataDir, transaction)).receipt()
+
+const workflowOf = (kind: HandoffKind) => (kind === "run" ? StorageHandoffRun : StorageHandoffRollback)
+
+/** The control plane's own engine runs a local target's phases (its database is that target's SQL storage). */
+export const HandoffEngineInProcess = Layer.effect(
+  HandoffEngine,
+  Effect.gen(function* () {
+    const engine = yield* WorkflowEngine.WorkflowEngine
+    return {
+      start: (kind, payload) =>
+        workflowOf(kind)
+          .execute(payload, { discard: true })
+          .pipe(Effect.asVoid, Effect.provideService(WorkflowEngine.WorkflowEngine, engine)),
+      resume: (kind, _payload, executionId) =>
+        workflowOf(kind).resume(executionId).pipe(Effect.provideService(WorkflowEngine.WorkflowEngine, engine))
+    }
+  })
+)
+
+/**
+ * What a target-resident worker does: the phase its receipt names (run or rollback, at its attempt), to the end,
+ * on this process's engine; a killed worker's execution is picked up from its recorded steps by the next one.
+ */
+export const runRecordedPhase = (dataDir: string, target: string, transaction: string) =>
+  Effect.gen(function* () {
+    const receipt = handoffReceipt(dataDir, transaction)
+    if (receipt === null || receipt.target !== target) return null
+    if (receipt.phase !== "run" && receipt.phase !== "rollback") return receipt
+    // A failed phase recorded its failure in the receipt: the receipt is the outcome either way.
+    yield* workflowOf(receipt.phase).execute({ target, transaction, attempt: receipt.attempt }).pipe(Effect.ignore)
+    return handoffReceipt(dataDir, transaction)
+  })

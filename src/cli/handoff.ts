@@ -1,9 +1,14 @@
 import { Args, Command, Options } from "@effect/cli"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Console, Effect } from "effect"
-import { ReconcilePhases } from "../services/fleet/handoff/StorageReconcile.js"
+import { runRecordedPhase } from "../actors/StorageHandoff.js"
+import { HandoffHereLive, HandoffWorkerLive } from "../layers/Handoff.js"
+import { claimWorker, releaseWorker } from "../services/fleet/handoff/HandoffEngine.js"
+import { handoffDir } from "../services/fleet/handoff/HandoffFiles.js"
+import { type ReconcilePhase, ReconcilePhases, StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
+import { AppConfig } from "../services/platform/AppConfig.js"
 import { controlPlaneAccess } from "./fleet.js"
-import { CommandFailed, ExitWith, json } from "./Output.js"
+import { CommandFailed, ExitWith, failWith, json } from "./Output.js"
 
 interface Answer {
   readonly exit_code: number
@@ -24,6 +29,39 @@ const stepView = (target: string, transaction: string, phase: string, answer: An
     ...(answer.report?.detail ? [`  ${answer.report.detail}`] : [])
   ].join("\n")
 
+/** Prints an answer (JSON, or the step view) and ends with its exit_code. */
+const show = (asJson: boolean, target: string, transaction: string, phase: string, answer: Answer) =>
+  Effect.gen(function* () {
+    yield* Console.log(asJson ? JSON.stringify(answer, null, 2) : stepView(target, transaction, phase, answer))
+    if (answer.exit_code !== 0) return yield* new ExitWith({ code: answer.exit_code })
+  })
+
+/** `--here`: the phase on this host (how the control plane reaches a target through its channel). */
+const onThisHost = (asJson: boolean, target: string, transaction: string, phase: ReconcilePhase) =>
+  Effect.gen(function* () {
+    const answer = yield* (yield* StorageReconcile)
+      .onThisHost(target, transaction, phase)
+      .pipe(Effect.catchTag("StorageReconciliationFailed", failWith(asJson)))
+    yield* show(asJson, target, transaction, phase, answer as Answer)
+  }).pipe(Effect.provide(HandoffHereLive))
+
+/**
+ * `--here --worker`: the detached worker a phase started on this host. It runs the phase the receipt records (Run
+ * or Rollback, at its attempt) to its end on the host's own engine, then exits; a second worker for the same
+ * transaction leaves at once.
+ */
+const worker = (target: string, transaction: string) =>
+  Effect.gen(function* () {
+    const dir = handoffDir((yield* AppConfig).dataDir, transaction)
+    if (!claimWorker(dir)) return yield* Console.log(`${transaction}: a worker is on it already`)
+    yield* Effect.gen(function* () {
+      const receipt = yield* runRecordedPhase((yield* AppConfig).dataDir, target, transaction)
+      yield* Console.log(
+        `${new Date().toISOString()} ${transaction}: ${receipt?.phase ?? "-"} ${receipt?.state ?? "no receipt"}`
+      )
+    }).pipe(Effect.ensuring(Effect.sync(() => releaseWorker(dir))), Effect.provide(HandoffWorkerLive))
+  })
+
 /**
  * `ctl host storage-root-reconcile TARGET --transaction ID --phase PHASE [--json]`: a client of the control plane
  * (GET for status, POST for the others; the grant in KEEL_GRANT_FILE holds storage-reconcile-read or -apply for
@@ -38,10 +76,19 @@ export const storageRootReconcile = Command.make(
     phase: Options.choice("phase", ReconcilePhases).pipe(
       Options.withDescription("status (GET), or run, resume, rollback, finalize (POST)")
     ),
+    here: Options.boolean("here").pipe(
+      Options.withDescription("Do the phase on this host, the target (how the control plane reaches a target)")
+    ),
+    worker: Options.boolean("worker").pipe(
+      Options.withDescription("With --here: be the detached worker that runs the recorded phase (started by --here)")
+    ),
     json
   },
-  ({ json, phase, target, transaction }) =>
+  ({ here, json, phase, target, transaction, worker: asWorker }) =>
     Effect.gen(function* () {
+      if (asWorker && !here) return yield* new CommandFailed({ detail: "--worker goes with --here" })
+      if (asWorker) return yield* worker(target, transaction)
+      if (here) return yield* onThisHost(json, target, transaction, phase)
       const access = yield* controlPlaneAccess(
         phase === "status" ? "storage-reconcile-read" : "storage-reconcile-apply"
       )
@@ -61,7 +108,6 @@ export const storageRootReconcile = Command.make(
         if (json) yield* Console.log(JSON.stringify({ error: { code: body.code, detail: body.detail } }))
         return yield* new CommandFailed({ detail: `${body.code ?? response.status}: ${body.detail ?? ""}` })
       }
-      yield* Console.log(json ? JSON.stringify(body, null, 2) : stepView(target, transaction, phase, body))
-      if (body.exit_code !== 0) return yield* new ExitWith({ code: body.exit_code })
+      yield* show(json, target, transaction, phase, body)
     }).pipe(Effect.scoped, Effect.provide(FetchHttpClient.layer))
 ).pipe(Command.withDescription("A storage-root handoff phase on a target, through the control plane"))

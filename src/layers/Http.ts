@@ -17,7 +17,14 @@ import { bodyLimitMiddleware } from "../http/BodyLimit.js"
 import { installClientErrorAnswer } from "../http/ClientError.js"
 import { CORS_ROUTES, type CorsOrigins, corsMiddleware, corsOriginsFromConfig } from "../http/Cors.js"
 import { ControlPlaneApi } from "../http/controlplane/Api.js"
-import { FleetLive, HostHealthLive, ObjectsLive, StorageLive, WorkflowsLive } from "../http/controlplane/Http.js"
+import {
+  FleetLive,
+  HandoffQueueLive,
+  HostHealthLive,
+  ObjectsLive,
+  StorageLive,
+  WorkflowsLive
+} from "../http/controlplane/Http.js"
 import { GroundTruthApi } from "../http/groundtruth/Api.js"
 import {
   GroundTruthAskLive,
@@ -75,7 +82,7 @@ export const SurfaceRoutes = {
   ),
   controlplane: Layer.mergeAll(
     HttpLayerRouter.addHttpApi(ControlPlaneApi, { openapiPath: openApiPath("controlplane") }).pipe(
-      Layer.provide([HostHealthLive, ObjectsLive, FleetLive, WorkflowsLive, StorageLive])
+      Layer.provide([HostHealthLive, ObjectsLive, FleetLive, WorkflowsLive, StorageLive, HandoffQueueLive])
     ),
     docs("controlplane")
   ),

@@ -1,11 +1,12 @@
 import { ClusterWorkflowEngine } from "@effect/cluster"
 import { Layer } from "effect"
 import { FleetProbeLive } from "../actors/FleetProbe.js"
-import { StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
+import { HandoffEngineInProcess, StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
 import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
 import { ActionAuthority } from "../services/fleet/grants/ActionAuthority.js"
 import { GrantIssuer } from "../services/fleet/grants/GrantIssuer.js"
+import { HandoffQueueLocal } from "../services/fleet/handoff/HandoffQueue.js"
 import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
 import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
 import { ObjectAccess } from "../services/fleet/objects/ObjectAccess.js"
@@ -138,5 +139,5 @@ export const WorkflowsLive = Layer.mergeAll(
   FleetProbeLive,
   StorageHandoffLive,
   StorageHandoffRollbackLive,
-  StorageReconcile.Default
-).pipe(Layer.provideMerge(ClusterWorkflowEngine.layer))
+  StorageReconcile.Default.pipe(Layer.provide(HandoffEngineInProcess))
+).pipe(Layer.provideMerge(HandoffQueueLocal), Layer.provideMerge(ClusterWorkflowEngine.layer))

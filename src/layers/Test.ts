@@ -3,7 +3,8 @@ import { ClusterWorkflowEngine } from "@effect/cluster"
 import { Duration, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
-import { StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
+import { HandoffEngineInProcess, StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
+import { HandoffQueueLocal } from "../services/fleet/handoff/HandoffQueue.js"
 import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { MemoryAlerts, makeMemoryAlerts } from "../services/fleet/reconciler/Alerts.js"
@@ -125,9 +126,16 @@ export const HandoffTest = (
   overrides: Partial<AppSettings> = {},
   services: ReturnType<typeof makeMemoryServiceManager> = makeMemoryServiceManager()
 ) =>
-  Layer.mergeAll(StorageHandoffLive, StorageHandoffRollbackLive, StorageReconcile.Default).pipe(
+  Layer.mergeAll(
+    StorageHandoffLive,
+    StorageHandoffRollbackLive,
+    StorageReconcile.Default.pipe(Layer.provide(HandoffEngineInProcess))
+  ).pipe(
+    Layer.provideMerge(HandoffQueueLocal),
     Layer.provideMerge(ClusterWorkflowEngine.layer),
     Layer.provideMerge(ClusterTest),
+    Layer.provideMerge(RemoteCtl.Default),
+    Layer.provideMerge(HostChannelLive),
     Layer.provideMerge(MemoryServiceManager(services)),
     Layer.provideMerge(ServicesTest(overrides))
   )

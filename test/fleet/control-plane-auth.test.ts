@@ -196,6 +196,44 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
           denied: "STORAGE_RECONCILE_UNAUTHORIZED"
         },
         {
+          route: "/api/fleet/queue/targets/{target}/pause",
+          method: "GET",
+          url: "/api/fleet/queue/targets/forge-1/pause",
+          consumer: "handoff-forge-1",
+          action: "storage-queue",
+          host: "forge-1",
+          ok: 200
+        },
+        {
+          route: "/api/fleet/queue/targets/{target}/pause",
+          method: "PUT",
+          url: "/api/fleet/queue/targets/forge-1/pause",
+          body: '{"set":false}',
+          consumer: "handoff-forge-1",
+          action: "storage-queue",
+          host: "forge-1",
+          ok: 200
+        },
+        {
+          route: "/api/fleet/queue/targets/{target}/drain",
+          method: "POST",
+          url: "/api/fleet/queue/targets/forge-1/drain",
+          body: '{"transaction":"auth-t","timeout_seconds":0}',
+          consumer: "handoff-forge-1",
+          action: "storage-queue",
+          host: "forge-1",
+          ok: 200
+        },
+        {
+          route: "/api/fleet/queue/targets/{target}/cancelled",
+          method: "GET",
+          url: "/api/fleet/queue/targets/forge-1/cancelled?transaction=auth-t",
+          consumer: "handoff-forge-1",
+          action: "storage-queue",
+          host: "forge-1",
+          ok: 200
+        },
+        {
           route: "/api/workflows/fleet-probe",
           method: "POST",
           url: "/api/workflows/fleet-probe",

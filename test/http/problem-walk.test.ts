@@ -16,6 +16,7 @@ import {
   FleetRegistry,
   Health,
   HostHealth,
+  JobQueue,
   Leases,
   ObjectAccess,
   ObjectGateway,
@@ -499,6 +500,37 @@ layer(
         503,
         "STORAGE_RECONCILIATION_FAILED"
       )
+
+      // The handoff worker's queue: a target without storage; a drain whose running job outlasts its bound.
+      const queueRoute = (tail: string) => `/api/fleet/queue/targets/{target}/${tail}`
+      const worker = (yield* tokenFor({ actions: ["storage-queue"], consumer: "handoff-forge-1", hosts: ["forge-2"] }))
+        .token
+      yield* expectProblem(
+        "controlplane",
+        queueRoute("pause"),
+        { method: "GET", url: "/api/fleet/queue/targets/forge-2/pause", headers: bearer(worker) },
+        404,
+        "STORAGE_UNDECLARED"
+      )
+      const jobs = yield* JobQueue
+      yield* jobs.submit({ kind: "command", target: "forge-1", argv: ["true"] })
+      yield* jobs.claim("walker", 60_000)
+      const drainer = (yield* tokenFor({ actions: ["storage-queue"], consumer: "handoff-forge-1", hosts: ["forge-1"] }))
+        .token
+      const timedOut = yield* expectProblem(
+        "controlplane",
+        queueRoute("drain"),
+        {
+          method: "POST",
+          url: "/api/fleet/queue/targets/forge-1/drain",
+          headers: { ...bearer(drainer), "content-type": "application/json" },
+          body: '{"transaction":"walk","timeout_seconds":0}'
+        },
+        409,
+        "QUEUE_DRAIN_TIMED_OUT"
+      )
+      assert.strictEqual(timedOut.body.running.length, 1)
+      yield* jobs.setTargetPause("forge-1", { set: false })
 
       // The reconciler: another process's tick holds the fleet-wide lease.
       yield* (yield* Leases).acquire("autonomy:tick", "another-server", "1 minute")

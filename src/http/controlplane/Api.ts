@@ -335,12 +335,113 @@ export class StorageApi extends HttpApiGroup.make("storage")
   .addError(StorageReconciliationFailed)
   .annotate(OpenApi.Title, "Storage-root handoff") {}
 
+/** A target's running jobs outlasted the drain's bounded wait (the target's pause stays: the caller restores it). */
+export class QueueDrainTimedOutProblem extends Schema.TaggedError<QueueDrainTimedOutProblem>()(
+  "QueueDrainTimedOutProblem",
+  {
+    code: Schema.Literal("QUEUE_DRAIN_TIMED_OUT"),
+    target: Schema.String,
+    running: Schema.Array(Schema.String),
+    detail: Schema.String
+  },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
+/** The target is not in the registry, or declares no `storage`: it has no handoff and so no handoff queue. */
+export class StorageUndeclaredProblem extends Schema.TaggedError<StorageUndeclaredProblem>()(
+  "StorageUndeclaredProblem",
+  { code: Schema.Literal("STORAGE_UNDECLARED"), target: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}
+
+export const TargetPauseSchema = Schema.Union(
+  Schema.Struct({ set: Schema.Literal(false) }),
+  Schema.Struct({ set: Schema.Literal(true), paused: Schema.Boolean })
+)
+
+const QueueTarget = Schema.Struct({ target: Schema.String })
+
+/**
+ * A target's queue as its handoff worker reaches it (docs/control-plane.md, "Handoff queue"): the queue lives in
+ * the control plane's database, the worker on the target. Registry action `storage-queue` for the target.
+ */
+export class HandoffQueueApi extends HttpApiGroup.make("handoffQueue")
+  .add(
+    HttpApiEndpoint.get("pause", "/fleet/queue/targets/:target/pause")
+      .setPath(QueueTarget)
+      .setHeaders(Bearer)
+      .addSuccess(Schema.Struct({ target: Schema.String, pause: TargetPauseSchema }))
+      .annotate(OpenApi.Description, "The target's own queue pause (never set, false or true). Needs storage-queue.")
+  )
+  .add(
+    HttpApiEndpoint.put("setPause", "/fleet/queue/targets/:target/pause")
+      .setPath(QueueTarget)
+      .setHeaders(Bearer)
+      .setPayload(TargetPauseSchema)
+      .addSuccess(Schema.Struct({ target: Schema.String, pause: TargetPauseSchema }))
+      .annotate(
+        OpenApi.Description,
+        "Sets the target's own pause to exactly this (restores a capture). Needs storage-queue."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("drain", "/fleet/queue/targets/:target/drain")
+      .setPath(QueueTarget)
+      .setHeaders(Bearer)
+      .setPayload(
+        Schema.Struct({
+          transaction: Schema.String.pipe(Schema.minLength(1)),
+          /** The caller's own bound, in seconds; the target's storage.drain_timeout_seconds caps it. */
+          timeout_seconds: Schema.optional(Schema.Int.pipe(Schema.nonNegative()))
+        })
+      )
+      .addSuccess(
+        Schema.Struct({ target: Schema.String, transaction: Schema.String, cancelled: Schema.Array(Schema.String) })
+      )
+      .addError(QueueDrainTimedOutProblem)
+      .annotate(
+        OpenApi.Description,
+        "Pauses the target's queue, waits at most timeout_seconds (capped by its storage.drain_timeout_seconds) for its running jobs, then cancels its queued jobs (handoff_cancelled, the transaction). Needs storage-queue."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("cancelled", "/fleet/queue/targets/:target/cancelled")
+      .setPath(QueueTarget)
+      .setUrlParams(Schema.Struct({ transaction: Schema.String.pipe(Schema.minLength(1)) }))
+      .setHeaders(Bearer)
+      .addSuccess(
+        Schema.Struct({
+          target: Schema.String,
+          transaction: Schema.String,
+          jobs: Schema.Array(
+            Schema.Struct({
+              id: Schema.String,
+              state: Schema.String,
+              cancel_reason: Schema.NullOr(Schema.String),
+              transaction: Schema.NullOr(Schema.String)
+            })
+          )
+        })
+      )
+      .annotate(
+        OpenApi.Description,
+        "The target's jobs the transaction's drain cancelled, as they are now. Needs storage-queue."
+      )
+  )
+  .addError(StorageUndeclaredProblem)
+  .addError(VaultDenied)
+  .addError(VaultForbidden)
+  .addError(ActionNotHeld)
+  .addError(AuthorityUnavailable)
+  .annotate(OpenApi.Title, "Handoff queue") {}
+
 export class ControlPlaneApi extends HttpApi.make("controlplane")
   .add(HostHealthApi)
   .add(ObjectsApi)
   .add(FleetApi)
   .add(WorkflowsApi)
   .add(StorageApi)
+  .add(HandoffQueueApi)
   .prefix("/api")
   .annotate(OpenApi.Title, "Keel fleet control plane")
   .annotate(OpenApi.Transform, problemOpenApi)

@@ -5,6 +5,7 @@ import { FleetProbe } from "../../actors/FleetProbe.js"
 import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
 import { Gates } from "../../services/fleet/gates/Gates.js"
 import { ActionAuthority, AuthorityUnavailable } from "../../services/fleet/grants/ActionAuthority.js"
+import { HandoffQueue } from "../../services/fleet/handoff/HandoffQueue.js"
 import {
   type ReconcilePhase,
   ReconcilePhases,
@@ -16,6 +17,7 @@ import { FleetHosts } from "../../services/fleet/overview/FleetHosts.js"
 import { Overview } from "../../services/fleet/overview/Overview.js"
 import { ServiceReconciler } from "../../services/fleet/reconciler/ServiceReconciler.js"
 import { ServiceViews } from "../../services/fleet/reconciler/ServiceViews.js"
+import { FleetRegistry } from "../../services/fleet/registry/Registry.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import {
   InvalidObjectKey,
@@ -26,7 +28,9 @@ import {
 import {
   ControlPlaneApi,
   InvalidReconcileRequest,
+  QueueDrainTimedOutProblem,
   ReconcileUnauthorized,
+  StorageUndeclaredProblem,
   TickInProgressProblem,
   WorkflowNotFound
 } from "./Api.js"
@@ -330,5 +334,81 @@ export const StorageLive = HttpApiBuilder.group(ControlPlaneApi, "storage", (han
     return handlers
       .handle("status", ({ headers }) => handle("GET", headers.authorization))
       .handle("apply", ({ headers }) => handle("POST", headers.authorization))
+  })
+)
+
+/** A target's queue for its handoff worker: `storage-queue` for the target, and the target must declare storage. */
+export const HandoffQueueLive = HttpApiBuilder.group(ControlPlaneApi, "handoffQueue", (handlers) =>
+  Effect.gen(function* () {
+    const authority = yield* ActionAuthority
+    const queue = yield* HandoffQueue
+    const registry = yield* FleetRegistry
+    /** The caller may act on the target's queue, and the target has a handoff: its declared storage. */
+    const storageOf = (authorization: string | undefined, target: string) =>
+      Effect.gen(function* () {
+        yield* authority.authorize(bearerToken(authorization), { action: "storage-queue", host: target })
+        const snapshot = yield* registry
+          .read({ allowCached: true })
+          .pipe(
+            Effect.mapError((error) => new AuthorityUnavailable({ code: "REGISTRY_UNAVAILABLE", detail: error.detail }))
+          )
+        const storage = snapshot.registry.targets.find((t) => t.name === target)?.storage
+        if (storage === undefined)
+          return yield* new StorageUndeclaredProblem({
+            code: "STORAGE_UNDECLARED",
+            target,
+            detail: `${target} is not a registry target with a declared storage`
+          })
+        return storage
+      })
+    const queueDown = (error: { readonly detail: string }) =>
+      new AuthorityUnavailable({ code: "REGISTRY_UNAVAILABLE", detail: error.detail })
+    return handlers
+      .handle("pause", ({ headers, path }) =>
+        Effect.gen(function* () {
+          yield* storageOf(headers.authorization, path.target)
+          return { target: path.target, pause: yield* queue.pause(path.target).pipe(Effect.mapError(queueDown)) }
+        })
+      )
+      .handle("setPause", ({ headers, path, payload }) =>
+        Effect.gen(function* () {
+          yield* storageOf(headers.authorization, path.target)
+          yield* queue.setPause(path.target, payload).pipe(Effect.mapError(queueDown))
+          return { target: path.target, pause: yield* queue.pause(path.target).pipe(Effect.mapError(queueDown)) }
+        })
+      )
+      .handle("drain", ({ headers, path, payload }) =>
+        Effect.gen(function* () {
+          const storage = yield* storageOf(headers.authorization, path.target)
+          const cancelled = yield* queue
+            .drain(
+              path.target,
+              payload.transaction,
+              Math.min(storage.drain_timeout_seconds, payload.timeout_seconds ?? storage.drain_timeout_seconds) * 1000
+            )
+            .pipe(
+              Effect.catchTags({
+                HandoffDrainTimedOut: (e) =>
+                  Effect.fail(
+                    new QueueDrainTimedOutProblem({
+                      code: "QUEUE_DRAIN_TIMED_OUT",
+                      target: path.target,
+                      running: e.running,
+                      detail: e.detail
+                    })
+                  ),
+                HandoffQueueUnavailable: (e) => Effect.fail(queueDown(e))
+              })
+            )
+          return { target: path.target, transaction: payload.transaction, cancelled }
+        })
+      )
+      .handle("cancelled", ({ headers, path, urlParams }) =>
+        Effect.gen(function* () {
+          yield* storageOf(headers.authorization, path.target)
+          const jobs = yield* queue.cancelledBy(path.target, urlParams.transaction).pipe(Effect.mapError(queueDown))
+          return { target: path.target, transaction: urlParams.transaction, jobs }
+        })
+      )
   })
 )

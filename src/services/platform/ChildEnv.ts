@@ -45,3 +45,17 @@ export const childEnv = (
   for (const [name, value] of Object.entries(extra)) if (!isSecretEnvName(name, parent)) env[name] = value
   return env
 }
+
+/**
+ * The environment of a process that is Keel itself, detached to outlive its caller (a handoff worker): the
+ * allow-list plus Keel's own `KEEL_*` settings, since it reads the same configuration — minus every secret
+ * (SECRET_ENV, KEEL_SECRET_ENV): a secret it needs it reads from its file, as its parent did.
+ */
+export const selfEnv = (parent: NodeJS.ProcessEnv = process.env): Record<string, string> => {
+  const env = childEnv({}, parent)
+  const named = (parent.KEEL_SECRET_ENV ?? "").split(",").map((n) => n.trim())
+  for (const [name, value] of Object.entries(parent))
+    if (value !== undefined && name.startsWith("KEEL_") && !SECRET_ENV.includes(name) && !named.includes(name))
+      env[name] = value
+  return env
+}

@@ -4,10 +4,13 @@ import { StorageHandoffRollback, StorageHandoffRun } from "../../../actors/Stora
 import { AppConfig } from "../../platform/AppConfig.js"
 import { Leases } from "../../platform/Leases.js"
 import { readRoute } from "../../platform/objects/RoutedFsObjectStore.js"
-import { JobQueue } from "../jobs/JobQueue.js"
+import { RemoteCtl } from "../RemoteCtl.js"
 import { FleetRegistry } from "../registry/Registry.js"
+import type { Target } from "../registry/Schema.js"
 import { ServiceManager } from "../units/ServiceManager.js"
+import { HandoffEngine } from "./HandoffEngine.js"
 import { HandoffFiles, type HandoffReceipt, handoffDir, runtimeValue, transactionLeaseKey } from "./HandoffFiles.js"
+import { HandoffQueue } from "./HandoffQueue.js"
 import { diffManifests, manifestOf } from "./TreeManifest.js"
 
 export const ReconcilePhases = ["status", "run", "resume", "rollback", "finalize"] as const
@@ -32,6 +35,10 @@ export interface ReconcileAnswer {
 }
 
 const OPEN_TRANSACTION_TTL = "30 days"
+/** How long the control plane waits for a target's answer to a phase (Run and Rollback answer once started). */
+const PHASE_TIMEOUT_MS = 120_000
+/** Finalize reads A's whole tree on the target. */
+const FINALIZE_TIMEOUT_MS = 1_800_000
 
 /**
  * The storage-root handoff's phases for one target and transaction (seed 002, "Storage-root handoff"; docs/
@@ -44,8 +51,10 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
     const config = yield* AppConfig
     const registry = yield* FleetRegistry
     const leases = yield* Leases
-    const queue = yield* JobQueue
+    const queue = yield* HandoffQueue
+    const engine = yield* HandoffEngine
     const manager = yield* ServiceManager
+    const remote = yield* RemoteCtl
 
     const failed = (detail: string) =>
       new StorageReconciliationFailed({ code: "STORAGE_RECONCILIATION_FAILED", detail })
@@ -67,7 +76,8 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
       report: receipt
     })
 
-    const phase = (target: string, transaction: string, phase: ReconcilePhase) =>
+    /** A phase on this host: the target's own files, service manager and engine (docs/handoff.md). */
+    const onThisHost = (target: string, transaction: string, phase: ReconcilePhase) =>
       Effect.gen(function* () {
         const files = HandoffFiles(handoffDir(config.dataDir, transaction))
         const receipt = files.receipt()
@@ -81,13 +91,6 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
         if (declared === undefined) return refuse("unknown_target", `${target} is not a target of the registry`)
         if (declared.storage === undefined)
           return refuse("storage_undeclared", `${target} declares no storage in the registry`)
-        // The target-resident worker (a detached `ctl` on the target through its channel) is not built yet: the
-        // handoff runs in this process's workflow engine, on this host's files, so only a local target is served.
-        if (declared.channel !== "local")
-          return refuse(
-            "target_not_local",
-            `${target} is reached over ssh: a handoff runs only on the control plane's own host for now (docs/handoff.md)`
-          )
         const storage = declared.storage
         const now = new Date(yield* Clock.currentTimeMillis).toISOString()
 
@@ -108,7 +111,7 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
           if (receipt?.state === "running") {
             // Under way, or interrupted (a killed process): the engine resumes it from its recorded steps.
             if (phase === "resume" && receipt.execution_id !== null)
-              yield* StorageHandoffRun.resume(receipt.execution_id)
+              yield* engine.resume("run", { target, transaction, attempt: receipt.attempt }, receipt.execution_id)
             return answer(receipt)
           }
           if (receipt?.state === "activated_pending_lifecycle") return answer(receipt) // the run ended: Finalize is next
@@ -139,7 +142,7 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
               ? {}
               : { state: "running" as const, execution_id: executionId, attempt, refusal: null, detail: null })
           })
-          yield* StorageHandoffRun.execute({ target, transaction, attempt }, { discard: true })
+          yield* engine.start("run", { target, transaction, attempt })
           return answer(files.receipt())
         }
 
@@ -152,7 +155,12 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
               receipt
             )
           if (receipt.state === "rolled_back") return answer(receipt)
-          if (receipt.state === "running" && receipt.phase === "rollback") return answer(receipt) // under way: attached
+          if (receipt.state === "running" && receipt.phase === "rollback") {
+            // Under way, or interrupted (a killed process): it goes on from its recorded steps.
+            if (receipt.execution_id !== null)
+              yield* engine.resume("rollback", { target, transaction, attempt: receipt.attempt }, receipt.execution_id)
+            return answer(receipt)
+          }
           if (receipt.state === "running" && receipt.phase === "run")
             return refuse("phase_in_progress", `${transaction}'s run is under way: roll back once it stops`, receipt)
           const attempt = receipt.phase === "rollback" ? receipt.attempt + 1 : 1
@@ -166,7 +174,7 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
             refusal: null,
             detail: null
           })
-          yield* StorageHandoffRollback.execute({ target, transaction, attempt }, { discard: true })
+          yield* engine.start("rollback", { target, transaction, attempt })
           return answer(files.receipt())
         }
 
@@ -188,8 +196,10 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
             active: state.active_state === "active"
           }))
         )
-        const pause = yield* queue.targetPause(target)
-        const cancelled = yield* queue.cancelledBy(transaction)
+        const pause = yield* queue.pause(target).pipe(Effect.mapError((e) => failed(`the queue: ${e.detail}`)))
+        const cancelled = yield* queue
+          .cancelledBy(target, transaction)
+          .pipe(Effect.mapError((e) => failed(`the queue: ${e.detail}`)))
         const checks = {
           // Entries written after activation (writers run again) are reported, not failed: missing ones fail.
           tree: { missing: tree.missing, changed_since_activation: [...tree.changed, ...tree.unexpected] },
@@ -205,12 +215,7 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
           writers.every((w) => w.active) &&
           JSON.stringify(pause) === JSON.stringify(receipt.captured?.queue ?? null)
         const retainedOutcomes = {
-          cancelled_jobs: cancelled.map((job) => ({
-            id: job.id,
-            state: job.state,
-            cancel_reason: job.cancelReason,
-            transaction: job.cancelRef
-          })),
+          cancelled_jobs: cancelled,
           retained: receipt.retained
         }
         const report = {
@@ -225,6 +230,89 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
         return answer(files.receipt())
       })
 
-    return { phase } as const
+    /**
+     * A phase on a target reached over ssh: the control plane holds the one-transaction-per-target lease, and the
+     * target's own `ctl host storage-root-reconcile --here` does the phase (Run and Rollback in a detached worker
+     * there) and answers from its recorded receipt.
+     */
+    const throughChannel = (target: Target, transaction: string, phase: ReconcilePhase) =>
+      Effect.gen(function* () {
+        const ask = (id: string, asked: ReconcilePhase) =>
+          remote
+            .runJson(
+              target,
+              [
+                "host",
+                "storage-root-reconcile",
+                target.name,
+                "--transaction",
+                id,
+                "--phase",
+                asked,
+                "--here",
+                "--json"
+              ],
+              asked === "finalize" ? FINALIZE_TIMEOUT_MS : PHASE_TIMEOUT_MS
+            )
+            .pipe(
+              Effect.mapError((e) => failed(`${target.name} could not be asked: ${e.detail}`)),
+              Effect.flatMap((reply) => {
+                const json = reply.json as Partial<ReconcileAnswer> & { error?: { code?: string; detail?: string } }
+                if (json.error !== undefined)
+                  return Effect.fail(failed(`${target.name}: ${json.error.detail ?? json.error.code ?? "failed"}`))
+                if (json.exit_code === undefined) return Effect.fail(failed(`${target.name} answered no report`))
+                return Effect.succeed(json as ReconcileAnswer)
+              })
+            )
+        const ended = (reply: ReconcileAnswer) => {
+          const state = (reply.report as { state?: string } | null)?.state
+          return state === "rolled_back" || state === "complete"
+        }
+        if (phase === "run" || phase === "resume") {
+          const lock = () =>
+            leases.acquire(transactionLeaseKey(target.name), transaction, OPEN_TRANSACTION_TTL).pipe(Effect.either)
+          let held = yield* lock()
+          if (held._tag === "Left" && held.left._tag === "LeaseHeld") {
+            // The holder may have ended on the target (a rollback finishes in its worker): then it no longer holds.
+            const holder = held.left.holder
+            const previous = yield* ask(holder, "status").pipe(Effect.option)
+            if (previous._tag === "Some" && ended(previous.value)) {
+              yield* leases.release(transactionLeaseKey(target.name), holder).pipe(Effect.ignore)
+              held = yield* lock()
+            }
+          }
+          if (held._tag === "Left")
+            return refuse(
+              "transaction_in_progress",
+              held.left._tag === "LeaseHeld"
+                ? `transaction ${held.left.holder} is open on ${target.name}`
+                : held.left.detail
+            )
+        }
+        const reply = yield* ask(transaction, phase).pipe(
+          // Unreachable: the control plane's lock goes (the target's own lease still guards the target itself).
+          Effect.tapError(() =>
+            phase === "run" || phase === "resume"
+              ? leases.release(transactionLeaseKey(target.name), transaction).pipe(Effect.ignore)
+              : Effect.void
+          )
+        )
+        const ownReport = (reply.report as { transaction?: string } | null)?.transaction === transaction
+        // A refusal before the target recorded anything of this transaction leaves nothing open to hold the lease.
+        if (ended(reply) || (reply.exit_code === 2 && !ownReport && (phase === "run" || phase === "resume")))
+          yield* leases.release(transactionLeaseKey(target.name), transaction).pipe(Effect.ignore)
+        return reply
+      })
+
+    /** A phase wherever the target is: on this host for a `local` channel, else through the target's channel. */
+    const phase = (target: string, transaction: string, asked: ReconcilePhase) =>
+      Effect.gen(function* () {
+        const declared = yield* storageOf(target)
+        if (declared !== undefined && declared.channel !== "local" && declared.storage !== undefined)
+          return yield* throughChannel(declared, transaction, asked)
+        return yield* onThisHost(target, transaction, asked)
+      })
+
+    return { phase, onThisHost } as const
   })
 }) {}

@@ -36,7 +36,7 @@ const failure = (code: string, status: number, detail: string, current?: string 
   new ObjectApiError({ code, status, detail, ...(current === undefined ? {} : { current_sha256: current }) })
 
 /** https, or http to a loopback address only: a token never crosses a network in clear text. */
-const secureBase = (name: string, text: string) => {
+export const secureBase = (name: string, text: string): Effect.Effect<URL, ObjectApiError> => {
   let url: URL
   try {
     url = new URL(text)

@@ -192,6 +192,8 @@ const ActionHolders = Schema.Struct({
   "host-health-write": Schema.optional(Schema.Array(Name)),
   "storage-reconcile-read": Schema.optional(Schema.Array(Name)),
   "storage-reconcile-apply": Schema.optional(Schema.Array(Name)),
+  /** A target's handoff worker: its queue's pause, drain and cancelled jobs (docs/handoff.md). */
+  "storage-queue": Schema.optional(Schema.Array(Name)),
   "service-ensure": Schema.optional(Schema.Array(Name)),
   "space-reclaim": Schema.optional(Schema.Array(Name)),
   "release-submit": Schema.optional(Schema.Array(Name)),

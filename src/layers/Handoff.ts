@@ -1,0 +1,49 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { ClusterWorkflowEngine } from "@effect/cluster"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { Effect, Layer } from "effect"
+import { StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
+import { HandoffEngineWorker } from "../services/fleet/handoff/HandoffEngine.js"
+import { HandoffQueueRemote } from "../services/fleet/handoff/HandoffQueueRemote.js"
+import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
+import { AppConfig } from "../services/platform/AppConfig.js"
+import { singleRunner } from "../services/platform/Cluster.js"
+import { ServicesLive } from "./Live.js"
+import { HostReach } from "./Services.js"
+
+/**
+ * `ctl host storage-root-reconcile --here` on a target: the phase on this host's files, units and leases, the
+ * queue reached at the control plane, Run and Rollback handed to a detached worker (docs/handoff.md).
+ */
+export const HandoffHereLive = StorageReconcile.Default.pipe(
+  Layer.provide(Layer.merge(HandoffEngineWorker, HandoffQueueRemote)),
+  Layer.provideMerge(HostReach),
+  Layer.provideMerge(ServicesLive)
+)
+
+/**
+ * The worker's own workflow engine: one runner owning every shard, its messages in `<data dir>/handoff/engine.db`
+ * — the target's SQL storage for handoffs, apart from the database a server on the host may run its own runner
+ * on. One worker per transaction at a time (its pid file), so no shard lock is needed.
+ */
+const HandoffEngineRunner = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) => {
+    const file = path.join(config.dataDir, "handoff", "engine.db")
+    fs.mkdirSync(path.dirname(file), { recursive: true })
+    return singleRunner({
+      pollInterval: "500 millis",
+      runnerStorage: "memory",
+      simulateRemoteSerialization: false
+    }).pipe(Layer.provide(SqliteClient.layer({ filename: file })))
+  })
+)
+
+/** `ctl host storage-root-reconcile --here --worker`: the handoff's workflows on the target's own engine. */
+export const HandoffWorkerLive = Layer.mergeAll(StorageHandoffLive, StorageHandoffRollbackLive).pipe(
+  Layer.provideMerge(ClusterWorkflowEngine.layer),
+  Layer.provideMerge(HandoffEngineRunner),
+  Layer.provide(HandoffQueueRemote),
+  Layer.provideMerge(HostReach),
+  Layer.provideMerge(ServicesLive)
+)

@@ -1,0 +1,123 @@
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Context, Effect, Layer } from "effect"
+import { AppConfig } from "../../platform/AppConfig.js"
+import { selfEnv } from "../../platform/ChildEnv.js"
+import { handoffDir } from "./HandoffFiles.js"
+
+export type HandoffKind = "run" | "rollback"
+
+export interface HandoffPayload {
+  readonly target: string
+  readonly transaction: string
+  readonly attempt: number
+}
+
+/**
+ * Where a phase's workflow runs once accepted. The control plane runs a local target's phases in its own
+ * workflow engine; on a target (`ctl host storage-root-reconcile --here`) they run in a detached worker process
+ * on the target's own engine, so the answer comes back at once and the handoff goes on without its caller.
+ */
+export class HandoffEngine extends Context.Tag("fleet/HandoffEngine")<
+  HandoffEngine,
+  {
+    /** Starts the phase's workflow in the background, or attaches to it (the same payload is the same execution). */
+    readonly start: (kind: HandoffKind, payload: HandoffPayload) => Effect.Effect<void>
+    /** Makes an execution a killed process interrupted go on from its recorded steps. */
+    readonly resume: (kind: HandoffKind, payload: HandoffPayload, executionId: string) => Effect.Effect<void>
+  }
+>() {}
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (cause) {
+    return (cause as { code?: string }).code === "EPERM"
+  }
+}
+
+/** The worker's pid file: present and alive means a worker is on the transaction already. */
+export const workerPidFile = (dir: string) => path.join(dir, "worker.pid")
+
+/** Whether a live worker holds the transaction (its pid file names a running process). */
+export const workerAlive = (dir: string) => {
+  try {
+    return isAlive(Number(fs.readFileSync(workerPidFile(dir), "utf8").trim()))
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The target-resident worker: `ctl host storage-root-reconcile TARGET --transaction ID --phase run|rollback --here
+ * --worker`, detached, its output appended to `<handoff dir>/worker.log`. It reads the phase and attempt from the
+ * receipt, so starting and resuming are the same: a worker already alive on the transaction is left alone.
+ * Its environment is Keel's own settings without the secrets (selfEnv).
+ */
+export const HandoffEngineWorker = Layer.effect(
+  HandoffEngine,
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const launch = (kind: HandoffKind, payload: HandoffPayload) =>
+      Effect.sync(() => {
+        const dir = handoffDir(config.dataDir, payload.transaction)
+        if (workerAlive(dir)) return
+        fs.mkdirSync(dir, { recursive: true })
+        const log = fs.openSync(path.join(dir, "worker.log"), "a", 0o600)
+        try {
+          const argv = [
+            ...process.execArgv,
+            process.argv[1]!,
+            "host",
+            "storage-root-reconcile",
+            payload.target,
+            "--transaction",
+            payload.transaction,
+            "--phase",
+            kind,
+            "--here",
+            "--worker"
+          ]
+          const child = spawn(process.execPath, argv, {
+            detached: true,
+            stdio: ["ignore", log, log],
+            cwd: process.cwd(),
+            env: selfEnv()
+          })
+          child.unref()
+        } finally {
+          fs.closeSync(log)
+        }
+      })
+    return { start: launch, resume: (kind, payload) => launch(kind, payload) }
+  })
+)
+
+/**
+ * Makes this process the transaction's worker: its pid in the pid file, created exclusively. False when a live
+ * worker holds it already; a pid file left by a killed worker is taken over.
+ */
+export const claimWorker = (dir: string): boolean => {
+  fs.mkdirSync(dir, { recursive: true })
+  const file = workerPidFile(dir)
+  for (let tries = 0; tries < 2; tries++) {
+    try {
+      fs.writeFileSync(file, `${process.pid}\n`, { flag: "wx", mode: 0o600 })
+      return true
+    } catch (cause) {
+      if ((cause as { code?: string }).code !== "EEXIST") throw cause
+      if (workerAlive(dir)) return false
+      fs.rmSync(file, { force: true })
+    }
+  }
+  return false
+}
+
+/** Gives the pid file up, if it is still this process's. */
+export const releaseWorker = (dir: string) => {
+  try {
+    if (Number(fs.readFileSync(workerPidFile(dir), "utf8").trim()) === process.pid) fs.rmSync(workerPidFile(dir))
+  } catch {}
+}

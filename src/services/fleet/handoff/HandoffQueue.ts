@@ -1,0 +1,79 @@
+import { Context, Effect, Layer, Schema } from "effect"
+import { JobQueue, type TargetPause } from "../jobs/JobQueue.js"
+
+/** The queue could not be asked (the control plane did not answer, or refused): nothing changed there. */
+export class HandoffQueueUnavailable extends Schema.TaggedError<HandoffQueueUnavailable>()("HandoffQueueUnavailable", {
+  detail: Schema.String
+}) {}
+
+/** The target's running jobs did not finish within the drain's bounded wait (its pause stays: restore it). */
+export class HandoffDrainTimedOut extends Schema.TaggedError<HandoffDrainTimedOut>()("HandoffDrainTimedOut", {
+  running: Schema.Array(Schema.String),
+  detail: Schema.String
+}) {}
+
+/** A job a handoff's drain cancelled, as Finalize lists it among the retained outcomes. */
+export interface CancelledJob {
+  readonly id: string
+  readonly state: string
+  readonly cancel_reason: string | null
+  readonly transaction: string | null
+}
+
+/**
+ * The job queue as a handoff sees it: one target's own pause (captured, then restored exactly), a drain with a
+ * bounded wait that cancels what is still queued (`handoff_cancelled`, the transaction id), and the jobs a
+ * transaction cancelled. The queue lives in the control plane's database: the control plane reaches it directly,
+ * a target-resident worker through the control plane's queue endpoints.
+ */
+export class HandoffQueue extends Context.Tag("fleet/HandoffQueue")<
+  HandoffQueue,
+  {
+    readonly pause: (target: string) => Effect.Effect<TargetPause, HandoffQueueUnavailable>
+    readonly setPause: (target: string, pause: TargetPause) => Effect.Effect<void, HandoffQueueUnavailable>
+    /** Pauses the target, waits at most `timeoutMillis` for its running jobs, cancels its queued ones: their ids. */
+    readonly drain: (
+      target: string,
+      transaction: string,
+      timeoutMillis: number
+    ) => Effect.Effect<ReadonlyArray<string>, HandoffDrainTimedOut | HandoffQueueUnavailable>
+    readonly cancelledBy: (
+      target: string,
+      transaction: string
+    ) => Effect.Effect<ReadonlyArray<CancelledJob>, HandoffQueueUnavailable>
+  }
+>() {}
+
+export const HANDOFF_CANCELLED = "handoff_cancelled"
+
+/** The queue in this process's own database: the control plane's (and a target that is the control plane's host). */
+export const HandoffQueueLocal = Layer.effect(
+  HandoffQueue,
+  Effect.gen(function* () {
+    const queue = yield* JobQueue
+    const cancelledBy = (target: string, transaction: string) =>
+      Effect.map(queue.cancelledBy(transaction), (jobs) =>
+        jobs
+          .filter((job) => job.target === target)
+          .map((job) => ({ id: job.id, state: job.state, cancel_reason: job.cancelReason, transaction: job.cancelRef }))
+      )
+    return {
+      pause: queue.targetPause,
+      setPause: queue.setTargetPause,
+      drain: (target, transaction, timeoutMillis) =>
+        Effect.gen(function* () {
+          yield* queue
+            .drainTarget(target, timeoutMillis)
+            .pipe(
+              Effect.catchTag("QueueDrainTimedOut", (e) =>
+                Effect.fail(new HandoffDrainTimedOut({ running: e.running, detail: e.detail }))
+              )
+            )
+          yield* queue.cancelQueuedOn(target, HANDOFF_CANCELLED, transaction)
+          // Every job this transaction cancelled, also by an attempt that died before it was recorded.
+          return (yield* cancelledBy(target, transaction)).map((job) => job.id)
+        }),
+      cancelledBy
+    }
+  })
+)

@@ -1,0 +1,101 @@
+import { Config, Effect, Layer, Option } from "effect"
+import type { TargetPause } from "../jobs/JobQueue.js"
+import { secureBase, vaultTokenFromGrantFile } from "../objects/ObjectApiClient.js"
+import { type CancelledJob, HandoffDrainTimedOut, HandoffQueue, HandoffQueueUnavailable } from "./HandoffQueue.js"
+
+/** How much longer than the drain's own bound the worker waits for the control plane's answer. */
+const ANSWER_MARGIN_MILLIS = 30_000
+
+/**
+ * The control plane's queue, for a target-resident handoff worker: the queue endpoints of docs/control-plane.md
+ * (`/api/fleet/queue/targets/<target>/…`, registry action `storage-queue` for the target), reached at
+ * KEEL_CONTROL_PLANE_URL with a token exchanged for the grant in KEEL_HANDOFF_GRANT_FILE (else KEEL_GRANT_FILE).
+ * A fresh token per call: a drain may outlast a token's life. The grant's secret stays in its file.
+ */
+export const HandoffQueueRemote = Layer.effect(
+  HandoffQueue,
+  Effect.gen(function* () {
+    const url = yield* Config.option(Config.string("KEEL_CONTROL_PLANE_URL")).pipe(Effect.orDie)
+    const vaultUrl = yield* Config.option(Config.string("KEEL_VAULT_URL")).pipe(Effect.orDie)
+    const grantFile = yield* Config.option(Config.string("KEEL_HANDOFF_GRANT_FILE")).pipe(
+      Effect.orDie,
+      Effect.flatMap((file) =>
+        Option.isSome(file) ? Effect.succeed(file) : Config.option(Config.string("KEEL_GRANT_FILE")).pipe(Effect.orDie)
+      )
+    )
+    const unavailable = (detail: string) => new HandoffQueueUnavailable({ detail })
+
+    const call = (target: string, path: string, init: { method: string; body?: unknown }, timeoutMillis = 30_000) =>
+      Effect.gen(function* () {
+        if (Option.isNone(url))
+          return yield* unavailable("KEEL_CONTROL_PLANE_URL is not set: the queue is the control plane's")
+        if (Option.isNone(grantFile))
+          return yield* unavailable("KEEL_HANDOFF_GRANT_FILE is not set: a grant holding storage-queue for this target")
+        const base = yield* secureBase("KEEL_CONTROL_PLANE_URL", url.value).pipe(
+          Effect.mapError((e) => unavailable(e.detail))
+        )
+        const token = yield* vaultTokenFromGrantFile(
+          Option.getOrElse(vaultUrl, () => url.value),
+          grantFile.value
+        ).pipe(Effect.mapError((e) => unavailable(`${e.code}: ${e.detail}`)))
+        const response = yield* Effect.tryPromise({
+          try: () =>
+            fetch(new URL(`/api/fleet/queue/targets/${encodeURIComponent(target)}/${path}`, base), {
+              method: init.method,
+              headers: {
+                authorization: `Bearer ${token}`,
+                ...(init.body === undefined ? {} : { "content-type": "application/json" })
+              },
+              ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+              signal: AbortSignal.timeout(timeoutMillis)
+            }),
+          catch: (error) => unavailable(`${base.origin}: ${(error as Error).message}`)
+        })
+        const answer = (yield* Effect.promise(() => response.json().catch(() => null))) as Record<
+          string,
+          unknown
+        > | null
+        return { status: response.status, answer: answer ?? {} }
+      })
+
+    const expectOk = (result: { status: number; answer: Record<string, unknown> }) =>
+      result.status === 200
+        ? Effect.succeed(result.answer)
+        : Effect.fail(
+            unavailable(
+              `the control plane answered ${result.status} ${String(result.answer.code ?? "")}: ${String(result.answer.detail ?? "")}`
+            )
+          )
+
+    return {
+      pause: (target) =>
+        call(target, "pause", { method: "GET" }).pipe(
+          Effect.flatMap(expectOk),
+          Effect.map((answer) => answer.pause as TargetPause)
+        ),
+      setPause: (target, pause) =>
+        call(target, "pause", { method: "PUT", body: pause }).pipe(Effect.flatMap(expectOk), Effect.asVoid),
+      drain: (target, transaction, timeoutMillis) =>
+        Effect.gen(function* () {
+          const result = yield* call(
+            target,
+            "drain",
+            { method: "POST", body: { transaction, timeout_seconds: Math.ceil(timeoutMillis / 1000) } },
+            timeoutMillis + ANSWER_MARGIN_MILLIS
+          )
+          if (result.status === 409 && result.answer.code === "QUEUE_DRAIN_TIMED_OUT")
+            return yield* new HandoffDrainTimedOut({
+              running: (result.answer.running as ReadonlyArray<string> | undefined) ?? [],
+              detail: String(result.answer.detail ?? "")
+            })
+          const answer = yield* expectOk(result)
+          return answer.cancelled as ReadonlyArray<string>
+        }),
+      cancelledBy: (target, transaction) =>
+        call(target, `cancelled?${new URLSearchParams({ transaction })}`, { method: "GET" }).pipe(
+          Effect.flatMap(expectOk),
+          Effect.map((answer) => answer.jobs as ReadonlyArray<CancelledJob>)
+        )
+    }
+  })
+)
