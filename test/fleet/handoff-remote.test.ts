@@ -51,7 +51,7 @@ const alive = (pid: number) => {
 }
 
 describe.skipIf(!sshdAvailable)("the storage-root handoff on a target reached over ssh", () => {
-  it("runs in a worker on the target, survives its SIGKILL through Resume, and finalizes", async () => {
+  it("runs in a worker on the target, survives its SIGKILL through Resume, finalizes; a failed run rolls back", async () => {
     const a = path.join(dir, "roots", "a")
     const b = path.join(dir, "roots", "b")
     write(a, "objects/shared.json", "A")
@@ -288,5 +288,36 @@ describe.skipIf(!sshdAvailable)("the storage-root handoff on a target reached ov
     }
     assert.deepInclude(second.answer.report, { state: "activated_pending_lifecycle", winner: "a", retained: [] })
     assert.isTrue(manifestsEqual(expected, await manifestOf(a)), "a second handoff with A serving changes nothing")
-  }, 120_000)
+    assert.strictEqual(reconcile("t2", "finalize").answer.report.state, "complete")
+
+    // A run that fails before its boundary is rolled back by another worker on the target, and the transaction ends.
+    fs.writeFileSync(
+      path.join(dir, "remote.env"),
+      Object.entries({ ...remoteEnv, KEEL_HANDOFF_CRASH_AT: "", KEEL_HANDOFF_FAIL_AT: "checkpoint" })
+        .map(([k, v]) => `${k}=${v}\n`)
+        .join("")
+    )
+    assert.strictEqual(reconcile("t3", "run").code, 0)
+    let failed = reconcile("t3", "status")
+    for (let i = 0; i < 300 && failed.answer.report.state === "running"; i++) {
+      await sleep(100)
+      failed = reconcile("t3", "status")
+    }
+    assert.deepInclude(failed.answer, { exit_code: 1, refusal: "fault_injected" })
+    assert.strictEqual(reconcile("t4", "run").answer.refusal, "transaction_in_progress")
+    assert.strictEqual(reconcile("t3", "rollback").code, 0)
+    let rolled = reconcile("t3", "status")
+    for (let i = 0; i < 300 && rolled.answer.report.state === "running"; i++) {
+      await sleep(100)
+      rolled = reconcile("t3", "status")
+    }
+    assert.strictEqual(rolled.answer.report.state, "rolled_back", JSON.stringify(rolled.answer))
+    assert.isTrue(manifestsEqual(expected, await manifestOf(a)), "A is back at its checkpoint")
+    assert.notInclude(ctl(["lease", "list", "--json"], remoteEnv), "storage-fence")
+    assert.deepEqual(
+      JSON.parse(ctl(["machine", "status", "--json", waiting.id])).state,
+      "cancelled",
+      "the jobs t1 cancelled stay cancelled"
+    )
+  }, 240_000)
 })

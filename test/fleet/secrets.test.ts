@@ -8,7 +8,15 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
-import { AppConfigTest, childEnv, FleetRegistry, MemoryObjectStoreLayer, ObjectGateway, splitCredentials } from "keel"
+import {
+  AppConfigTest,
+  childEnv,
+  FleetRegistry,
+  MemoryObjectStoreLayer,
+  ObjectGateway,
+  selfEnv,
+  splitCredentials
+} from "keel"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const ctl = path.join(root, "bin", "ctl.js")
@@ -31,6 +39,26 @@ describe("a child process never inherits Keel's secrets", () => {
       HOME: "/home/op",
       LC_ALL: "C.UTF-8",
       GIT_TERMINAL_PROMPT: "0"
+    })
+  })
+
+  it("Keel's own detached worker keeps Keel's settings, never its secrets", () => {
+    const parent = {
+      PATH: "/usr/bin",
+      KEEL_VAULT_KEY: "master",
+      KEEL_ADMIN_TOKENS: "admin",
+      KEEL_DATA_DIR: "/var/lib/keel",
+      KEEL_HANDOFF_GRANT_FILE: "/etc/keel/handoff.grant",
+      KEEL_SECRET_ENV: "KEEL_MY_TOKEN",
+      KEEL_MY_TOKEN: "mine",
+      GT_TOKENS: "t",
+      AWS_SECRET_ACCESS_KEY: "aws"
+    }
+    assert.deepStrictEqual(selfEnv(parent), {
+      PATH: "/usr/bin",
+      KEEL_DATA_DIR: "/var/lib/keel",
+      KEEL_HANDOFF_GRANT_FILE: "/etc/keel/handoff.grant",
+      KEEL_SECRET_ENV: "KEEL_MY_TOKEN"
     })
   })
 
