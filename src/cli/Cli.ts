@@ -14,6 +14,7 @@ import { optimize } from "./optimize.js"
 import { overview } from "./overview.js"
 import { product } from "./product.js"
 import { registry } from "./registry.js"
+import { release } from "./release.js"
 import { serve } from "./serve.js"
 import { service } from "./service.js"
 import { vault } from "./vault.js"
@@ -34,6 +35,7 @@ export const ctl = Command.make("ctl").pipe(
     fleet,
     service,
     optimize,
+    release,
     space,
     diskCleanup,
     lease,

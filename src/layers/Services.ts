@@ -20,6 +20,10 @@ import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconcile
 import { ServiceViews } from "../services/fleet/reconciler/ServiceViews.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { RegistryWriter } from "../services/fleet/registry/RegistryWriter.js"
+import { CatalogMaintenance } from "../services/fleet/releases/CatalogMaintenance.js"
+import { ReleaseAuthority } from "../services/fleet/releases/ReleaseAuthority.js"
+import { ReleaseCatalog } from "../services/fleet/releases/ReleaseCatalog.js"
+import { ReleasePublisher } from "../services/fleet/releases/ReleasePublisher.js"
 import { ServiceManagerLive } from "../services/fleet/units/ServiceManagerLive.js"
 import { Answerer } from "../services/groundtruth/Answerer.js"
 import { BrandAssets } from "../services/groundtruth/BrandAssets.js"
@@ -96,8 +100,12 @@ export const DomainServices = Layer.mergeAll(
   RegistryWriter.Default,
   GrantIssuer.Default,
   Overview.Default,
-  AutonomyControl.Default
+  AutonomyControl.Default,
+  CatalogMaintenance.Default
 ).pipe(
+  Layer.provideMerge(ReleasePublisher.Default),
+  Layer.provideMerge(ReleaseCatalog.Default),
+  Layer.provideMerge(ReleaseAuthority.Default),
   Layer.provideMerge(JobQueue.Default),
   Layer.provideMerge(ActionAuthority.Default),
   Layer.provideMerge(FleetRegistry.Default),

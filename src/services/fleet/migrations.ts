@@ -61,6 +61,34 @@ export const fleetMigrations: DomainMigrations = {
       // A queued job the system cancelled keeps why and by what (a handoff: handoff_cancelled + its transaction).
       yield* sql`ALTER TABLE jobs ADD COLUMN cancel_reason TEXT`
       yield* sql`ALTER TABLE jobs ADD COLUMN cancel_ref TEXT`
+    }),
+    "0004_release_catalog": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      // What was published (docs/releases.md, "Catalog"): one row per product and version.
+      yield* sql`CREATE TABLE release_catalog (
+        product TEXT NOT NULL,
+        version TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        platform TEXT NOT NULL,
+        revision TEXT NOT NULL,
+        tree TEXT NOT NULL,
+        source_sha256 TEXT NOT NULL,
+        manifest_sha256 TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        recorded_at BIGINT NOT NULL,
+        PRIMARY KEY (product, version)
+      )`
+      // A used version and its platform identities belong to one source revision forever: rows are never
+      // updated to another revision, and the release_store cleaner never deletes them.
+      yield* sql`CREATE TABLE release_reservations (
+        product TEXT NOT NULL,
+        version TEXT NOT NULL,
+        platform TEXT NOT NULL,
+        revision TEXT NOT NULL,
+        reserved_at BIGINT NOT NULL,
+        PRIMARY KEY (product, version, platform)
+      )`
     })
   }
 }

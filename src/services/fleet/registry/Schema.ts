@@ -164,6 +164,14 @@ export const Target = Schema.Struct({
   storage: Schema.optional(StorageDeclaration)
 })
 
+/** The release authority (seed 002, "Release submission and delivery" rule 4; docs/releases.md). */
+export const ReleaseSettings = Schema.Struct({
+  /** The vault item whose field `private_key` holds the base64 PKCS#8 Ed25519 key; it never leaves the vault. */
+  signing_key_item: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/))),
+  /** The trusted key id, `sha256:<hex of the public key's SPKI DER>`: releases signed by another key are refused. */
+  signing_key_id: Schema.optional(Schema.String.pipe(Schema.pattern(/^sha256:[0-9a-f]{64}$/)))
+})
+
 export const Settings = Schema.Struct({
   /** A beacon older than this makes every unit of its host `unknown`. */
   host_silence_seconds: Schema.optionalWith(PositiveInt, { default: () => 900 }),
@@ -176,7 +184,8 @@ export const Settings = Schema.Struct({
   /** Consecutive mutations failed on one host that open its circuit breaker. */
   breaker_failures: Schema.optionalWith(PositiveInt, { default: () => 3 }),
   /** How long an open breaker refuses mutations before letting one trial through (half-open). */
-  breaker_cooldown_seconds: Schema.optionalWith(PositiveInt, { default: () => 900 })
+  breaker_cooldown_seconds: Schema.optionalWith(PositiveInt, { default: () => 900 }),
+  release: Schema.optionalWith(ReleaseSettings, { default: () => ({}) })
 })
 
 export const ReleaseControl = Schema.Struct({

@@ -4,6 +4,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Config, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { sha256Hex } from "../Digest.js"
+import { KeyRefused, keyIdOf, privateKeyFrom, publicOf, sign as signBytes } from "./Ed25519.js"
 import {
   type Grant,
   type GrantCredential,
@@ -12,7 +13,8 @@ import {
   VaultDenied,
   VaultForbidden,
   VaultInvalid,
-  VaultItemNotFound
+  VaultItemNotFound,
+  VaultKeyRefused
 } from "./Vault.js"
 import { loadOrCreateKeyFile, open, parseMasterKey, seal } from "./VaultCipher.js"
 
@@ -147,6 +149,28 @@ export const embeddedVault = (options: { readonly masterKey?: Uint8Array } = {})
           return grant
         })
 
+      /** The Ed25519 key in `item#field`, parsed inside the vault (the key object never leaves this closure). */
+      const signingKey = (item: string, field: string) =>
+        Effect.gen(function* () {
+          const fields = yield* readItem(item)
+          const value = fields[field]
+          if (value === undefined)
+            return yield* new VaultItemNotFound({
+              code: "VAULT_ITEM_NOT_FOUND",
+              item,
+              detail: `item ${item} has no field ${field}`
+            })
+          return yield* Effect.try({
+            try: () => privateKeyFrom(value),
+            catch: (error) =>
+              new VaultKeyRefused({
+                code: "VAULT_KEY_REFUSED",
+                item,
+                detail: `${item}#${field}: ${error instanceof KeyRefused ? error.message : "unusable key"}`
+              })
+          })
+        })
+
       return Vault.of({
         putItem: (name, fields) =>
           Effect.gen(function* () {
@@ -246,6 +270,14 @@ export const embeddedVault = (options: { readonly masterKey?: Uint8Array } = {})
             return { token, expiresAt, grant: toGrant(row) }
           }),
         authorize,
+        sign: (item, field, bytes) =>
+          Effect.gen(function* () {
+            const key = yield* signingKey(item, field)
+            const signed = { key_id: keyIdOf(key), signature: signBytes(key, bytes) }
+            yield* audit("signed", { reason: `${item}#${field} ${signed.key_id}` })
+            return signed
+          }),
+        publicKey: (item, field) => Effect.map(signingKey(item, field), publicOf),
         readField: (token, reference) =>
           Effect.gen(function* () {
             const [item = "", field = ""] = reference.split("#")

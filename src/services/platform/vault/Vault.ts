@@ -66,6 +66,13 @@ export class VaultCorrupt extends Schema.TaggedError<VaultCorrupt>()("VaultCorru
   detail: Schema.String
 }) {}
 
+/** The field holds no usable signing key (not base64 PKCS#8, or not Ed25519). */
+export class VaultKeyRefused extends Schema.TaggedError<VaultKeyRefused>()("VaultKeyRefused", {
+  code: Schema.Literal("VAULT_KEY_REFUSED"),
+  item: Schema.String,
+  detail: Schema.String
+}) {}
+
 export class VaultInvalid extends Schema.TaggedError<VaultInvalid>()(
   "VaultInvalid",
   { code: Schema.Literal("VAULT_INVALID"), detail: Schema.String },
@@ -100,6 +107,26 @@ export class Vault extends Context.Tag("platform/Vault")<
       token: string,
       need: { readonly action?: string; readonly host?: string; readonly item?: string }
     ) => Effect.Effect<Grant, VaultDenied | VaultForbidden>
+    /**
+     * Signs `bytes` with the Ed25519 private key (base64 PKCS#8) in `item#field`: the key never leaves the vault,
+     * only the signature and the key's id do. Deterministic: the same bytes give the same signature.
+     */
+    readonly sign: (
+      item: string,
+      field: string,
+      bytes: Uint8Array
+    ) => Effect.Effect<
+      { readonly key_id: string; readonly signature: Uint8Array },
+      VaultItemNotFound | VaultCorrupt | VaultKeyRefused
+    >
+    /** The public half of the signing key in `item#field`: its id and base64 SPKI DER (what verifiers hold). */
+    readonly publicKey: (
+      item: string,
+      field: string
+    ) => Effect.Effect<
+      { readonly key_id: string; readonly public_key: string },
+      VaultItemNotFound | VaultCorrupt | VaultKeyRefused
+    >
     /** Reads `item#field` with a token whose grant names the item. */
     readonly readField: (
       token: string,

@@ -1,0 +1,67 @@
+import { Effect, Schema } from "effect"
+import { Vault } from "../../platform/vault/Vault.js"
+import { FleetRegistry } from "../registry/Registry.js"
+import type { ReleaseSignature, TrustedKey } from "./ReleaseManifest.js"
+
+/** The release authority is not configured, or its key is not the trusted one: nothing is signed or trusted. */
+export class ReleaseAuthorityUnavailable extends Schema.TaggedError<ReleaseAuthorityUnavailable>()(
+  "ReleaseAuthorityUnavailable",
+  { code: Schema.Literal("RELEASE_AUTHORITY_UNAVAILABLE"), detail: Schema.String }
+) {}
+
+/** The field of the signing item that holds the private key (seed 002: `private_key`). */
+export const SIGNING_KEY_FIELD = "private_key"
+
+/**
+ * The release authority of the registry's `settings.release`: `signing_key_item` names the vault item whose key
+ * signs (inside the vault), `signing_key_id` the key readers trust. The item's key must be that key: a vault holding
+ * another key signs nothing, rather than releases no reader would accept.
+ */
+export class ReleaseAuthority extends Effect.Service<ReleaseAuthority>()("fleet/ReleaseAuthority", {
+  effect: Effect.gen(function* () {
+    const registry = yield* FleetRegistry
+    const vault = yield* Vault
+    const unavailable = (detail: string) =>
+      new ReleaseAuthorityUnavailable({ code: "RELEASE_AUTHORITY_UNAVAILABLE", detail })
+
+    const configured = Effect.gen(function* () {
+      const snapshot = yield* registry.read({ allowCached: true }).pipe(Effect.mapError((e) => unavailable(e.detail)))
+      const { signing_key_id: keyId, signing_key_item: item } = snapshot.registry.settings.release
+      if (item === undefined || keyId === undefined)
+        return yield* unavailable(
+          "settings.release.signing_key_item and settings.release.signing_key_id must both be set (docs/releases.md)"
+        )
+      return { item, keyId }
+    })
+
+    /** The trusted key: its id from the registry, its public half from the vault item, which must match. */
+    const trusted: Effect.Effect<TrustedKey, ReleaseAuthorityUnavailable> = Effect.gen(function* () {
+      const { item, keyId } = yield* configured
+      const key = yield* vault
+        .publicKey(item, SIGNING_KEY_FIELD)
+        .pipe(Effect.mapError((e) => unavailable(`the signing key: ${e.detail}`)))
+      if (key.key_id !== keyId)
+        return yield* unavailable(
+          `the vault item ${item} holds key ${key.key_id}, not the trusted ${keyId} (settings.release.signing_key_id)`
+        )
+      return key
+    })
+
+    /** `release.sig` for exactly these bytes (Ed25519, inside the vault). */
+    const sign = (bytes: Uint8Array) =>
+      Effect.gen(function* () {
+        const key = yield* trusted
+        const { item } = yield* configured
+        const signed = yield* vault
+          .sign(item, SIGNING_KEY_FIELD, bytes)
+          .pipe(Effect.mapError((e) => unavailable(`signing: ${e.detail}`)))
+        return {
+          alg: "ed25519",
+          key_id: key.key_id,
+          signature: Buffer.from(signed.signature).toString("base64")
+        } satisfies ReleaseSignature
+      })
+
+    return { trusted, sign } as const
+  })
+}) {}

@@ -1,0 +1,136 @@
+import { spawnSync } from "node:child_process"
+import * as crypto from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { canonicalBytes, Ed25519 } from "keel"
+import { assert, describe, it } from "vitest"
+import * as Yaml from "yaml"
+import { ctlBin } from "../support/server.js"
+
+// Issue 19 through the binary: the signing key lives in the vault (`ctl release key`), an existing release tree
+// signed by that key is imported (`ctl release catalog sync`), and `ctl release catalog audit` re-verifies the
+// object store — exit 1 with the problem once a stored byte changes.
+
+const sha256 = (bytes: Uint8Array) => crypto.createHash("sha256").update(bytes).digest("hex")
+
+/** What another publisher left: `<root>/keel/<version>/` with the four canonical files and the source identity. */
+const releaseTree = (root: string, version: string, key: ReturnType<typeof Ed25519.generateKeyPair>) => {
+  const dir = path.join(root, "keel", version)
+  fs.mkdirSync(dir, { recursive: true })
+  const prefix = `releases/keel/${version}/`
+  const artifact = crypto.randomBytes(4096)
+  const qualification = canonicalBytes({ passed: true })
+  const source = { revision: "1".repeat(40), tree: "2".repeat(40), sha256: "3".repeat(64), size: 10 }
+  const manifest = canonicalBytes({
+    schema: "keel.release/v1",
+    product: "keel",
+    version,
+    channel: "stable",
+    created_at: "2026-11-24T00:00:00.000Z",
+    source,
+    artifact: {
+      key: `${prefix}release.tar.gz`,
+      platform: "linux-x64",
+      sha256: sha256(artifact),
+      size: artifact.byteLength,
+      binary: "bin/ctl"
+    },
+    qualification: {
+      key: `${prefix}qualification.json`,
+      sha256: sha256(qualification),
+      size: qualification.byteLength
+    },
+    signature: { alg: "ed25519", key_id: key.key_id, key: `${prefix}release.sig` }
+  })
+  const signature = Ed25519.sign(Ed25519.privateKeyFrom(key.private_key), manifest)
+  fs.writeFileSync(path.join(dir, "release.tar.gz"), artifact)
+  fs.writeFileSync(path.join(dir, "qualification.json"), qualification)
+  fs.writeFileSync(
+    path.join(dir, "release.sig"),
+    canonicalBytes({ alg: "ed25519", key_id: key.key_id, signature: Buffer.from(signature).toString("base64") })
+  )
+  fs.writeFileSync(path.join(dir, "release.json"), manifest)
+}
+
+describe("ctl release", () => {
+  it("key create|show, catalog sync and audit: exit codes, JSON, and nothing secret printed", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-release-cli-"))
+    const registry = path.join(dir, "registry.yml")
+    const writeRegistry = (release: Record<string, string>) =>
+      fs.writeFileSync(
+        registry,
+        Yaml.stringify({ version: 1, settings: { release }, targets: [{ name: "box", os: "linux", channel: "local" }] })
+      )
+    writeRegistry({})
+    const env = {
+      ...process.env,
+      KEEL_DATA_DIR: path.join(dir, "data"),
+      KEEL_REGISTRY: registry,
+      KEEL_DEMO_DATA: "false",
+      KEEL_LOG_LEVEL: "warning"
+    }
+    const ctl = (args: ReadonlyArray<string>, input?: string) => {
+      const result = spawnSync(process.execPath, [ctlBin, ...args], { env, encoding: "utf8", input })
+      return { code: result.status, stdout: result.stdout, stderr: result.stderr }
+    }
+
+    // Without a configured authority nothing can be verified.
+    const unconfigured = ctl(["release", "catalog", "audit", "--json"])
+    assert.strictEqual(unconfigured.code, 1)
+    assert.strictEqual(JSON.parse(unconfigured.stdout).error.code, "RELEASE_AUTHORITY_UNAVAILABLE")
+
+    // A key made in the vault: its id and public key are printed, the private key is not.
+    const created = ctl(["release", "key", "create", "--item", "made-here", "--json"])
+    assert.strictEqual(created.code, 0, created.stderr)
+    const made = JSON.parse(created.stdout) as { key_id: string; public_key: string }
+    assert.match(made.key_id, /^sha256:[0-9a-f]{64}$/)
+    assert.notInclude(created.stdout, "private")
+    assert.strictEqual(ctl(["release", "key", "create", "--item", "made-here"]).code, 1)
+    assert.deepInclude(JSON.parse(ctl(["release", "key", "show", "--item", "made-here", "--json"]).stdout), made)
+
+    // The fleet's key, brought in from elsewhere (on stdin), trusted by the registry.
+    const key = Ed25519.generateKeyPair()
+    assert.strictEqual(
+      ctl(["vault", "item", "put", "release-signing"], JSON.stringify({ private_key: key.private_key })).code,
+      0
+    )
+    writeRegistry({ signing_key_item: "release-signing", signing_key_id: key.key_id })
+    const tree = path.join(dir, "tree")
+    releaseTree(tree, "1.0.0", key)
+    releaseTree(tree, "1.1.0", key)
+
+    const synced = ctl(["release", "catalog", "sync", "--root", tree, "--json"])
+    assert.strictEqual(synced.code, 0, synced.stderr)
+    assert.deepStrictEqual(
+      (JSON.parse(synced.stdout) as { releases: Array<{ version: string; outcome: string }> }).releases.map(
+        (r) => `${r.version}:${r.outcome}`
+      ),
+      ["1.0.0:imported", "1.1.0:imported"]
+    )
+    const human = ctl(["release", "catalog", "audit"])
+    assert.strictEqual(human.code, 0, human.stderr)
+    assert.include(human.stdout, "ok       keel 1.0.0")
+    assert.include(human.stdout, "2 release(s) verified")
+
+    // One byte of a stored artifact changes: audit fails, naming it.
+    const stored = path.join(dir, "data", "objects", "releases", "keel", "1.1.0", "release.tar.gz")
+    const bytes = fs.readFileSync(stored)
+    bytes[0] = (bytes[0] ?? 0) ^ 1
+    fs.writeFileSync(stored, bytes)
+    const audit = ctl(["release", "catalog", "audit", "--json"])
+    assert.strictEqual(audit.code, 1)
+    const report = JSON.parse(audit.stdout) as {
+      ok: boolean
+      releases: Array<{ version: string; problems: Array<{ code: string }> }>
+    }
+    assert.isFalse(report.ok)
+    assert.deepStrictEqual(
+      report.releases.map((r) => [r.version, r.problems.map((p) => p.code)]),
+      [
+        ["1.0.0", []],
+        ["1.1.0", ["artifact_mismatch"]]
+      ]
+    )
+  }, 120_000)
+})
