@@ -1,7 +1,7 @@
 import * as path from "node:path"
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option, Schema } from "effect"
-import { HostOpsLive, HostStateLive, ServicesLive } from "../layers/Live.js"
+import { HostOpsLive, HostStateLive, RecoveryLive, ServicesLive } from "../layers/Live.js"
 import { HostBeacon } from "../services/fleet/beacon/Beacon.js"
 import { beaconRouting, publishBeacon } from "../services/fleet/beacon/BeaconPublisher.js"
 import { beaconUnitProblem, renderEnvFile, renderLaunchd, renderSystemd } from "../services/fleet/beacon/BeaconUnits.js"
@@ -19,6 +19,7 @@ import { writeFileAtomically } from "../services/platform/Files.js"
 import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
 import { storageRootReconcile } from "./handoff.js"
 import { CommandFailed, ExitWith, emit, json, table } from "./Output.js"
+import { recover } from "./recover.js"
 
 const hostOption = Options.text("host").pipe(
   Options.optional,
@@ -362,7 +363,8 @@ export const host = Command.make("host").pipe(
     health.pipe(Command.provide(HostOpsLive)),
     inventory.pipe(Command.provide(HostOpsLive)),
     gates.pipe(Command.provide(HostOpsLive)),
-    storageRootReconcile.pipe(Command.provide(AppConfig.Default))
+    storageRootReconcile.pipe(Command.provide(AppConfig.Default)),
+    recover.pipe(Command.provide(RecoveryLive))
   ])
 )
 // Options are named --routing-file, not --env-file: Node 20 scans the whole argv for --env-file.

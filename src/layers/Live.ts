@@ -8,6 +8,7 @@ import { DiskMeter } from "../services/fleet/janitor/DiskMeter.js"
 import { Janitor } from "../services/fleet/janitor/Janitor.js"
 import { JobWorker } from "../services/fleet/jobs/JobWorker.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
+import { BinaryRecovery } from "../services/fleet/releases/BinaryRecovery.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
 import { migrationsLayer, sqliteFromConfig, sqliteMemory } from "../services/platform/Database.js"
@@ -89,3 +90,6 @@ export const AppLive = Layer.merge(EntitiesLive, ReconcilerServices).pipe(
 
 /** The service reconciler for `ctl optimize` and `ctl service`: the host reach and the services, no actors. */
 export const ReconcilerOpsLive = ReconcilerServices.pipe(Layer.provideMerge(HostOpsLive))
+
+/** `ctl host recover`: binary recovery through the raw host channel, and the host recovery's units. */
+export const RecoveryLive = BinaryRecovery.Default.pipe(Layer.provideMerge(HostOpsLive))

@@ -145,6 +145,15 @@ export const StorageDeclaration = Schema.Struct({
   drain_timeout_seconds: Schema.optionalWith(PositiveInt, { default: () => 600 })
 })
 
+/** A binary the fleet delivers to a host (docs/releases.md): `ctl` is the tool's own, the one `ctl host recover` installs. */
+export const ManagedBinary = Schema.Struct({
+  name: Name,
+  /** Where it is installed on the host (an absolute path; its directory holds the staged file and `.prev`). */
+  path: AbsolutePath,
+  /** The release product that ships it. */
+  product: Schema.optionalWith(Name, { default: () => "keel" })
+})
+
 export const Target = Schema.Struct({
   name: Name,
   os: Schema.Literal("linux", "darwin"),
@@ -161,7 +170,9 @@ export const Target = Schema.Struct({
   /** What one job-hour on this host costs, for the overview's billing. */
   hourly_rate: Schema.optional(NonNegative),
   /** The storage a storage-root handoff moves between (docs/handoff.md). */
-  storage: Schema.optional(StorageDeclaration)
+  storage: Schema.optional(StorageDeclaration),
+  /** Binaries delivered to this host by release (docs/releases.md). */
+  binaries: Schema.optionalWith(Schema.Array(ManagedBinary), { default: () => [] })
 })
 
 /** The release authority (seed 002, "Release submission and delivery" rule 4; docs/releases.md). */

@@ -1,6 +1,7 @@
 import { Effect, Schema } from "effect"
 import { Vault } from "../../platform/vault/Vault.js"
 import { FleetRegistry } from "../registry/Registry.js"
+import type { ReleaseSettings } from "../registry/Schema.js"
 import type { ReleaseSignature, TrustedKey } from "./ReleaseManifest.js"
 
 /** The release authority is not configured, or its key is not the trusted one: nothing is signed or trusted. */
@@ -24,28 +25,44 @@ export class ReleaseAuthority extends Effect.Service<ReleaseAuthority>()("fleet/
     const unavailable = (detail: string) =>
       new ReleaseAuthorityUnavailable({ code: "RELEASE_AUTHORITY_UNAVAILABLE", detail })
 
+    const configuredBy = (settings: typeof ReleaseSettings.Type) =>
+      settings.signing_key_item === undefined || settings.signing_key_id === undefined
+        ? Effect.fail(
+            unavailable(
+              "settings.release.signing_key_item and settings.release.signing_key_id must both be set (docs/releases.md)"
+            )
+          )
+        : Effect.succeed({ item: settings.signing_key_item, keyId: settings.signing_key_id })
+
     const configured = Effect.gen(function* () {
       const snapshot = yield* registry.read({ allowCached: true }).pipe(Effect.mapError((e) => unavailable(e.detail)))
-      const { signing_key_id: keyId, signing_key_item: item } = snapshot.registry.settings.release
-      if (item === undefined || keyId === undefined)
-        return yield* unavailable(
-          "settings.release.signing_key_item and settings.release.signing_key_id must both be set (docs/releases.md)"
-        )
-      return { item, keyId }
+      return yield* configuredBy(snapshot.registry.settings.release)
     })
 
-    /** The trusted key: its id from the registry, its public half from the vault item, which must match. */
-    const trusted: Effect.Effect<TrustedKey, ReleaseAuthorityUnavailable> = Effect.gen(function* () {
-      const { item, keyId } = yield* configured
-      const key = yield* vault
-        .publicKey(item, SIGNING_KEY_FIELD)
-        .pipe(Effect.mapError((e) => unavailable(`the signing key: ${e.detail}`)))
-      if (key.key_id !== keyId)
-        return yield* unavailable(
-          `the vault item ${item} holds key ${key.key_id}, not the trusted ${keyId} (settings.release.signing_key_id)`
-        )
-      return key
-    })
+    /** The key `settings` trust: its id from them, its public half from the vault item, which must match. */
+    const trustedBy = (settings: typeof ReleaseSettings.Type) =>
+      Effect.gen(function* () {
+        const { item, keyId } = yield* configuredBy(settings)
+        return yield* publicOf(item, keyId)
+      })
+
+    const publicOf = (item: string, keyId: string) =>
+      Effect.gen(function* () {
+        const key = yield* vault
+          .publicKey(item, SIGNING_KEY_FIELD)
+          .pipe(Effect.mapError((e) => unavailable(`the signing key: ${e.detail}`)))
+        if (key.key_id !== keyId)
+          return yield* unavailable(
+            `the vault item ${item} holds key ${key.key_id}, not the trusted ${keyId} (settings.release.signing_key_id)`
+          )
+        return key
+      })
+
+    /** The trusted key of the current registry (or its last valid snapshot). */
+    const trusted: Effect.Effect<TrustedKey, ReleaseAuthorityUnavailable> = Effect.flatMap(
+      configured,
+      ({ item, keyId }) => publicOf(item, keyId)
+    )
 
     /** `release.sig` for exactly these bytes (Ed25519, inside the vault). */
     const sign = (bytes: Uint8Array) =>
@@ -62,6 +79,6 @@ export class ReleaseAuthority extends Effect.Service<ReleaseAuthority>()("fleet/
         } satisfies ReleaseSignature
       })
 
-    return { trusted, sign } as const
+    return { trusted, trustedBy, sign } as const
   })
 }) {}

@@ -5,6 +5,8 @@ export interface CommandRequest {
   readonly argv: ReadonlyArray<string>
   /** Bytes for the command's stdin: the only way a secret reaches a command. */
   readonly stdin?: Uint8Array | undefined
+  /** A file on this host streamed to the command's stdin instead (never read into memory whole). */
+  readonly stdinFile?: string | undefined
   readonly timeoutMs?: number | undefined
   /** Output kept per stream; beyond it the output is truncated (and says so). */
   readonly maxOutputBytes?: number | undefined

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process"
+import * as fs from "node:fs"
 import { Effect } from "effect"
 import { childEnv } from "../ChildEnv.js"
 import { ChannelError, type CommandRequest, type CommandResult } from "./HostChannel.js"
@@ -73,7 +74,18 @@ export const runProcess = (target: string, argv: ReadonlyArray<string>, request:
         })
       )
     })
-    child.stdin.end(request.stdin === undefined ? undefined : Buffer.from(request.stdin))
+    if (request.stdinFile !== undefined) {
+      const source = fs.createReadStream(request.stdinFile)
+      // A file that cannot be read must not look like a short stdin: the command is killed, the run fails.
+      source.on("error", (error) => {
+        if (done) return
+        done = true
+        clearTimeout(timer)
+        killGroup()
+        resume(Effect.fail(new ChannelError({ code: "CHANNEL_ERROR", target, detail: `stdin: ${error.message}` })))
+      })
+      source.pipe(child.stdin)
+    } else child.stdin.end(request.stdin === undefined ? undefined : Buffer.from(request.stdin))
     return Effect.sync(() => {
       clearTimeout(timer)
       killGroup()

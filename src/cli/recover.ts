@@ -1,0 +1,42 @@
+import { Args, Command, Options } from "@effect/cli"
+import { Effect } from "effect"
+import { BinaryRecovery, type RecoveryAnswer } from "../services/fleet/releases/BinaryRecovery.js"
+import { ExitWith, emit, failWith, json } from "./Output.js"
+
+const view = (answer: RecoveryAnswer) =>
+  [
+    `${answer.target}${answer.release === null ? "" : ` ← ${answer.release.product} ${answer.release.version}`}: ${answer.ok ? "recovered" : "FAILED"}${answer.rolled_back ? " (rolled back)" : ""}`,
+    `  registry    ${answer.registry.freshness} ${answer.registry.digest.slice(0, 12)}`,
+    `  object API  ${answer.object_api.status}${answer.object_api.detail === "" ? "" : ` — ${answer.object_api.detail}`}`,
+    ...answer.steps.map((s) => `  ${s.ok ? "✓" : "✗"} ${s.step.padEnd(9)} ${s.detail}`)
+  ].join("\n")
+
+/**
+ * `ctl host recover TARGET [--release VERSION] [--bundled-registry] [--json]` (docs/releases.md, "Binary
+ * recovery"): the exact signed release's binary installed through the raw host channel, probed, rolled back on a
+ * failed probe; then the host recovery. Exit 1 unless every step held.
+ */
+export const recover = Command.make(
+  "recover",
+  {
+    target: Args.text({ name: "TARGET" }),
+    release: Options.text("release").pipe(
+      Options.optional,
+      Options.withDescription("The exact version whose signed binary to install (without it: no binary change)")
+    ),
+    bundledRegistry: Options.boolean("bundled-registry").pipe(
+      Options.withDescription("Use the registry bundled with this package instead of the last valid snapshot")
+    ),
+    json
+  },
+  ({ bundledRegistry, json, release, target }) =>
+    Effect.gen(function* () {
+      const answer = yield* (yield* BinaryRecovery)
+        .recover({ target, release, bundledRegistry })
+        .pipe(Effect.catchTag("RecoveryRefused", failWith(json)))
+      yield* emit(json, answer, view)
+      if (!answer.ok) return yield* new ExitWith({ code: 1 })
+    })
+).pipe(
+  Command.withDescription("Recover a host: the tool's binary from an exact signed release, then its recovery units")
+)

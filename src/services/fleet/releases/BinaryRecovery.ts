@@ -1,0 +1,380 @@
+import { createHash, randomBytes } from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Readable } from "node:stream"
+import { pipeline } from "node:stream/promises"
+import { Effect, Option, Schema, Stream } from "effect"
+import { AppConfig } from "../../platform/AppConfig.js"
+import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
+import { ObjectStore, ObjectStoreError } from "../../platform/objects/ObjectStore.js"
+import { RemoteCtl } from "../RemoteCtl.js"
+import { HostUnits } from "../reconciler/HostUnits.js"
+import { FleetRegistry } from "../registry/Registry.js"
+import type { Target } from "../registry/Schema.js"
+import { renderUnit } from "../units/UnitRender.js"
+import { ArchiveRefused, extractEntry } from "./ArchiveEntry.js"
+import { ReleaseAuthority } from "./ReleaseAuthority.js"
+import { type ReleaseReader, releaseKey, verifyRelease } from "./ReleaseManifest.js"
+import { objectStoreReader } from "./ReleaseReaders.js"
+
+/** The request cannot start: unknown target, no `ctl` binary declared, no registry. Nothing changed. */
+export class RecoveryRefused extends Schema.TaggedError<RecoveryRefused>()("RecoveryRefused", {
+  code: Schema.Literal("RECOVERY_REFUSED"),
+  detail: Schema.String
+}) {}
+
+/** The tool's own binary, the one `ctl host recover` installs (docs/releases.md). */
+export const TOOL_BINARY = "ctl"
+
+export type RecoveryStepName = "download" | "verify" | "backup" | "install" | "resolver" | "rollback" | "recovery"
+
+export interface RecoveryStep {
+  readonly step: RecoveryStepName
+  readonly ok: boolean
+  readonly detail: string
+}
+
+export interface RecoveryAnswer {
+  readonly target: string
+  readonly registry: { readonly freshness: string; readonly digest: string }
+  /** null without --release: the original recovery only, no binary change. */
+  readonly release: { readonly product: string; readonly version: string } | null
+  readonly binary: { readonly name: string; readonly path: string } | null
+  readonly object_api: { readonly status: "available" | "unavailable" | "not_used"; readonly detail: string }
+  readonly steps: ReadonlyArray<RecoveryStep>
+  readonly rolled_back: boolean
+  readonly previous: { readonly path: string; readonly kept: boolean } | null
+  readonly installed: { readonly path: string; readonly sha256: string } | null
+  readonly ok: boolean
+}
+
+/** How long the installed resolver may take to answer `--help`. */
+const PROBE_TIMEOUT_MS = 15_000
+const STEP_TIMEOUT_MS = 120_000
+
+/**
+ * Fixed shell programs run through the raw host channel with the paths as their arguments (argv, never a string
+ * built from input): nothing of Keel's runs on the target until the probe, which runs the installed binary.
+ */
+const SCRIPTS = {
+  /** stdin → "$1" (owner-only while written), then executable, then its SHA-256. */
+  stage:
+    'set -e; mkdir -p -- "$(dirname -- "$1")"; umask 077; cat > "$1"; chmod 0755 "$1"; if command -v sha256sum >/dev/null 2>&1; then sha256sum -- "$1"; else shasum -a 256 -- "$1"; fi',
+  /** Keeps the current binary as "$1.prev" (a hard link to its inode; a copy where links fail). */
+  backup:
+    'set -e; if [ -e "$1" ]; then rm -f -- "$1.prev"; ln -- "$1" "$1.prev" 2>/dev/null || cp -p -- "$1" "$1.prev"; echo kept; else echo none; fi',
+  /** rename(2): atomic within the directory. */
+  install: 'set -e; mv -f -- "$1" "$2"',
+  /** The previous binary back by rename, or the invalid install removed when there was none. */
+  rollback:
+    'set -e; if [ "$2" = kept ]; then rm -f -- "$1.keel-rollback"; ln -- "$1.prev" "$1.keel-rollback" 2>/dev/null || cp -p -- "$1.prev" "$1.keel-rollback"; mv -f -- "$1.keel-rollback" "$1"; echo restored; else rm -f -- "$1"; echo removed; fi',
+  discard: 'rm -f -- "$1"'
+} as const
+
+const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes).trim()
+
+/**
+ * `ctl host recover <target> [--release <exact>] [--bundled-registry]` (seed 002, "Binary recovery";
+ * docs/releases.md). With a release: the object API's state, the exact signed artifact read from it and verified
+ * — manifest, signature by the trusted key, SHA-256 — on this host before anything reaches the target, then the
+ * binary streamed over the raw host channel into a staged file beside the install path and checked by its
+ * SHA-256 there, the previous binary kept, the new one renamed into place, `--help` probed, and on a failed probe
+ * the previous binary renamed back (or the invalid install removed). Only after a good probe: the host recovery
+ * (the target's recovery-managed units ensured, its beacon timer reasserted). Without a release: the host
+ * recovery alone, no binary change.
+ */
+export class BinaryRecovery extends Effect.Service<BinaryRecovery>()("fleet/BinaryRecovery", {
+  effect: Effect.gen(function* () {
+    const registry = yield* FleetRegistry
+    const store = yield* ObjectStore
+    const authority = yield* ReleaseAuthority
+    const channel = yield* HostChannel
+    const remote = yield* RemoteCtl
+    const units = yield* HostUnits
+    const config = yield* AppConfig
+
+    const refused = (detail: string) => new RecoveryRefused({ code: "RECOVERY_REFUSED", detail })
+
+    /** A fixed script on the target; its failure is the step's detail, never a thrown error. */
+    const onTarget = (target: Target, script: keyof typeof SCRIPTS, args: ReadonlyArray<string>, stdinFile?: string) =>
+      channel
+        .run(remote.spec(target), {
+          argv: ["sh", "-c", SCRIPTS[script], "sh", ...args],
+          timeoutMs: STEP_TIMEOUT_MS,
+          ...(stdinFile === undefined ? {} : { stdinFile })
+        })
+        .pipe(
+          Effect.map((result) =>
+            result.exitCode === 0
+              ? { ok: true as const, out: text(result.stdout) }
+              : {
+                  ok: false as const,
+                  out: `${script} exited ${result.exitCode ?? `on ${result.signal ?? "a signal"}`}${result.timedOut ? " (timed out)" : ""}: ${text(result.stderr)}`
+                }
+          ),
+          Effect.catchAll((error) => Effect.succeed({ ok: false as const, out: error.detail }))
+        )
+
+    /** The installed resolver answers `--help` (exit 0). */
+    const probe = (target: Target, binary: string) =>
+      channel.run(remote.spec(target), { argv: [binary, "--help"], timeoutMs: PROBE_TIMEOUT_MS }).pipe(
+        Effect.map((result) => ({
+          ok: result.exitCode === 0,
+          detail:
+            result.exitCode === 0
+              ? `${binary} --help exited 0`
+              : `${binary} --help exited ${result.exitCode ?? result.signal}${result.timedOut ? " (timed out)" : ""}: ${text(result.stderr).slice(0, 500)}`
+        })),
+        Effect.catchAll((error) => Effect.succeed({ ok: false, detail: error.detail }))
+      )
+
+    /** The existing host recovery: recovery-managed units ensured, the beacon timer reasserted. */
+    const hostRecovery = (target: Target) =>
+      Effect.gen(function* () {
+        const done: Array<string> = []
+        const failed: Array<string> = []
+        for (const service of target.services) {
+          if (service.role === "beacon") {
+            const outcome = yield* units
+              .reassertTimer(target, { name: service.name, unit: service.unit })
+              .pipe(Effect.either)
+            if (outcome._tag === "Right") done.push(`${service.name}: ${outcome.right.change}`)
+            else failed.push(`${service.name}: ${outcome.left.detail}`)
+          } else if (service.kind === "recovery-managed" && service.program !== undefined) {
+            const outcome = yield* units.ensure(target, renderUnit(service, target.os)).pipe(Effect.either)
+            if (outcome._tag === "Right") done.push(`${service.name}: ${outcome.right.change}`)
+            else failed.push(`${service.name}: ${outcome.left.detail}`)
+          }
+        }
+        return {
+          step: "recovery" as const,
+          ok: failed.length === 0,
+          detail:
+            done.length + failed.length === 0
+              ? "no recovery-managed unit or beacon is declared for the target"
+              : [...done, ...failed].join("; ")
+        }
+      })
+
+    const recover = (request: {
+      readonly target: string
+      readonly release: Option.Option<string>
+      readonly bundledRegistry: boolean
+    }) =>
+      Effect.gen(function* () {
+        const snapshot = yield* (
+          request.bundledRegistry ? registry.bundled() : registry.read({ allowCached: true })
+        ).pipe(Effect.mapError((e) => refused(`no registry: ${e.detail}`)))
+        const target = snapshot.registry.targets.find((t) => t.name === request.target)
+        if (target === undefined) return yield* refused(`${request.target} is not a target of the registry`)
+        const base = {
+          target: target.name,
+          registry: { freshness: snapshot.freshness, digest: snapshot.digest }
+        }
+        if (Option.isNone(request.release)) {
+          const recovery = yield* hostRecovery(target)
+          return {
+            ...base,
+            release: null,
+            binary: null,
+            object_api: { status: "not_used", detail: "no --release: the binary is not changed" },
+            steps: [recovery],
+            rolled_back: false,
+            previous: null,
+            installed: null,
+            ok: recovery.ok
+          } satisfies RecoveryAnswer
+        }
+        const version = request.release.value
+        const binary = target.binaries.find((b) => b.name === TOOL_BINARY)
+        if (binary === undefined)
+          return yield* refused(`${target.name} declares no binary named ${TOOL_BINARY} (targets[].binaries)`)
+        const product = binary.product
+        const steps: Array<RecoveryStep> = []
+        const answer = (fields: Partial<RecoveryAnswer>): RecoveryAnswer => ({
+          ...base,
+          release: { product, version },
+          binary: { name: binary.name, path: binary.path },
+          object_api: { status: "available", detail: "" },
+          steps,
+          rolled_back: false,
+          previous: null,
+          installed: null,
+          ok: false,
+          ...fields
+        })
+
+        // The object API boundary: the release store this control plane serves.
+        const marker = yield* store.head(releaseKey(product, version, "release.json")).pipe(Effect.either)
+        if (marker._tag === "Left") return answer({ object_api: { status: "unavailable", detail: marker.left.detail } })
+        const objectApi = {
+          status: "available" as const,
+          detail:
+            marker.right._tag === "Some"
+              ? `${store.scheme}://${releaseKey(product, version, "release.json")}`
+              : `${store.scheme}:// answers; ${product} ${version} is not published there`
+        }
+
+        const work = path.join(config.dataDir, "run", `recover-${process.pid}-${randomBytes(4).toString("hex")}`)
+        return yield* Effect.acquireUseRelease(
+          Effect.sync(() => fs.mkdirSync(work, { recursive: true, mode: 0o700 })),
+          () =>
+            Effect.gen(function* () {
+              // download: the exact artifact, spooled here (streamed, never whole in memory).
+              const artifactFile = path.join(work, "release.tar.gz")
+              const downloaded = yield* Effect.gen(function* () {
+                const found = yield* store.read(releaseKey(product, version, "release.tar.gz"))
+                if (Option.isNone(found)) return `releases/${product}/${version}/release.tar.gz does not exist`
+                yield* Effect.tryPromise({
+                  try: () =>
+                    pipeline(
+                      Readable.from(Stream.toAsyncIterable(found.value.body)),
+                      fs.createWriteStream(artifactFile, { flags: "wx", mode: 0o600 })
+                    ),
+                  catch: (e) =>
+                    new ObjectStoreError({
+                      code: "OBJECT_STORE_ERROR",
+                      key: releaseKey(product, version, "release.tar.gz"),
+                      detail: String(e)
+                    })
+                })
+                return null
+              }).pipe(Effect.catchAll((e) => Effect.succeed(`the object API: ${e.detail}`)))
+              steps.push({
+                step: "download",
+                ok: downloaded === null,
+                detail: downloaded ?? `${store.scheme}://${releaseKey(product, version, "release.tar.gz")}`
+              })
+              if (downloaded !== null) return answer({ object_api: objectApi })
+
+              // verify: manifest and signature from the store, the artifact's digest from the very file downloaded.
+              const trusted = yield* authority.trustedBy(snapshot.registry.settings.release).pipe(Effect.either)
+              if (trusted._tag === "Left") {
+                steps.push({ step: "verify", ok: false, detail: trusted.left.detail })
+                return answer({ object_api: objectApi })
+              }
+              const storeReader = objectStoreReader(store, product, version)
+              const reader: ReleaseReader = {
+                bytes: storeReader.bytes,
+                digest: (file) =>
+                  file === "release.tar.gz"
+                    ? Effect.promise(async () => {
+                        const hash = createHash("sha256")
+                        let size = 0
+                        for await (const chunk of fs.createReadStream(artifactFile)) {
+                          hash.update(chunk as Buffer)
+                          size += (chunk as Buffer).byteLength
+                        }
+                        return { sha256: hash.digest("hex"), size }
+                      })
+                    : storeReader.digest(file)
+              }
+              const verified = yield* verifyRelease(reader, { product, version }, trusted.right)
+              if (!verified.ok || verified.manifest === null) {
+                steps.push({
+                  step: "verify",
+                  ok: false,
+                  detail: verified.problems.map((p) => `${p.code}: ${p.detail}`).join("; ")
+                })
+                return answer({ object_api: objectApi })
+              }
+              const binaryFile = path.join(work, "binary")
+              const extracted = yield* Effect.tryPromise({
+                try: () =>
+                  extractEntry(
+                    fs.createReadStream(artifactFile) as AsyncIterable<Uint8Array>,
+                    verified.manifest!.artifact.binary,
+                    binaryFile
+                  ),
+                catch: (e) => (e instanceof ArchiveRefused ? e.message : String(e))
+              }).pipe(Effect.either)
+              if (extracted._tag === "Left" || extracted.right === null) {
+                steps.push({
+                  step: "verify",
+                  ok: false,
+                  detail:
+                    extracted._tag === "Left"
+                      ? extracted.left
+                      : `the archive holds no ${verified.manifest.artifact.binary}`
+                })
+                return answer({ object_api: objectApi })
+              }
+              const entry = extracted.right
+              steps.push({
+                step: "verify",
+                ok: true,
+                detail: `release.json signed by ${trusted.right.key_id}; release.tar.gz sha256 ${verified.manifest.artifact.sha256}; ${verified.manifest.artifact.binary} sha256 ${entry.sha256}`
+              })
+
+              // backup: the previous binary kept as <path>.prev.
+              const backup = yield* onTarget(target, "backup", [binary.path])
+              steps.push({
+                step: "backup",
+                ok: backup.ok,
+                detail: backup.ok ? (backup.out === "kept" ? `${binary.path}.prev` : "no previous binary") : backup.out
+              })
+              if (!backup.ok) return answer({ object_api: objectApi })
+              const kept = backup.out === "kept"
+              const previous = { path: `${binary.path}.prev`, kept }
+
+              // install: streamed into a staged file beside the install path, its SHA-256 read back, renamed.
+              const staged = path.join(
+                path.dirname(binary.path),
+                `.${path.basename(binary.path)}.keel-recover-${randomBytes(4).toString("hex")}`
+              )
+              const stage = yield* onTarget(target, "stage", [staged], binaryFile)
+              const stagedSha = stage.ok ? (stage.out.split(/\s+/)[0] ?? "") : ""
+              if (!stage.ok || stagedSha !== entry.sha256) {
+                yield* onTarget(target, "discard", [staged])
+                steps.push({
+                  step: "install",
+                  ok: false,
+                  detail: stage.ok ? `the staged file's sha256 is ${stagedSha}, not ${entry.sha256}` : stage.out
+                })
+                return answer({ object_api: objectApi, previous })
+              }
+              const installed = yield* onTarget(target, "install", [staged, binary.path])
+              steps.push({
+                step: "install",
+                ok: installed.ok,
+                detail: installed.ok ? `${binary.path} sha256 ${entry.sha256}` : installed.out
+              })
+              if (!installed.ok) {
+                yield* onTarget(target, "discard", [staged])
+                return answer({ object_api: objectApi, previous })
+              }
+
+              // resolver: the installed binary answers --help; otherwise roll back.
+              const probed = yield* probe(target, binary.path)
+              steps.push({ step: "resolver", ok: probed.ok, detail: probed.detail })
+              if (!probed.ok) {
+                const rolledBack = yield* onTarget(target, "rollback", [binary.path, kept ? "kept" : "none"])
+                const after = kept && rolledBack.ok ? yield* probe(target, binary.path) : null
+                steps.push({
+                  step: "rollback",
+                  ok: rolledBack.ok,
+                  detail: rolledBack.ok
+                    ? kept
+                      ? `the previous binary is back at ${binary.path}${after === null ? "" : `; ${after.detail}`}`
+                      : `no previous binary: the invalid install ${binary.path} was removed`
+                    : rolledBack.out
+                })
+                return answer({ object_api: objectApi, previous, rolled_back: rolledBack.ok })
+              }
+
+              const recovery = yield* hostRecovery(target)
+              steps.push(recovery)
+              return answer({
+                object_api: objectApi,
+                previous,
+                installed: { path: binary.path, sha256: entry.sha256 },
+                ok: recovery.ok
+              })
+            }),
+          () => Effect.sync(() => fs.rmSync(work, { recursive: true, force: true }))
+        )
+      })
+
+    return { recover } as const
+  })
+}) {}
