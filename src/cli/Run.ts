@@ -106,7 +106,29 @@ export const groupHelpFor = (args: ReadonlyArray<string>): string | undefined =>
 
 const MainLive = Layer.mergeAll(NodeContext.layer, loggerFromConfig.pipe(Layer.provide(AppConfig.Default)))
 
-export const ctlMain = (argv: ReadonlyArray<string>) => {
+/**
+ * Commands whose own `--version` option (the seed's spelling: `ctl host release T --binary B --version V`) would
+ * otherwise be taken by @effect/cli's built-in `--version`: on their line it is passed on as `--exact-version`.
+ */
+const OWN_VERSION_OPTION = new Set(["host release"])
+
+export const ownVersionOption = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const walk = walkCommands(argv.slice(2))
+  if (walk._tag === "Unknown" || !OWN_VERSION_OPTION.has(walk.path.join(" "))) return argv
+  const end = argv.indexOf("--")
+  return argv.map((arg, i) =>
+    i < 2 || (end !== -1 && i > end)
+      ? arg
+      : arg === "--version"
+        ? "--exact-version"
+        : arg.startsWith("--version=")
+          ? `--exact-version=${arg.slice("--version=".length)}`
+          : arg
+  )
+}
+
+export const ctlMain = (given: ReadonlyArray<string>) => {
+  const argv = ownVersionOption(given)
   const unknown = unknownCommand(argv.slice(2))
   if (unknown !== undefined)
     return Console.error(`ctl: ${unknown}`).pipe(Effect.zipRight(Effect.fail(new ExitWith({ code: 2 }))))

@@ -1,5 +1,5 @@
 import { Args, Command, Options } from "@effect/cli"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { BinaryRecovery, type RecoveryAnswer } from "../services/fleet/releases/BinaryRecovery.js"
 import { ExitWith, emit, failWith, json } from "./Output.js"
 
@@ -39,4 +39,32 @@ export const recover = Command.make(
     })
 ).pipe(
   Command.withDescription("Recover a host: the tool's binary from an exact signed release, then its recovery units")
+)
+
+/**
+ * `ctl host release TARGET --binary NAME --version VERSION [--json]` (docs/releases.md, "Routine delivery"): the
+ * same verified install as recovery — download, verify, backup, install, probe, rollback — for any managed binary,
+ * without the host recovery.
+ */
+export const release = Command.make(
+  "release",
+  {
+    target: Args.text({ name: "TARGET" }),
+    binary: Options.text("binary").pipe(Options.withDescription("The managed binary (targets[].binaries[].name)")),
+    // Spelled --version on the command line (ctlMain passes it on under this name: the root owns --version).
+    version: Options.text("exact-version").pipe(
+      Options.withDescription("The exact version to deliver (also accepted as --version)")
+    ),
+    json
+  },
+  ({ binary, json, target, version }) =>
+    Effect.gen(function* () {
+      const answer = yield* (yield* BinaryRecovery)
+        .recover({ target, release: Option.some(version), bundledRegistry: false, binary, hostRecovery: false })
+        .pipe(Effect.catchTag("RecoveryRefused", failWith(json)))
+      yield* emit(json, answer, view)
+      if (!answer.ok) return yield* new ExitWith({ code: 1 })
+    })
+).pipe(
+  Command.withDescription("Deliver an exact signed release of a managed binary to a host (verify, install, probe)")
 )

@@ -1,11 +1,11 @@
 import { execFileSync, spawnSync } from "node:child_process"
-import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { canonicalBytes, Ed25519 } from "keel"
+import { Ed25519 } from "keel"
 import { afterAll, assert, describe, it } from "vitest"
 import * as Yaml from "yaml"
+import { script, sha256, signatureOf, writeReleaseTree } from "../support/releases.js"
 import { ctlBin } from "../support/server.js"
 
 // Issue 19, binary recovery on a real binary (a small script the test builds and packs with tar): the exact
@@ -25,54 +25,9 @@ afterAll(() => {
     }
 })
 
-const sha256 = (bytes: Uint8Array) => crypto.createHash("sha256").update(bytes).digest("hex")
 const key = Ed25519.generateKeyPair()
-
-/** `<root>/keel/<version>/`: a real .tar.gz holding `keel-<version>/bin/ctl`, signed by `signer`. */
-const releaseTree = (root: string, version: string, script: string) => {
-  const staging = path.join(dir, "staging", version)
-  fs.mkdirSync(path.join(staging, `keel-${version}`, "bin"), { recursive: true })
-  fs.writeFileSync(path.join(staging, `keel-${version}`, "bin", "ctl"), script, { mode: 0o755 })
-  const out = path.join(root, "keel", version)
-  fs.mkdirSync(out, { recursive: true })
-  execFileSync("tar", ["-czf", path.join(out, "release.tar.gz"), "-C", staging, `keel-${version}`])
-  const artifact = fs.readFileSync(path.join(out, "release.tar.gz"))
-  const qualification = canonicalBytes({ passed: true })
-  const prefix = `releases/keel/${version}/`
-  const manifest = canonicalBytes({
-    schema: "keel.release/v1",
-    product: "keel",
-    version,
-    channel: "stable",
-    created_at: "2026-11-24T00:00:00.000Z",
-    source: { revision: "1".repeat(40), tree: "2".repeat(40), sha256: "3".repeat(64), size: 1 },
-    artifact: {
-      key: `${prefix}release.tar.gz`,
-      platform: "linux-x64",
-      sha256: sha256(artifact),
-      size: artifact.byteLength,
-      binary: `keel-${version}/bin/ctl`
-    },
-    qualification: {
-      key: `${prefix}qualification.json`,
-      sha256: sha256(qualification),
-      size: qualification.byteLength
-    },
-    signature: { alg: "ed25519", key_id: key.key_id, key: `${prefix}release.sig` }
-  })
-  fs.writeFileSync(path.join(out, "qualification.json"), qualification)
-  fs.writeFileSync(path.join(out, "release.json"), manifest)
-  fs.writeFileSync(path.join(out, "release.sig"), signatureOf(key, manifest))
-}
-
-const signatureOf = (signer: ReturnType<typeof Ed25519.generateKeyPair>, manifest: Uint8Array) =>
-  canonicalBytes({
-    alg: "ed25519",
-    key_id: signer.key_id,
-    signature: Buffer.from(Ed25519.sign(Ed25519.privateKeyFrom(signer.private_key), manifest)).toString("base64")
-  })
-
-const script = (text: string, helpExit = 0) => `#!/bin/sh\necho "${text}"\nexit ${helpExit}\n`
+const releaseTree = (root: string, version: string, script: string) =>
+  writeReleaseTree(path.join(dir, "staging"), root, version, script, key)
 
 describe("ctl host recover", () => {
   it("installs the exact signed binary, rolls back a failed probe, refuses tampered releases", () => {

@@ -160,6 +160,10 @@ export class BinaryRecovery extends Effect.Service<BinaryRecovery>()("fleet/Bina
       readonly target: string
       readonly release: Option.Option<string>
       readonly bundledRegistry: boolean
+      /** The managed binary to install (default the tool's own, `ctl`). */
+      readonly binary?: string
+      /** After a good probe, the host recovery (default); `ctl host release` delivers the binary only. */
+      readonly hostRecovery?: boolean
     }) =>
       Effect.gen(function* () {
         const snapshot = yield* (
@@ -186,9 +190,10 @@ export class BinaryRecovery extends Effect.Service<BinaryRecovery>()("fleet/Bina
           } satisfies RecoveryAnswer
         }
         const version = request.release.value
-        const binary = target.binaries.find((b) => b.name === TOOL_BINARY)
+        const binaryName = request.binary ?? TOOL_BINARY
+        const binary = target.binaries.find((b) => b.name === binaryName)
         if (binary === undefined)
-          return yield* refused(`${target.name} declares no binary named ${TOOL_BINARY} (targets[].binaries)`)
+          return yield* refused(`${target.name} declares no binary named ${binaryName} (targets[].binaries)`)
         const product = binary.product
         const steps: Array<RecoveryStep> = []
         const answer = (fields: Partial<RecoveryAnswer>): RecoveryAnswer => ({
@@ -362,13 +367,13 @@ export class BinaryRecovery extends Effect.Service<BinaryRecovery>()("fleet/Bina
                 return answer({ object_api: objectApi, previous, rolled_back: rolledBack.ok })
               }
 
-              const recovery = yield* hostRecovery(target)
-              steps.push(recovery)
+              const recovery = request.hostRecovery === false ? null : yield* hostRecovery(target)
+              if (recovery !== null) steps.push(recovery)
               return answer({
                 object_api: objectApi,
                 previous,
                 installed: { path: binary.path, sha256: entry.sha256 },
-                ok: recovery.ok
+                ok: recovery?.ok ?? true
               })
             }),
           () => Effect.sync(() => fs.rmSync(work, { recursive: true, force: true }))
