@@ -19,7 +19,7 @@ import { writeFileAtomically } from "../services/platform/Files.js"
 import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
 import { storageRootReconcile } from "./handoff.js"
 import { CommandFailed, ExitWith, emit, json, table } from "./Output.js"
-import { recover, release } from "./recover.js"
+import { declareVersion, recover, release } from "./recover.js"
 
 const hostOption = Options.text("host").pipe(
   Options.optional,
@@ -365,7 +365,8 @@ export const host = Command.make("host").pipe(
     gates.pipe(Command.provide(HostOpsLive)),
     storageRootReconcile.pipe(Command.provide(AppConfig.Default)),
     recover.pipe(Command.provide(RecoveryLive)),
-    release.pipe(Command.provide(RecoveryLive))
+    release.pipe(Command.provide(RecoveryLive)),
+    declareVersion.pipe(Command.provide(ServicesLive))
   ])
 )
 // Options are named --routing-file, not --env-file: Node 20 scans the whole argv for --env-file.

@@ -1,6 +1,7 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
 import { BinaryRecovery, type RecoveryAnswer } from "../services/fleet/releases/BinaryRecovery.js"
+import { VersionDeclaration } from "../services/fleet/releases/VersionDeclaration.js"
 import { ExitWith, emit, failWith, json } from "./Output.js"
 
 const view = (answer: RecoveryAnswer) =>
@@ -67,4 +68,29 @@ export const release = Command.make(
     })
 ).pipe(
   Command.withDescription("Deliver an exact signed release of a managed binary to a host (verify, install, probe)")
+)
+
+/** `ctl host declare-version TARGET BINARY VERSION [--json]`: the host's declared version, written to the registry. */
+export const declareVersion = Command.make(
+  "declare-version",
+  {
+    target: Args.text({ name: "TARGET" }),
+    binary: Args.text({ name: "BINARY" }),
+    version: Args.text({ name: "VERSION" }),
+    json
+  },
+  ({ binary, json, target, version }) =>
+    Effect.gen(function* () {
+      const declared = yield* (yield* VersionDeclaration)
+        .declare(target, binary, version)
+        .pipe(Effect.catchTag("DeclareRefused", failWith(json)))
+      yield* emit(
+        json,
+        declared,
+        (d) =>
+          `${d.target} ${d.binary}: ${d.previous ?? "(none)"} → ${d.version} (registry ${d.digest_before.slice(0, 12)} → ${d.digest_after.slice(0, 12)}, audit ${d.audit_key})`
+      )
+    })
+).pipe(
+  Command.withDescription("Declare the version of a managed binary for a host (a registry write, compare-and-set)")
 )

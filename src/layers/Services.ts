@@ -24,6 +24,7 @@ import { CatalogMaintenance } from "../services/fleet/releases/CatalogMaintenanc
 import { ReleaseAuthority } from "../services/fleet/releases/ReleaseAuthority.js"
 import { ReleaseCatalog } from "../services/fleet/releases/ReleaseCatalog.js"
 import { ReleasePublisher } from "../services/fleet/releases/ReleasePublisher.js"
+import { VersionDeclaration } from "../services/fleet/releases/VersionDeclaration.js"
 import { ServiceManagerLive } from "../services/fleet/units/ServiceManagerLive.js"
 import { Answerer } from "../services/groundtruth/Answerer.js"
 import { BrandAssets } from "../services/groundtruth/BrandAssets.js"
@@ -97,13 +98,14 @@ export const DomainServices = Layer.mergeAll(
   HostHealth.Default,
   ObjectAccess.Default,
   FleetHosts.Default,
-  RegistryWriter.Default,
   GrantIssuer.Default,
   Overview.Default,
   AutonomyControl.Default,
-  CatalogMaintenance.Default
+  CatalogMaintenance.Default,
+  VersionDeclaration.Default
 ).pipe(
   Layer.provideMerge(ReleasePublisher.Default),
+  Layer.provideMerge(RegistryWriter.Default),
   Layer.provideMerge(ReleaseCatalog.Default),
   Layer.provideMerge(ReleaseAuthority.Default),
   Layer.provideMerge(JobQueue.Default),

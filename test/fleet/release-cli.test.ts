@@ -133,4 +133,60 @@ describe("ctl release", () => {
       ]
     )
   }, 120_000)
+
+  it("host declare-version writes the declared version through the registry's compare-and-set, comments kept", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-declare-"))
+    const registry = path.join(dir, "registry.yml")
+    fs.writeFileSync(
+      registry,
+      [
+        "version: 1",
+        "# the build host",
+        "targets:",
+        "  - name: box",
+        "    os: linux",
+        "    channel: local",
+        "    binaries:",
+        "      - { name: ctl, path: /usr/local/bin/ctl } # the tool",
+        ""
+      ].join("\n")
+    )
+    const env = {
+      ...process.env,
+      KEEL_DATA_DIR: path.join(dir, "data"),
+      KEEL_REGISTRY: registry,
+      KEEL_LOG_LEVEL: "warning"
+    }
+    const ctl = (args: ReadonlyArray<string>) => {
+      const result = spawnSync(process.execPath, [ctlBin, ...args], { env, encoding: "utf8" })
+      return { code: result.status, stdout: result.stdout, stderr: result.stderr }
+    }
+    const declared = ctl(["host", "declare-version", "box", "ctl", "1.4.2", "--json"])
+    assert.strictEqual(declared.code, 0, declared.stderr)
+    const answer = JSON.parse(declared.stdout) as { previous: string | null; version: string; audit_key: string }
+    assert.deepInclude(answer, { previous: null, version: "1.4.2" })
+    assert.match(answer.audit_key, /^state\/registry\/audit\//)
+    const text = fs.readFileSync(registry, "utf8")
+    assert.include(text, "# the build host")
+    assert.include(text, "# the tool")
+    assert.deepInclude((Yaml.parse(text) as { targets: Array<{ binaries: Array<object> }> }).targets[0]!.binaries[0]!, {
+      name: "ctl",
+      version: "1.4.2"
+    })
+    assert.strictEqual(
+      JSON.parse(ctl(["host", "declare-version", "box", "ctl", "1.4.3", "--json"]).stdout).previous,
+      "1.4.2"
+    )
+    for (const [args, why] of [
+      [["box", "agent", "1.0.0"], "declares no binary agent"],
+      [["nowhere", "ctl", "1.0.0"], "is not a target"],
+      [["box", "ctl", "1.0 beta"], "is not a version"]
+    ] as const) {
+      const refused = ctl(["host", "declare-version", ...args, "--json"])
+      assert.strictEqual(refused.code, 1)
+      assert.strictEqual(JSON.parse(refused.stdout).error.code, "DECLARE_REFUSED")
+      assert.include(JSON.parse(refused.stdout).error.detail, why)
+    }
+    assert.include(fs.readFileSync(registry, "utf8"), "version: 1.4.3")
+  }, 60_000)
 })

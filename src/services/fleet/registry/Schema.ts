@@ -151,7 +151,9 @@ export const ManagedBinary = Schema.Struct({
   /** Where it is installed on the host (an absolute path; its directory holds the staged file and `.prev`). */
   path: AbsolutePath,
   /** The release product that ships it. */
-  product: Schema.optionalWith(Name, { default: () => "keel" })
+  product: Schema.optionalWith(Name, { default: () => "keel" }),
+  /** The version declared for the host (`ctl host declare-version`): what native delivery converges it to. */
+  version: Schema.optional(Schema.String.pipe(Schema.pattern(/^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$/)))
 })
 
 export const Target = Schema.Struct({
