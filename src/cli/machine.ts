@@ -1,6 +1,6 @@
 import * as os from "node:os"
 import { Args, Command, Options } from "@effect/cli"
-import { Console, Effect, Schedule } from "effect"
+import { Console, Effect, Option, Schedule } from "effect"
 import { HostOpsLive, ServicesLive } from "../layers/Live.js"
 import { Janitor } from "../services/fleet/janitor/Janitor.js"
 import { type Job, JobQueue } from "../services/fleet/jobs/JobQueue.js"
@@ -24,17 +24,26 @@ const jobJson = (job: Job) => ({
   exit_code: job.exitCode,
   error: job.error,
   cancel_reason: job.cancelReason,
-  cancel_ref: job.cancelRef
+  cancel_ref: job.cancelRef,
+  idempotency_key: job.idempotencyKey
 })
 
 const submit = Command.make(
   "submit",
-  { target: Args.text({ name: "TARGET" }), command: Args.text({ name: "COMMAND" }).pipe(Args.atLeast(1)), json },
-  ({ command, json, target }) =>
+  {
+    target: Args.text({ name: "TARGET" }),
+    command: Args.text({ name: "COMMAND" }).pipe(Args.atLeast(1)),
+    idempotencyKey: Options.text("idempotency-key").pipe(
+      Options.optional,
+      Options.withDescription("Submitting again with the same key answers the same job instead of queueing another")
+    ),
+    json
+  },
+  ({ command, idempotencyKey, json, target }) =>
     Effect.gen(function* () {
       const job = yield* (yield* JobWorker)
-        .submit({ target, argv: command })
-        .pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
+        .submit({ target, argv: command, idempotencyKey: Option.getOrUndefined(idempotencyKey) })
+        .pipe(Effect.catchAll(failWith(json)))
       yield* emit(json, jobJson(job), (j) => j.id)
     })
 ).pipe(

@@ -47,6 +47,28 @@ describe("the job queue", () => {
     }).pipe(Effect.provide(ServicesTest()))
   )
 
+  it.effect("an idempotency key queues one job: the same submit answers it in any state, another is refused", () =>
+    Effect.gen(function* () {
+      const queue = yield* JobQueue
+      const build = { kind: "command", target: "forge-1", argv: ["make", "release"], idempotencyKey: "run-1:linux-x64" }
+      const first = yield* queue.submit(build)
+      const again = yield* queue.submit(build)
+      assert.strictEqual(again.id, first.id)
+      assert.strictEqual(again.idempotencyKey, "run-1:linux-x64")
+      yield* queue.claim("builder", 60_000)
+      yield* queue.complete(first.id, "builder", { exitCode: 0 })
+      // Finished: still the same job, never a rebuild.
+      const afterwards = yield* queue.submit(build)
+      assert.deepInclude(afterwards, { id: first.id, state: "succeeded" })
+      const reused = yield* Effect.flip(queue.submit({ ...build, argv: ["make", "other"] }))
+      assert.deepInclude(reused, { code: "JOB_KEY_REUSED", job: first.id })
+      // Without a key every submit queues its own job.
+      const plain = { kind: "command", target: "forge-1", argv: ["true"] }
+      assert.notStrictEqual((yield* queue.submit(plain)).id, (yield* queue.submit(plain)).id)
+      assert.strictEqual((yield* queue.stats).counts.queued, 2)
+    }).pipe(Effect.provide(ServicesTest()))
+  )
+
   it.effect("pause stops claims, resume restarts them; cancel takes only queued jobs; stats count by state", () =>
     Effect.gen(function* () {
       const queue = yield* JobQueue

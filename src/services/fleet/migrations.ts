@@ -89,6 +89,12 @@ export const fleetMigrations: DomainMigrations = {
         reserved_at BIGINT NOT NULL,
         PRIMARY KEY (product, version, platform)
       )`
+    }),
+    "0005_job_idempotency_key": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      // A submitter's key names one job forever: re-submitting it (a resumed release run) queues nothing new.
+      yield* sql`ALTER TABLE jobs ADD COLUMN idempotency_key TEXT`
+      yield* sql`CREATE UNIQUE INDEX jobs_by_idempotency_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL`
     })
   }
 }

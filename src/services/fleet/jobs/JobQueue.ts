@@ -25,6 +25,8 @@ export interface Job {
   /** Why a queued job was cancelled by the system (`handoff_cancelled`), and by what (the transaction id). */
   readonly cancelReason: string | null
   readonly cancelRef: string | null
+  /** The submitter's key: a second submit with it answers this job instead of queueing another. */
+  readonly idempotencyKey: string | null
 }
 
 interface JobRow {
@@ -43,6 +45,7 @@ interface JobRow {
   readonly error: string | null
   readonly cancel_reason?: string | null
   readonly cancel_ref?: string | null
+  readonly idempotency_key?: string | null
 }
 
 const orNull = (value: number | null) => (value === null ? null : Number(value))
@@ -62,8 +65,16 @@ const toJob = (row: JobRow): Job => ({
   exitCode: orNull(row.exit_code),
   error: row.error,
   cancelReason: row.cancel_reason ?? null,
-  cancelRef: row.cancel_ref ?? null
+  cancelRef: row.cancel_ref ?? null,
+  idempotencyKey: row.idempotency_key ?? null
 })
+
+/** An idempotency key already names a job with another kind, target or command: nothing was queued. */
+export class JobKeyReused extends Schema.TaggedError<JobKeyReused>()("JobKeyReused", {
+  code: Schema.Literal("JOB_KEY_REUSED"),
+  job: Schema.String,
+  detail: Schema.String
+}) {}
 
 /** A target's queue did not drain (its running jobs did not finish) within the bounded wait. */
 export class QueueDrainTimedOut extends Schema.TaggedError<QueueDrainTimedOut>()("QueueDrainTimedOut", {
@@ -102,18 +113,40 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
     /** A write: retried while another process holds the lock, then a defect that names SQLite's cause. */
     const write = <A, E, R>(effect: Effect.Effect<A, E, R>) => sqlDefect(retryBusy(effect))
 
+    /**
+     * Queues a job. With an idempotency key (e.g. a release run's id and platform) a second submit answers the job
+     * the key already names — whatever its state — and queues nothing; the same key for another kind, target or
+     * command is refused (JobKeyReused).
+     */
     const submit = Effect.fn("JobQueue.submit")(function* (job: {
       readonly kind: string
       readonly target: string
       readonly argv: ReadonlyArray<string>
+      readonly idempotencyKey?: string | undefined
     }) {
       const now = yield* Clock.currentTimeMillis
       const id = `job_${now.toString(36)}_${randomBytes(5).toString("hex")}`
-      const rows = yield* sql<JobRow>`INSERT INTO jobs (id, seq, kind, target, argv, state, created_at)
-        VALUES (${id}, (SELECT COALESCE(max(seq), 0) + 1 FROM jobs), ${job.kind}, ${job.target}, ${JSON.stringify(job.argv)},
-          'queued', ${now}) RETURNING *`
-      return toJob(rows[0]!)
-    }, write)
+      const key = job.idempotencyKey ?? null
+      const argv = JSON.stringify(job.argv)
+      const row = yield* write(
+        Effect.gen(function* () {
+          const rows =
+            yield* sql<JobRow>`INSERT INTO jobs (id, seq, kind, target, argv, state, created_at, idempotency_key)
+            VALUES (${id}, (SELECT COALESCE(max(seq), 0) + 1 FROM jobs), ${job.kind}, ${job.target}, ${argv},
+              'queued', ${now}, ${key})
+            ON CONFLICT DO NOTHING RETURNING *`
+          return rows[0] ?? (yield* sql<JobRow>`SELECT * FROM jobs WHERE idempotency_key = ${key}`)[0]
+        })
+      )
+      if (row === undefined) return yield* Effect.dieMessage(`job ${id} was neither queued nor found`)
+      if (row.id !== id && (row.kind !== job.kind || row.target !== job.target || row.argv !== argv))
+        return yield* new JobKeyReused({
+          code: "JOB_KEY_REUSED",
+          job: row.id,
+          detail: `idempotency key ${key} names job ${row.id} (${row.kind} on ${row.target}), not this one`
+        })
+      return toJob(row)
+    })
 
     const paused = sql<{ value: string }>`SELECT value FROM queue_control WHERE key = 'paused'`.pipe(
       Effect.map((rows) => rows[0]?.value === "true"),

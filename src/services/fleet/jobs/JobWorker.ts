@@ -170,7 +170,11 @@ export class JobWorker extends Effect.Service<JobWorker>()("fleet/JobWorker", {
      * Queues a command for a target the registry declares; an unknown target is refused now (with the
      * targets there are), not failed later when a worker picks it up.
      */
-    const submit = (job: { readonly target: string; readonly argv: ReadonlyArray<string> }) =>
+    const submit = (job: {
+      readonly target: string
+      readonly argv: ReadonlyArray<string>
+      readonly idempotencyKey?: string | undefined
+    }) =>
       Effect.gen(function* () {
         const known = yield* readTargets
         if (!known.has(job.target))
@@ -178,7 +182,12 @@ export class JobWorker extends Effect.Service<JobWorker>()("fleet/JobWorker", {
             target: job.target,
             detail: `${job.target} is not a target of the registry${known.size === 0 ? " (no registry could be read)" : ` (targets: ${[...known.keys()].join(", ")})`}`
           })
-        return yield* queue.submit({ kind: "command", target: job.target, argv: job.argv })
+        return yield* queue.submit({
+          kind: "command",
+          target: job.target,
+          argv: job.argv,
+          idempotencyKey: job.idempotencyKey
+        })
       })
 
     return { work, submit } as const

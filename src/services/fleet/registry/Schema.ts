@@ -173,6 +173,8 @@ export const Target = Schema.Struct({
   hourly_rate: Schema.optional(NonNegative),
   /** The storage a storage-root handoff moves between (docs/handoff.md). */
   storage: Schema.optional(StorageDeclaration),
+  /** The release platform this host builds for, when it is a builder (`linux-x64`, `darwin-arm64`, …; docs/releases.md). */
+  release_platform: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z0-9]+(-[a-z0-9_]+)+$/))),
   /** Binaries delivered to this host by release (docs/releases.md). */
   binaries: Schema.optionalWith(Schema.Array(ManagedBinary), { default: () => [] })
 })
