@@ -24,6 +24,7 @@ import { CatalogMaintenance } from "../services/fleet/releases/CatalogMaintenanc
 import { ReleaseAuthority } from "../services/fleet/releases/ReleaseAuthority.js"
 import { ReleaseCatalog } from "../services/fleet/releases/ReleaseCatalog.js"
 import { ReleasePublisher } from "../services/fleet/releases/ReleasePublisher.js"
+import { RunRecords } from "../services/fleet/releases/RunRecords.js"
 import { VersionDeclaration } from "../services/fleet/releases/VersionDeclaration.js"
 import { ServiceManagerLive } from "../services/fleet/units/ServiceManagerLive.js"
 import { Answerer } from "../services/groundtruth/Answerer.js"
@@ -105,6 +106,7 @@ export const DomainServices = Layer.mergeAll(
   VersionDeclaration.Default
 ).pipe(
   Layer.provideMerge(ReleasePublisher.Default),
+  Layer.provideMerge(RunRecords.Default),
   Layer.provideMerge(RegistryWriter.Default),
   Layer.provideMerge(ReleaseCatalog.Default),
   Layer.provideMerge(ReleaseAuthority.Default),

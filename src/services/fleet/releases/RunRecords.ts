@@ -1,0 +1,136 @@
+import { Effect, Option, Schema } from "effect"
+import { sha256Hex } from "../../platform/Digest.js"
+import { ObjectStore } from "../../platform/objects/ObjectStore.js"
+import { canonicalBytes, canonicalJson } from "./CanonicalJson.js"
+
+/** What identifies a run (seed 002, submission rule 2): the same inputs are the same run. */
+export interface RunInputs {
+  readonly product: string
+  readonly version: string
+  readonly channel: string
+  readonly source: { readonly revision: string; readonly tree: string; readonly sha256: string; readonly size: number }
+  /** Digest of the build recipe (the release manifest the source declares). */
+  readonly manifest_sha256: string
+}
+
+export type RunState = "submitted" | "building" | "publishing" | "published" | "failed"
+
+export interface RunRecord {
+  readonly schema: "keel.release-run/v1"
+  readonly run_id: string
+  /** Bumped by every update; updates are compare-and-set on the record's bytes. */
+  readonly generation: number
+  readonly state: RunState
+  readonly inputs: RunInputs
+  /** Per step (`source_published`, `catalog_recorded`, `platform:<p>`, each publication file…): what it recorded. */
+  readonly steps: Readonly<Record<string, Readonly<Record<string, unknown>>>>
+  readonly failure: { readonly step: string; readonly detail: string } | null
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/** Another writer updated the run record first: reload it and decide again (never overwrite blindly). */
+export class RunRecordConflict extends Schema.TaggedError<RunRecordConflict>()("RunRecordConflict", {
+  code: Schema.Literal("RUN_RECORD_CONFLICT"),
+  run_id: Schema.String,
+  detail: Schema.String
+}) {}
+
+export class RunRecordMissing extends Schema.TaggedError<RunRecordMissing>()("RunRecordMissing", {
+  code: Schema.Literal("RUN_RECORD_MISSING"),
+  run_id: Schema.String,
+  detail: Schema.String
+}) {}
+
+/** The run id: the first 32 hex of SHA-256 over the canonical identity (product, version, channel, digests). */
+export const runIdOf = (inputs: RunInputs) =>
+  sha256Hex(
+    canonicalJson({
+      product: inputs.product,
+      version: inputs.version,
+      channel: inputs.channel,
+      source_sha256: inputs.source.sha256,
+      manifest_sha256: inputs.manifest_sha256
+    })
+  ).slice(0, 32)
+
+export const runRecordKey = (runId: string) => `release-runs/${runId}/run.json`
+
+/**
+ * The run records (docs/releases.md): one canonical JSON document per run at `release-runs/<id>/run.json`, the
+ * single source of truth of a run. Created once (create-only: a repeated submit finds the same run), then changed
+ * only by compare-and-set on its exact bytes, its `generation` counting the changes.
+ */
+export class RunRecords extends Effect.Service<RunRecords>()("fleet/RunRecords", {
+  effect: Effect.gen(function* () {
+    const store = yield* ObjectStore
+
+    const decode = (bytes: Uint8Array) => JSON.parse(new TextDecoder().decode(bytes)) as RunRecord
+
+    const read = (runId: string) =>
+      Effect.map(
+        store.get(runRecordKey(runId)),
+        Option.map((found) => ({ record: decode(found.bytes), sha256: found.sha256 }))
+      )
+
+    /** The run of these inputs: created now, or the one a previous submit created (then `created` is false). */
+    const open = (inputs: RunInputs, now: string) =>
+      Effect.gen(function* () {
+        const runId = runIdOf(inputs)
+        const initial: RunRecord = {
+          schema: "keel.release-run/v1",
+          run_id: runId,
+          generation: 0,
+          state: "submitted",
+          inputs,
+          steps: {},
+          failure: null,
+          created_at: now,
+          updated_at: now
+        }
+        const written = yield* store.putIfAbsent(runRecordKey(runId), canonicalBytes(initial))
+        if (written.created) return { record: initial, created: true }
+        const existing = yield* read(runId)
+        return {
+          record: Option.getOrElse(
+            Option.map(existing, (e) => e.record),
+            () => initial
+          ),
+          created: false
+        }
+      })
+
+    /**
+     * Applies `change` to the record as it is now and writes it back only if nobody changed it meanwhile; the
+     * caller's `expected` generation must still be current (else RunRecordConflict).
+     */
+    const update = (runId: string, expected: number, change: (record: RunRecord) => RunRecord, now: string) =>
+      Effect.gen(function* () {
+        const current = yield* read(runId)
+        if (Option.isNone(current))
+          return yield* new RunRecordMissing({ code: "RUN_RECORD_MISSING", run_id: runId, detail: `no run ${runId}` })
+        if (current.value.record.generation !== expected)
+          return yield* new RunRecordConflict({
+            code: "RUN_RECORD_CONFLICT",
+            run_id: runId,
+            detail: `the run is at generation ${current.value.record.generation}, not ${expected}`
+          })
+        const next: RunRecord = {
+          ...change(current.value.record),
+          run_id: runId,
+          generation: expected + 1,
+          updated_at: now
+        }
+        const written = yield* store.putIfMatch(runRecordKey(runId), current.value.sha256, canonicalBytes(next))
+        if (!written.replaced)
+          return yield* new RunRecordConflict({
+            code: "RUN_RECORD_CONFLICT",
+            run_id: runId,
+            detail: "another writer replaced the run record meanwhile"
+          })
+        return next
+      })
+
+    return { open, read, update } as const
+  })
+}) {}
