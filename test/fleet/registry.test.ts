@@ -175,6 +175,27 @@ describe("the fleet registry", () => {
 `)
       )
       assert.deepStrictEqual(writers, ["targets.0.storage.writers.1: no service named ghost"])
+      // Managed binaries (issue 19): unique names, absolute paths, versions without spaces.
+      const binaries = yield* invalid(
+        withTarget(`  - name: web-1
+    os: linux
+    channel: local
+    release_platform: linux-x64
+    binaries:
+      - { name: ctl, path: /usr/local/bin/ctl, version: 1.4.2 }
+      - { name: ctl, path: /opt/ctl }
+`)
+      )
+      assert.deepStrictEqual(binaries, ["targets.0.binaries.1.name: duplicate binary ctl"])
+      const badBinary = yield* invalid(
+        withTarget(`  - name: web-1
+    os: linux
+    channel: local
+    binaries: [{ name: ctl, path: bin/ctl, version: "1 beta" }]
+`)
+      )
+      assert.include(badBinary.join("\n"), "targets.0.binaries.0.path")
+      assert.include(badBinary.join("\n"), "targets.0.binaries.0.version")
       const yaml = yield* invalid("version: 1\ntargets: [")
       assert.match(yaml[0] ?? "", /^\(yaml\): /)
     })

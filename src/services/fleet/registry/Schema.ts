@@ -310,6 +310,12 @@ export const crossReferenceProblems = (registry: FleetRegistryDocument): Readonl
     target.storage?.writers.forEach((writer, j) => {
       if (!services.has(writer)) problems.push(`targets.${i}.storage.writers.${j}: no service named ${writer}`)
     })
+    const binaries = new Set<string>()
+    // `?? []`: the same checks run on a document that did not decode (no defaults applied).
+    for (const [j, binary] of (target.binaries ?? []).entries()) {
+      if (binaries.has(binary.name)) problems.push(`targets.${i}.binaries.${j}.name: duplicate binary ${binary.name}`)
+      binaries.add(binary.name)
+    }
   })
   return problems
 }
