@@ -5,6 +5,7 @@ import * as path from "node:path"
 import { manifestOf, manifestsEqual, planUnion } from "keel"
 import { afterAll, assert, describe, it } from "vitest"
 import * as Yaml from "yaml"
+import { ROLLBACK_STEPS, RUN_STEPS } from "../support/handoff.js"
 import { ctlBin, startServer } from "../support/server.js"
 
 // Issue 18, the handoff on real processes: `ctl serve` runs the workflows, `ctl host storage-root-reconcile` is
@@ -12,22 +13,6 @@ import { ctlBin, startServer } from "../support/server.js"
 // (before it was recorded: the step runs again), started again, and the phase resumed: the end state equals an
 // uninterrupted run's — A's tree by manifest, the route, the runtime link, the queue, the fence — with one
 // transaction only.
-
-const RUN_STEPS = [
-  "capture",
-  "placement",
-  "drain",
-  "stop_writers",
-  "fence",
-  "preflight",
-  "checkpoint",
-  "union",
-  "data_commit",
-  "activate",
-  "restore",
-  "release"
-]
-const ROLLBACK_STEPS = ["rollback_tree", "rollback_route", "rollback_services", "rollback_queue", "rollback_release"]
 
 const children: Array<ChildProcess> = []
 afterAll(() => {

@@ -5,8 +5,9 @@ import * as path from "node:path"
 import { manifestOf, manifestsEqual, planUnion } from "keel"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import * as Yaml from "yaml"
+import { RUN_STEPS } from "../support/handoff.js"
 import { ctlBin, startServer } from "../support/server.js"
-import { sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
+import { sshChannel, sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
 
 // Issue 18, the target-resident worker end to end: the control plane (`ctl serve`) authorizes the request and asks
 // the target through its ssh channel; the target's `ctl host storage-root-reconcile --here` starts a detached
@@ -84,15 +85,7 @@ describe.skipIf(!sshdAvailable)("the storage-root handoff on a target reached ov
           {
             name: "remote-1",
             os: "linux",
-            channel: {
-              ssh: {
-                host: "127.0.0.1",
-                port: sshd!.port,
-                user: sshd!.user,
-                identity_item: "fleet-ssh#private_key",
-                known_hosts: sshd!.knownHosts
-              }
-            },
+            channel: sshChannel(sshd!),
             services: [{ name: "writer", unit, program: writer, args: ["300"] }],
             storage: {
               roots: { a, b },
@@ -236,21 +229,7 @@ describe.skipIf(!sshdAvailable)("the storage-root handoff on a target reached ov
     assert.strictEqual(status.answer.report.state, "activated_pending_lifecycle", JSON.stringify(status.answer))
     assert.deepEqual(
       status.answer.report.steps.map((s: { step: string }) => s.step),
-      [
-        "capture",
-        "placement",
-        "drain",
-        "stop_writers",
-        "fence",
-        "preflight",
-        "checkpoint",
-        "union",
-        "data_commit",
-        "activate",
-        "restore",
-        "release",
-        "receipt"
-      ]
+      [...RUN_STEPS, "receipt"]
     )
     assert.strictEqual(status.answer.report.winner, "b")
     assert.deepEqual(status.answer.report.cancelled_jobs, [waiting.id])

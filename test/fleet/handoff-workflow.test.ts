@@ -20,6 +20,7 @@ import {
   StorageReconcile
 } from "keel"
 import * as Yaml from "yaml"
+import { RUN_STEPS } from "../support/handoff.js"
 
 // Issue 18: the storage-root handoff as durable workflows on the target — Run from capture to release with the
 // winner fixed at the fenced preflight, the union built on A, the runtime and route switched, writers and queue
@@ -139,21 +140,7 @@ describe("Run", () => {
           assert.isTrue(receipt.data_committed)
           assert.deepStrictEqual(
             receipt.steps.map((s) => s.step),
-            [
-              "capture",
-              "placement",
-              "drain",
-              "stop_writers",
-              "fence",
-              "preflight",
-              "checkpoint",
-              "union",
-              "data_commit",
-              "activate",
-              "restore",
-              "release",
-              "receipt"
-            ]
+            [...RUN_STEPS, "receipt"]
           )
           assert.isTrue(
             manifestsEqual(expected.expected, yield* Effect.promise(() => manifestOf(h.a))),

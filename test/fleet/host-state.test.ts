@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { measureCapacity } from "keel"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ctlBin, startServer } from "../support/server.js"
-import { sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
+import { sshChannel, sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
 
 // Issue 15: a second host (reached over the ssh test host) publishes its capacity and its janitor report
 // through the control plane's object API; GET /api/fleet/hosts shows them and gates reads the capacity.
@@ -51,15 +51,7 @@ describe.skipIf(!sshdAvailable)("a second host publishes through the object API"
           {
             name: "remote-1",
             os: "linux",
-            channel: {
-              ssh: {
-                host: "127.0.0.1",
-                port: sshd!.port,
-                user: sshd!.user,
-                identity_item: "fleet-ssh#private_key",
-                known_hosts: sshd!.knownHosts
-              }
-            },
+            channel: sshChannel(sshd!),
             disk_cleanup: {
               mode: "report",
               check_interval_seconds: 60,

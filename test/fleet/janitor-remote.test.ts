@@ -5,7 +5,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { CACHEDIR_SIGNATURE } from "keel"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
+import { sshChannel, sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const ctl = path.join(root, "bin", "ctl.js")
@@ -34,15 +34,7 @@ describe.skipIf(!sshdAvailable)("a remote target's janitor runs there, through i
           {
             name: "remote-1",
             os: "linux",
-            channel: {
-              ssh: {
-                host: "127.0.0.1",
-                port: sshd!.port,
-                user: sshd!.user,
-                identity_item: "fleet-ssh#private_key",
-                known_hosts: sshd!.knownHosts
-              }
-            },
+            channel: sshChannel(sshd!),
             disk_cleanup: {
               mode: "enforce",
               check_interval_seconds: 60,

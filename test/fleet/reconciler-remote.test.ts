@@ -4,7 +4,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
-import { sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
+import { sshChannel, sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
 
 // Issue 17, the whole path on real processes: a control plane (`ctl serve`) ticks on `ctl optimize run`, reads
 // the beacon a host published, and repairs the host's unit through its ssh channel — `ctl service ensure
@@ -57,15 +57,7 @@ describe.skipIf(!sshdAvailable)("the reconciler through a control plane and an s
           {
             name: "remote-1",
             os: "linux",
-            channel: {
-              ssh: {
-                host: "127.0.0.1",
-                port: sshd!.port,
-                user: sshd!.user,
-                identity_item: "fleet-ssh#private_key",
-                known_hosts: sshd!.knownHosts
-              }
-            },
+            channel: sshChannel(sshd!),
             services: [{ name: "worker", unit, program: worker, args: ["300"] }]
           }
         ]

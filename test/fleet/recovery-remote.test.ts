@@ -7,7 +7,7 @@ import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import * as Yaml from "yaml"
 import { script, sha256, writeReleaseTree } from "../support/releases.js"
 import { ctlBin } from "../support/server.js"
-import { sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
+import { sshChannel, sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
 
 // Issue 19 over a real sshd: a multi-megabyte binary streamed through the ssh channel's stdin (`ctl host release`),
 // its SHA-256 read back on the host; then a recovery whose probe fails is rolled back on the remote host.
@@ -35,15 +35,7 @@ describe.skipIf(!sshdAvailable)("binary delivery and recovery through an ssh cha
           {
             name: "remote",
             os: "linux",
-            channel: {
-              ssh: {
-                host: "127.0.0.1",
-                port: sshd!.port,
-                user: sshd!.user,
-                identity_item: "fleet-ssh#private_key",
-                known_hosts: sshd!.knownHosts
-              }
-            },
+            channel: sshChannel(sshd!),
             binaries: [{ name: "ctl", path: installed }]
           }
         ]

@@ -1,57 +1,16 @@
 import { spawnSync } from "node:child_process"
-import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { canonicalBytes, Ed25519 } from "keel"
+import { Ed25519 } from "keel"
 import { assert, describe, it } from "vitest"
 import * as Yaml from "yaml"
+import { script, writeReleaseTree } from "../support/releases.js"
 import { ctlBin } from "../support/server.js"
 
 // Issue 19 through the binary: the signing key lives in the vault (`ctl release key`), an existing release tree
 // signed by that key is imported (`ctl release catalog sync`), and `ctl release catalog audit` re-verifies the
 // object store — exit 1 with the problem once a stored byte changes.
-
-const sha256 = (bytes: Uint8Array) => crypto.createHash("sha256").update(bytes).digest("hex")
-
-/** What another publisher left: `<root>/keel/<version>/` with the four canonical files and the source identity. */
-const releaseTree = (root: string, version: string, key: ReturnType<typeof Ed25519.generateKeyPair>) => {
-  const dir = path.join(root, "keel", version)
-  fs.mkdirSync(dir, { recursive: true })
-  const prefix = `releases/keel/${version}/`
-  const artifact = crypto.randomBytes(4096)
-  const qualification = canonicalBytes({ passed: true })
-  const source = { revision: "1".repeat(40), tree: "2".repeat(40), sha256: "3".repeat(64), size: 10 }
-  const manifest = canonicalBytes({
-    schema: "keel.release/v1",
-    product: "keel",
-    version,
-    channel: "stable",
-    created_at: "2026-11-24T00:00:00.000Z",
-    source,
-    artifact: {
-      key: `${prefix}release.tar.gz`,
-      platform: "linux-x64",
-      sha256: sha256(artifact),
-      size: artifact.byteLength,
-      binary: "bin/ctl"
-    },
-    qualification: {
-      key: `${prefix}qualification.json`,
-      sha256: sha256(qualification),
-      size: qualification.byteLength
-    },
-    signature: { alg: "ed25519", key_id: key.key_id, key: `${prefix}release.sig` }
-  })
-  const signature = Ed25519.sign(Ed25519.privateKeyFrom(key.private_key), manifest)
-  fs.writeFileSync(path.join(dir, "release.tar.gz"), artifact)
-  fs.writeFileSync(path.join(dir, "qualification.json"), qualification)
-  fs.writeFileSync(
-    path.join(dir, "release.sig"),
-    canonicalBytes({ alg: "ed25519", key_id: key.key_id, signature: Buffer.from(signature).toString("base64") })
-  )
-  fs.writeFileSync(path.join(dir, "release.json"), manifest)
-}
 
 describe("ctl release", () => {
   it("key create|show, catalog sync and audit: exit codes, JSON, and nothing secret printed", () => {
@@ -97,8 +56,8 @@ describe("ctl release", () => {
     )
     writeRegistry({ signing_key_item: "release-signing", signing_key_id: key.key_id })
     const tree = path.join(dir, "tree")
-    releaseTree(tree, "1.0.0", key)
-    releaseTree(tree, "1.1.0", key)
+    writeReleaseTree(path.join(dir, "staging"), tree, "1.0.0", script("ctl 1.0.0"), key)
+    writeReleaseTree(path.join(dir, "staging"), tree, "1.1.0", script("ctl 1.1.0"), key)
 
     const synced = ctl(["release", "catalog", "sync", "--root", tree, "--json"])
     assert.strictEqual(synced.code, 0, synced.stderr)

@@ -92,3 +92,14 @@ export const startSshd = async (): Promise<TestSshd> => {
     }
   }
 }
+
+/** The registry channel that reaches `sshd` with the vault item `fleet-ssh#private_key` (the client key). */
+export const sshChannel = (sshd: TestSshd) => ({
+  ssh: {
+    host: "127.0.0.1",
+    port: sshd.port,
+    user: sshd.user,
+    identity_item: "fleet-ssh#private_key",
+    known_hosts: sshd.knownHosts
+  }
+})

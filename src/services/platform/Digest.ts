@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto"
-import { closeSync, openSync, readSync } from "node:fs"
+import { closeSync, createReadStream, openSync, readSync } from "node:fs"
 
 /** Lowercase hex SHA-256 of bytes, or of a string's UTF-8 bytes. */
 export const sha256Hex = (bytes: Uint8Array | string): string => createHash("sha256").update(bytes).digest("hex")
@@ -19,4 +19,15 @@ export const sha256File = (file: string): string => {
     closeSync(fd)
   }
   return hash.digest("hex")
+}
+
+/** SHA-256 and size of a file, streamed (never held in memory, never blocking the event loop). */
+export const fileDigest = async (file: string): Promise<{ readonly sha256: string; readonly size: number }> => {
+  const hash = createHash("sha256")
+  let size = 0
+  for await (const chunk of createReadStream(file)) {
+    hash.update(chunk as Buffer)
+    size += (chunk as Buffer).byteLength
+  }
+  return { sha256: hash.digest("hex"), size }
 }

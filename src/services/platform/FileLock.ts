@@ -6,7 +6,8 @@ const STALE_LOCK_MILLIS = 10_000
 /** How long a writer waits for a lock before failing. */
 const LOCK_WAIT_MILLIS = 30_000
 
-const isAlive = (pid: number) => {
+/** Whether process `pid` exists (EPERM: it does, owned by someone else). */
+export const processAlive = (pid: number) => {
   try {
     process.kill(pid, 0)
     return true
@@ -40,7 +41,7 @@ export const withFileLock = async <A>(lock: string, critical: () => Promise<A>):
         .catch(() => undefined)
       const stat = await fs.stat(lock).catch(() => undefined)
       if (holder !== undefined && stat !== undefined && Date.now() - stat.mtimeMs > STALE_LOCK_MILLIS) {
-        if (!Number.isInteger(holder) || holder <= 0 || !isAlive(holder)) {
+        if (!Number.isInteger(holder) || holder <= 0 || !processAlive(holder)) {
           await fs.rm(lock, { force: true })
           continue
         }

@@ -4,6 +4,7 @@ import * as path from "node:path"
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../../platform/AppConfig.js"
 import { selfEnv } from "../../platform/ChildEnv.js"
+import { processAlive } from "../../platform/FileLock.js"
 import { handoffDir } from "./HandoffFiles.js"
 
 export type HandoffKind = "run" | "rollback"
@@ -29,22 +30,13 @@ export class HandoffEngine extends Context.Tag("fleet/HandoffEngine")<
   }
 >() {}
 
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (cause) {
-    return (cause as { code?: string }).code === "EPERM"
-  }
-}
-
 /** The worker's pid file: present and alive means a worker is on the transaction already. */
 export const workerPidFile = (dir: string) => path.join(dir, "worker.pid")
 
 /** Whether a live worker holds the transaction (its pid file names a running process). */
 export const workerAlive = (dir: string) => {
   try {
-    return isAlive(Number(fs.readFileSync(workerPidFile(dir), "utf8").trim()))
+    return processAlive(Number(fs.readFileSync(workerPidFile(dir), "utf8").trim()))
   } catch {
     return false
   }

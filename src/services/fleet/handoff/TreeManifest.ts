@@ -1,7 +1,6 @@
-import { createHash } from "node:crypto"
-import { createReadStream } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
+import { fileDigest } from "../../platform/Digest.js"
 
 /**
  * A tree as the handoff compares it: every entry under a root (the root itself excluded), by relative POSIX path,
@@ -21,14 +20,7 @@ export type RootEntry =
 
 export type TreeManifest = ReadonlyArray<RootEntry>
 
-const sha256Of = (file: string) =>
-  new Promise<string>((resolve, reject) => {
-    const hash = createHash("sha256")
-    createReadStream(file)
-      .on("data", (chunk) => hash.update(chunk))
-      .on("error", reject)
-      .on("end", () => resolve(hash.digest("hex")))
-  })
+const sha256Of = async (file: string) => (await fileDigest(file)).sha256
 
 /** What an entry on disk is (lstat: a symlink is itself), or undefined when nothing is there. */
 export const entryAt = async (root: string, relative: string): Promise<RootEntry | undefined> => {

@@ -1,10 +1,11 @@
-import { createHash, randomBytes } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import { Effect, Option, Schema, Stream } from "effect"
 import { AppConfig } from "../../platform/AppConfig.js"
+import { fileDigest } from "../../platform/Digest.js"
 import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
 import { ObjectStore, ObjectStoreError } from "../../platform/objects/ObjectStore.js"
 import { RemoteCtl } from "../RemoteCtl.js"
@@ -262,17 +263,7 @@ export class BinaryRecovery extends Effect.Service<BinaryRecovery>()("fleet/Bina
               const reader: ReleaseReader = {
                 bytes: storeReader.bytes,
                 digest: (file) =>
-                  file === "release.tar.gz"
-                    ? Effect.promise(async () => {
-                        const hash = createHash("sha256")
-                        let size = 0
-                        for await (const chunk of fs.createReadStream(artifactFile)) {
-                          hash.update(chunk as Buffer)
-                          size += (chunk as Buffer).byteLength
-                        }
-                        return { sha256: hash.digest("hex"), size }
-                      })
-                    : storeReader.digest(file)
+                  file === "release.tar.gz" ? Effect.promise(() => fileDigest(artifactFile)) : storeReader.digest(file)
               }
               const verified = yield* verifyRelease(reader, { product, version }, trusted.right)
               if (!verified.ok || verified.manifest === null) {

@@ -1,7 +1,7 @@
-import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import { NodeStream } from "@effect/platform-node"
 import { Effect, Option, Schema, Stream } from "effect"
+import { fileDigest, sha256Hex } from "../../platform/Digest.js"
 import { ObjectStore, type ObjectStoreError } from "../../platform/objects/ObjectStore.js"
 import { canonicalBytes } from "./CanonicalJson.js"
 import { ReleaseAuthority } from "./ReleaseAuthority.js"
@@ -39,17 +39,6 @@ const fileStream = (file: string) =>
     () => fs.createReadStream(file),
     (error) => error as Error
   )
-
-const fileDigest = (file: string) =>
-  Effect.promise(async () => {
-    const hash = createHash("sha256")
-    let size = 0
-    for await (const chunk of fs.createReadStream(file)) {
-      hash.update(chunk as Buffer)
-      size += (chunk as Buffer).byteLength
-    }
-    return { sha256: hash.digest("hex"), size }
-  })
 
 /**
  * Canonical publication (docs/releases.md): every object create-only, strictly in order — `source-revision.json`,
@@ -94,7 +83,7 @@ export class ReleasePublisher extends Effect.Service<ReleasePublisher>()("fleet/
     /** Builds, signs (in the vault) and publishes a new release from an archive on this host. */
     const publishRelease = (release: NewRelease) =>
       Effect.gen(function* () {
-        const artifact = yield* fileDigest(release.artifactFile)
+        const artifact = yield* Effect.promise(() => fileDigest(release.artifactFile))
         const qualification = canonicalBytes(release.qualification)
         const trusted = yield* authority.trusted
         const manifest: ReleaseManifest = {
@@ -113,7 +102,7 @@ export class ReleasePublisher extends Effect.Service<ReleasePublisher>()("fleet/
           },
           qualification: {
             key: releaseKey(release.product, release.version, "qualification.json"),
-            sha256: createHash("sha256").update(qualification).digest("hex"),
+            sha256: sha256Hex(qualification),
             size: qualification.byteLength
           },
           signature: {
@@ -140,7 +129,7 @@ export class ReleasePublisher extends Effect.Service<ReleasePublisher>()("fleet/
           "release.sig": Stream.succeed(signature),
           "release.json": Stream.succeed(manifestBytes)
         })
-        return { manifest, manifest_sha256: createHash("sha256").update(manifestBytes).digest("hex"), steps }
+        return { manifest, manifest_sha256: sha256Hex(manifestBytes), steps }
       })
 
     return { createOnly, publishInOrder, publishRelease } as const

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect, Option, Stream } from "effect"
+import { fileDigest } from "../../platform/Digest.js"
 import type { ObjectStore } from "../../platform/objects/ObjectStore.js"
 import { type ReleaseReader, ReleaseReadFailed, releaseKey } from "./ReleaseManifest.js"
 
@@ -62,16 +63,7 @@ export const directoryReader = (dir: string): ReleaseReader => {
       }),
     digest: (file) =>
       Effect.tryPromise({
-        try: async () => {
-          if (!exists(file)) return null
-          const hash = createHash("sha256")
-          let size = 0
-          for await (const chunk of fs.createReadStream(path.join(dir, file))) {
-            hash.update(chunk as Buffer)
-            size += (chunk as Buffer).byteLength
-          }
-          return { sha256: hash.digest("hex"), size }
-        },
+        try: async () => (exists(file) ? await fileDigest(path.join(dir, file)) : null),
         catch: failed(file)
       })
   }

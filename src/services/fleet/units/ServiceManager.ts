@@ -1,10 +1,9 @@
 import { execFile } from "node:child_process"
-import { createHash } from "node:crypto"
-import { createReadStream } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { Context, Duration, Effect, Schema } from "effect"
 import { childEnv } from "../../platform/ChildEnv.js"
+import { fileDigest } from "../../platform/Digest.js"
 import type { UnitState } from "../beacon/Beacon.js"
 import type { UnitDefinition } from "./UnitRender.js"
 
@@ -84,15 +83,12 @@ export const runCommand = (command: string, args: ReadonlyArray<string>, timeout
 
 /** SHA-256 of a file, read in chunks; null when it cannot be read. */
 export const fileSha256 = (file: string) =>
-  Effect.promise(async () => {
-    try {
-      const hash = createHash("sha256")
-      for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer)
-      return hash.digest("hex")
-    } catch {
-      return null
-    }
-  })
+  Effect.promise(() =>
+    fileDigest(file).then(
+      (digest) => digest.sha256,
+      () => null
+    )
+  )
 
 /**
  * The live process's executable and its SHA-256, where the OS lets us read them. An executable replaced on
