@@ -110,7 +110,7 @@ const MainLive = Layer.mergeAll(NodeContext.layer, loggerFromConfig.pipe(Layer.p
  * Commands whose own `--version` option (the seed's spelling: `ctl host release T --binary B --version V`) would
  * otherwise be taken by @effect/cli's built-in `--version`: on their line it is passed on as `--exact-version`.
  */
-const OWN_VERSION_OPTION = new Set(["host release"])
+const OWN_VERSION_OPTION = new Set(["host release", "release submit"])
 
 export const ownVersionOption = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
   const walk = walkCommands(argv.slice(2))

@@ -1,8 +1,12 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect } from "effect"
 import { ServicesLive } from "../layers/Live.js"
+import { configuredObjectApiClient } from "../services/fleet/objects/ObjectApiClient.js"
 import { CatalogMaintenance, type SyncedRelease } from "../services/fleet/releases/CatalogMaintenance.js"
 import { SIGNING_KEY_FIELD } from "../services/fleet/releases/ReleaseAuthority.js"
+import { buildRun } from "../services/fleet/releases/ReleaseBuilder.js"
+import { ReleaseRun, type RunProgress } from "../services/fleet/releases/ReleaseRun.js"
+import { type RunRecord, runRecordKey } from "../services/fleet/releases/RunRecords.js"
 import { generateKeyPair } from "../services/platform/vault/Ed25519.js"
 import { Vault } from "../services/platform/vault/Vault.js"
 import { CommandFailed, ExitWith, emit, failWith, json } from "./Output.js"
@@ -106,17 +110,141 @@ const keyShow = Command.make(
     })
 ).pipe(Command.withDescription("The key id and public key of a release signing key in the vault"))
 
+/** Exit code of a submit whose build has not finished within its wait: submit again to attach. */
+export const EXIT_RUN_IN_PROGRESS = 3
+
+const runLine = (record: RunRecord) => {
+  const build = record.steps.build as { job?: string; target?: string } | undefined
+  return `run ${record.run_id}: ${record.state}${build?.job === undefined ? "" : ` (build ${build.job} on ${build.target})`}`
+}
+
+const submitProgress = (json: boolean) => {
+  const tty = process.stderr.isTTY === true && !json
+  let shown = ""
+  return (event: RunProgress) =>
+    Effect.sync(() => {
+      const text =
+        event.kind === "state"
+          ? runLine(event.record)
+          : event.kind === "build"
+            ? `building: job ${event.job} ${event.state}, ${event.lines} output line(s)`
+            : `published ${event.step.file} (${event.step.outcome})`
+      if (text === shown) return
+      shown = text
+      if (tty) process.stderr.write(`\r\x1b[2K${text}${event.kind === "build" ? "" : "\n"}`)
+      else if (!json) process.stderr.write(`${text}\n`)
+    })
+}
+
+const submit = Command.make(
+  "submit",
+  {
+    source: Options.directory("source", { exists: "yes" }).pipe(
+      Options.withDescription(
+        "The top of a clean git work tree holding keel-release.json (its committed tree is released)"
+      )
+    ),
+    version: Options.text("exact-version").pipe(
+      Options.withDescription("The exact version (written --version on this command's line too)")
+    ),
+    channel: Options.text("channel").pipe(Options.withDescription("The channel, e.g. stable or candidate")),
+    waitSeconds: Options.integer("wait-seconds").pipe(
+      Options.withDefault(3600),
+      Options.withDescription("How long to wait for the build before answering the run as it stands (exit 3)")
+    ),
+    stepPauseMs: Options.integer("step-pause-ms").pipe(
+      Options.withDefault(0),
+      Options.withDescription("Pause after each publication object, 0-60000 ms (to watch a run step by step)")
+    ),
+    json
+  },
+  ({ channel, json, source, stepPauseMs, version, waitSeconds }) =>
+    Effect.gen(function* () {
+      if (waitSeconds < 0 || stepPauseMs < 0 || stepPauseMs > 60_000)
+        return yield* new CommandFailed({ detail: "--wait-seconds must be >= 0 and --step-pause-ms 0-60000" })
+      const answer = yield* (yield* ReleaseRun)
+        .submit({
+          source,
+          version,
+          channel,
+          waitMillis: waitSeconds * 1000,
+          stepPauseMillis: stepPauseMs,
+          onProgress: submitProgress(json)
+        })
+        .pipe(
+          Effect.catchTags({
+            SubmitRefused: failWith(json),
+            SourceRefused: failWith(json),
+            VersionReserved: failWith(json),
+            ReleaseAuthorityUnavailable: failWith(json)
+          })
+        )
+      yield* emit(
+        json,
+        {
+          run_id: answer.run_id,
+          created: answer.created,
+          record_key: runRecordKey(answer.run_id),
+          record: answer.record
+        },
+        (a) =>
+          [
+            `${a.created ? "submitted" : "found"} ${runLine(a.record)}`,
+            ...(a.record.state === "published"
+              ? [`published releases/${a.record.inputs.product}/${a.record.inputs.version}/release.json`]
+              : []),
+            ...(a.record.failure === null ? [] : [`failed at ${a.record.failure.step}: ${a.record.failure.detail}`]),
+            ...(a.record.state === "submitted" || a.record.state === "building"
+              ? ["the build has not finished: submit again (same source, version and channel) to attach to this run"]
+              : [])
+          ].join("\n")
+      )
+      if (answer.record.state === "failed") return yield* new ExitWith({ code: 1 })
+      if (answer.record.state !== "published") return yield* new ExitWith({ code: EXIT_RUN_IN_PROGRESS })
+    })
+).pipe(
+  Command.withDescription(
+    "Submit a release: archive the committed source, reserve the version, build on a builder, sign and publish (docs/releases.md)"
+  )
+)
+
+const build = Command.make(
+  "build",
+  {
+    run: Options.text("run").pipe(Options.withDescription("The release run to build (its id)")),
+    json
+  },
+  ({ run }) =>
+    Effect.gen(function* () {
+      const client = yield* configuredObjectApiClient(["KEEL_RELEASE_GRANT_FILE", "KEEL_GRANT_FILE"]).pipe(
+        Effect.mapError((e) => new CommandFailed({ detail: `${e.code}: ${e.detail}` }))
+      )
+      const answer = yield* buildRun(client, run, { log: (text) => void process.stderr.write(text) }).pipe(
+        Effect.mapError((e) => new CommandFailed({ detail: `${e.code}: ${e.detail}` }))
+      )
+      // Always one JSON line, and always the last line on stdout: the run reads the output's coordinates there.
+      yield* Console.log(JSON.stringify(answer))
+    })
+).pipe(
+  Command.withDescription(
+    "Build a release run on this builder (queued by release submit): writes the outputs through the object API"
+  )
+)
+
 export const release = Command.make("release").pipe(
-  Command.withDescription("Releases: the signing key and the catalog (docs/releases.md)"),
+  Command.withDescription("Releases: submit and build, the signing key and the catalog (docs/releases.md)"),
   Command.withSubcommands([
+    submit.pipe(Command.provide(ServicesLive)),
+    build,
     Command.make("catalog").pipe(
       Command.withDescription("The release catalog"),
-      Command.withSubcommands([sync, audit])
+      Command.withSubcommands([sync, audit]),
+      Command.provide(ServicesLive)
     ),
     Command.make("key").pipe(
       Command.withDescription("The release signing key, held in the vault"),
-      Command.withSubcommands([keyCreate, keyShow])
+      Command.withSubcommands([keyCreate, keyShow]),
+      Command.provide(ServicesLive)
     )
-  ]),
-  Command.provide(ServicesLive)
+  ])
 )

@@ -24,6 +24,7 @@ import { CatalogMaintenance } from "../services/fleet/releases/CatalogMaintenanc
 import { ReleaseAuthority } from "../services/fleet/releases/ReleaseAuthority.js"
 import { ReleaseCatalog } from "../services/fleet/releases/ReleaseCatalog.js"
 import { ReleasePublisher } from "../services/fleet/releases/ReleasePublisher.js"
+import { ReleaseRun } from "../services/fleet/releases/ReleaseRun.js"
 import { RunRecords } from "../services/fleet/releases/RunRecords.js"
 import { VersionDeclaration } from "../services/fleet/releases/VersionDeclaration.js"
 import { ServiceManagerLive } from "../services/fleet/units/ServiceManagerLive.js"
@@ -103,6 +104,7 @@ export const DomainServices = Layer.mergeAll(
   Overview.Default,
   AutonomyControl.Default,
   CatalogMaintenance.Default,
+  ReleaseRun.Default,
   VersionDeclaration.Default
 ).pipe(
   Layer.provideMerge(ReleasePublisher.Default),

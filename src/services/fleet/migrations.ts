@@ -95,6 +95,24 @@ export const fleetMigrations: DomainMigrations = {
       // A submitter's key names one job forever: re-submitting it (a resumed release run) queues nothing new.
       yield* sql`ALTER TABLE jobs ADD COLUMN idempotency_key TEXT`
       yield* sql`CREATE UNIQUE INDEX jobs_by_idempotency_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL`
+    }),
+    "0006_release_submissions": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      // Every submitted run's source and manifest identity (seed 002, submission rule 1), recorded before its
+      // build: the release_store cleaner and the audit read what was submitted, not only what was published.
+      yield* sql`CREATE TABLE release_submissions (
+        run_id TEXT PRIMARY KEY,
+        product TEXT NOT NULL,
+        version TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        platform TEXT NOT NULL,
+        revision TEXT NOT NULL,
+        tree TEXT NOT NULL,
+        source_sha256 TEXT NOT NULL,
+        source_size BIGINT NOT NULL,
+        manifest_sha256 TEXT NOT NULL,
+        submitted_at BIGINT NOT NULL
+      )`
     })
   }
 }

@@ -238,6 +238,14 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
         Effect.orDie
       )
 
+    /** The job's last non-blank line on `stream` (a build job ends with its answer there), if any. */
+    const lastLine = (id: string, stream: "stdout" | "stderr") =>
+      sql<{ line: string }>`SELECT line FROM job_output WHERE job_id = ${id} AND stream = ${stream}
+        AND trim(line) <> '' ORDER BY line_no DESC LIMIT 1`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]?.line)),
+        Effect.orDie
+      )
+
     /** A job and, when it failed, what its output says went wrong (null otherwise). */
     const status = (id: string) =>
       Effect.gen(function* () {
@@ -378,6 +386,7 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
       status,
       output,
       fullOutput,
+      lastLine,
       cancel,
       pause: setPaused(true),
       resume: setPaused(false),

@@ -1,6 +1,8 @@
+import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import { Readable } from "node:stream"
-import { Effect, Option, Schema } from "effect"
+import { pipeline } from "node:stream/promises"
+import { Config, Effect, Option, Schema } from "effect"
 import { isLoopbackHost } from "../../platform/Net.js"
 import type { ObjectHead, WriteCondition } from "../../platform/objects/ObjectStore.js"
 import { readGrantCredential } from "../beacon/BeaconPublisher.js"
@@ -20,6 +22,11 @@ export class ObjectApiError extends Schema.TaggedError<ObjectApiError>()("Object
 export interface ObjectApiClient {
   readonly head: (key: string) => Effect.Effect<Option.Option<ObjectHead>, ObjectApiError>
   readonly get: (key: string) => Effect.Effect<Option.Option<Uint8Array>, ObjectApiError>
+  /** Streams the object into `file` (created owner-only, never read into memory); none when it is absent. */
+  readonly getFile: (
+    key: string,
+    file: string
+  ) => Effect.Effect<Option.Option<{ readonly sha256: string; readonly size: number }>, ObjectApiError>
   readonly put: (
     key: string,
     bytes: Uint8Array,
@@ -150,6 +157,30 @@ export const makeObjectApiClient = (options: {
         return Option.some(new Uint8Array(yield* Effect.promise(() => response.arrayBuffer())))
       })
 
+    const getFile: ObjectApiClient["getFile"] = (key, file) =>
+      Effect.gen(function* () {
+        const response = yield* call(keyPath(key), { method: "GET" })
+        if (response.status === 404) return Option.none()
+        if (!response.ok || response.body === null) return yield* problem(response)
+        const body = response.body
+        return Option.some(
+          yield* Effect.tryPromise({
+            try: async () => {
+              const hash = createHash("sha256")
+              let size = 0
+              const source = Readable.fromWeb(body as import("node:stream/web").ReadableStream<Uint8Array>)
+              source.on("data", (chunk: Buffer) => {
+                hash.update(chunk)
+                size += chunk.byteLength
+              })
+              await pipeline(source, fs.createWriteStream(file, { flags: "wx", mode: 0o600 }))
+              return { sha256: hash.digest("hex"), size }
+            },
+            catch: (error) => failure("CONTROL_PLANE_UNREACHABLE", 0, `reading ${key}: ${(error as Error).message}`)
+          })
+        )
+      })
+
     const send = (key: string, body: Uint8Array | ReadableStream<Uint8Array>, condition: WriteCondition | undefined) =>
       Effect.gen(function* () {
         const response = yield* call(keyPath(key), {
@@ -198,7 +229,7 @@ export const makeObjectApiClient = (options: {
         return heads
       })
 
-    return { head, get, put, putFile, delete: remove, list } satisfies ObjectApiClient
+    return { head, get, getFile, put, putFile, delete: remove, list } satisfies ObjectApiClient
   })
 
 /**
@@ -238,4 +269,28 @@ export const vaultTokenFromGrantFile = (vaultUrl: string, grantFile: string) =>
     if (!response.ok) return yield* failure("VAULT_REFUSED", response.status, `the vault answered ${response.status}`)
     const answer = (yield* Effect.promise(() => response.json())) as { token: string }
     return answer.token
+  })
+
+/**
+ * The object API as this host's configuration names it: KEEL_CONTROL_PLANE_URL, a token exchanged at
+ * KEEL_VAULT_URL (default the control plane) for the grant in the first of `grantFiles` that is set (e.g.
+ * `KEEL_RELEASE_GRANT_FILE`, then `KEEL_GRANT_FILE`). The grant's secret stays in its file.
+ */
+export const configuredObjectApiClient = (grantFiles: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const setting = (name: string) => Config.option(Config.string(name)).pipe(Effect.orDie)
+    const url = yield* setting("KEEL_CONTROL_PLANE_URL")
+    if (Option.isNone(url))
+      return yield* failure(
+        "ROUTING_MISSING",
+        0,
+        "KEEL_CONTROL_PLANE_URL is not set: the object API is the control plane's"
+      )
+    let grantFile = Option.none<string>()
+    for (const name of grantFiles) if (Option.isNone(grantFile)) grantFile = yield* setting(name)
+    if (Option.isNone(grantFile))
+      return yield* failure("ROUTING_MISSING", 0, `none of ${grantFiles.join(", ")} is set: a grant credential file`)
+    const vaultUrl = Option.getOrElse(yield* setting("KEEL_VAULT_URL"), () => url.value)
+    const token = yield* vaultTokenFromGrantFile(vaultUrl, grantFile.value)
+    return yield* makeObjectApiClient({ controlPlaneUrl: url.value, token })
   })

@@ -39,6 +39,20 @@ export interface Reservation {
   readonly revision: string
 }
 
+/** A submitted run's source and manifest identity (before anything is built). */
+export interface Submission {
+  readonly run_id: string
+  readonly product: string
+  readonly version: string
+  readonly channel: string
+  readonly platform: string
+  readonly revision: string
+  readonly tree: string
+  readonly source_sha256: string
+  readonly source_size: number
+  readonly manifest_sha256: string
+}
+
 /** The version itself, as a reservation's platform. */
 export const WHOLE_VERSION = "*"
 
@@ -96,12 +110,28 @@ export class ReleaseCatalog extends Effect.Service<ReleaseCatalog>()("fleet/Rele
         })
       ).pipe(Effect.catchTag("SqlError", Effect.die))
 
+    /** Records a run's submission; the same run again is a no-op (its first record stays). */
+    const submitted = (submission: Submission) =>
+      retryBusy(
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          yield* sql`INSERT INTO release_submissions ${sql.insert({ ...submission, submitted_at: now })}
+            ON CONFLICT (run_id) DO NOTHING`
+        })
+      ).pipe(Effect.catchTag("SqlError", Effect.die))
+
+    const submissions = sql<Submission>`SELECT run_id, product, version, channel, platform, revision, tree,
+        source_sha256, source_size, manifest_sha256 FROM release_submissions ORDER BY product, version, run_id`.pipe(
+      Effect.map((rows) => rows.map((row) => ({ ...row, source_size: Number(row.source_size) }))),
+      Effect.orDie
+    )
+
     const entries = sql<CatalogEntry>`SELECT product, version, channel, platform, revision, tree, source_sha256,
         manifest_sha256, key_id, created_at FROM release_catalog ORDER BY product, version`.pipe(Effect.orDie)
 
     const reservations = sql<Reservation>`SELECT product, version, platform, revision FROM release_reservations
         ORDER BY product, version, platform`.pipe(Effect.orDie)
 
-    return { reserve, record, entries, reservations } as const
+    return { reserve, record, submitted, submissions, entries, reservations } as const
   })
 }) {}

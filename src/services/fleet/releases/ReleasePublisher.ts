@@ -68,20 +68,29 @@ export class ReleasePublisher extends Effect.Service<ReleasePublisher>()("fleet/
     const publishInOrder = <E>(
       product: string,
       version: string,
-      files: Partial<Record<(typeof PUBLISHED_FILES)[number], Stream.Stream<Uint8Array, E>>>
+      files: Partial<Record<(typeof PUBLISHED_FILES)[number], Stream.Stream<Uint8Array, E>>>,
+      afterEach: (step: PublicationStep) => Effect.Effect<void> = () => Effect.void
     ): Effect.Effect<ReadonlyArray<PublicationStep>, PublicationConflict | ObjectStoreError | E> =>
       Effect.gen(function* () {
         const steps: Array<PublicationStep> = []
         for (const file of PUBLISHED_FILES) {
           const body = files[file]
           if (body === undefined) continue
-          steps.push({ file, outcome: yield* createOnly(releaseKey(product, version, file), body) })
+          const step = { file, outcome: yield* createOnly(releaseKey(product, version, file), body) }
+          steps.push(step)
+          yield* afterEach(step)
         }
         return steps
       })
 
-    /** Builds, signs (in the vault) and publishes a new release from an archive on this host. */
-    const publishRelease = (release: NewRelease) =>
+    /**
+     * Builds, signs (in the vault) and publishes a new release from an archive on this host; `afterEach` runs
+     * once each object is in place (a run's progress and its step pause).
+     */
+    const publishRelease = (
+      release: NewRelease,
+      afterEach: (step: PublicationStep) => Effect.Effect<void> = () => Effect.void
+    ) =>
       Effect.gen(function* () {
         const artifact = yield* Effect.promise(() => fileDigest(release.artifactFile))
         const qualification = canonicalBytes(release.qualification)
@@ -122,13 +131,18 @@ export class ReleasePublisher extends Effect.Service<ReleasePublisher>()("fleet/
           sha256: release.source.sha256,
           size: release.source.size
         })
-        const steps = yield* publishInOrder(release.product, release.version, {
-          "source-revision.json": Stream.succeed(sourceRevision),
-          "release.tar.gz": fileStream(release.artifactFile),
-          "qualification.json": Stream.succeed(qualification),
-          "release.sig": Stream.succeed(signature),
-          "release.json": Stream.succeed(manifestBytes)
-        })
+        const steps = yield* publishInOrder(
+          release.product,
+          release.version,
+          {
+            "source-revision.json": Stream.succeed(sourceRevision),
+            "release.tar.gz": fileStream(release.artifactFile),
+            "qualification.json": Stream.succeed(qualification),
+            "release.sig": Stream.succeed(signature),
+            "release.json": Stream.succeed(manifestBytes)
+          },
+          afterEach
+        )
         return { manifest, manifest_sha256: sha256Hex(manifestBytes), steps }
       })
 

@@ -56,6 +56,28 @@ export const runIdOf = (inputs: RunInputs) =>
 
 export const runRecordKey = (runId: string) => `release-runs/${runId}/run.json`
 
+/** A run's other objects (docs/releases.md, "Submit"): all under `release-runs/<id>/`, all create-only. */
+export const runKeys = (runId: string) => ({
+  /** The source archive the run builds from. */
+  source: `release-runs/${runId}/source.tar.gz`,
+  /** One build attempt's outputs: an attempt that lost (another finished first) leaves them unreferenced. */
+  build: (platform: string, attempt: string, file: "release.tar.gz" | "qualification.json") =>
+    `release-runs/${runId}/builds/${platform}/${attempt}/${file}`,
+  /** The platform's output record: written once, by the first attempt that finished; it names that attempt. */
+  output: (platform: string) => `release-runs/${runId}/outputs/${platform}/output.json`
+})
+
+/** What a build left (`output.json`): the coordinates the run publishes from. */
+export interface BuildOutput {
+  readonly schema: "keel.release-output/v1"
+  readonly run_id: string
+  readonly platform: string
+  readonly builder: string
+  readonly binary: string
+  readonly artifact: { readonly key: string; readonly sha256: string; readonly size: number }
+  readonly qualification: { readonly key: string; readonly sha256: string; readonly size: number }
+}
+
 /**
  * The run records (docs/releases.md): one canonical JSON document per run at `release-runs/<id>/run.json`, the
  * single source of truth of a run. Created once (create-only: a repeated submit finds the same run), then changed
@@ -74,7 +96,7 @@ export class RunRecords extends Effect.Service<RunRecords>()("fleet/RunRecords",
       )
 
     /** The run of these inputs: created now, or the one a previous submit created (then `created` is false). */
-    const open = (inputs: RunInputs, now: string) =>
+    const open = (inputs: RunInputs, now: string, steps: RunRecord["steps"] = {}) =>
       Effect.gen(function* () {
         const runId = runIdOf(inputs)
         const initial: RunRecord = {
@@ -83,7 +105,7 @@ export class RunRecords extends Effect.Service<RunRecords>()("fleet/RunRecords",
           generation: 0,
           state: "submitted",
           inputs,
-          steps: {},
+          steps,
           failure: null,
           created_at: now,
           updated_at: now

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { childEnv } from "../../platform/ChildEnv.js"
 
 /** The source cannot be released: not a repository, uncommitted or dirty, or git failed. Nothing was written. */
@@ -112,3 +112,15 @@ export const archiveSource = (source: string, product: string, version: string, 
     }
     return { revision, tree, sha256: archived.sha256, size: archived.size } satisfies SourceIdentity
   })
+
+/** A file of commit `revision` as committed (not as the work tree holds it), as text; none when it has none. */
+export const committedFile = (source: string, revision: string, file: string) =>
+  Effect.map(git(path.resolve(source), ["show", `${revision}:${file}`]), (shown) =>
+    shown.code === 0 ? Option.some(shown.stdout) : Option.none<string>()
+  )
+
+/** The commit's time (seconds since the epoch): what reproducible builds call SOURCE_DATE_EPOCH. */
+export const commitTime = (source: string, revision: string) =>
+  Effect.map(git(path.resolve(source), ["show", "-s", "--format=%ct", revision]), (shown) =>
+    Number.parseInt(shown.stdout.trim(), 10)
+  )

@@ -1,0 +1,180 @@
+import { spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Effect, Either, Option, Schema } from "effect"
+import { childEnv } from "../../platform/ChildEnv.js"
+import { fileDigest, sha256Hex } from "../../platform/Digest.js"
+import type { ObjectApiClient, ObjectApiError } from "../objects/ObjectApiClient.js"
+import { ArchiveRefused, extractEntry } from "./ArchiveEntry.js"
+import { canonicalBytes } from "./CanonicalJson.js"
+import { parseRecipe, RECIPE_FILE } from "./ReleaseRecipe.js"
+import { type BuildOutput, type RunRecord, runKeys, runRecordKey } from "./RunRecords.js"
+
+/** The build could not be made or recorded; the run records this as its failure. */
+export class BuildFailed extends Schema.TaggedError<BuildFailed>()("BuildFailed", {
+  code: Schema.Literal("BUILD_FAILED"),
+  detail: Schema.String
+}) {}
+
+/** The line a build job ends with on stdout: the output's coordinates, which the run reads back. */
+export interface BuildAnswer {
+  readonly release_output: { readonly key: string; readonly sha256: string; readonly built: boolean }
+}
+
+const failed = (detail: string) => new BuildFailed({ code: "BUILD_FAILED", detail })
+const apiFailed = (what: string) => (error: ObjectApiError) => failed(`${what}: ${error.code}: ${error.detail}`)
+
+/** Runs a command to its end, its output onto `log` (the job's output); answers the exit code. */
+const run = (argv: ReadonlyArray<string>, cwd: string, env: Record<string, string>, log: (text: string) => void) =>
+  Effect.async<number | null, BuildFailed>((resume) => {
+    const child = spawn(argv[0]!, argv.slice(1), { cwd, env, stdio: ["ignore", "pipe", "pipe"] })
+    child.stdout.on("data", (chunk: Buffer) => log(chunk.toString("utf8")))
+    child.stderr.on("data", (chunk: Buffer) => log(chunk.toString("utf8")))
+    child.on("error", (error) => resume(Effect.fail(failed(`${argv[0]}: ${error.message}`))))
+    child.on("close", (code) => resume(Effect.succeed(code)))
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+/**
+ * One build of a release run, on its builder (`ctl release build --run <id>`, queued by `ctl release submit`):
+ * reads the run record and the source archive through the object API, checks the archive is the run's (digest and
+ * size) and its recipe the run's (manifest digest), extracts it, runs the recipe's build command in it with a built
+ * environment, checks the artifact holds the recipe's executable, and writes the outputs create-only — the
+ * attempt's `release.tar.gz` and `qualification.json`, then `output.json`, which the first finished attempt wins.
+ * A platform whose `output.json` exists is not built again: its coordinates are answered as they are.
+ */
+export const buildRun = (
+  client: ObjectApiClient,
+  runId: string,
+  options: { readonly builder?: string; readonly log: (text: string) => void }
+) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const builder = options.builder ?? os.hostname()
+      const recordBytes = yield* client.get(runRecordKey(runId)).pipe(Effect.mapError(apiFailed("the run record")))
+      if (Option.isNone(recordBytes)) return yield* failed(`no run ${runId} (${runRecordKey(runId)})`)
+      const record = JSON.parse(new TextDecoder().decode(recordBytes.value)) as RunRecord
+      const recipeStep = record.steps.recipe as { platform?: string } | undefined
+      const platform = recipeStep?.platform
+      if (platform === undefined) return yield* failed(`run ${runId} records no recipe`)
+      const keys = runKeys(runId)
+
+      const answerOf = (sha256: string, built: boolean): BuildAnswer => ({
+        release_output: { key: keys.output(platform), sha256, built }
+      })
+      const existing = yield* client.head(keys.output(platform)).pipe(Effect.mapError(apiFailed("the output record")))
+      if (Option.isSome(existing)) return answerOf(existing.value.sha256, false)
+
+      const work = yield* Effect.acquireRelease(
+        Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "keel-build-"))),
+        (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+      )
+      const sourceFile = path.join(work, "source.tar.gz")
+      const source = yield* client.getFile(keys.source, sourceFile).pipe(Effect.mapError(apiFailed("the source")))
+      if (Option.isNone(source)) return yield* failed(`the run's source ${keys.source} is missing`)
+      const declared = record.inputs.source
+      if (source.value.sha256 !== declared.sha256 || source.value.size !== declared.size)
+        return yield* failed(
+          `the source archive is not the run's: sha256 ${source.value.sha256} (${source.value.size} bytes), the run names ${declared.sha256} (${declared.size} bytes)`
+        )
+      const tree = path.join(work, "tree")
+      fs.mkdirSync(tree)
+      const untar = yield* run(
+        ["tar", "-xzf", sourceFile, "-C", tree, "--no-same-owner"],
+        work,
+        childEnv(),
+        options.log
+      )
+      if (untar !== 0) return yield* failed(`tar could not extract the source (exit ${untar})`)
+      const top = path.join(tree, `${record.inputs.product}-${record.inputs.version}`)
+      const recipeText = yield* Effect.try({
+        try: () => fs.readFileSync(path.join(top, RECIPE_FILE)),
+        catch: () => failed(`the source holds no ${RECIPE_FILE}`)
+      })
+      if (sha256Hex(recipeText) !== record.inputs.manifest_sha256)
+        return yield* failed(`the source's ${RECIPE_FILE} is not the run's (manifest digest differs)`)
+      const recipe = parseRecipe(recipeText.toString("utf8"))
+      if (Either.isLeft(recipe)) return yield* failed(recipe.left)
+
+      // The build sees the release's identity and nothing of Keel's (no KEEL_* setting, no token).
+      const started = Date.now()
+      const exit = yield* run(
+        recipe.right.build,
+        top,
+        childEnv({
+          RELEASE_PRODUCT: record.inputs.product,
+          RELEASE_VERSION: record.inputs.version,
+          RELEASE_CHANNEL: record.inputs.channel,
+          RELEASE_PLATFORM: platform,
+          RELEASE_REVISION: declared.revision,
+          ...(typeof (record.steps.recipe as { source_date_epoch?: number }).source_date_epoch === "number"
+            ? { SOURCE_DATE_EPOCH: String((record.steps.recipe as { source_date_epoch: number }).source_date_epoch) }
+            : {})
+        }),
+        options.log
+      )
+      if (exit !== 0) return yield* failed(`the build command exited ${exit ?? "by a signal"}`)
+      const artifactFile = path.resolve(top, recipe.right.artifact)
+      const stat = fs.lstatSync(artifactFile, { throwIfNoEntry: false })
+      if (stat === undefined || !stat.isFile() || !artifactFile.startsWith(`${top}${path.sep}`))
+        return yield* failed(`the build made no regular file ${recipe.right.artifact}`)
+      const artifact = yield* Effect.promise(() => fileDigest(artifactFile))
+      const binary = yield* Effect.tryPromise({
+        try: () =>
+          extractEntry(
+            fs.createReadStream(artifactFile) as AsyncIterable<Uint8Array>,
+            recipe.right.binary,
+            path.join(work, "binary")
+          ),
+        catch: (e) => failed(`the artifact: ${e instanceof ArchiveRefused ? e.message : String(e)}`)
+      })
+      if (binary === null) return yield* failed(`the artifact holds no ${recipe.right.binary}`)
+
+      const qualification = canonicalBytes({
+        schema: "keel.qualification/v1",
+        run_id: runId,
+        product: record.inputs.product,
+        version: record.inputs.version,
+        platform,
+        builder,
+        source_sha256: declared.sha256,
+        manifest_sha256: record.inputs.manifest_sha256,
+        build: { argv: [...recipe.right.build], exit_code: 0, seconds: Math.round((Date.now() - started) / 1000) },
+        artifact: { sha256: artifact.sha256, size: artifact.size },
+        binary: { path: recipe.right.binary, sha256: binary.sha256, size: binary.size, mode: binary.mode }
+      })
+      const attempt = randomBytes(8).toString("hex")
+      const artifactHead = yield* client
+        .putFile(keys.build(platform, attempt, "release.tar.gz"), artifactFile, { kind: "absent" })
+        .pipe(Effect.mapError(apiFailed("writing the artifact")))
+      const qualificationHead = yield* client
+        .put(keys.build(platform, attempt, "qualification.json"), qualification, { kind: "absent" })
+        .pipe(Effect.mapError(apiFailed("writing the qualification")))
+      if (artifactHead.sha256 !== artifact.sha256)
+        return yield* failed(`the object API stored ${artifactHead.sha256}, the artifact is ${artifact.sha256}`)
+      const output: BuildOutput = {
+        schema: "keel.release-output/v1",
+        run_id: runId,
+        platform,
+        builder,
+        binary: recipe.right.binary,
+        artifact: { key: artifactHead.key, sha256: artifactHead.sha256, size: artifactHead.size },
+        qualification: { key: qualificationHead.key, sha256: qualificationHead.sha256, size: qualificationHead.size }
+      }
+      const written = yield* client.put(keys.output(platform), canonicalBytes(output), { kind: "absent" }).pipe(
+        Effect.map((head) => Option.some(head.sha256)),
+        // Another attempt finished first: its output stands, this one's objects stay unreferenced.
+        Effect.catchIf(
+          (error) => error.code === "PRECONDITION_FAILED",
+          () => Effect.succeed(Option.none<string>())
+        ),
+        Effect.mapError(apiFailed("writing the output record"))
+      )
+      if (Option.isSome(written)) return answerOf(written.value, true)
+      const winner = yield* client.head(keys.output(platform)).pipe(Effect.mapError(apiFailed("the output record")))
+      if (Option.isNone(winner)) return yield* failed(`${keys.output(platform)} vanished`)
+      return answerOf(winner.value.sha256, false)
+    })
+  )

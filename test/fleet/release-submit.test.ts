@@ -1,0 +1,304 @@
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import Database from "better-sqlite3"
+import { Ed25519 } from "keel"
+import { afterAll, assert, describe, it } from "vitest"
+import * as Yaml from "yaml"
+import { ctlBin, startServer } from "../support/server.js"
+
+// Issue 19, submission (seed 002, "Release submission and delivery" rules 1-3) through the binaries: `ctl release
+// submit` on the control plane's host archives a clean committed tree, reserves the version, queues one build job
+// on the registry builder of the recipe's platform; a `ctl machine work` worker runs it as `ctl release build` on
+// that builder, which writes its outputs through the object API; the run publishes in order and signs in the
+// vault. Then the crash-resume cases: the submit process SIGKILLed after each publication object and while the
+// build runs — submitting again resumes the same run, nothing is rebuilt, the order holds.
+
+const children: Array<ChildProcess> = []
+afterAll(() => {
+  for (const child of children) child.kill("SIGKILL")
+})
+
+const PUBLISHED = ["source-revision.json", "release.tar.gz", "qualification.json", "release.sig", "release.json"]
+
+const git = (cwd: string, ...args: Array<string>) =>
+  execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.test", ...args], { cwd, encoding: "utf8" })
+
+/** A product's source: the recipe, a build script that packs `tool-<version>/bin/tool` into dist/. */
+const writeSource = (dir: string, buildDelaySeconds = 0) => {
+  fs.mkdirSync(dir, { recursive: true })
+  git(dir, "init", "-q", "-b", "main")
+  fs.writeFileSync(
+    path.join(dir, "keel-release.json"),
+    JSON.stringify({
+      schema: "keel.recipe/v1",
+      product: "tool",
+      platform: "linux-x64",
+      build: ["sh", "build.sh"],
+      artifact: "dist/release.tar.gz",
+      binary: "tool/bin/tool"
+    })
+  )
+  fs.writeFileSync(
+    path.join(dir, "build.sh"),
+    [
+      "set -e",
+      `sleep ${buildDelaySeconds}`,
+      'echo "building $RELEASE_PRODUCT $RELEASE_VERSION for $RELEASE_PLATFORM at $RELEASE_REVISION"',
+      "mkdir -p out/tool/bin dist",
+      'printf "#!/bin/sh\\necho tool $RELEASE_VERSION\\n" > out/tool/bin/tool',
+      "chmod 755 out/tool/bin/tool",
+      'tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner -C out -czf dist/release.tar.gz tool',
+      'env | grep -c "^KEEL_" || true',
+      ""
+    ].join("\n")
+  )
+  git(dir, "add", "-A")
+  git(dir, "commit", "-q", "-m", "tool")
+}
+
+interface Fixture {
+  readonly dir: string
+  readonly env: Record<string, string>
+  readonly objects: string
+  readonly db: string
+}
+
+const setUp = async (): Promise<Fixture> => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-release-submit-"))
+  const key = Ed25519.generateKeyPair()
+  const registry = path.join(dir, "registry.yml")
+  fs.writeFileSync(
+    registry,
+    Yaml.stringify({
+      version: 1,
+      settings: { release: { signing_key_item: "release-signing", signing_key_id: key.key_id } },
+      actions: { "release-submit": ["builder-forge"], "object-read": ["builder-forge"] },
+      targets: [
+        { name: "box", os: "linux", channel: "local" },
+        { name: "forge", os: "linux", channel: "local", release_platform: "linux-x64" }
+      ]
+    })
+  )
+  const base = {
+    ...(process.env as Record<string, string>),
+    KEEL_DATA_DIR: path.join(dir, "data"),
+    KEEL_REGISTRY: registry,
+    KEEL_DEMO_DATA: "false",
+    KEEL_LOG_LEVEL: "warning"
+  }
+  const run = (args: ReadonlyArray<string>, input?: string) => {
+    const result = spawnSync(process.execPath, [ctlBin, ...args], { env: base, encoding: "utf8", input })
+    assert.strictEqual(result.status, 0, `${args.join(" ")}: ${result.stderr}`)
+  }
+  run(["vault", "item", "put", "release-signing"], JSON.stringify({ private_key: key.private_key }))
+  const grantFile = path.join(dir, "builder-grant.json")
+  run([
+    "vault",
+    "grant",
+    "create",
+    "--consumer",
+    "builder-forge",
+    "--action",
+    "release-submit",
+    "--action",
+    "object-read",
+    "--out",
+    grantFile
+  ])
+  const server = await startServer([ctlBin, "serve", "--port", "0"], { ...base, KEEL_LOG_LEVEL: "info" }, children)
+  // The builder's ctl: its own data dir, the control plane and its grant file in its environment.
+  const builderCtl = [
+    "env",
+    `KEEL_DATA_DIR=${path.join(dir, "builder-data")}`,
+    `KEEL_CONTROL_PLANE_URL=http://127.0.0.1:${server.port}`,
+    `KEEL_RELEASE_GRANT_FILE=${grantFile}`,
+    "KEEL_LOG_LEVEL=warning",
+    process.execPath,
+    ctlBin
+  ].join(" ")
+  const env = { ...base, KEEL_REMOTE_CTL: builderCtl, KEEL_JOB_LEASE: "10 seconds" }
+  const workerLog = fs.openSync(path.join(dir, "worker.log"), "a")
+  const worker = spawn(process.execPath, [ctlBin, "machine", "work", "--worker", "forge-worker"], {
+    env,
+    stdio: ["ignore", workerLog, workerLog]
+  })
+  children.push(worker)
+  return { dir, env, objects: path.join(dir, "data", "objects"), db: path.join(dir, "data", "keel.db") }
+}
+
+const submitArgs = (source: string, version: string, extra: ReadonlyArray<string> = []) => [
+  ctlBin,
+  "release",
+  "submit",
+  "--source",
+  source,
+  "--version",
+  version,
+  "--channel",
+  "stable",
+  "--wait-seconds",
+  "120",
+  "--json",
+  ...extra
+]
+
+const submit = (f: Fixture, source: string, version: string) => {
+  const result = spawnSync(process.execPath, submitArgs(source, version), { env: f.env, encoding: "utf8" })
+  return {
+    code: result.status,
+    stderr: result.stderr,
+    // biome-ignore lint/suspicious/noExplicitAny: answers are checked field by field
+    json: (result.stdout.trim() === "" ? null : JSON.parse(result.stdout)) as any
+  }
+}
+
+const releaseFiles = (f: Fixture, version: string) =>
+  PUBLISHED.filter((file) => fs.existsSync(path.join(f.objects, "releases", "tool", version, file)))
+
+/** The publication order as the store shows it: a prefix of the order, never a later file without an earlier. */
+const assertOrdered = (present: ReadonlyArray<string>) =>
+  assert.deepStrictEqual(present, PUBLISHED.slice(0, present.length), `published out of order: ${present.join(", ")}`)
+
+const jobsOf = (f: Fixture) => {
+  const db = new Database(f.db, { readonly: true, fileMustExist: true })
+  try {
+    return db.prepare("SELECT id, state, idempotency_key FROM jobs WHERE kind = 'release-build'").all() as Array<{
+      id: string
+      state: string
+      idempotency_key: string
+    }>
+  } finally {
+    db.close()
+  }
+}
+
+const attemptsOf = (f: Fixture, runId: string) => {
+  const dir = path.join(f.objects, "release-runs", runId, "builds", "linux-x64")
+  return fs.existsSync(dir) ? fs.readdirSync(dir) : []
+}
+
+const waitFor = async (what: string, check: () => boolean, timeoutMs = 60_000) => {
+  const until = Date.now() + timeoutMs
+  while (!check()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+}
+
+describe("ctl release submit", () => {
+  it("builds on the platform's builder, publishes in order, signs in the vault; a repeat finds the run", async () => {
+    const f = await setUp()
+    const source = path.join(f.dir, "src")
+    writeSource(source)
+
+    const first = submit(f, source, "1.0.0")
+    assert.strictEqual(first.code, 0, first.stderr)
+    assert.isTrue(first.json.created)
+    const record = first.json.record
+    assert.strictEqual(record.state, "published")
+    assert.strictEqual(record.inputs.product, "tool")
+    assert.strictEqual(record.inputs.source.revision, git(source, "rev-parse", "HEAD").trim())
+    assert.strictEqual(record.steps.builder.target, "forge")
+    assert.strictEqual(record.steps.build.key, `${first.json.run_id}:linux-x64`)
+    assert.deepStrictEqual(releaseFiles(f, "1.0.0"), PUBLISHED)
+    const manifest = JSON.parse(fs.readFileSync(path.join(f.objects, "releases/tool/1.0.0/release.json"), "utf8"))
+    assert.strictEqual(manifest.artifact.binary, "tool/bin/tool")
+    assert.strictEqual(manifest.artifact.sha256, record.steps.output.artifact.sha256)
+    assert.strictEqual(manifest.created_at, record.created_at)
+
+    // The build ran with the release's identity and nothing of Keel's in its environment.
+    const log = spawnSync(process.execPath, [ctlBin, "machine", "logs", record.steps.build.job], {
+      env: f.env,
+      encoding: "utf8"
+    }).stdout
+    assert.include(log, `building tool 1.0.0 for linux-x64 at ${record.inputs.source.revision}`)
+    assert.match(log, /^0$/m, "no KEEL_* variable reached the build")
+    assert.notInclude(log, "secret")
+
+    // The catalog verifies it; the run record is the one in the store.
+    const audit = spawnSync(process.execPath, [ctlBin, "release", "catalog", "audit", "--json"], {
+      env: f.env,
+      encoding: "utf8"
+    })
+    assert.strictEqual(audit.status, 0, audit.stdout)
+    assert.deepStrictEqual(
+      JSON.parse(audit.stdout).releases.map((r: { version: string; ok: boolean }) => `${r.version}:${r.ok}`),
+      ["1.0.0:true"]
+    )
+
+    // The same submit again: the same run, found as it stands; no second job, no second build.
+    const again = submit(f, source, "1.0.0")
+    assert.strictEqual(again.code, 0, again.stderr)
+    assert.isFalse(again.json.created)
+    assert.strictEqual(again.json.run_id, first.json.run_id)
+    assert.strictEqual(again.json.record.generation, record.generation)
+    assert.lengthOf(jobsOf(f), 1)
+    assert.lengthOf(attemptsOf(f, first.json.run_id), 1)
+
+    // Refusals write nothing: a dirty tree, a used version for another revision, no recipe.
+    fs.writeFileSync(path.join(source, "notes.txt"), "draft")
+    const dirty = submit(f, source, "1.0.1")
+    assert.strictEqual(dirty.code, 1)
+    assert.strictEqual(dirty.json.error.code, "SOURCE_REFUSED")
+    git(source, "add", "-A")
+    git(source, "commit", "-q", "-m", "notes")
+    const reused = submit(f, source, "1.0.0")
+    assert.strictEqual(reused.code, 1)
+    assert.strictEqual(reused.json.error.code, "VERSION_RESERVED")
+    assert.deepStrictEqual(releaseFiles(f, "1.0.1"), [])
+    const bare = path.join(f.dir, "bare")
+    fs.mkdirSync(bare)
+    git(bare, "init", "-q")
+    fs.writeFileSync(path.join(bare, "x"), "x")
+    git(bare, "add", "-A")
+    git(bare, "commit", "-q", "-m", "x")
+    const norecipe = submit(f, bare, "1.0.0")
+    assert.strictEqual(norecipe.code, 1)
+    assert.strictEqual(norecipe.json.error.code, "SUBMIT_REFUSED")
+    assert.lengthOf(jobsOf(f), 1)
+  }, 180_000)
+
+  it("SIGKILL after each publication object and during the build: submitting again resumes, nothing rebuilt", async () => {
+    const f = await setUp()
+    const source = path.join(f.dir, "src")
+    writeSource(source, 3)
+    const version = "2.0.0"
+
+    // Killed while the build runs: the run is recorded as building with its job.
+    const during = spawn(process.execPath, submitArgs(source, version), { env: f.env, stdio: "ignore" })
+    children.push(during)
+    await waitFor("the build job", () => fs.existsSync(f.db) && jobsOf(f).some((j) => j.state === "running"))
+    during.kill("SIGKILL")
+    assert.deepStrictEqual(releaseFiles(f, version), [])
+
+    // Then killed in the pause after each publication object, one further each time.
+    for (const [i, file] of PUBLISHED.entries()) {
+      const child = spawn(process.execPath, submitArgs(source, version, ["--step-pause-ms", "3000"]), {
+        env: f.env,
+        stdio: "ignore"
+      })
+      children.push(child)
+      await waitFor(file, () => fs.existsSync(path.join(f.objects, "releases", "tool", version, file)), 120_000)
+      child.kill("SIGKILL")
+      await new Promise((resolve) => child.once("exit", resolve))
+      const present = releaseFiles(f, version)
+      assertOrdered(present)
+      assert.strictEqual(present.length, i + 1, `killed after ${file}: ${present.join(", ")}`)
+    }
+
+    const done = submit(f, source, version)
+    assert.strictEqual(done.code, 0, done.stderr)
+    assert.isFalse(done.json.created)
+    assert.strictEqual(done.json.record.state, "published")
+    assert.deepStrictEqual(releaseFiles(f, version), PUBLISHED)
+    assert.lengthOf(jobsOf(f), 1, "one build job for the run, ever")
+    assert.lengthOf(attemptsOf(f, done.json.run_id), 1, "built once")
+    const audit = spawnSync(process.execPath, [ctlBin, "release", "catalog", "audit", "--json"], {
+      env: f.env,
+      encoding: "utf8"
+    })
+    assert.strictEqual(audit.status, 0, audit.stdout)
+  }, 300_000)
+})
