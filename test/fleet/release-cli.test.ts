@@ -67,6 +67,17 @@ describe("ctl release", () => {
       ),
       ["1.0.0:imported", "1.1.0:imported"]
     )
+    // Each import is a reconciled, completed run for its exact source: release_store's completion evidence.
+    const runsDir = path.join(dir, "data", "objects", "release-runs")
+    const reconciled = fs
+      .readdirSync(runsDir)
+      .map((id) => JSON.parse(fs.readFileSync(path.join(runsDir, id, "run.json"), "utf8")))
+      .map((r) => `${r.inputs.version}:${r.state}:${r.steps.reconciled.by}:${r.created_at}`)
+      .sort()
+    assert.deepStrictEqual(reconciled, [
+      "1.0.0:published:catalog sync:2026-11-24T00:00:00.000Z",
+      "1.1.0:published:catalog sync:2026-11-24T00:00:00.000Z"
+    ])
     const human = ctl(["release", "catalog", "audit"])
     assert.strictEqual(human.code, 0, human.stderr)
     assert.include(human.stdout, "ok       keel 1.0.0")

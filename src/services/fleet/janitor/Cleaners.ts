@@ -11,6 +11,7 @@ import { scanHuggingfaceCache, stillHuggingfaceEligible } from "./HuggingfaceCac
 import type { ProtectedPath } from "./Protection.js"
 import { scanQueueWorkdirs } from "./QueueWorkdirs.js"
 import { PROOF_SUFFIX, recordingRefusal, scanRecordings } from "./Recordings.js"
+import { type ReleaseEvidenceSource, scanReleaseStore } from "./ReleaseStore.js"
 import { type ResolvedRoot, resolveRoot } from "./SafeRemove.js"
 import type { ScanBudget } from "./ScanBudget.js"
 
@@ -57,6 +58,16 @@ export interface CleanerContext {
   readonly protectedPaths: () => ReadonlyArray<ProtectedPath>
   readonly statesOf: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, JobState>>
   readonly onProgress?: ((scanned: number) => void) | undefined
+  /** What release_store needs beyond its settings: the registry's retention facts and where evidence is read. */
+  readonly release?:
+    | {
+        readonly namedByHost: ReadonlySet<string>
+        readonly declared: ReadonlySet<string>
+        readonly evidence: ReleaseEvidenceSource
+        /** The control plane's object store on this host: canonical payloads, never a release_store root. */
+        readonly objectDir: string
+      }
+    | undefined
 }
 
 const FINISHED: ReadonlyArray<JobState> = ["succeeded", "failed", "cancelled"]
@@ -274,9 +285,70 @@ const chromiumClones = (
   })
 }
 
+const releaseStore = (ctx: CleanerContext, settings: NonNullable<DiskCleanupPolicy["cleaners"]["release_store"]>) => {
+  const release = ctx.release
+  if (release === undefined)
+    return {
+      kind: "unavailable",
+      name: "release_store",
+      status: "unavailable",
+      reason: "no release evidence source: the registry or the object store could not be read"
+    } as const
+  if (settings.root === undefined)
+    return {
+      kind: "unavailable",
+      name: "release_store",
+      status: "unavailable",
+      reason: "release_store needs a root"
+    } as const
+  const objectDir = resolveRoot(release.objectDir)
+  const slot = rooted("release_store", settings.root, undefined, (root) => ({
+    name: "release_store",
+    root,
+    reads: [],
+    scan: (budget, cursor) =>
+      scanReleaseStore({
+        root: root.real,
+        nowMs: ctx.nowMs,
+        rules: {
+          namedByHost: release.namedByHost,
+          declared: release.declared,
+          pinned: new Set(settings.pins ?? []),
+          keepNewest: settings.keep_newest ?? 2,
+          youngRunSeconds: settings.young_run_seconds ?? 86_400,
+          minAgeSeconds: settings.min_age_seconds ?? 86_400
+        },
+        evidence: release.evidence,
+        budget,
+        cursor: cursorText(cursor)
+      }),
+    // Re-checked on the opened directory: still old enough (the evidence was read this pass).
+    removal: (candidate, nowMs) =>
+      Effect.succeed({
+        verify: (_access, stat) =>
+          candidate.resumed !== true && nowMs - stat.mtimeMs < (settings.min_age_seconds ?? 86_400) * 1000
+            ? "too_young"
+            : undefined
+      })
+  }))
+  // Canonical payloads are the control plane's, immutable: no host pass deletes inside its object store.
+  if (
+    slot.kind === "ready" &&
+    objectDir.ok &&
+    (slot.record.root.real === objectDir.root.real ||
+      slot.record.root.real.startsWith(`${objectDir.root.real}${path.sep}`))
+  )
+    return {
+      kind: "unavailable",
+      name: "release_store",
+      status: "root_refused",
+      reason: `${settings.root} is inside the control plane's object store (${objectDir.root.real}): canonical release payloads are never deleted by a cleaner`
+    } as const
+  return slot
+}
+
 /**
- * The policy's cleaners as records the pass iterates, in the seed's order; `release_store` keeps its
- * slot (unavailable until the release pipeline), and a cleaner that cannot run says why.
+ * The policy's cleaners as records the pass iterates, in the seed's order; a cleaner that cannot run says why.
  */
 export const cleanerSlots = (ctx: CleanerContext): ReadonlyArray<CleanerSlot> => {
   const c = ctx.policy.cleaners
@@ -287,11 +359,6 @@ export const cleanerSlots = (ctx: CleanerContext): ReadonlyArray<CleanerSlot> =>
   if (c.chromium_clones !== undefined) slots.push(chromiumClones(ctx, c.chromium_clones))
   if (c.queue_workdirs !== undefined) slots.push(queueWorkdirs(ctx, c.queue_workdirs))
   if (c.backup_twins !== undefined) slots.push(backupTwins(c.backup_twins))
-  slots.push({
-    kind: "unavailable",
-    name: "release_store",
-    status: "unavailable",
-    reason: "release_store comes with the release pipeline"
-  })
+  if (c.release_store !== undefined) slots.push(releaseStore(ctx, c.release_store))
   return slots
 }

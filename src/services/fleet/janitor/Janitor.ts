@@ -5,17 +5,20 @@ import { Config, Effect, Option } from "effect"
 import { AppConfig } from "../../platform/AppConfig.js"
 import { sha256Hex } from "../../platform/Digest.js"
 import { writeFileAtomically } from "../../platform/Files.js"
+import { ObjectStore } from "../../platform/objects/ObjectStore.js"
 import { packageVersion } from "../../platform/Package.js"
 import { thisHostName } from "../Channels.js"
 import { JobQueue } from "../jobs/JobQueue.js"
+import { configuredObjectApiClient } from "../objects/ObjectApiClient.js"
 import { FleetRegistry } from "../registry/Registry.js"
-import { CleanerNames, type DiskCleanupPolicy } from "../registry/Schema.js"
+import { CleanerNames, type DiskCleanupPolicy, type FleetRegistryDocument } from "../registry/Schema.js"
 import { unitEnvironment } from "../UnitSettings.js"
 import type { Candidate } from "./BuildCaches.js"
 import { type CleanerRecord, type CleanerSlot, cleanerSlots } from "./Cleaners.js"
 import { DiskMeter } from "./DiskMeter.js"
 import { acquireLock } from "./JanitorLock.js"
 import { protect, protectedIdsFor, protectionRefusal } from "./Protection.js"
+import type { ReleaseEvidenceSource } from "./ReleaseStore.js"
 import { mountPoints, removeBeneath, surveyPath } from "./SafeRemove.js"
 import { scanBudget } from "./ScanBudget.js"
 
@@ -191,6 +194,7 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
     const hostName = yield* thisHostName
     // A host that reports to a control plane elsewhere does not hold the jobs that run on it.
     const controlPlane = yield* Config.option(Config.string("KEEL_CONTROL_PLANE_URL"))
+    const localObjects = yield* Effect.serviceOption(ObjectStore)
     // A diagnostic knob for lock tests and demos: hold the lock this long before scanning.
     const holdMs = yield* Config.integer("KEEL_JANITOR_HOLD_MS").pipe(Config.withDefault(0))
     const stateFile = path.join(stateDir, "state.json")
@@ -225,7 +229,12 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
           freshness,
           declared: target.disk_cleanup !== undefined
         }
-        return { ok: true, policy: target.disk_cleanup ?? REPORTING_DEFAULT, source: policySource } as const
+        return {
+          ok: true,
+          policy: target.disk_cleanup ?? REPORTING_DEFAULT,
+          source: policySource,
+          document
+        } as const
       })
 
     /** Everything no cleaner may delete, contain or (for the build-cache walk) enter. */
@@ -341,7 +350,10 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
         if (holdMs > 0) yield* Effect.sleep(holdMs)
         if (lock !== undefined) yield* Effect.promise(() => lock.witnessed)
         let guardList: ReturnType<typeof protectedPaths> = []
+        const release =
+          policy.cleaners.release_store === undefined ? undefined : yield* releaseContext(policyRead.document)
         const slots = cleanerSlots({
+          release,
           policy,
           nowMs: started,
           uid: process.getuid?.() ?? 0,
@@ -618,6 +630,56 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
       )
     })
 
+    /**
+     * What release_store reads: the versions hosts name and the registry declares, and the evidence source — this
+     * host's object store, or the control plane's object API (KEEL_CONTROL_PLANE_URL, the grant in
+     * KEEL_JANITOR_GRANT_FILE, else KEEL_GRANT_FILE, holding object-read) on a host that reports to one elsewhere.
+     */
+    const releaseContext = (document: FleetRegistryDocument) =>
+      Effect.gen(function* () {
+        const namedByHost = new Set<string>()
+        const productOf = new Map<string, string>()
+        for (const target of document.targets)
+          for (const binary of target.binaries ?? []) {
+            productOf.set(binary.name, binary.product)
+            if (binary.version !== undefined) namedByHost.add(`${binary.product}/${binary.version}`)
+          }
+        const declared = new Set<string>()
+        for (const [name, version] of Object.entries(document.release_control.versions)) {
+          declared.add(`${name}/${version}`)
+          const product = productOf.get(name)
+          if (product !== undefined) declared.add(`${product}/${version}`)
+        }
+        const evidence: ReleaseEvidenceSource = Option.isSome(controlPlane)
+          ? yield* remoteEvidence
+          : Option.isSome(localObjects)
+            ? {
+                get: (key) =>
+                  Effect.map(
+                    localObjects.value.get(key),
+                    Option.map((o) => o.bytes)
+                  ),
+                list: (prefix) => Effect.map(localObjects.value.list(prefix), (heads) => heads.map((h) => h.key))
+              }
+            : unreadableEvidence("this process has no object store")
+        return { namedByHost, declared, evidence, objectDir: path.resolve(objectDir) }
+      })
+
+    const unreadableEvidence = (detail: string): ReleaseEvidenceSource => ({
+      get: () => Effect.fail({ detail }),
+      list: () => Effect.fail({ detail })
+    })
+
+    const remoteEvidence = configuredObjectApiClient(["KEEL_JANITOR_GRANT_FILE", "KEEL_GRANT_FILE"]).pipe(
+      Effect.map(
+        (client): ReleaseEvidenceSource => ({
+          get: client.get,
+          list: (prefix) => Effect.map(client.list(prefix), (heads) => heads.map((h) => h.key))
+        })
+      ),
+      Effect.catchAll((error) => Effect.succeed(unreadableEvidence(`${error.code}: ${error.detail}`)))
+    )
+
     /** Ids of the jobs running on this host (their trees are protected). */
     const runningJobIds = Effect.map(queue.runningOn(hostName), (jobs) => jobs.map((j) => j.id))
 
@@ -637,7 +699,7 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
             name,
             configured: policy.cleaners[name] !== undefined,
             settings: policy.cleaners[name] ?? null,
-            available: name !== "release_store"
+            available: true
           }))
         }
       })

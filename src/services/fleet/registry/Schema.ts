@@ -86,7 +86,13 @@ const BackupTwinsSettings = Schema.Struct({
 
 const ReleaseStoreSettings = Schema.Struct({
   ...cleanerFields,
-  keep_newest: Schema.optional(PositiveInt)
+  keep_newest: Schema.optional(PositiveInt),
+  /** Versions kept whatever else holds (`<product>/<version>`): the configuration pins of docs/janitor.md. */
+  pins: Schema.optional(
+    Schema.Array(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]*\/[0-9A-Za-z][0-9A-Za-z.+_-]*$/)))
+  ),
+  /** A run younger than this keeps its version (docs/janitor.md, "a young run"); default one day. */
+  young_run_seconds: Schema.optional(Schema.Int.pipe(Schema.nonNegative()))
 })
 
 export const DiskCleanupPolicy = Schema.Struct({

@@ -2,12 +2,13 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { NodeStream } from "@effect/platform-node"
 import { Effect, type Stream } from "effect"
-import { ObjectStore } from "../../platform/objects/ObjectStore.js"
+import { ObjectStore, ObjectStoreError } from "../../platform/objects/ObjectStore.js"
 import { ReleaseAuthority } from "./ReleaseAuthority.js"
 import { ReleaseCatalog, WHOLE_VERSION } from "./ReleaseCatalog.js"
 import { type ReleaseProblem, verifyRelease } from "./ReleaseManifest.js"
-import { PUBLISHED_FILES, type PublicationStep, ReleasePublisher } from "./ReleasePublisher.js"
+import { PUBLISHED_FILES, PublicationConflict, type PublicationStep, ReleasePublisher } from "./ReleasePublisher.js"
 import { directoryReader, objectStoreReader } from "./ReleaseReaders.js"
+import { RunRecords } from "./RunRecords.js"
 
 export interface SyncedRelease {
   readonly product: string
@@ -47,6 +48,7 @@ export class CatalogMaintenance extends Effect.Service<CatalogMaintenance>()("fl
     const catalog = yield* ReleaseCatalog
     const publisher = yield* ReleasePublisher
     const store = yield* ObjectStore
+    const runs = yield* RunRecords
 
     const syncOne = (dir: string, product: string, version: string) =>
       Effect.gen(function* () {
@@ -77,11 +79,9 @@ export class CatalogMaintenance extends Effect.Service<CatalogMaintenance>()("fl
         if (published._tag === "Left") {
           const error = published.left
           return refused([
-            {
-              code:
-                "PublicationConflict" === (error as { _tag?: string })._tag ? "publication_conflict" : "read_failed",
-              detail: (error as { detail?: string; message?: string }).detail ?? (error as Error).message
-            }
+            error instanceof PublicationConflict
+              ? { code: "publication_conflict", detail: error.detail }
+              : { code: "read_failed", detail: error instanceof ObjectStoreError ? error.detail : error.message }
           ])
         }
         const recorded = yield* catalog
@@ -99,6 +99,20 @@ export class CatalogMaintenance extends Effect.Service<CatalogMaintenance>()("fl
           })
           .pipe(Effect.either)
         if (recorded._tag === "Left") return refused([{ code: "catalog_conflict", detail: recorded.left.detail }])
+        // The publication reconciled: a completed run record for its exact source (what release_store asks of a
+        // version before reclaiming it), created once, dated by the release itself.
+        yield* runs.open(
+          {
+            product,
+            version,
+            channel: manifest.channel,
+            source: manifest.source,
+            manifest_sha256: verified.manifest_sha256
+          },
+          manifest.created_at,
+          { reconciled: { by: "catalog sync", manifest_sha256: verified.manifest_sha256 } },
+          "published"
+        )
         const fresh = recorded.right === "recorded" || published.right.some((s) => s.outcome === "created")
         return {
           product,

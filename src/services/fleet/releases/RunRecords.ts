@@ -96,14 +96,14 @@ export class RunRecords extends Effect.Service<RunRecords>()("fleet/RunRecords",
       )
 
     /** The run of these inputs: created now, or the one a previous submit created (then `created` is false). */
-    const open = (inputs: RunInputs, now: string, steps: RunRecord["steps"] = {}) =>
+    const open = (inputs: RunInputs, now: string, steps: RunRecord["steps"] = {}, state: RunState = "submitted") =>
       Effect.gen(function* () {
         const runId = runIdOf(inputs)
         const initial: RunRecord = {
           schema: "keel.release-run/v1",
           run_id: runId,
           generation: 0,
-          state: "submitted",
+          state,
           inputs,
           steps,
           failure: null,
