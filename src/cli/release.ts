@@ -1,10 +1,11 @@
-import { Command, Options } from "@effect/cli"
-import { Console, Effect } from "effect"
-import { ServicesLive } from "../layers/Live.js"
+import { Args, Command, Options } from "@effect/cli"
+import { Console, Effect, Option } from "effect"
+import { RolloutLive, ServicesLive } from "../layers/Live.js"
 import { configuredObjectApiClient } from "../services/fleet/objects/ObjectApiClient.js"
 import { CatalogMaintenance, type SyncedRelease } from "../services/fleet/releases/CatalogMaintenance.js"
 import { SIGNING_KEY_FIELD } from "../services/fleet/releases/ReleaseAuthority.js"
 import { buildRun } from "../services/fleet/releases/ReleaseBuilder.js"
+import { type ProductRollout, ReleaseRollout } from "../services/fleet/releases/ReleaseRollout.js"
 import { ReleaseRun, type RunProgress } from "../services/fleet/releases/ReleaseRun.js"
 import { type RunRecord, runRecordKey } from "../services/fleet/releases/RunRecords.js"
 import { generateKeyPair } from "../services/platform/vault/Ed25519.js"
@@ -231,11 +232,97 @@ const build = Command.make(
   )
 )
 
+const promote = Command.make(
+  "promote",
+  {
+    product: Args.text({ name: "PRODUCT" }),
+    version: Args.text({ name: "VERSION" }),
+    channel: Options.text("channel").pipe(
+      Options.optional,
+      Options.withDescription("The channel to record (default: the release's own)")
+    ),
+    expectGeneration: Options.integer("expect-generation").pipe(
+      Options.optional,
+      Options.withDescription("Refuse unless release_control is still at this generation (compare-and-set)")
+    ),
+    json
+  },
+  ({ channel, expectGeneration, json, product, version }) =>
+    Effect.gen(function* () {
+      const promoted = yield* (yield* ReleaseRollout)
+        .promote({
+          product,
+          version,
+          channel: Option.getOrUndefined(channel),
+          expectGeneration: Option.getOrUndefined(expectGeneration)
+        })
+        .pipe(Effect.catchTags({ RolloutRefused: failWith(json), PromotionConflict: failWith(json) }))
+      yield* emit(
+        json,
+        promoted,
+        (p) =>
+          `promoted ${p.product} ${p.version} (${p.channel}): release_control generation ${p.generation}${p.previous === null ? "" : `, was ${p.previous}`}\nrun ctl release rollout to converge the targets`
+      )
+    })
+).pipe(
+  Command.withDescription(
+    "Promote a catalogued release: release_control.versions[PRODUCT] = VERSION, generation + 1 (compare-and-set)"
+  )
+)
+
+const rolloutLine = (r: ProductRollout) =>
+  [
+    `${r.ok ? "ok    " : "FAILED"} ${r.product} ${r.version} (generation ${r.generation}): ${r.detail}`,
+    ...r.targets.map(
+      (t) =>
+        `       ${t.target}/${t.binary}: declaration ${t.declaration}, delivery ${t.delivery}${t.services.length === 0 ? "" : `, services ${t.services.map((s) => `${s.name} ${s.ok ? "ok" : s.detail}`).join(", ")}`} — ${t.detail}`
+    ),
+    ...(r.deployment === null ? [] : [`       ${r.deployment.key} (${r.deployment.outcome})`])
+  ].join("\n")
+
+const rollout = Command.make(
+  "rollout",
+  {
+    product: Options.text("product").pipe(
+      Options.optional,
+      Options.withDescription("Only this product (default: every product release_control promotes)")
+    ),
+    stepPauseMs: Options.integer("step-pause-ms").pipe(
+      Options.withDefault(0),
+      Options.withDescription("Pause after each declaration and delivery, 0-60000 ms (to watch a rollout)")
+    ),
+    json
+  },
+  ({ json, product, stepPauseMs }) =>
+    Effect.gen(function* () {
+      if (stepPauseMs < 0 || stepPauseMs > 60_000)
+        return yield* new CommandFailed({ detail: "--step-pause-ms must be 0-60000" })
+      const report = yield* (yield* ReleaseRollout)
+        .rollout({
+          product: Option.getOrUndefined(product),
+          stepPauseMillis: stepPauseMs,
+          onProgress: (p) =>
+            json ? Effect.void : Effect.sync(() => void process.stderr.write(`${p.product} ${p.target}: ${p.step}\n`))
+        })
+        .pipe(Effect.catchTags({ RolloutRefused: failWith(json) }))
+      yield* emit(json, report, (r) =>
+        r.products.length === 0 ? "release_control promotes nothing" : r.products.map(rolloutLine).join("\n")
+      )
+      if (!report.ok) return yield* new ExitWith({ code: 1 })
+    })
+).pipe(
+  Command.withDescription(
+    "The release agent: converge every declared target to the promoted versions; deployment.json once all report them"
+  )
+)
+
 export const release = Command.make("release").pipe(
   Command.withDescription("Releases: submit and build, the signing key and the catalog (docs/releases.md)"),
   Command.withSubcommands([
     submit.pipe(Command.provide(ServicesLive)),
     build,
+    promote.pipe(Command.provide(RolloutLive)),
+    rollout.pipe(Command.provide(RolloutLive)),
     Command.make("catalog").pipe(
       Command.withDescription("The release catalog"),
       Command.withSubcommands([sync, audit]),

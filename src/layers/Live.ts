@@ -9,6 +9,7 @@ import { Janitor } from "../services/fleet/janitor/Janitor.js"
 import { JobWorker } from "../services/fleet/jobs/JobWorker.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { BinaryRecovery } from "../services/fleet/releases/BinaryRecovery.js"
+import { ReleaseRollout } from "../services/fleet/releases/ReleaseRollout.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
 import { migrationsLayer, sqliteFromConfig, sqliteMemory } from "../services/platform/Database.js"
@@ -93,3 +94,9 @@ export const ReconcilerOpsLive = ReconcilerServices.pipe(Layer.provideMerge(Host
 
 /** `ctl host recover`: binary recovery through the raw host channel, and the host recovery's units. */
 export const RecoveryLive = BinaryRecovery.Default.pipe(Layer.provideMerge(HostOpsLive))
+
+/** `ctl release promote|rollout`: the release agent — declaration, delivery, the services converged. */
+export const RolloutLive = ReleaseRollout.Default.pipe(
+  Layer.provideMerge(BinaryRecovery.Default),
+  Layer.provideMerge(ReconcilerOpsLive)
+)

@@ -72,7 +72,7 @@ describe.skipIf(!sshdAvailable)("binary delivery and recovery through an ssh cha
     assert.isNotNull(delivered.json, delivered.stdout.slice(0, 2000))
     assert.deepStrictEqual(
       delivered.json.steps.map((s: { step: string }) => s.step),
-      ["download", "verify", "backup", "install", "resolver"]
+      ["download", "verify", "backup", "install", "resolver", "receipt"]
     )
     assert.strictEqual(delivered.json.installed.sha256, sha256(Buffer.from(big)))
     assert.strictEqual(sha256(fs.readFileSync(installed)), sha256(Buffer.from(big)))
@@ -82,6 +82,6 @@ describe.skipIf(!sshdAvailable)("binary delivery and recovery through an ssh cha
     assert.strictEqual(broken.code, 1)
     assert.isTrue(broken.json.rolled_back)
     assert.strictEqual(execFileSync(installed, ["--help"], { encoding: "utf8" }).trim(), "ctl 2.0.0")
-    assert.deepStrictEqual(fs.readdirSync(path.dirname(installed)).sort(), ["ctl", "ctl.prev"])
+    assert.deepStrictEqual(fs.readdirSync(path.dirname(installed)).sort(), ["ctl", "ctl.prev", "ctl.release.json"])
   }, 120_000)
 })

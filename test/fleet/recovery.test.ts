@@ -111,6 +111,7 @@ describe("ctl host recover", () => {
       "backup:ok",
       "install:ok",
       "resolver:ok",
+      "receipt:ok",
       "recovery:ok"
     ])
     assert.deepInclude(good.answer, { ok: true, rolled_back: false, release: { product: "keel", version: "1.0.0" } })
@@ -119,8 +120,14 @@ describe("ctl host recover", () => {
     assert.strictEqual(help(`${installed}.prev`), "ctl old")
     assert.strictEqual(good.answer.installed.sha256, sha256(fs.readFileSync(installed)))
     assert.include(good.answer.steps.at(-1).detail, "recovery-agent: created")
-    // Nothing staged is left beside the binary.
-    assert.deepStrictEqual(fs.readdirSync(path.dirname(installed)).sort(), ["ctl", "ctl.prev"])
+    // Nothing staged is left beside the binary; the receipt says which release it is.
+    assert.deepStrictEqual(fs.readdirSync(path.dirname(installed)).sort(), ["ctl", "ctl.prev", "ctl.release.json"])
+    assert.deepInclude(JSON.parse(fs.readFileSync(`${installed}.release.json`, "utf8")), {
+      schema: "keel.delivery/v1",
+      product: "keel",
+      version: "1.0.0",
+      binary_sha256: good.answer.installed.sha256
+    })
 
     // A binary whose probe fails: the previous one is renamed back, and the run says so (exit 1).
     const before = fs.statSync(installed)

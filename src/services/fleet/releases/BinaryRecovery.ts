@@ -14,6 +14,7 @@ import { FleetRegistry } from "../registry/Registry.js"
 import type { Target } from "../registry/Schema.js"
 import { renderUnit } from "../units/UnitRender.js"
 import { ArchiveRefused, extractEntry } from "./ArchiveEntry.js"
+import { canonicalBytes } from "./CanonicalJson.js"
 import { ReleaseAuthority } from "./ReleaseAuthority.js"
 import { type ReleaseReader, releaseKey, verifyRelease } from "./ReleaseManifest.js"
 import { objectStoreReader } from "./ReleaseReaders.js"
@@ -27,7 +28,15 @@ export class RecoveryRefused extends Schema.TaggedError<RecoveryRefused>()("Reco
 /** The tool's own binary, the one `ctl host recover` installs (docs/releases.md). */
 export const TOOL_BINARY = "ctl"
 
-export type RecoveryStepName = "download" | "verify" | "backup" | "install" | "resolver" | "rollback" | "recovery"
+export type RecoveryStepName =
+  | "download"
+  | "verify"
+  | "backup"
+  | "install"
+  | "resolver"
+  | "receipt"
+  | "rollback"
+  | "recovery"
 
 export interface RecoveryStep {
   readonly step: RecoveryStepName
@@ -69,8 +78,32 @@ const SCRIPTS = {
   /** The previous binary back by rename, or the invalid install removed when there was none. */
   rollback:
     'set -e; if [ "$2" = kept ]; then rm -f -- "$1.keel-rollback"; ln -- "$1.prev" "$1.keel-rollback" 2>/dev/null || cp -p -- "$1.prev" "$1.keel-rollback"; mv -f -- "$1.keel-rollback" "$1"; echo restored; else rm -f -- "$1"; echo removed; fi',
-  discard: 'rm -f -- "$1"'
+  discard: 'rm -f -- "$1"',
+  /** stdin → "$1" by rename (the delivery receipt beside the binary). */
+  receipt: 'set -e; umask 022; cat > "$1.keel-tmp"; mv -f -- "$1.keel-tmp" "$1"',
+  /** The receipt, then the binary's SHA-256: what the host reports of its delivered release. */
+  observe:
+    'if [ -f "$1.release.json" ]; then cat -- "$1.release.json"; fi; echo; if command -v sha256sum >/dev/null 2>&1; then sha256sum -- "$1" 2>/dev/null; else shasum -a 256 -- "$1" 2>/dev/null; fi; true'
 } as const
+
+/** The receipt a delivery leaves beside the binary (`<path>.release.json`): what the host then reports. */
+export interface DeliveryReceipt {
+  readonly schema: "keel.delivery/v1"
+  readonly product: string
+  readonly version: string
+  readonly channel: string
+  readonly binary: string
+  readonly binary_sha256: string
+  readonly artifact_sha256: string
+  readonly manifest_sha256: string
+}
+
+/** What a host reports of a managed binary: its receipt (if any) and the SHA-256 of the file at its path. */
+export interface DeliveryObservation {
+  readonly receipt: DeliveryReceipt | null
+  readonly sha256: string | null
+  readonly detail: string
+}
 
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes).trim()
 
@@ -358,19 +391,60 @@ export class BinaryRecovery extends Effect.Service<BinaryRecovery>()("fleet/Bina
                 return answer({ object_api: objectApi, previous, rolled_back: rolledBack.ok })
               }
 
+              // receipt: what the host will report of this binary — the release it came from, exactly.
+              const receiptFile = path.join(work, "receipt.json")
+              fs.writeFileSync(
+                receiptFile,
+                canonicalBytes({
+                  schema: "keel.delivery/v1",
+                  product,
+                  version,
+                  channel: verified.manifest.channel,
+                  binary: binary.name,
+                  binary_sha256: entry.sha256,
+                  artifact_sha256: verified.manifest.artifact.sha256,
+                  manifest_sha256: verified.manifest_sha256 ?? ""
+                } satisfies DeliveryReceipt)
+              )
+              const receipt = yield* onTarget(target, "receipt", [`${binary.path}.release.json`], receiptFile)
+              steps.push({
+                step: "receipt",
+                ok: receipt.ok,
+                detail: receipt.ok ? `${binary.path}.release.json` : receipt.out
+              })
+
               const recovery = request.hostRecovery === false ? null : yield* hostRecovery(target)
               if (recovery !== null) steps.push(recovery)
               return answer({
                 object_api: objectApi,
                 previous,
                 installed: { path: binary.path, sha256: entry.sha256 },
-                ok: recovery?.ok ?? true
+                ok: receipt.ok && (recovery?.ok ?? true)
               })
             }),
           () => Effect.sync(() => fs.rmSync(work, { recursive: true, force: true }))
         )
       })
 
-    return { recover } as const
+    /** What the target reports of a managed binary at `binaryPath`: its delivery receipt and its digest. */
+    const observe = (target: Target, binaryPath: string) =>
+      Effect.map(onTarget(target, "observe", [binaryPath]), (seen): DeliveryObservation => {
+        if (!seen.ok) return { receipt: null, sha256: null, detail: seen.out }
+        const lines = seen.out.split("\n")
+        const sha = lines.at(-1)?.split(/\s+/)[0]
+        let receipt: DeliveryReceipt | null = null
+        try {
+          const parsed = JSON.parse(lines.slice(0, -1).join("\n").trim() || "null") as DeliveryReceipt | null
+          if (parsed?.schema === "keel.delivery/v1") receipt = parsed
+        } catch {}
+        const sha256 = sha !== undefined && /^[0-9a-f]{64}$/.test(sha) ? sha : null
+        return {
+          receipt,
+          sha256,
+          detail: `${receipt === null ? "no receipt" : `receipt ${receipt.product} ${receipt.version}`}; ${sha256 === null ? "no binary" : `sha256 ${sha256}`}`
+        }
+      })
+
+    return { recover, observe } as const
   })
 }) {}

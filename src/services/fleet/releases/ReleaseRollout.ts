@@ -1,0 +1,345 @@
+import { Clock, Duration, Effect, Option, Schema } from "effect"
+import * as Yaml from "yaml"
+import { ObjectStore } from "../../platform/objects/ObjectStore.js"
+import { ServiceReconciler } from "../reconciler/ServiceReconciler.js"
+import { FleetRegistry } from "../registry/Registry.js"
+import { RegistryWriter } from "../registry/RegistryWriter.js"
+import type { FleetRegistryDocument } from "../registry/Schema.js"
+import { BinaryRecovery, type DeliveryObservation } from "./BinaryRecovery.js"
+import { canonicalBytes } from "./CanonicalJson.js"
+import { ReleaseAuthority } from "./ReleaseAuthority.js"
+import { ReleaseCatalog } from "./ReleaseCatalog.js"
+import { releaseKey, verifyRelease } from "./ReleaseManifest.js"
+import { objectStoreReader } from "./ReleaseReaders.js"
+import { VersionDeclaration } from "./VersionDeclaration.js"
+
+/** A promotion or rollout that cannot start: nothing was written. */
+export class RolloutRefused extends Schema.TaggedError<RolloutRefused>()("RolloutRefused", {
+  code: Schema.Literal("ROLLOUT_REFUSED"),
+  detail: Schema.String
+}) {}
+
+/** `release_control` is at another generation than the promoter read: re-read and decide again. */
+export class PromotionConflict extends Schema.TaggedError<PromotionConflict>()("PromotionConflict", {
+  code: Schema.Literal("PROMOTION_CONFLICT"),
+  generation: Schema.Int,
+  detail: Schema.String
+}) {}
+
+/** The key of a rollout's completion record: one per product, version and `release_control` generation. */
+export const deploymentKey = (product: string, version: string, generation: number) =>
+  `releases/${product}/${version}/deployments/${generation}/deployment.json`
+
+export interface TargetRollout {
+  readonly target: string
+  readonly binary: string
+  readonly path: string
+  /** `declared` now, or `already` declared at the promoted version. */
+  readonly declaration: "declared" | "already" | "failed"
+  /** `current`: the host already reported the promoted release; `delivered` now; `failed`. */
+  readonly delivery: "current" | "delivered" | "failed" | "not_run"
+  readonly services: ReadonlyArray<{ readonly name: string; readonly ok: boolean; readonly detail: string }>
+  readonly observed: DeliveryObservation | null
+  readonly ok: boolean
+  readonly detail: string
+}
+
+export interface ProductRollout {
+  readonly product: string
+  readonly version: string
+  readonly channel: string
+  readonly generation: number
+  readonly manifest: { readonly key: string; readonly sha256: string } | null
+  readonly artifact_sha256: string | null
+  readonly targets: ReadonlyArray<TargetRollout>
+  readonly deployment: { readonly key: string; readonly outcome: "created" | "present" } | null
+  readonly ok: boolean
+  readonly detail: string
+}
+
+export type RolloutProgress = { readonly product: string; readonly target: string; readonly step: string }
+
+const ATTEMPTS = 3
+
+/**
+ * The release agent (seed 002, "Release submission and delivery" rule 5; docs/releases.md, "Rollout"): `promote`
+ * moves `release_control` to a new generation by compare-and-set; `rollout` converges every declared target of
+ * each promoted product — its binary's declared version (`host declare-version`), the exact signed release
+ * delivered where the host does not already report it (`host release`: verify, stage, rename, probe, receipt),
+ * its services on that binary converged (`service converge --apply`) — and writes `deployment.json` only when
+ * every declared target reports the promoted version, artifact digest and manifest digest exactly. Every step
+ * reads the world first, so a rollout stopped anywhere converges when run again, delivering nothing twice.
+ */
+export class ReleaseRollout extends Effect.Service<ReleaseRollout>()("fleet/ReleaseRollout", {
+  effect: Effect.gen(function* () {
+    const registry = yield* FleetRegistry
+    const writer = yield* RegistryWriter
+    const catalog = yield* ReleaseCatalog
+    const store = yield* ObjectStore
+    const authority = yield* ReleaseAuthority
+    const declaration = yield* VersionDeclaration
+    const delivery = yield* BinaryRecovery
+    const reconciler = yield* ServiceReconciler
+    const refused = (detail: string) => new RolloutRefused({ code: "ROLLOUT_REFUSED", detail })
+
+    /** The release verified in the store: its manifest and digest, or why not. */
+    const verified = (product: string, version: string, settings: FleetRegistryDocument["settings"]["release"]) =>
+      Effect.gen(function* () {
+        const trusted = yield* authority.trustedBy(settings).pipe(Effect.mapError((e) => refused(e.detail)))
+        const result = yield* verifyRelease(objectStoreReader(store, product, version), { product, version }, trusted)
+        if (!result.ok || result.manifest === null || result.manifest_sha256 === null)
+          return yield* refused(
+            `${product} ${version} does not verify: ${result.problems.map((p) => `${p.code}: ${p.detail}`).join("; ")}`
+          )
+        return { manifest: result.manifest, sha256: result.manifest_sha256 }
+      })
+
+    /**
+     * `ctl release promote <product> <version>`: `release_control.versions[product] = version` (and the channel),
+     * generation + 1, written through the registry's compare-and-set — only for a release the catalog records and
+     * the store verifies. With `expectGeneration`, refused unless `release_control` is still at it.
+     */
+    const promote = (request: {
+      readonly product: string
+      readonly version: string
+      readonly channel?: string | undefined
+      readonly expectGeneration?: number | undefined
+    }) =>
+      Effect.gen(function* () {
+        const entry = (yield* catalog.entries).find(
+          (e) => e.product === request.product && e.version === request.version
+        )
+        if (entry === undefined) return yield* refused(`the catalog records no ${request.product} ${request.version}`)
+        for (let attempt = 1; ; attempt++) {
+          const snapshot = yield* registry.read().pipe(Effect.mapError((e) => refused(`the registry: ${e.detail}`)))
+          const control = snapshot.registry.release_control
+          if (request.expectGeneration !== undefined && control.generation !== request.expectGeneration)
+            return yield* new PromotionConflict({
+              code: "PROMOTION_CONFLICT",
+              generation: control.generation,
+              detail: `release_control is at generation ${control.generation}, not ${request.expectGeneration}`
+            })
+          yield* verified(request.product, request.version, snapshot.registry.settings.release)
+          const channel = request.channel ?? entry.channel
+          const generation = control.generation + 1
+          const change = (text: string) => {
+            const document = Yaml.parseDocument(text)
+            document.setIn(["release_control", "generation"], generation)
+            document.setIn(["release_control", "channel"], channel)
+            document.setIn(["release_control", "versions", request.product], request.version)
+            return document.toString()
+          }
+          const written = yield* writer
+            .update(snapshot.digest, change, `promote ${request.product} ${request.version} (generation ${generation})`)
+            .pipe(Effect.either)
+          if (written._tag === "Right")
+            return {
+              product: request.product,
+              version: request.version,
+              channel,
+              generation,
+              previous: control.versions[request.product] ?? null,
+              ...written.right
+            }
+          if (written.left._tag !== "RegistryConflict" || attempt >= ATTEMPTS)
+            return yield* refused(`the registry was not written: ${written.left.detail}`)
+        }
+      })
+
+    const matches = (
+      seen: DeliveryObservation,
+      want: { product: string; version: string; artifact: string; manifest: string }
+    ) =>
+      seen.receipt !== null &&
+      seen.receipt.product === want.product &&
+      seen.receipt.version === want.version &&
+      seen.receipt.artifact_sha256 === want.artifact &&
+      seen.receipt.manifest_sha256 === want.manifest &&
+      seen.sha256 === seen.receipt.binary_sha256
+
+    /** One product to its promoted version on every target that declares a binary of it. */
+    const rolloutProduct = (
+      document: FleetRegistryDocument,
+      product: string,
+      version: string,
+      options: {
+        readonly stepPauseMillis: number
+        readonly onProgress?: ((p: RolloutProgress) => Effect.Effect<void>) | undefined
+      }
+    ) =>
+      Effect.gen(function* () {
+        const generation = document.release_control.generation
+        const base = { product, version, channel: document.release_control.channel, generation }
+        const release = yield* verified(product, version, document.settings.release).pipe(Effect.either)
+        if (release._tag === "Left")
+          return {
+            ...base,
+            manifest: null,
+            artifact_sha256: null,
+            targets: [],
+            deployment: null,
+            ok: false,
+            detail: release.left.detail
+          } satisfies ProductRollout
+        const want = {
+          product,
+          version,
+          artifact: release.right.manifest.artifact.sha256,
+          manifest: release.right.sha256
+        }
+        const step = (target: string, name: string) =>
+          Effect.zipRight(
+            options.onProgress === undefined ? Effect.void : options.onProgress({ product, target, step: name }),
+            options.stepPauseMillis > 0 ? Effect.sleep(Duration.millis(options.stepPauseMillis)) : Effect.void
+          )
+        const declared = document.targets.flatMap((target) =>
+          target.binaries.filter((b) => b.product === product).map((binary) => ({ target, binary }))
+        )
+        const results: Array<TargetRollout> = []
+        for (const { binary, target } of declared) {
+          const row = { target: target.name, binary: binary.name, path: binary.path }
+          // 1. The host's declared version (registry compare-and-set; nothing written when it already is).
+          let declarationOutcome: TargetRollout["declaration"] = "already"
+          if (binary.version !== version) {
+            const written = yield* declaration.declare(target.name, binary.name, version).pipe(Effect.either)
+            if (written._tag === "Left") {
+              results.push({
+                ...row,
+                declaration: "failed",
+                delivery: "not_run",
+                services: [],
+                observed: null,
+                ok: false,
+                detail: written.left.detail
+              })
+              continue
+            }
+            declarationOutcome = "declared"
+            yield* step(target.name, "declared")
+          }
+          // 2. Delivery, unless the host already reports exactly this release.
+          const before = yield* delivery.observe(target, binary.path)
+          let deliveryOutcome: TargetRollout["delivery"] = "current"
+          let failure = ""
+          if (!matches(before, want)) {
+            const delivered = yield* delivery
+              .recover({
+                target: target.name,
+                release: Option.some(version),
+                bundledRegistry: false,
+                binary: binary.name,
+                hostRecovery: false
+              })
+              .pipe(Effect.either)
+            deliveryOutcome = delivered._tag === "Right" && delivered.right.ok ? "delivered" : ("failed" as const)
+            if (delivered._tag === "Left") failure = delivered.left.detail
+            else if (!delivered.right.ok)
+              failure = delivered.right.steps
+                .filter((s) => !s.ok)
+                .map((s) => `${s.step}: ${s.detail}`)
+                .join("; ")
+            yield* step(target.name, deliveryOutcome)
+          }
+          // 3. The services running that binary, converged onto it (after a delivery only).
+          const services: Array<TargetRollout["services"][number]> = []
+          if (deliveryOutcome === "delivered")
+            for (const service of target.services.filter((s) => s.program === binary.path)) {
+              const converged = yield* reconciler.converge(target.name, service.name, true).pipe(Effect.either)
+              const failed =
+                converged._tag === "Left"
+                  ? converged.left.detail
+                  : converged.right.services
+                      .filter((s) => s.execution.status === "failed" || s.execution.status === "refused")
+                      .map((s) => s.execution.error ?? s.execution.status)
+                      .join("; ")
+              services.push({ name: service.name, ok: failed === "", detail: failed === "" ? "converged" : failed })
+            }
+          // 4. What the host reports now.
+          const after = deliveryOutcome === "current" ? before : yield* delivery.observe(target, binary.path)
+          const ok = matches(after, want) && services.every((s) => s.ok)
+          results.push({
+            ...row,
+            declaration: declarationOutcome,
+            delivery: deliveryOutcome,
+            services,
+            observed: after,
+            ok,
+            detail: ok
+              ? `reports ${product} ${version}, artifact ${want.artifact}, manifest ${want.manifest}`
+              : failure || `reports ${after.detail}, not ${product} ${version} exactly`
+          })
+        }
+        const manifestKey = releaseKey(product, version, "release.json")
+        const ok = declared.length > 0 && results.every((r) => r.ok)
+        let deployment: ProductRollout["deployment"] = null
+        if (ok) {
+          // 5. The completion record, only now; written once (create-only) per generation.
+          const key = deploymentKey(product, version, generation)
+          const existing = yield* store.head(key)
+          if (Option.isSome(existing)) deployment = { key, outcome: "present" }
+          else {
+            const now = yield* Clock.currentTimeMillis
+            const body = canonicalBytes({
+              schema: "keel.deployment/v1",
+              product,
+              version,
+              channel: document.release_control.channel,
+              generation,
+              manifest: { key: manifestKey, sha256: want.manifest },
+              artifact: { key: release.right.manifest.artifact.key, sha256: want.artifact },
+              targets: results.map((r) => ({
+                target: r.target,
+                binary: r.binary,
+                path: r.path,
+                sha256: r.observed?.sha256 ?? null
+              })),
+              completed_at: new Date(now).toISOString()
+            })
+            const written = yield* store.putIfAbsent(key, body)
+            deployment = { key, outcome: written.created ? "created" : "present" }
+          }
+        }
+        return {
+          ...base,
+          manifest: { key: manifestKey, sha256: want.manifest },
+          artifact_sha256: want.artifact,
+          targets: results,
+          deployment,
+          ok,
+          detail:
+            declared.length === 0
+              ? `no target declares a binary of ${product}`
+              : ok
+                ? `every declared target reports ${product} ${version}`
+                : `${results.filter((r) => !r.ok).length} of ${results.length} target(s) do not report ${product} ${version}`
+        } satisfies ProductRollout
+      })
+
+    /** `ctl release rollout [--product P]`: every promoted product (or one) converged, in name order. */
+    const rollout = (options: {
+      readonly product?: string | undefined
+      readonly stepPauseMillis?: number
+      readonly onProgress?: (p: RolloutProgress) => Effect.Effect<void>
+    }) =>
+      Effect.gen(function* () {
+        const snapshot = yield* registry.read().pipe(Effect.mapError((e) => refused(`the registry: ${e.detail}`)))
+        const control = snapshot.registry.release_control
+        const products = Object.keys(control.versions)
+          .filter((p) => options.product === undefined || p === options.product)
+          .sort()
+        if (options.product !== undefined && products.length === 0)
+          return yield* refused(`release_control promotes no version of ${options.product}`)
+        const results: Array<ProductRollout> = []
+        for (const product of products)
+          results.push(
+            yield* rolloutProduct(snapshot.registry, product, control.versions[product]!, {
+              stepPauseMillis: options.stepPauseMillis ?? 0,
+              onProgress: options.onProgress
+            })
+          )
+        return { generation: control.generation, products: results, ok: results.every((r) => r.ok) }
+      })
+
+    return { promote, rollout } as const
+  })
+}) {}
