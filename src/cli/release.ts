@@ -1,7 +1,7 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { RolloutLive, ServicesLive } from "../layers/Live.js"
-import { configuredObjectApiClient } from "../services/fleet/objects/ObjectApiClient.js"
+import { configuredAccess, makeObjectApiClient, readVaultField } from "../services/fleet/objects/ObjectApiClient.js"
 import { CatalogMaintenance, type SyncedRelease } from "../services/fleet/releases/CatalogMaintenance.js"
 import { SIGNING_KEY_FIELD } from "../services/fleet/releases/ReleaseAuthority.js"
 import { buildRun } from "../services/fleet/releases/ReleaseBuilder.js"
@@ -217,12 +217,16 @@ const build = Command.make(
   },
   ({ run }) =>
     Effect.gen(function* () {
-      const client = yield* configuredObjectApiClient(["KEEL_RELEASE_GRANT_FILE", "KEEL_GRANT_FILE"]).pipe(
-        Effect.mapError((e) => new CommandFailed({ detail: `${e.code}: ${e.detail}` }))
+      const asFailure = (e: { readonly code: string; readonly detail: string }) =>
+        new CommandFailed({ detail: `${e.code}: ${e.detail}` })
+      const access = yield* configuredAccess(["KEEL_RELEASE_GRANT_FILE", "KEEL_GRANT_FILE"]).pipe(
+        Effect.mapError(asFailure)
       )
-      const answer = yield* buildRun(client, run, { log: (text) => void process.stderr.write(text) }).pipe(
-        Effect.mapError((e) => new CommandFailed({ detail: `${e.code}: ${e.detail}` }))
-      )
+      const client = yield* makeObjectApiClient(access).pipe(Effect.mapError(asFailure))
+      const answer = yield* buildRun(client, run, {
+        log: (text) => void process.stderr.write(text),
+        secret: (reference) => readVaultField(access.vaultUrl, access.token, reference)
+      }).pipe(Effect.mapError(asFailure))
       // Always one JSON line, and always the last line on stdout: the run reads the output's coordinates there.
       yield* Console.log(JSON.stringify(answer))
     })

@@ -20,13 +20,15 @@ afterAll(() => {
   for (const child of children) child.kill("SIGKILL")
 })
 
+const BUILD_SECRET = "s3cr3t-build-token-value"
+
 const PUBLISHED = ["source-revision.json", "release.tar.gz", "qualification.json", "release.sig", "release.json"]
 
 const git = (cwd: string, ...args: Array<string>) =>
   execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.test", ...args], { cwd, encoding: "utf8" })
 
 /** A product's source: the recipe, a build script that packs `tool-<version>/bin/tool` into dist/. */
-const writeSource = (dir: string, buildDelaySeconds = 0) => {
+const writeSource = (dir: string, buildDelaySeconds = 0, secrets: Record<string, string> = {}) => {
   fs.mkdirSync(dir, { recursive: true })
   git(dir, "init", "-q", "-b", "main")
   fs.writeFileSync(
@@ -37,7 +39,8 @@ const writeSource = (dir: string, buildDelaySeconds = 0) => {
       platform: "linux-x64",
       build: ["sh", "build.sh"],
       artifact: "dist/release.tar.gz",
-      binary: "tool/bin/tool"
+      binary: "tool/bin/tool",
+      ...(Object.keys(secrets).length === 0 ? {} : { secrets })
     })
   )
   fs.writeFileSync(
@@ -51,6 +54,8 @@ const writeSource = (dir: string, buildDelaySeconds = 0) => {
       "chmod 755 out/tool/bin/tool",
       'tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner -C out -czf dist/release.tar.gz tool',
       'env | grep -c "^KEEL_" || true',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
+      'if [ -n "${BUILD_TOKEN:-}" ]; then echo "token length ${#BUILD_TOKEN}"; echo "careless: $BUILD_TOKEN"; fi',
       ""
     ].join("\n")
   )
@@ -73,7 +78,10 @@ const setUp = async (): Promise<Fixture> => {
     registry,
     Yaml.stringify({
       version: 1,
-      settings: { release: { signing_key_item: "release-signing", signing_key_id: key.key_id } },
+      settings: {
+        release: { signing_key_item: "release-signing", signing_key_id: key.key_id },
+        agent: { skarbiec: { secret_fields: ["build-secrets#token"] } }
+      },
       actions: { "release-submit": ["builder-forge"], "object-read": ["builder-forge"] },
       targets: [
         { name: "box", os: "linux", channel: "local" },
@@ -93,6 +101,7 @@ const setUp = async (): Promise<Fixture> => {
     assert.strictEqual(result.status, 0, `${args.join(" ")}: ${result.stderr}`)
   }
   run(["vault", "item", "put", "release-signing"], JSON.stringify({ private_key: key.private_key }))
+  run(["vault", "item", "put", "build-secrets"], JSON.stringify({ token: BUILD_SECRET, other: "not allowed" }))
   const grantFile = path.join(dir, "builder-grant.json")
   run([
     "vault",
@@ -104,6 +113,8 @@ const setUp = async (): Promise<Fixture> => {
     "release-submit",
     "--action",
     "object-read",
+    "--item",
+    "build-secrets#token",
     "--out",
     grantFile
   ])
@@ -191,7 +202,7 @@ describe("ctl release submit", () => {
   it("builds on the platform's builder, publishes in order, signs in the vault; a repeat finds the run", async () => {
     const f = await setUp()
     const source = path.join(f.dir, "src")
-    writeSource(source)
+    writeSource(source, 0, { BUILD_TOKEN: "build-secrets#token" })
 
     const first = submit(f, source, "1.0.0")
     assert.strictEqual(first.code, 0, first.stderr)
@@ -215,7 +226,10 @@ describe("ctl release submit", () => {
     }).stdout
     assert.include(log, `building tool 1.0.0 for linux-x64 at ${record.inputs.source.revision}`)
     assert.match(log, /^0$/m, "no KEEL_* variable reached the build")
-    assert.notInclude(log, "secret")
+    // The build secret reached the build (its length) and never its log, even when the build printed it.
+    assert.include(log, `token length ${BUILD_SECRET.length}`)
+    assert.include(log, "careless: [redacted]")
+    assert.notInclude(log, BUILD_SECRET)
 
     // The catalog verifies it; the run record is the one in the store.
     const audit = spawnSync(process.execPath, [ctlBin, "release", "catalog", "audit", "--json"], {
@@ -257,7 +271,34 @@ describe("ctl release submit", () => {
     const norecipe = submit(f, bare, "1.0.0")
     assert.strictEqual(norecipe.code, 1)
     assert.strictEqual(norecipe.json.error.code, "SUBMIT_REFUSED")
+    // A recipe naming a secret the registry does not allow (agent.skarbiec.secret_fields).
+    const greedy = path.join(f.dir, "greedy")
+    writeSource(greedy, 0, { OTHER: "build-secrets#other" })
+    const refusedSecret = submit(f, greedy, "3.0.0")
+    assert.strictEqual(refusedSecret.code, 1)
+    assert.strictEqual(refusedSecret.json.error.code, "SUBMIT_REFUSED")
+    assert.include(refusedSecret.json.error.detail, "secret_fields")
     assert.lengthOf(jobsOf(f), 1)
+    // Nor may a grant scope it.
+    const grant = spawnSync(
+      process.execPath,
+      [
+        ctlBin,
+        "vault",
+        "grant",
+        "create",
+        "--consumer",
+        "x",
+        "--item",
+        "build-secrets#other",
+        "--out",
+        path.join(f.dir, "x.json"),
+        "--json"
+      ],
+      { env: f.env, encoding: "utf8" }
+    )
+    assert.strictEqual(grant.status, 1)
+    assert.include(grant.stdout + grant.stderr, "SECRET_FIELD_NOT_ALLOWED")
   }, 180_000)
 
   it("SIGKILL after each publication object and during the build: submitting again resumes, nothing rebuilt", async () => {

@@ -83,6 +83,23 @@ describe("the embedded vault", () => {
     }).pipe(Effect.provide(ServicesTest()))
   )
 
+  it.effect("an item#field grant reads that field only (a build or delivery secret)", () =>
+    Effect.gen(function* () {
+      const vault = yield* Vault
+      yield* vault.putItem("build-secrets", { token: SECRET, other: "not for builders" })
+      const { credential } = yield* vault.createGrant({
+        consumer: "builder-forge",
+        actions: [],
+        items: ["build-secrets#token"],
+        hosts: [],
+        ttlMillis: 3_600_000
+      })
+      const { token } = yield* vault.exchange(credential)
+      assert.strictEqual(yield* vault.readField(token, "build-secrets#token"), SECRET)
+      assert.strictEqual((yield* Effect.flip(vault.readField(token, "build-secrets#other")))._tag, "VaultForbidden")
+    }).pipe(Effect.provide(ServicesTest()))
+  )
+
   it.effect("a revoked grant's token is refused at once; scope is exact; wrong secrets are refused", () =>
     Effect.gen(function* () {
       const vault = yield* Vault

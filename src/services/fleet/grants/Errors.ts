@@ -10,6 +10,7 @@ export class GrantRefused extends Schema.TaggedError<GrantRefused>()("GrantRefus
     "UNKNOWN_ACTION",
     "UNKNOWN_HOST",
     "UNKNOWN_ITEM",
+    "SECRET_FIELD_NOT_ALLOWED",
     "REGISTRY_UNAVAILABLE",
     "CREDENTIAL_FILE_EXISTS",
     "CREDENTIAL_WRITE_FAILED"

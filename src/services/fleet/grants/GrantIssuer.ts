@@ -84,10 +84,35 @@ export class GrantIssuer extends Effect.Service<GrantIssuer>()("fleet/GrantIssue
           `unknown action ${actions.join(", ")}; the registry's actions are ${FleetActions.join(", ")}`
         )
       if (request.items.length > 0) {
-        const held = new Set((yield* vault.listItems).map((item) => item.name))
+        const listed = yield* vault.listItems
+        const held = new Set(listed.flatMap((item) => [item.name, ...item.fields.map((f) => `${item.name}#${f}`)]))
         const items = unknownOf(request.items, held)
         if (items.length > 0)
-          return yield* refused("UNKNOWN_ITEM", `the vault holds no item ${items.join(", ")} (see ctl vault item list)`)
+          return yield* refused(
+            "UNKNOWN_ITEM",
+            `the vault holds no item or field ${items.join(", ")} (see ctl vault item list)`
+          )
+        // A field-scoped grant (item#field) is a build or delivery secret: the registry must permit it.
+        const fields = request.items.filter((item) => item.includes("#"))
+        if (fields.length > 0) {
+          const snapshot = yield* registry
+            .read({ allowCached: true, record: false })
+            .pipe(
+              Effect.mapError((error) =>
+                refused(
+                  "REGISTRY_UNAVAILABLE",
+                  `cannot check ${fields.join(", ")} without a readable registry: ${error.detail}`
+                )
+              )
+            )
+          const allowed = new Set(snapshot.registry.settings.agent.skarbiec.secret_fields)
+          const denied = fields.filter((field) => !allowed.has(field))
+          if (denied.length > 0)
+            return yield* refused(
+              "SECRET_FIELD_NOT_ALLOWED",
+              `${denied.join(", ")} ${denied.length === 1 ? "is" : "are"} not in settings.agent.skarbiec.secret_fields`
+            )
+        }
       }
       if (request.hosts.length > 0) {
         const snapshot = yield* registry

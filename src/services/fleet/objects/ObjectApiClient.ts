@@ -272,11 +272,11 @@ export const vaultTokenFromGrantFile = (vaultUrl: string, grantFile: string) =>
   })
 
 /**
- * The object API as this host's configuration names it: KEEL_CONTROL_PLANE_URL, a token exchanged at
- * KEEL_VAULT_URL (default the control plane) for the grant in the first of `grantFiles` that is set (e.g.
+ * This host's way to the control plane as its configuration names it: KEEL_CONTROL_PLANE_URL, and a token exchanged
+ * at KEEL_VAULT_URL (default the control plane) for the grant in the first of `grantFiles` that is set (e.g.
  * `KEEL_RELEASE_GRANT_FILE`, then `KEEL_GRANT_FILE`). The grant's secret stays in its file.
  */
-export const configuredObjectApiClient = (grantFiles: ReadonlyArray<string>) =>
+export const configuredAccess = (grantFiles: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const setting = (name: string) => Config.option(Config.string(name)).pipe(Effect.orDie)
     const url = yield* setting("KEEL_CONTROL_PLANE_URL")
@@ -292,5 +292,30 @@ export const configuredObjectApiClient = (grantFiles: ReadonlyArray<string>) =>
       return yield* failure("ROUTING_MISSING", 0, `none of ${grantFiles.join(", ")} is set: a grant credential file`)
     const vaultUrl = Option.getOrElse(yield* setting("KEEL_VAULT_URL"), () => url.value)
     const token = yield* vaultTokenFromGrantFile(vaultUrl, grantFile.value)
-    return yield* makeObjectApiClient({ controlPlaneUrl: url.value, token })
+    return { controlPlaneUrl: url.value, vaultUrl, token }
+  })
+
+/** The object API as this host's configuration names it (`configuredAccess`). */
+export const configuredObjectApiClient = (grantFiles: ReadonlyArray<string>) =>
+  Effect.flatMap(configuredAccess(grantFiles), (access) =>
+    makeObjectApiClient({ controlPlaneUrl: access.controlPlaneUrl, token: access.token })
+  )
+
+/** One `item#field` read from the vault with a token whose grant names it (the value never logged). */
+export const readVaultField = (vaultUrl: string, token: string, reference: string) =>
+  Effect.gen(function* () {
+    const base = yield* secureBase("KEEL_VAULT_URL", vaultUrl)
+    const [item = "", field = ""] = reference.split("#")
+    const response = yield* Effect.tryPromise({
+      try: () =>
+        fetch(new URL(`/v1/vault/items/${encodeURIComponent(item)}/${encodeURIComponent(field)}`, base), {
+          headers: { authorization: `Bearer ${token}` },
+          signal: AbortSignal.timeout(15_000)
+        }),
+      catch: (error) => failure("CONTROL_PLANE_UNREACHABLE", 0, `${base.origin}: ${(error as Error).message}`)
+    })
+    if (!response.ok)
+      return yield* failure("VAULT_REFUSED", response.status, `the vault refused ${reference} (${response.status})`)
+    const answer = (yield* Effect.promise(() => response.json())) as { value: string }
+    return answer.value
   })

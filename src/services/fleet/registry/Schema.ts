@@ -193,6 +193,19 @@ export const ReleaseSettings = Schema.Struct({
   signing_key_id: Schema.optional(Schema.String.pipe(Schema.pattern(/^sha256:[0-9a-f]{64}$/)))
 })
 
+/** An `item#field` reference into the vault. */
+export const SecretFieldReference = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}#[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/)
+)
+
+/** The agents' vault (seed 002: skarbiec): which `item#field` secrets builds, deliveries and grants may name. */
+export const AgentSettings = Schema.Struct({
+  skarbiec: Schema.optionalWith(
+    Schema.Struct({ secret_fields: Schema.optionalWith(Schema.Array(SecretFieldReference), { default: () => [] }) }),
+    { default: () => ({ secret_fields: [] }) }
+  )
+})
+
 export const Settings = Schema.Struct({
   /** A beacon older than this makes every unit of its host `unknown`. */
   host_silence_seconds: Schema.optionalWith(PositiveInt, { default: () => 900 }),
@@ -206,7 +219,8 @@ export const Settings = Schema.Struct({
   breaker_failures: Schema.optionalWith(PositiveInt, { default: () => 3 }),
   /** How long an open breaker refuses mutations before letting one trial through (half-open). */
   breaker_cooldown_seconds: Schema.optionalWith(PositiveInt, { default: () => 900 }),
-  release: Schema.optionalWith(ReleaseSettings, { default: () => ({}) })
+  release: Schema.optionalWith(ReleaseSettings, { default: () => ({}) }),
+  agent: Schema.optionalWith(AgentSettings, { default: () => ({ skarbiec: { secret_fields: [] } }) })
 })
 
 export const ReleaseControl = Schema.Struct({

@@ -45,10 +45,38 @@ const run = (argv: ReadonlyArray<string>, cwd: string, env: Record<string, strin
  * attempt's `release.tar.gz` and `qualification.json`, then `output.json`, which the first finished attempt wins.
  * A platform whose `output.json` exists is not built again: its coordinates are answered as they are.
  */
+/**
+ * A log that never shows the given values: whole lines are held until complete and every occurrence of a secret
+ * replaced by `[redacted]` (a value split across two writes is still found).
+ */
+export const redactingLog = (log: (text: string) => void, secrets: ReadonlyArray<string>) => {
+  const values = secrets.filter((v) => v.length > 0).sort((a, b) => b.length - a.length)
+  let pending = ""
+  const redact = (text: string) => values.reduce((t, v) => t.split(v).join("[redacted]"), text)
+  return {
+    write: (text: string) => {
+      pending += text
+      const end = pending.lastIndexOf("\n")
+      if (end === -1) return
+      log(redact(pending.slice(0, end + 1)))
+      pending = pending.slice(end + 1)
+    },
+    flush: () => {
+      if (pending !== "") log(redact(pending))
+      pending = ""
+    }
+  }
+}
+
 export const buildRun = (
   client: ObjectApiClient,
   runId: string,
-  options: { readonly builder?: string; readonly log: (text: string) => void }
+  options: {
+    readonly builder?: string
+    readonly log: (text: string) => void
+    /** Reads a build secret (`item#field`) with the builder's own grant. */
+    readonly secret?: (reference: string) => Effect.Effect<string, { readonly code: string; readonly detail: string }>
+  }
 ) =>
   Effect.scoped(
     Effect.gen(function* () {
@@ -98,12 +126,24 @@ export const buildRun = (
       const recipe = parseRecipe(recipeText.toString("utf8"))
       if (Either.isLeft(recipe)) return yield* failed(recipe.left)
 
-      // The build sees the release's identity and nothing of Keel's (no KEEL_* setting, no token).
+      // The recipe's secrets, read with this builder's grant: into the build's environment, never into its log.
+      const secrets: Record<string, string> = {}
+      for (const [name, reference] of Object.entries(recipe.right.secrets ?? {})) {
+        if (options.secret === undefined)
+          return yield* failed(`the recipe needs ${reference} and no vault is configured`)
+        secrets[name] = yield* options
+          .secret(reference)
+          .pipe(Effect.mapError((e) => failed(`the build secret ${reference}: ${e.code}: ${e.detail}`)))
+      }
+      const buildLog = redactingLog(options.log, Object.values(secrets))
+
+      // The build sees the release's identity and its secrets, nothing of Keel's (no KEEL_* setting, no token).
       const started = Date.now()
       const exit = yield* run(
         recipe.right.build,
         top,
         childEnv({
+          ...secrets,
           RELEASE_PRODUCT: record.inputs.product,
           RELEASE_VERSION: record.inputs.version,
           RELEASE_CHANNEL: record.inputs.channel,
@@ -113,8 +153,8 @@ export const buildRun = (
             ? { SOURCE_DATE_EPOCH: String((record.steps.recipe as { source_date_epoch: number }).source_date_epoch) }
             : {})
         }),
-        options.log
-      )
+        buildLog.write
+      ).pipe(Effect.ensuring(Effect.sync(buildLog.flush)))
       if (exit !== 0) return yield* failed(`the build command exited ${exit ?? "by a signal"}`)
       const artifactFile = path.resolve(top, recipe.right.artifact)
       const stat = fs.lstatSync(artifactFile, { throwIfNoEntry: false })

@@ -27,7 +27,20 @@ export const ReleaseRecipe = Schema.Struct({
   platform: Schema.String.pipe(Schema.pattern(/^[a-z0-9]+(-[a-z0-9_]+)+$/)),
   build: Schema.NonEmptyArray(Schema.String.pipe(Schema.minLength(1))),
   artifact: RelativePath,
-  binary: RelativePath
+  binary: RelativePath,
+  /**
+   * Build secrets: environment variable → vault `item#field`. Each must be allowed by the registry's
+   * `settings.agent.skarbiec.secret_fields`; the builder reads them with its own grant, never from argv.
+   */
+  secrets: Schema.optional(
+    Schema.Record({
+      key: Schema.String.pipe(
+        Schema.pattern(/^[A-Z_][A-Z0-9_]{0,63}$/),
+        Schema.filter((name) => !name.startsWith("KEEL_") || "KEEL_* names are Keel's own")
+      ),
+      value: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}#[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/))
+    })
+  )
 })
 export type ReleaseRecipe = typeof ReleaseRecipe.Type
 

@@ -108,10 +108,19 @@ export class ReleaseRun extends Effect.Service<ReleaseRun>()("fleet/ReleaseRun",
         return { recipe: recipe.right, sha256: sha256Hex(text.value) }
       })
 
-    /** The builder: the first registry target whose `release_platform` is the recipe's. */
-    const builderFor = (platform: string) =>
+    /**
+     * The builder: the first registry target whose `release_platform` is the recipe's; and every build secret the
+     * recipe names must be one `settings.agent.skarbiec.secret_fields` allows.
+     */
+    const builderFor = (platform: string, secrets: Readonly<Record<string, string>>) =>
       Effect.gen(function* () {
         const snapshot = yield* registry.read({ allowCached: true }).pipe(Effect.mapError((e) => refused(e.detail)))
+        const allowed = new Set(snapshot.registry.settings.agent.skarbiec.secret_fields)
+        const denied = Object.values(secrets).filter((reference) => !allowed.has(reference))
+        if (denied.length > 0)
+          return yield* refused(
+            `the recipe's secret ${denied.join(", ")} ${denied.length === 1 ? "is" : "are"} not in settings.agent.skarbiec.secret_fields`
+          )
         const builder = snapshot.registry.targets.find((t) => t.release_platform === platform)
         if (builder === undefined)
           return yield* refused(`no registry target declares release_platform ${platform}: nothing can build it`)
@@ -361,7 +370,7 @@ export class ReleaseRun extends Effect.Service<ReleaseRun>()("fleet/ReleaseRun",
           const { recipe, sha256: manifestSha256 } = yield* recipeAt(request.source, source.revision)
           if (manifestSha256 !== headRecipe.sha256 || recipe.product !== headRecipe.recipe.product)
             return yield* refused(`${request.source} changed while it was archived: submit again`)
-          const builder = yield* builderFor(recipe.platform)
+          const builder = yield* builderFor(recipe.platform, recipe.secrets ?? {})
           yield* authority.trusted
           const inputs: RunInputs = {
             product: recipe.product,

@@ -139,7 +139,7 @@ export const embeddedVault = (options: { readonly masterKey?: Uint8Array } = {})
               ? `the grant does not hold ${need.action}`
               : need.host !== undefined && !grant.hosts.includes(need.host)
                 ? `the grant does not cover host ${need.host}`
-                : need.item !== undefined && !grant.items.includes(need.item)
+                : need.item !== undefined && !itemCovered(grant.items, need.item)
                   ? `the grant does not name item ${need.item}`
                   : undefined
           if (missing !== undefined) {
@@ -281,7 +281,7 @@ export const embeddedVault = (options: { readonly masterKey?: Uint8Array } = {})
         readField: (token, reference) =>
           Effect.gen(function* () {
             const [item = "", field = ""] = reference.split("#")
-            const grant = yield* authorize(token, { item })
+            const grant = yield* authorize(token, { item: `${item}#${field}` })
             const fields = yield* readItem(item)
             const value = fields[field]
             if (value === undefined)
@@ -296,6 +296,13 @@ export const embeddedVault = (options: { readonly masterKey?: Uint8Array } = {})
       })
     })
   )
+
+/**
+ * Whether a grant's `items` cover `wanted` (an item, or an `item#field`): a whole item covers each of its fields,
+ * an `item#field` scope only that field.
+ */
+export const itemCovered = (items: ReadonlyArray<string>, wanted: string) =>
+  items.includes(wanted) || (wanted.includes("#") && items.includes(wanted.slice(0, wanted.indexOf("#"))))
 
 /** The vault as configured: KEEL_VAULT_KEY, or the key file. */
 export const EmbeddedVaultLayer = embeddedVault()
