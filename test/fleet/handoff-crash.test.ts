@@ -108,11 +108,34 @@ const ctl = (f: Fixture, port: number, transaction: string, phase: string) => {
 const serve = (f: Fixture, extra: Record<string, string> = {}) =>
   startServer([ctlBin, "serve", "--port", "0"], { ...f.env, ...extra }, children)
 
-/** Status until the phase stops running (at most 20 s). */
+/**
+ * Status until the phase stops running (at most 20 s): polled over HTTP (a `ctl` process per poll costs ~2 s of
+ * start-up on these machines), then answered once by `ctl … --phase status`, whose answer the tests check.
+ */
+/** The same request as `ctl … --phase P` makes, over HTTP from this process (its answer, or null). */
+const phase = async (f: Fixture, port: number, transaction: string, name: string) => {
+  const base = `http://127.0.0.1:${port}`
+  const credential = JSON.parse(fs.readFileSync(f.grant, "utf8"))
+  const exchanged = await fetch(`${base}/v1/vault/token`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ grant_id: credential.grant_id, consumer: credential.consumer, secret: credential.secret })
+  })
+  const { token } = (await exchanged.json()) as { token: string }
+  const query = new URLSearchParams({ target: "box", transaction, phase: name })
+  const response = await fetch(`${base}/api/host/storage-root-reconcile?${query}`, {
+    method: name === "status" ? "GET" : "POST",
+    headers: { authorization: `Bearer ${token}` }
+  }).catch(() => null) // a server killed mid-request (the fault injected) answers nothing
+  return response === null
+    ? null
+    : ((await response.json().catch(() => null)) as { report?: { state?: string } } | null)
+}
+
 const settled = async (f: Fixture, port: number, transaction: string) => {
   for (let i = 0; i < 200; i++) {
-    const status = ctl(f, port, transaction, "status")
-    if (status.answer?.report?.state !== "running") return status
+    const answer = await phase(f, port, transaction, "status")
+    if (answer?.report?.state !== "running") return ctl(f, port, transaction, "status")
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   throw new Error(`${transaction} still running`)
@@ -155,7 +178,7 @@ describe("a storage-root handoff survives a SIGKILL at every step", () => {
       const f = fixture()
       const expected = planUnion(await manifestOf(f.a), await manifestOf(f.b), "b")
       const doomed = await serve(f, { KEEL_FAULT_INJECTION: "1", KEEL_HANDOFF_CRASH_AT: step })
-      ctl(f, doomed.port, "t", "run")
+      await phase(f, doomed.port, "t", "run")
       await exited(doomed.child)
       assert.strictEqual(doomed.child.signalCode, "SIGKILL", `the server died at ${step}`)
       const server = await serve(f)
@@ -177,7 +200,7 @@ describe("a storage-root handoff survives a SIGKILL at every step", () => {
       const before = await manifestOf(f.a)
       // The run fails right after it built the union on A (before the data-commit boundary), the fence held.
       const first = await serve(f, { KEEL_FAULT_INJECTION: "1", KEEL_HANDOFF_FAIL_AT: "union" })
-      ctl(f, first.port, "t", "run")
+      await phase(f, first.port, "t", "run")
       const failed = await settled(f, first.port, "t")
       assert.strictEqual(failed.answer.report.state, "failed")
       assert.strictEqual(failed.answer.refusal, "fault_injected")
@@ -185,11 +208,11 @@ describe("a storage-root handoff survives a SIGKILL at every step", () => {
       first.child.kill("SIGTERM")
       await exited(first.child)
       const doomed = await serve(f, { KEEL_FAULT_INJECTION: "1", KEEL_HANDOFF_CRASH_AT: step })
-      ctl(f, doomed.port, "t", "rollback")
+      await phase(f, doomed.port, "t", "rollback")
       await exited(doomed.child)
       assert.strictEqual(doomed.child.signalCode, "SIGKILL", `the server died at ${step}`)
       const server = await serve(f)
-      ctl(f, server.port, "t", "rollback")
+      await phase(f, server.port, "t", "rollback")
       const done = await settled(f, server.port, "t")
       assert.strictEqual(done.answer.report.state, "rolled_back", JSON.stringify(done.answer))
       assert.isTrue(manifestsEqual(before, await manifestOf(f.a)), `${step}: A as it was`)
