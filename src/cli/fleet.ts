@@ -1,8 +1,8 @@
 import { Args, Command, Options } from "@effect/cli"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Config, Effect, Option } from "effect"
+import { Effect, Option } from "effect"
 import { controlPlaneClient } from "../http/Clients.js"
-import { vaultTokenFromGrantFile } from "../services/fleet/objects/ObjectApiClient.js"
+import { configuredAccess } from "../services/fleet/objects/ObjectApiClient.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { CommandFailed, ExitWith, emit, json } from "./Output.js"
 
@@ -16,21 +16,12 @@ import { CommandFailed, ExitWith, emit, json } from "./Output.js"
 export const controlPlaneAccess = (needs: string) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
-    const url = Option.getOrElse(
-      yield* Config.option(Config.string("KEEL_CONTROL_PLANE_URL")),
-      () => `http://127.0.0.1:${config.httpPort}`
-    )
-    const vaultUrl = Option.getOrElse(yield* Config.option(Config.string("KEEL_VAULT_URL")), () => url)
-    const grantFile = yield* Config.option(Config.string("KEEL_GRANT_FILE"))
-    if (Option.isNone(grantFile))
-      return yield* new CommandFailed({
-        detail: `KEEL_GRANT_FILE is not set: a grant credential file holding ${needs}`
-      })
-    const token = yield* vaultTokenFromGrantFile(vaultUrl, grantFile.value).pipe(
-      Effect.mapError((error) => new CommandFailed({ detail: `${error.code}: ${error.detail}` }))
-    )
-    return { url, token }
-  }).pipe(Effect.provide(FetchHttpClient.layer))
+    const access = yield* configuredAccess(["KEEL_GRANT_FILE"], {
+      defaultUrl: `http://127.0.0.1:${config.httpPort}`,
+      needs
+    }).pipe(Effect.mapError((error) => new CommandFailed({ detail: `${error.code}: ${error.detail}` })))
+    return { url: access.controlPlaneUrl, token: access.token }
+  })
 
 export const controlPlane = Effect.gen(function* () {
   const { token, url } = yield* controlPlaneAccess("fleet-read")

@@ -8,6 +8,7 @@ import { ActionAuthority } from "../services/fleet/grants/ActionAuthority.js"
 import { GrantIssuer } from "../services/fleet/grants/GrantIssuer.js"
 import { HandoffQueueLocal } from "../services/fleet/handoff/HandoffQueue.js"
 import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
+import { TargetQueue } from "../services/fleet/handoff/TargetQueue.js"
 import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
 import { ObjectAccess } from "../services/fleet/objects/ObjectAccess.js"
 import { FleetHosts } from "../services/fleet/overview/FleetHosts.js"
@@ -153,5 +154,6 @@ export const WorkflowsLive = Layer.mergeAll(
   FleetProbeLive,
   StorageHandoffLive,
   StorageHandoffRollbackLive,
-  StorageReconcile.Default.pipe(Layer.provide(HandoffEngineInProcess))
+  StorageReconcile.Default.pipe(Layer.provide(HandoffEngineInProcess)),
+  TargetQueue.Default
 ).pipe(Layer.provideMerge(HandoffQueueLocal), Layer.provideMerge(ClusterWorkflowEngine.layer))

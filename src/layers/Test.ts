@@ -6,6 +6,7 @@ import { MarketAgentLive } from "../actors/MarketAgent.js"
 import { HandoffEngineInProcess, StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
 import { HandoffQueueLocal } from "../services/fleet/handoff/HandoffQueue.js"
 import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
+import { TargetQueue } from "../services/fleet/handoff/TargetQueue.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { MemoryAlerts, makeMemoryAlerts } from "../services/fleet/reconciler/Alerts.js"
 import { HostUnitsLive, MemoryHostUnits, makeMemoryHostUnits } from "../services/fleet/reconciler/HostUnits.js"
@@ -129,7 +130,8 @@ export const HandoffTest = (
   Layer.mergeAll(
     StorageHandoffLive,
     StorageHandoffRollbackLive,
-    StorageReconcile.Default.pipe(Layer.provide(HandoffEngineInProcess))
+    StorageReconcile.Default.pipe(Layer.provide(HandoffEngineInProcess)),
+    TargetQueue.Default
   ).pipe(
     Layer.provideMerge(HandoffQueueLocal),
     Layer.provideMerge(ClusterWorkflowEngine.layer),

@@ -5,19 +5,18 @@ import { FleetProbe } from "../../actors/FleetProbe.js"
 import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
 import { Gates } from "../../services/fleet/gates/Gates.js"
 import { ActionAuthority, AuthorityUnavailable } from "../../services/fleet/grants/ActionAuthority.js"
-import { HandoffQueue } from "../../services/fleet/handoff/HandoffQueue.js"
 import {
   type ReconcilePhase,
   ReconcilePhases,
   StorageReconcile,
   StorageReconciliationFailed
 } from "../../services/fleet/handoff/StorageReconcile.js"
+import { type StorageUndeclared, TargetQueue } from "../../services/fleet/handoff/TargetQueue.js"
 import { ObjectAccess } from "../../services/fleet/objects/ObjectAccess.js"
 import { FleetHosts } from "../../services/fleet/overview/FleetHosts.js"
 import { Overview } from "../../services/fleet/overview/Overview.js"
 import { ServiceReconciler } from "../../services/fleet/reconciler/ServiceReconciler.js"
 import { ServiceViews } from "../../services/fleet/reconciler/ServiceViews.js"
-import { FleetRegistry } from "../../services/fleet/registry/Registry.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import {
   InvalidObjectKey,
@@ -341,72 +340,54 @@ export const StorageLive = HttpApiBuilder.group(ControlPlaneApi, "storage", (han
 export const HandoffQueueLive = HttpApiBuilder.group(ControlPlaneApi, "handoffQueue", (handlers) =>
   Effect.gen(function* () {
     const authority = yield* ActionAuthority
-    const queue = yield* HandoffQueue
-    const registry = yield* FleetRegistry
-    /** The caller may act on the target's queue, and the target has a handoff: its declared storage. */
-    const storageOf = (authorization: string | undefined, target: string) =>
-      Effect.gen(function* () {
-        yield* authority.authorize(bearerToken(authorization), { action: "storage-queue", host: target })
-        const snapshot = yield* registry
-          .read({ allowCached: true })
-          .pipe(
-            Effect.mapError((error) => new AuthorityUnavailable({ code: "REGISTRY_UNAVAILABLE", detail: error.detail }))
-          )
-        const storage = snapshot.registry.targets.find((t) => t.name === target)?.storage
-        if (storage === undefined)
-          return yield* new StorageUndeclaredProblem({
-            code: "STORAGE_UNDECLARED",
-            target,
-            detail: `${target} is not a registry target with a declared storage`
-          })
-        return storage
-      })
-    const queueDown = (error: { readonly detail: string }) =>
-      new AuthorityUnavailable({ code: "REGISTRY_UNAVAILABLE", detail: error.detail })
+    const queue = yield* TargetQueue
+    /** The caller may act on the target's queue (registry action storage-queue for that target). */
+    const allowed = (authorization: string | undefined, target: string) =>
+      authority.authorize(bearerToken(authorization), { action: "storage-queue", host: target })
+    const problems = {
+      StorageUndeclared: (e: StorageUndeclared) =>
+        Effect.fail(new StorageUndeclaredProblem({ code: "STORAGE_UNDECLARED", target: e.target, detail: e.detail })),
+      HandoffQueueUnavailable: (e: { readonly detail: string }) =>
+        Effect.fail(new AuthorityUnavailable({ code: "REGISTRY_UNAVAILABLE", detail: e.detail }))
+    }
     return handlers
       .handle("pause", ({ headers, path }) =>
         Effect.gen(function* () {
-          yield* storageOf(headers.authorization, path.target)
-          return { target: path.target, pause: yield* queue.pause(path.target).pipe(Effect.mapError(queueDown)) }
+          yield* allowed(headers.authorization, path.target)
+          return { target: path.target, pause: yield* queue.pause(path.target).pipe(Effect.catchTags(problems)) }
         })
       )
       .handle("setPause", ({ headers, path, payload }) =>
         Effect.gen(function* () {
-          yield* storageOf(headers.authorization, path.target)
-          yield* queue.setPause(path.target, payload).pipe(Effect.mapError(queueDown))
-          return { target: path.target, pause: yield* queue.pause(path.target).pipe(Effect.mapError(queueDown)) }
+          yield* allowed(headers.authorization, path.target)
+          const pause = yield* queue.setPause(path.target, payload).pipe(Effect.catchTags(problems))
+          return { target: path.target, pause }
         })
       )
       .handle("drain", ({ headers, path, payload }) =>
         Effect.gen(function* () {
-          const storage = yield* storageOf(headers.authorization, path.target)
-          const cancelled = yield* queue
-            .drain(
-              path.target,
-              payload.transaction,
-              Math.min(storage.drain_timeout_seconds, payload.timeout_seconds ?? storage.drain_timeout_seconds) * 1000
-            )
-            .pipe(
-              Effect.catchTags({
-                HandoffDrainTimedOut: (e) =>
-                  Effect.fail(
-                    new QueueDrainTimedOutProblem({
-                      code: "QUEUE_DRAIN_TIMED_OUT",
-                      target: path.target,
-                      running: e.running,
-                      detail: e.detail
-                    })
-                  ),
-                HandoffQueueUnavailable: (e) => Effect.fail(queueDown(e))
-              })
-            )
+          yield* allowed(headers.authorization, path.target)
+          const cancelled = yield* queue.drain(path.target, payload.transaction, payload.timeout_seconds).pipe(
+            Effect.catchTags({
+              ...problems,
+              HandoffDrainTimedOut: (e) =>
+                Effect.fail(
+                  new QueueDrainTimedOutProblem({
+                    code: "QUEUE_DRAIN_TIMED_OUT",
+                    target: path.target,
+                    running: e.running,
+                    detail: e.detail
+                  })
+                )
+            })
+          )
           return { target: path.target, transaction: payload.transaction, cancelled }
         })
       )
       .handle("cancelled", ({ headers, path, urlParams }) =>
         Effect.gen(function* () {
-          yield* storageOf(headers.authorization, path.target)
-          const jobs = yield* queue.cancelledBy(path.target, urlParams.transaction).pipe(Effect.mapError(queueDown))
+          yield* allowed(headers.authorization, path.target)
+          const jobs = yield* queue.cancelledBy(path.target, urlParams.transaction).pipe(Effect.catchTags(problems))
           return { target: path.target, transaction: urlParams.transaction, jobs }
         })
       )

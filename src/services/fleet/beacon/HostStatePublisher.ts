@@ -1,11 +1,11 @@
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
-import { Config, Data, Effect, Option } from "effect"
+import { Data, Effect } from "effect"
 import { thisHostName } from "../Channels.js"
 import type { CapacityPublication } from "../gates/Gates.js"
 import { capacityKey } from "../gates/Gates.js"
 import { Janitor } from "../janitor/Janitor.js"
-import { makeObjectApiClient, vaultTokenFromGrantFile } from "../objects/ObjectApiClient.js"
+import { configuredObjectApiClient } from "../objects/ObjectApiClient.js"
 import { janitorReportKey } from "../overview/FleetHosts.js"
 import { FleetRegistry } from "../registry/Registry.js"
 
@@ -74,16 +74,6 @@ export class HostStatePublisher extends Effect.Service<HostStatePublisher>()("fl
     const janitor = yield* Janitor
 
     const publish = Effect.fn("HostStatePublisher.publish")(function* () {
-      const need = (name: string) =>
-        Config.string(name).pipe(
-          Effect.mapError(() => new HostStatePublishFailed({ code: "ROUTING_MISSING", detail: `${name} is not set` }))
-        )
-      const controlPlaneUrl = yield* need("KEEL_CONTROL_PLANE_URL")
-      const vaultUrl = Option.getOrElse(
-        yield* Config.option(Config.string("KEEL_VAULT_URL")).pipe(Effect.orDie),
-        () => controlPlaneUrl
-      )
-      const grantFile = yield* need("KEEL_STATE_GRANT_FILE")
       const host = yield* thisHostName.pipe(Effect.orDie)
       const snapshot = yield* registry
         .read({ allowCached: true, record: false })
@@ -105,8 +95,7 @@ export class HostStatePublisher extends Effect.Service<HostStatePublisher>()("fl
 
       const asFailure = (error: { readonly code: string; readonly detail: string }) =>
         new HostStatePublishFailed({ code: error.code, detail: error.detail })
-      const token = yield* vaultTokenFromGrantFile(vaultUrl, grantFile).pipe(Effect.mapError(asFailure))
-      const client = yield* makeObjectApiClient({ controlPlaneUrl, token }).pipe(Effect.mapError(asFailure))
+      const client = yield* configuredObjectApiClient(["KEEL_STATE_GRANT_FILE"]).pipe(Effect.mapError(asFailure))
       const encode = (value: unknown) => new TextEncoder().encode(`${JSON.stringify(value, null, 2)}\n`)
       const capacityHead = yield* client.put(capacityKey(host), encode(capacity)).pipe(Effect.mapError(asFailure))
       const janitorHead = yield* client

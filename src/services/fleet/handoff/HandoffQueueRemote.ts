@@ -1,6 +1,6 @@
-import { Config, Effect, Layer, Option } from "effect"
+import { Effect, Layer } from "effect"
 import type { TargetPause } from "../jobs/JobQueue.js"
-import { secureBase, vaultTokenFromGrantFile } from "../objects/ObjectApiClient.js"
+import { configuredAccess } from "../objects/ObjectApiClient.js"
 import { type CancelledJob, HandoffDrainTimedOut, HandoffQueue, HandoffQueueUnavailable } from "./HandoffQueue.js"
 
 /** How much longer than the drain's own bound the worker waits for the control plane's answer. */
@@ -15,29 +15,15 @@ const ANSWER_MARGIN_MILLIS = 30_000
 export const HandoffQueueRemote = Layer.effect(
   HandoffQueue,
   Effect.gen(function* () {
-    const url = yield* Config.option(Config.string("KEEL_CONTROL_PLANE_URL")).pipe(Effect.orDie)
-    const vaultUrl = yield* Config.option(Config.string("KEEL_VAULT_URL")).pipe(Effect.orDie)
-    const grantFile = yield* Config.option(Config.string("KEEL_HANDOFF_GRANT_FILE")).pipe(
-      Effect.orDie,
-      Effect.flatMap((file) =>
-        Option.isSome(file) ? Effect.succeed(file) : Config.option(Config.string("KEEL_GRANT_FILE")).pipe(Effect.orDie)
-      )
-    )
     const unavailable = (detail: string) => new HandoffQueueUnavailable({ detail })
 
     const call = (target: string, path: string, init: { method: string; body?: unknown }, timeoutMillis = 30_000) =>
       Effect.gen(function* () {
-        if (Option.isNone(url))
-          return yield* unavailable("KEEL_CONTROL_PLANE_URL is not set: the queue is the control plane's")
-        if (Option.isNone(grantFile))
-          return yield* unavailable("KEEL_HANDOFF_GRANT_FILE is not set: a grant holding storage-queue for this target")
-        const base = yield* secureBase("KEEL_CONTROL_PLANE_URL", url.value).pipe(
-          Effect.mapError((e) => unavailable(e.detail))
+        const access = yield* configuredAccess(["KEEL_HANDOFF_GRANT_FILE", "KEEL_GRANT_FILE"]).pipe(
+          Effect.mapError((e) => unavailable(`${e.code}: ${e.detail}`))
         )
-        const token = yield* vaultTokenFromGrantFile(
-          Option.getOrElse(vaultUrl, () => url.value),
-          grantFile.value
-        ).pipe(Effect.mapError((e) => unavailable(`${e.code}: ${e.detail}`)))
+        const base = new URL(access.controlPlaneUrl)
+        const token = access.token
         const response = yield* Effect.tryPromise({
           try: () =>
             fetch(new URL(`/api/fleet/queue/targets/${encodeURIComponent(target)}/${path}`, base), {

@@ -276,10 +276,18 @@ export const vaultTokenFromGrantFile = (vaultUrl: string, grantFile: string) =>
  * at KEEL_VAULT_URL (default the control plane) for the grant in the first of `grantFiles` that is set (e.g.
  * `KEEL_RELEASE_GRANT_FILE`, then `KEEL_GRANT_FILE`). The grant's secret stays in its file.
  */
-export const configuredAccess = (grantFiles: ReadonlyArray<string>) =>
+export const configuredAccess = (
+  grantFiles: ReadonlyArray<string>,
+  options: {
+    /** The control plane when KEEL_CONTROL_PLANE_URL is unset (the CLI's own server); else it is required. */
+    readonly defaultUrl?: string
+    /** What the grant must hold, for the message when no grant file is set. */
+    readonly needs?: string
+  } = {}
+) =>
   Effect.gen(function* () {
     const setting = (name: string) => Config.option(Config.string(name)).pipe(Effect.orDie)
-    const url = yield* setting("KEEL_CONTROL_PLANE_URL")
+    const url = Option.orElse(yield* setting("KEEL_CONTROL_PLANE_URL"), () => Option.fromNullable(options.defaultUrl))
     if (Option.isNone(url))
       return yield* failure(
         "ROUTING_MISSING",
@@ -289,7 +297,13 @@ export const configuredAccess = (grantFiles: ReadonlyArray<string>) =>
     let grantFile = Option.none<string>()
     for (const name of grantFiles) if (Option.isNone(grantFile)) grantFile = yield* setting(name)
     if (Option.isNone(grantFile))
-      return yield* failure("ROUTING_MISSING", 0, `none of ${grantFiles.join(", ")} is set: a grant credential file`)
+      return yield* failure(
+        "ROUTING_MISSING",
+        0,
+        `${grantFiles.join(" or ")} is not set: a grant credential file${options.needs === undefined ? "" : ` holding ${options.needs}`}`
+      )
+    // https, or http to loopback only: the token must never cross a network in clear text.
+    yield* secureBase("KEEL_CONTROL_PLANE_URL", url.value)
     const vaultUrl = Option.getOrElse(yield* setting("KEEL_VAULT_URL"), () => url.value)
     const token = yield* vaultTokenFromGrantFile(vaultUrl, grantFile.value)
     return { controlPlaneUrl: url.value, vaultUrl, token }
