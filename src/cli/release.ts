@@ -10,6 +10,7 @@ import { ReleaseRun, type RunProgress } from "../services/fleet/releases/Release
 import { type RunRecord, runRecordKey } from "../services/fleet/releases/RunRecords.js"
 import { generateKeyPair } from "../services/platform/vault/Ed25519.js"
 import { Vault } from "../services/platform/vault/Vault.js"
+import { controlPlaneAccess } from "./fleet.js"
 import { CommandFailed, ExitWith, emit, failWith, json } from "./Output.js"
 
 const line = (release: SyncedRelease) =>
@@ -137,6 +138,32 @@ const submitProgress = (json: boolean) => {
     })
 }
 
+/** Hands the run to the control plane's ReleaseRun workflow (it attaches to the run already there). */
+const handOver = (runId: string) =>
+  Effect.gen(function* () {
+    const access = yield* controlPlaneAccess("release-submit")
+    const response = yield* Effect.tryPromise({
+      try: () =>
+        fetch(`${access.url}/api/workflows/release-run`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${access.token}`, "content-type": "application/json" },
+          body: JSON.stringify({ run_id: runId }),
+          signal: AbortSignal.timeout(30_000)
+        }),
+      catch: (error) => new CommandFailed({ detail: `the control plane: ${(error as Error).message}` })
+    })
+    const body = (yield* Effect.promise(() => response.json().catch(() => ({})))) as {
+      execution_id?: string
+      code?: string
+      detail?: string
+    }
+    if (response.status !== 202)
+      return yield* new CommandFailed({
+        detail: `the control plane refused the run: ${body.code ?? response.status}: ${body.detail ?? ""}`
+      })
+    return { execution_id: body.execution_id ?? "", url: access.url }
+  })
+
 const submit = Command.make(
   "submit",
   {
@@ -157,9 +184,14 @@ const submit = Command.make(
       Options.withDefault(0),
       Options.withDescription("Pause after each publication object, 0-60000 ms (to watch a run step by step)")
     ),
+    detach: Options.boolean("detach").pipe(
+      Options.withDescription(
+        "Hand the run to the control plane's ReleaseRun workflow and return (KEEL_GRANT_FILE: release-submit)"
+      )
+    ),
     json
   },
-  ({ channel, json, source, stepPauseMs, version, waitSeconds }) =>
+  ({ channel, detach, json, source, stepPauseMs, version, waitSeconds }) =>
     Effect.gen(function* () {
       if (waitSeconds < 0 || stepPauseMs < 0 || stepPauseMs > 60_000)
         return yield* new CommandFailed({ detail: "--wait-seconds must be >= 0 and --step-pause-ms 0-60000" })
@@ -170,7 +202,8 @@ const submit = Command.make(
           channel,
           waitMillis: waitSeconds * 1000,
           stepPauseMillis: stepPauseMs,
-          onProgress: submitProgress(json)
+          onProgress: submitProgress(json),
+          drive: detach ? "elsewhere" : "here"
         })
         .pipe(
           Effect.catchTags({
@@ -180,23 +213,28 @@ const submit = Command.make(
             ReleaseAuthorityUnavailable: failWith(json)
           })
         )
+      const handedTo = detach ? yield* handOver(answer.run_id) : null
       yield* emit(
         json,
         {
           run_id: answer.run_id,
           created: answer.created,
           record_key: runRecordKey(answer.run_id),
+          workflow: handedTo,
           record: answer.record
         },
         (a) =>
           [
             `${a.created ? "submitted" : "found"} ${runLine(a.record)}`,
+            ...(a.workflow === null
+              ? []
+              : [`handed to the control plane's ReleaseRun workflow (execution ${a.workflow.execution_id})`]),
             ...(a.record.state === "published"
               ? [`published releases/${a.record.inputs.product}/${a.record.inputs.version}/release.json`]
               : []),
             ...(a.record.failure === null ? [] : [`failed at ${a.record.failure.step}: ${a.record.failure.detail}`]),
-            ...(a.record.state === "submitted" || a.record.state === "building"
-              ? ["the build has not finished: submit again (same source, version and channel) to attach to this run"]
+            ...(a.record.state === "submitted" || a.record.state === "building" || a.record.state === "publishing"
+              ? ["the run has not finished: submit again (same source, version and channel) to attach to it"]
               : [])
           ].join("\n")
       )

@@ -1,6 +1,7 @@
 import { ClusterWorkflowEngine } from "@effect/cluster"
 import { Layer } from "effect"
 import { FleetProbeLive } from "../actors/FleetProbe.js"
+import { ReleaseRunWorkflowLive } from "../actors/ReleaseRunWorkflow.js"
 import { HandoffEngineInProcess, StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
 import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
@@ -152,6 +153,7 @@ export const ReconcilerServices = ServiceViews.Default.pipe(
  */
 export const WorkflowsLive = Layer.mergeAll(
   FleetProbeLive,
+  ReleaseRunWorkflowLive,
   StorageHandoffLive,
   StorageHandoffRollbackLive,
   StorageReconcile.Default.pipe(Layer.provide(HandoffEngineInProcess)),

@@ -249,6 +249,24 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
           consumer: "ops",
           action: "fleet-read",
           ok: 200
+        },
+        // No such run: authorized, then 404 (the right token gets past authorization).
+        {
+          route: "/api/workflows/release-run",
+          method: "POST",
+          url: "/api/workflows/release-run",
+          body: `{"run_id":"${"0".repeat(32)}"}`,
+          consumer: "ops",
+          action: "release-submit",
+          ok: 404
+        },
+        {
+          route: "/api/workflows/release-run/{run_id}",
+          method: "GET",
+          url: `/api/workflows/release-run/${"0".repeat(32)}`,
+          consumer: "ops",
+          action: "fleet-read",
+          ok: 404
         }
       ]
 

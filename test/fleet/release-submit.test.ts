@@ -1,5 +1,6 @@
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
+import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import Database from "better-sqlite3"
@@ -68,6 +69,8 @@ interface Fixture {
   readonly env: Record<string, string>
   readonly objects: string
   readonly db: string
+  readonly server: Awaited<ReturnType<typeof startServer>>
+  readonly serve: () => ReturnType<typeof startServer>
 }
 
 const setUp = async (): Promise<Fixture> => {
@@ -82,7 +85,11 @@ const setUp = async (): Promise<Fixture> => {
         release: { signing_key_item: "release-signing", signing_key_id: key.key_id },
         agent: { skarbiec: { secret_fields: ["build-secrets#token"] } }
       },
-      actions: { "release-submit": ["builder-forge"], "object-read": ["builder-forge"] },
+      actions: {
+        "release-submit": ["builder-forge", "ops"],
+        "object-read": ["builder-forge"],
+        "fleet-read": ["ops"]
+      },
       targets: [
         { name: "box", os: "linux", channel: "local" },
         { name: "forge", os: "linux", channel: "local", release_platform: "linux-x64" }
@@ -102,7 +109,33 @@ const setUp = async (): Promise<Fixture> => {
   }
   run(["vault", "item", "put", "release-signing"], JSON.stringify({ private_key: key.private_key }))
   run(["vault", "item", "put", "build-secrets"], JSON.stringify({ token: BUILD_SECRET, other: "not allowed" }))
+  const opsGrant = path.join(dir, "ops-grant.json")
+  run([
+    "vault",
+    "grant",
+    "create",
+    "--consumer",
+    "ops",
+    "--action",
+    "release-submit",
+    "--action",
+    "fleet-read",
+    "--out",
+    opsGrant
+  ])
   const grantFile = path.join(dir, "builder-grant.json")
+  // The builder's ctl: its own data dir, the control plane and its grant file in its environment.
+  const builderEnv = (port: number) => ({
+    KEEL_REMOTE_CTL: [
+      "env",
+      `KEEL_DATA_DIR=${path.join(dir, "builder-data")}`,
+      `KEEL_CONTROL_PLANE_URL=http://127.0.0.1:${port}`,
+      `KEEL_RELEASE_GRANT_FILE=${grantFile}`,
+      "KEEL_LOG_LEVEL=warning",
+      process.execPath,
+      ctlBin
+    ].join(" ")
+  })
   run([
     "vault",
     "grant",
@@ -118,26 +151,48 @@ const setUp = async (): Promise<Fixture> => {
     "--out",
     grantFile
   ])
-  const server = await startServer([ctlBin, "serve", "--port", "0"], { ...base, KEEL_LOG_LEVEL: "info" }, children)
-  // The builder's ctl: its own data dir, the control plane and its grant file in its environment.
-  const builderCtl = [
-    "env",
-    `KEEL_DATA_DIR=${path.join(dir, "builder-data")}`,
-    `KEEL_CONTROL_PLANE_URL=http://127.0.0.1:${server.port}`,
-    `KEEL_RELEASE_GRANT_FILE=${grantFile}`,
-    "KEEL_LOG_LEVEL=warning",
-    process.execPath,
-    ctlBin
-  ].join(" ")
-  const env = { ...base, KEEL_REMOTE_CTL: builderCtl, KEEL_JOB_LEASE: "10 seconds" }
+  // A fixed port: the builder's ctl (KEEL_REMOTE_CTL, which the server also uses) names it, and a restarted
+  // server takes it again.
+  const port = await freePort()
+  const serve = () =>
+    startServer(
+      [ctlBin, "serve", "--port", String(port)],
+      { ...base, ...builderEnv(port), KEEL_LOG_LEVEL: "info", KEEL_CLUSTER_POLL_INTERVAL: "200 millis" },
+      children
+    )
+  const server = await serve()
+  const env = {
+    ...base,
+    ...builderEnv(server.port),
+    KEEL_JOB_LEASE: "10 seconds",
+    KEEL_GRANT_FILE: opsGrant,
+    KEEL_CONTROL_PLANE_URL: `http://127.0.0.1:${server.port}`
+  }
   const workerLog = fs.openSync(path.join(dir, "worker.log"), "a")
   const worker = spawn(process.execPath, [ctlBin, "machine", "work", "--worker", "forge-worker"], {
     env,
     stdio: ["ignore", workerLog, workerLog]
   })
   children.push(worker)
-  return { dir, env, objects: path.join(dir, "data", "objects"), db: path.join(dir, "data", "keel.db") }
+  return {
+    dir,
+    env,
+    serve,
+    server,
+    objects: path.join(dir, "data", "objects"),
+    db: path.join(dir, "data", "keel.db")
+  }
 }
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const probe = net.createServer()
+    probe.once("error", reject)
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as net.AddressInfo
+      probe.close(() => resolve(port))
+    })
+  })
 
 const submitArgs = (source: string, version: string, extra: ReadonlyArray<string> = []) => [
   ctlBin,
@@ -341,5 +396,40 @@ describe("ctl release submit", () => {
       encoding: "utf8"
     })
     assert.strictEqual(audit.status, 0, audit.stdout)
+  }, 300_000)
+
+  it("--detach hands the run to the server's workflow, which finishes it across a server SIGKILL", async () => {
+    const f = await setUp()
+    const source = path.join(f.dir, "src")
+    writeSource(source, 3)
+    const version = "4.0.0"
+    const detached = spawnSync(process.execPath, submitArgs(source, version, ["--detach"]), {
+      env: f.env,
+      encoding: "utf8"
+    })
+    assert.strictEqual(detached.status, 3, detached.stderr)
+    const answer = JSON.parse(detached.stdout)
+    assert.match(answer.workflow.execution_id, /\S/)
+    const recordFile = path.join(f.objects, "release-runs", answer.run_id, "run.json")
+    const state = () => JSON.parse(fs.readFileSync(recordFile, "utf8")).state as string
+
+    // The server drives it: queued, building — then the server dies mid-build.
+    await waitFor("the server's build", () => state() === "building")
+    f.server.child.kill("SIGKILL")
+    await new Promise((resolve) => f.server.child.once("exit", resolve))
+    // Restarted, it resumes the workflow on its own: nobody submits again.
+    await f.serve()
+    await waitFor("the run published by the restarted server", () => state() === "published", 150_000)
+    assert.deepStrictEqual(releaseFiles(f, version), PUBLISHED)
+    assert.lengthOf(jobsOf(f), 1)
+    assert.lengthOf(attemptsOf(f, answer.run_id), 1)
+
+    // Submitting again with --detach inspects it.
+    const again = spawnSync(process.execPath, submitArgs(source, version, ["--detach"]), {
+      env: f.env,
+      encoding: "utf8"
+    })
+    assert.strictEqual(again.status, 0, again.stderr)
+    assert.strictEqual(JSON.parse(again.stdout).record.state, "published")
   }, 300_000)
 })

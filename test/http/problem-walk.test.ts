@@ -474,6 +474,13 @@ layer(
         404,
         "WORKFLOW_NOT_FOUND"
       )
+      yield* expectProblem(
+        "controlplane",
+        "/api/workflows/release-run/{run_id}",
+        { method: "GET", url: `/api/workflows/release-run/${"0".repeat(32)}`, headers: bearer(reader) },
+        404,
+        "RELEASE_RUN_NOT_FOUND"
+      )
 
       // The storage-root handoff's reconcile path.
       const reconcile = "/api/host/storage-root-reconcile"

@@ -240,6 +240,22 @@ export const ProbeStatus = Schema.Struct({
 })
 
 /** Durable workflows run by the server; `ctl` starts and inspects them here (docs/control-plane.md). */
+export class ReleaseRunNotFound extends Schema.TaggedError<ReleaseRunNotFound>()(
+  "ReleaseRunNotFound",
+  { code: Schema.Literal("RELEASE_RUN_NOT_FOUND"), run_id: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}
+
+export const ReleaseRunStarted = Schema.Struct({ execution_id: Schema.String, run_id: Schema.String })
+
+export const ReleaseRunStatus = Schema.Struct({
+  run_id: Schema.String,
+  /** Whether the server's workflow drives the run: running, done, or not_started (never handed over). */
+  workflow: Schema.Literal("running", "done", "not_started"),
+  /** The run record (docs/releases.md, "The run record"). */
+  record: Schema.Unknown
+})
+
 export class WorkflowsApi extends HttpApiGroup.make("workflows")
   .add(
     HttpApiEndpoint.post("startProbe", "/workflows/fleet-probe")
@@ -276,6 +292,28 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
       .annotate(
         OpenApi.Description,
         "A FleetProbe run: running, succeeded (its result) or failed (its error). Needs fleet-read."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("startReleaseRun", "/workflows/release-run")
+      .setHeaders(Bearer)
+      .setPayload(Schema.Struct({ run_id: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{32}$/)) }))
+      .addSuccess(ReleaseRunStarted, { status: 202 })
+      .addError(ReleaseRunNotFound)
+      .annotate(
+        OpenApi.Description,
+        "Hands a submitted release run to the server: its ReleaseRun workflow drives it to published or failed (the same run attaches). Needs release-submit."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("releaseRunStatus", "/workflows/release-run/:run_id")
+      .setPath(Schema.Struct({ run_id: Schema.String }))
+      .setHeaders(Bearer)
+      .addSuccess(ReleaseRunStatus)
+      .addError(ReleaseRunNotFound)
+      .annotate(
+        OpenApi.Description,
+        "A release run: its record and whether the server's workflow drives it (running, done, not_started). Needs fleet-read."
       )
   )
   .addError(VaultDenied)

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto"
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Exit, Option, Stream } from "effect"
 import { FleetProbe } from "../../actors/FleetProbe.js"
+import { ReleaseRunWorkflow } from "../../actors/ReleaseRunWorkflow.js"
 import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
 import { Gates } from "../../services/fleet/gates/Gates.js"
 import { ActionAuthority, AuthorityUnavailable } from "../../services/fleet/grants/ActionAuthority.js"
@@ -17,6 +18,7 @@ import { FleetHosts } from "../../services/fleet/overview/FleetHosts.js"
 import { Overview } from "../../services/fleet/overview/Overview.js"
 import { ServiceReconciler } from "../../services/fleet/reconciler/ServiceReconciler.js"
 import { ServiceViews } from "../../services/fleet/reconciler/ServiceViews.js"
+import { RunRecords } from "../../services/fleet/releases/RunRecords.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import {
   InvalidObjectKey,
@@ -29,6 +31,7 @@ import {
   InvalidReconcileRequest,
   QueueDrainTimedOutProblem,
   ReconcileUnauthorized,
+  ReleaseRunNotFound,
   StorageUndeclaredProblem,
   TickInProgressProblem,
   WorkflowNotFound
@@ -222,6 +225,18 @@ export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", 
     const authority = yield* ActionAuthority
     const allowed = (authorization: string | undefined) =>
       authority.authorize(bearerToken(authorization), { action: "fleet-read" })
+    const runs = yield* RunRecords
+    const recordOf = (runId: string) =>
+      Effect.gen(function* () {
+        const found = yield* runs.read(runId).pipe(Effect.orDie)
+        if (Option.isNone(found))
+          return yield* new ReleaseRunNotFound({
+            code: "RELEASE_RUN_NOT_FOUND",
+            run_id: runId,
+            detail: `no release run ${runId} (release-runs/${runId}/run.json)`
+          })
+        return found.value.record
+      })
     return handlers
       .handle("startProbe", ({ headers, payload }) =>
         Effect.gen(function* () {
@@ -235,6 +250,28 @@ export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", 
             { discard: true }
           )
           return { execution_id: executionId, host: payload.host }
+        })
+      )
+      .handle("startReleaseRun", ({ headers, payload }) =>
+        Effect.gen(function* () {
+          yield* authority.authorize(bearerToken(headers.authorization), { action: "release-submit" })
+          yield* recordOf(payload.run_id)
+          const executionId = yield* ReleaseRunWorkflow.execute({ run_id: payload.run_id }, { discard: true })
+          return { execution_id: executionId, run_id: payload.run_id }
+        })
+      )
+      .handle("releaseRunStatus", ({ headers, path }) =>
+        Effect.gen(function* () {
+          yield* allowed(headers.authorization)
+          const record = yield* recordOf(path.run_id)
+          const result = yield* ReleaseRunWorkflow.poll(yield* ReleaseRunWorkflow.executionId({ run_id: path.run_id }))
+          const workflow =
+            result === undefined
+              ? ("not_started" as const)
+              : result._tag === "Suspended"
+                ? ("running" as const)
+                : ("done" as const)
+          return { run_id: path.run_id, workflow, record }
         })
       )
       .handle("probeStatus", ({ headers, path }) =>

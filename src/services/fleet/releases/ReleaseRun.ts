@@ -42,6 +42,8 @@ export interface SubmitRequest {
   /** A pause after each publication object (to watch a run step by step), 0 for none. */
   readonly stepPauseMillis?: number
   readonly onProgress?: (event: RunProgress) => Effect.Effect<void>
+  /** `here` (default): this call drives the run; `elsewhere`: only record it (the server's workflow drives it). */
+  readonly drive?: "here" | "elsewhere"
 }
 
 export type RunProgress =
@@ -403,6 +405,14 @@ export class ReleaseRun extends Effect.Service<ReleaseRun>()("fleet/ReleaseRun",
             recipe: { ...recipe, source_date_epoch: epoch },
             builder: { target: builder }
           })
+          if (request.drive === "elsewhere") {
+            const now = yield* runs.read(runId)
+            return {
+              run_id: runId,
+              created: opened.created,
+              record: Option.isSome(now) ? now.value.record : opened.record
+            } satisfies SubmitAnswer
+          }
           const deadline = (yield* Clock.currentTimeMillis) + request.waitMillis
           const record = yield* advance(runId, {
             deadline,
