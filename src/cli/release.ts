@@ -7,6 +7,7 @@ import { SIGNING_KEY_FIELD } from "../services/fleet/releases/ReleaseAuthority.j
 import { buildRun } from "../services/fleet/releases/ReleaseBuilder.js"
 import { type ProductRollout, ReleaseRollout } from "../services/fleet/releases/ReleaseRollout.js"
 import { ReleaseRun, type RunProgress } from "../services/fleet/releases/ReleaseRun.js"
+import { RunCopies } from "../services/fleet/releases/RunCopies.js"
 import { type RunRecord, runRecordKey } from "../services/fleet/releases/RunRecords.js"
 import { generateKeyPair } from "../services/platform/vault/Ed25519.js"
 import { Vault } from "../services/platform/vault/Vault.js"
@@ -358,11 +359,40 @@ const rollout = Command.make(
   )
 )
 
+const prune = Command.make(
+  "prune",
+  {
+    apply: Options.boolean("apply").pipe(Options.withDescription("Delete (without it: report what would go)")),
+    json
+  },
+  ({ apply, json }) =>
+    Effect.gen(function* () {
+      const report = yield* (yield* RunCopies).prune(apply).pipe(Effect.orDie)
+      yield* emit(json, report, (r) =>
+        [
+          ...r.reclaimed.map((c) => `${apply ? "deleted " : "would go"} ${c.key} (${c.bytes} bytes, ${c.reason})`),
+          `${r.reclaimed.length} copy(ies), ${r.bytes} bytes ${apply ? "reclaimed" : "reclaimable"} of ${r.runs} run(s)${
+            Object.keys(r.kept).length === 0
+              ? ""
+              : `; runs kept: ${Object.entries(r.kept)
+                  .map(([k, n]) => `${k} ${n}`)
+                  .join(", ")}`
+          }`
+        ].join("\n")
+      )
+    })
+).pipe(
+  Command.withDescription(
+    "Reclaim the control plane's build copies: lost attempts of finished runs, and copies published under releases/"
+  )
+)
+
 export const release = Command.make("release").pipe(
   Command.withDescription("Releases: submit and build, the signing key and the catalog (docs/releases.md)"),
   Command.withSubcommands([
     submit.pipe(Command.provide(ServicesLive)),
     build,
+    prune.pipe(Command.provide(ServicesLive)),
     promote.pipe(Command.provide(RolloutLive)),
     rollout.pipe(Command.provide(RolloutLive)),
     Command.make("catalog").pipe(

@@ -27,6 +27,7 @@ import { ReleaseAuthority } from "../services/fleet/releases/ReleaseAuthority.js
 import { ReleaseCatalog } from "../services/fleet/releases/ReleaseCatalog.js"
 import { ReleasePublisher } from "../services/fleet/releases/ReleasePublisher.js"
 import { ReleaseRun } from "../services/fleet/releases/ReleaseRun.js"
+import { RunCopies } from "../services/fleet/releases/RunCopies.js"
 import { RunRecords } from "../services/fleet/releases/RunRecords.js"
 import { VersionDeclaration } from "../services/fleet/releases/VersionDeclaration.js"
 import { ServiceManagerLive } from "../services/fleet/units/ServiceManagerLive.js"
@@ -107,6 +108,7 @@ export const DomainServices = Layer.mergeAll(
   AutonomyControl.Default,
   CatalogMaintenance.Default,
   ReleaseRun.Default,
+  RunCopies.Default,
   VersionDeclaration.Default
 ).pipe(
   Layer.provideMerge(ReleasePublisher.Default),

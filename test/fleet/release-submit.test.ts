@@ -306,6 +306,39 @@ describe("ctl release submit", () => {
     assert.lengthOf(jobsOf(f), 1)
     assert.lengthOf(attemptsOf(f, first.json.run_id), 1)
 
+    // The control plane's copies: a lost attempt (a retried job's) and the winner's copies of published bytes.
+    const lost = path.join(f.objects, "release-runs", first.json.run_id, "builds", "linux-x64", "0000000000000000")
+    fs.mkdirSync(lost, { recursive: true })
+    fs.writeFileSync(path.join(lost, "release.tar.gz"), "a lost attempt")
+    const ctlJson = (args: ReadonlyArray<string>) => {
+      const result = spawnSync(process.execPath, [ctlBin, ...args], { env: f.env, encoding: "utf8" })
+      assert.strictEqual(result.status, 0, result.stderr)
+      return JSON.parse(result.stdout)
+    }
+    const dry = ctlJson(["release", "prune", "--json"])
+    assert.deepStrictEqual(
+      dry.reclaimed
+        .map((c: { key: string; reason: string }) => `${c.key.split("/").slice(-2).join("/")}:${c.reason}`)
+        .sort(),
+      [
+        "0000000000000000/release.tar.gz:lost_attempt",
+        `${attemptsOf(f, first.json.run_id).find((a) => a !== "0000000000000000")}/qualification.json:canonical_copy`,
+        `${attemptsOf(f, first.json.run_id).find((a) => a !== "0000000000000000")}/release.tar.gz:canonical_copy`
+      ].sort()
+    )
+    assert.isTrue(fs.existsSync(path.join(lost, "release.tar.gz")), "a dry run deletes nothing")
+    assert.lengthOf(ctlJson(["release", "prune", "--apply", "--json"]).reclaimed, 3)
+    assert.lengthOf(ctlJson(["release", "prune", "--json"]).reclaimed, 0)
+    // What stays: the run, its output record, its source, the canonical release — and it still verifies.
+    for (const kept of ["run.json", "source.tar.gz", "outputs/linux-x64/output.json"])
+      assert.isTrue(fs.existsSync(path.join(f.objects, "release-runs", first.json.run_id, kept)), kept)
+    const audited = spawnSync(process.execPath, [ctlBin, "release", "catalog", "audit"], {
+      env: f.env,
+      encoding: "utf8"
+    })
+    assert.strictEqual(audited.status, 0, audited.stdout)
+    assert.strictEqual(submit(f, source, "1.0.0").json.record.state, "published")
+
     // Refusals write nothing: a dirty tree, a used version for another revision, no recipe.
     fs.writeFileSync(path.join(source, "notes.txt"), "draft")
     const dirty = submit(f, source, "1.0.1")
