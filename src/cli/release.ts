@@ -1,7 +1,13 @@
 import { Args, Command, Options } from "@effect/cli"
-import { Console, Effect, Option } from "effect"
-import { RolloutLive, ServicesLive } from "../layers/Live.js"
-import { configuredAccess, makeObjectApiClient, readVaultField } from "../services/fleet/objects/ObjectApiClient.js"
+import { Console, Duration, Effect, Option } from "effect"
+import { RolloutLive, ServicesLive, TagLive } from "../layers/Live.js"
+import {
+  configuredAccess,
+  makeObjectApiClient,
+  readVaultField,
+  resilientClient,
+  retryTransient
+} from "../services/fleet/objects/ObjectApiClient.js"
 import { CatalogMaintenance, type SyncedRelease } from "../services/fleet/releases/CatalogMaintenance.js"
 import { SIGNING_KEY_FIELD } from "../services/fleet/releases/ReleaseAuthority.js"
 import { buildRun } from "../services/fleet/releases/ReleaseBuilder.js"
@@ -9,6 +15,7 @@ import { type ProductRollout, ReleaseRollout } from "../services/fleet/releases/
 import { ReleaseRun, type RunProgress } from "../services/fleet/releases/ReleaseRun.js"
 import { RunCopies } from "../services/fleet/releases/RunCopies.js"
 import { type RunRecord, runRecordKey } from "../services/fleet/releases/RunRecords.js"
+import { type StepResult, TagRelease } from "../services/fleet/releases/TagRelease.js"
 import { generateKeyPair } from "../services/platform/vault/Ed25519.js"
 import { Vault } from "../services/platform/vault/Vault.js"
 import { controlPlaneAccess } from "./fleet.js"
@@ -258,13 +265,16 @@ const build = Command.make(
     Effect.gen(function* () {
       const asFailure = (e: { readonly code: string; readonly detail: string }) =>
         new CommandFailed({ detail: `${e.code}: ${e.detail}` })
-      const access = yield* configuredAccess(["KEEL_RELEASE_GRANT_FILE", "KEEL_GRANT_FILE"]).pipe(
-        Effect.mapError(asFailure)
-      )
+      // A control plane restarting while this build runs is waited out (2 minutes a call), not a failed build.
+      const within = Duration.minutes(2)
+      const access = yield* retryTransient(
+        configuredAccess(["KEEL_RELEASE_GRANT_FILE", "KEEL_GRANT_FILE"]),
+        within
+      ).pipe(Effect.mapError(asFailure))
       const client = yield* makeObjectApiClient(access).pipe(Effect.mapError(asFailure))
-      const answer = yield* buildRun(client, run, {
+      const answer = yield* buildRun(resilientClient(client, within), run, {
         log: (text) => void process.stderr.write(text),
-        secret: (reference) => readVaultField(access.vaultUrl, access.token, reference)
+        secret: (reference) => retryTransient(readVaultField(access.vaultUrl, access.token, reference), within)
       }).pipe(Effect.mapError(asFailure))
       // Always one JSON line, and always the last line on stdout: the run reads the output's coordinates there.
       yield* Console.log(JSON.stringify(answer))
@@ -387,6 +397,54 @@ const prune = Command.make(
   )
 )
 
+const stepLine = (name: string, step: StepResult) =>
+  `${name.padEnd(18)} ${step.outcome}${step.detail === "" ? "" : ` — ${step.detail}`}${(step.targets ?? []).map((t) => `\n${" ".repeat(19)}${t.target}/${t.binary}: ${t.delivery} (${t.ok ? "ok" : t.detail})`).join("")}`
+
+const tag = Command.make(
+  "tag",
+  {
+    tag: Args.text({ name: "TAG" }).pipe(
+      Args.withDescription("v<major>.<minor>.<patch> (stable) or with -<suffix> (candidate)")
+    ),
+    source: Options.directory("source", { exists: "yes" }).pipe(
+      Options.withDescription("The clean work tree with the tag checked out")
+    ),
+    waitSeconds: Options.integer("wait-seconds").pipe(
+      Options.withDefault(3600),
+      Options.withDescription("How long each publication waits for its build (exit 3 when one has not finished)")
+    ),
+    json
+  },
+  ({ json, source, tag: name, waitSeconds }) =>
+    Effect.gen(function* () {
+      const answer = yield* (yield* TagRelease).tag({ source, tag: name, waitMillis: waitSeconds * 1000 }).pipe(
+        Effect.catchTags({
+          TagRefused: failWith(json),
+          ReleaseAuthorityUnavailable: failWith(json)
+        })
+      )
+      yield* emit(json, answer, (a) =>
+        [
+          `${a.tag} (${a.kind} ${a.version} at ${a.revision})`,
+          stepLine("native publication", a.native_publication),
+          stepLine("native delivery", a.native_delivery),
+          stepLine("linux publication", a.linux_publication),
+          stepLine("linux delivery", a.linux_delivery),
+          a.ok ? "released" : "not a complete release"
+        ].join("\n")
+      )
+      if (answer.ok) return
+      const all = [answer.native_publication, answer.native_delivery, answer.linux_publication, answer.linux_delivery]
+      if (all.some((s) => s.outcome === "in_progress") && !all.some((s) => s.outcome === "failed"))
+        return yield* new ExitWith({ code: EXIT_RUN_IN_PROGRESS })
+      return yield* new ExitWith({ code: 1 })
+    })
+).pipe(
+  Command.withDescription(
+    "The repository tag adapter: version check, reservations, native publication and delivery, then Linux (docs/releases.md)"
+  )
+)
+
 export const release = Command.make("release").pipe(
   Command.withDescription("Releases: submit and build, the signing key and the catalog (docs/releases.md)"),
   Command.withSubcommands([
@@ -394,6 +452,7 @@ export const release = Command.make("release").pipe(
     build,
     prune.pipe(Command.provide(ServicesLive)),
     promote.pipe(Command.provide(RolloutLive)),
+    tag.pipe(Command.provide(TagLive)),
     rollout.pipe(Command.provide(RolloutLive)),
     Command.make("catalog").pipe(
       Command.withDescription("The release catalog"),

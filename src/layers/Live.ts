@@ -10,6 +10,7 @@ import { JobWorker } from "../services/fleet/jobs/JobWorker.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { BinaryRecovery } from "../services/fleet/releases/BinaryRecovery.js"
 import { ReleaseRollout } from "../services/fleet/releases/ReleaseRollout.js"
+import { TagRelease } from "../services/fleet/releases/TagRelease.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
 import { migrationsLayer, sqliteFromConfig, sqliteMemory } from "../services/platform/Database.js"
@@ -100,3 +101,6 @@ export const RolloutLive = ReleaseRollout.Default.pipe(
   Layer.provideMerge(BinaryRecovery.Default),
   Layer.provideMerge(ReconcilerOpsLive)
 )
+
+/** `ctl release tag`: the repository tag adapter, over submit and the release agent. */
+export const TagLive = TagRelease.Default.pipe(Layer.provideMerge(RolloutLive))

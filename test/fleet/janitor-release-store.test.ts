@@ -150,6 +150,7 @@ describe("release_store", () => {
       versionDir(root, "0.6.0", { installers: true }) // an installer publication
       versionDir(root, "0.4.0") // tag-only: published, no pipeline run
       versionDir(root, "0.3.0", { ageDays: 0 }) // completed, but touched now
+      versionDir(root, "0.2.0") // only a candidate tag's run published it: no completion evidence
       fs.symlinkSync("1.4.0", path.join(root, "tool", "current"))
 
       return Effect.gen(function* () {
@@ -163,7 +164,8 @@ describe("release_store", () => {
           run("0.8.0", "failed"),
           run("0.7.0", "published", { sourceSha: "e".repeat(64) }),
           run("0.5.0", "published", { channel: "candidate" }),
-          run("0.3.0", "published")
+          run("0.3.0", "published"),
+          { ...run("0.2.0", "published"), steps: { tag: { name: "v0.2.0-rc1", kind: "candidate" } } }
         ]
         for (const record of records) yield* put(runRecordKey(record.run_id), canonicalBytes(record))
         yield* put("releases/tool/0.95.0/source-revision.json", sourceRevision("tool", "0.95.0"))
@@ -193,6 +195,7 @@ describe("release_store", () => {
         assert.isFalse(fs.existsSync(eligible))
         assert.isFalse(fs.existsSync(fromCanonical))
         assert.deepStrictEqual(reasons(report), {
+          "0.2.0": "publication_completion_unverified",
           "0.3.0": "too_young",
           "0.4.0": "publication_completion_unverified",
           "0.5.0": "retained_newest_installable",
@@ -210,7 +213,7 @@ describe("release_store", () => {
           "2.0.0": "retained_keep_newest"
         })
         const cleaner = report.cleaners.release_store as { skipped_counts: Record<string, number> }
-        assert.strictEqual(cleaner.skipped_counts.publication_completion_unverified, 3)
+        assert.strictEqual(cleaner.skipped_counts.publication_completion_unverified, 4)
         for (const kept of Object.keys(reasons(report))) assert.isTrue(fs.existsSync(path.join(root, "tool", kept)))
         // Rule 6: the payload went, the version's reservations did not.
         assert.deepStrictEqual(

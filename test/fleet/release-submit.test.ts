@@ -452,7 +452,9 @@ describe("ctl release submit", () => {
     await new Promise((resolve) => f.server.child.once("exit", resolve))
     // Restarted, it resumes the workflow on its own: nobody submits again.
     await f.serve()
-    await waitFor("the run published by the restarted server", () => state() === "published", 150_000)
+    await waitFor("the run published by the restarted server", () => state() === "published", 150_000).catch((e) => {
+      throw new Error(`${e.message}: ${fs.readFileSync(recordFile, "utf8")}`)
+    })
     assert.deepStrictEqual(releaseFiles(f, version), PUBLISHED)
     assert.lengthOf(jobsOf(f), 1)
     assert.lengthOf(attemptsOf(f, answer.run_id), 1)

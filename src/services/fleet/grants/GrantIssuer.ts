@@ -87,11 +87,15 @@ export class GrantIssuer extends Effect.Service<GrantIssuer>()("fleet/GrantIssue
         const listed = yield* vault.listItems
         const held = new Set(listed.flatMap((item) => [item.name, ...item.fields.map((f) => `${item.name}#${f}`)]))
         const items = unknownOf(request.items, held)
-        if (items.length > 0)
-          return yield* refused(
-            "UNKNOWN_ITEM",
-            `the vault holds no item or field ${items.join(", ")} (see ctl vault item list)`
-          )
+        if (items.length > 0) {
+          const whole = items.filter((item) => !item.includes("#"))
+          const fields = items.filter((item) => item.includes("#"))
+          const missing = [
+            ...(whole.length > 0 ? [`the vault holds no item ${whole.join(", ")}`] : []),
+            ...(fields.length > 0 ? [`the vault holds no field ${fields.join(", ")}`] : [])
+          ].join("; ")
+          return yield* refused("UNKNOWN_ITEM", `${missing} (see ctl vault item list)`)
+        }
         // A field-scoped grant (item#field) is a build or delivery secret: the registry must permit it.
         const fields = request.items.filter((item) => item.includes("#"))
         if (fields.length > 0) {

@@ -260,7 +260,13 @@ export const scanReleaseStore = (options: {
       }
       const exact = (source: { revision: string; sha256: string }) =>
         source.revision === identity.revision && source.sha256 === identity.sha256
-      const completed = runs.some((r) => r.state === "published" && exact(r.inputs.source))
+      // A candidate tag's publication never proves completion (seed 002, release rule 7).
+      const completed = runs.some(
+        (r) =>
+          r.state === "published" &&
+          exact(r.inputs.source) &&
+          (r.steps.tag as { kind?: string } | undefined)?.kind !== "candidate"
+      )
       if (!completed) {
         skipped.push({ path: dir, reason: "publication_completion_unverified" })
         continue

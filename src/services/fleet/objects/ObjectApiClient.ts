@@ -2,7 +2,7 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
-import { Config, Effect, Option, Schema } from "effect"
+import { Config, type Duration, Effect, Option, Schedule, Schema } from "effect"
 import { isLoopbackHost } from "../../platform/Net.js"
 import type { ObjectHead, WriteCondition } from "../../platform/objects/ObjectStore.js"
 import { readGrantCredential } from "../beacon/BeaconPublisher.js"
@@ -333,3 +333,39 @@ export const readVaultField = (vaultUrl: string, token: string, reference: strin
     const answer = (yield* Effect.promise(() => response.json())) as { value: string }
     return answer.value
   })
+
+/** A failure worth waiting out: the control plane unreachable (restarting) or answering 5xx. */
+export const isTransient = (error: ObjectApiError) => error.code === "CONTROL_PLANE_UNREACHABLE" || error.status >= 500
+
+/**
+ * Retries transient failures (the control plane restarting, 5xx) with a jittered exponential backoff for at most
+ * `within`; refusals (4xx) fail at once.
+ */
+export const retryTransient = <A, R>(effect: Effect.Effect<A, ObjectApiError, R>, within: Duration.DurationInput) =>
+  Effect.retry(effect, {
+    while: isTransient,
+    schedule: Schedule.exponential("250 millis", 2).pipe(
+      Schedule.either(Schedule.spaced("5 seconds")),
+      Schedule.jittered,
+      Schedule.upTo(within)
+    )
+  })
+
+/** The same client, each call retrying transient failures for at most `within` (a builder outliving a restart). */
+export const resilientClient = (client: ObjectApiClient, within: Duration.DurationInput): ObjectApiClient => ({
+  head: (key) => retryTransient(client.head(key), within),
+  get: (key) => retryTransient(client.get(key), within),
+  getFile: (key, file) =>
+    retryTransient(
+      Effect.suspend(() => {
+        // A partial download from a failed attempt is discarded before the next one.
+        fs.rmSync(file, { force: true })
+        return client.getFile(key, file)
+      }),
+      within
+    ),
+  put: (key, bytes, condition) => retryTransient(client.put(key, bytes, condition), within),
+  putFile: (key, file, condition) => retryTransient(client.putFile(key, file, condition), within),
+  delete: (key) => retryTransient(client.delete(key), within),
+  list: (prefix) => retryTransient(client.list(prefix), within)
+})

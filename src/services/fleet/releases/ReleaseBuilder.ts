@@ -117,12 +117,15 @@ export const buildRun = (
       )
       if (untar !== 0) return yield* failed(`tar could not extract the source (exit ${untar})`)
       const top = path.join(tree, `${record.inputs.product}-${record.inputs.version}`)
+      const recipeFile = (record.steps.recipe as { recipe_file?: string }).recipe_file ?? RECIPE_FILE
+      const recipePath = path.resolve(top, recipeFile)
+      if (!recipePath.startsWith(`${top}${path.sep}`)) return yield* failed(`${recipeFile} is outside the source`)
       const recipeText = yield* Effect.try({
-        try: () => fs.readFileSync(path.join(top, RECIPE_FILE)),
-        catch: () => failed(`the source holds no ${RECIPE_FILE}`)
+        try: () => fs.readFileSync(recipePath),
+        catch: () => failed(`the source holds no ${recipeFile}`)
       })
       if (sha256Hex(recipeText) !== record.inputs.manifest_sha256)
-        return yield* failed(`the source's ${RECIPE_FILE} is not the run's (manifest digest differs)`)
+        return yield* failed(`the source's ${recipeFile} is not the run's (manifest digest differs)`)
       const recipe = parseRecipe(recipeText.toString("utf8"))
       if (Either.isLeft(recipe)) return yield* failed(recipe.left)
 

@@ -165,6 +165,10 @@ export class ReleaseRollout extends Effect.Service<ReleaseRollout>()("fleet/Rele
       options: {
         readonly stepPauseMillis: number
         readonly onProgress?: ((p: RolloutProgress) => Effect.Effect<void>) | undefined
+        /** Only these targets (the tag adapter's required ones); default every target declaring the product. */
+        readonly only?: ReadonlySet<string> | undefined
+        /** Whether the completion record is written (a rollout: yes; the tag adapter's delivery: no). */
+        readonly deployment?: boolean | undefined
       }
     ) =>
       Effect.gen(function* () {
@@ -192,9 +196,11 @@ export class ReleaseRollout extends Effect.Service<ReleaseRollout>()("fleet/Rele
             options.onProgress === undefined ? Effect.void : options.onProgress({ product, target, step: name }),
             options.stepPauseMillis > 0 ? Effect.sleep(Duration.millis(options.stepPauseMillis)) : Effect.void
           )
-        const declared = document.targets.flatMap((target) =>
-          target.binaries.filter((b) => b.product === product).map((binary) => ({ target, binary }))
-        )
+        const declared = document.targets
+          .filter((target) => options.only === undefined || options.only.has(target.name))
+          .flatMap((target) =>
+            target.binaries.filter((b) => b.product === product).map((binary) => ({ target, binary }))
+          )
         const results: Array<TargetRollout> = []
         for (const { binary, target } of declared) {
           const row = { target: target.name, binary: binary.name, path: binary.path }
@@ -272,7 +278,7 @@ export class ReleaseRollout extends Effect.Service<ReleaseRollout>()("fleet/Rele
         const manifestKey = releaseKey(product, version, "release.json")
         const ok = declared.length > 0 && results.every((r) => r.ok)
         let deployment: ProductRollout["deployment"] = null
-        if (ok) {
+        if (ok && options.deployment !== false) {
           // 5. The completion record, only now; written once (create-only) per generation.
           const key = deploymentKey(product, version, generation)
           const existing = yield* store.head(key)
@@ -340,6 +346,28 @@ export class ReleaseRollout extends Effect.Service<ReleaseRollout>()("fleet/Rele
         return { generation: control.generation, products: results, ok: results.every((r) => r.ok) }
       })
 
-    return { promote, rollout } as const
+    /**
+     * The tag adapter's native or Linux delivery: `targets` (each must declare a binary of `product`) converged to
+     * `version` — declaration, delivery where the host does not report it, services — without a deployment record.
+     */
+    const converge = (product: string, version: string, targets: ReadonlyArray<string>) =>
+      Effect.gen(function* () {
+        const snapshot = yield* registry.read().pipe(Effect.mapError((e) => refused(`the registry: ${e.detail}`)))
+        const missing = targets.filter(
+          (name) =>
+            !snapshot.registry.targets.some((t) => t.name === name && t.binaries.some((b) => b.product === product))
+        )
+        if (missing.length > 0)
+          return yield* refused(
+            `required target(s) ${missing.join(", ")} declare no binary of ${product} (targets[].binaries)`
+          )
+        return yield* rolloutProduct(snapshot.registry, product, version, {
+          stepPauseMillis: 0,
+          only: new Set(targets),
+          deployment: false
+        })
+      })
+
+    return { promote, rollout, converge } as const
   })
 }) {}

@@ -44,6 +44,10 @@ export interface SubmitRequest {
   readonly onProgress?: (event: RunProgress) => Effect.Effect<void>
   /** `here` (default): this call drives the run; `elsewhere`: only record it (the server's workflow drives it). */
   readonly drive?: "here" | "elsewhere"
+  /** The recipe's path in the committed tree (default `keel-release.json`; the tag adapter names its platforms'). */
+  readonly recipeFile?: string
+  /** Recorded in the run (`steps.tag`) when the tag adapter submits: a candidate's run is no completion evidence. */
+  readonly tag?: { readonly name: string; readonly kind: "stable" | "candidate" }
 }
 
 export type RunProgress =
@@ -100,11 +104,11 @@ export class ReleaseRun extends Effect.Service<ReleaseRun>()("fleet/ReleaseRun",
     )
 
     /** The recipe committed at `revision`, its bytes' digest, and the commit's time. */
-    const recipeAt = (source: string, revision: string) =>
+    const recipeAt = (source: string, revision: string, file: string) =>
       Effect.gen(function* () {
-        const text = yield* committedFile(source, revision, RECIPE_FILE)
+        const text = yield* committedFile(source, revision, file)
         if (Option.isNone(text))
-          return yield* refused(`${source} has no committed ${RECIPE_FILE} (docs/releases.md, "The recipe")`)
+          return yield* refused(`${source} has no committed ${file} (docs/releases.md, "The recipe")`)
         const recipe = parseRecipe(text.value)
         if (Either.isLeft(recipe)) return yield* refused(recipe.left)
         return { recipe: recipe.right, sha256: sha256Hex(text.value) }
@@ -365,11 +369,14 @@ export class ReleaseRun extends Effect.Service<ReleaseRun>()("fleet/ReleaseRun",
             )
           if (!CHANNEL_PATTERN.test(request.channel))
             return yield* refused(`channel ${JSON.stringify(request.channel)} is not [a-z][a-z0-9-]* (at most 32)`)
-          const headRecipe = yield* recipeAt(request.source, "HEAD")
+          const recipeFile = request.recipeFile ?? RECIPE_FILE
+          if (!/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/.test(recipeFile) || recipeFile.split("/").includes(".."))
+            return yield* refused(`${recipeFile} is not a relative path inside the tree`)
+          const headRecipe = yield* recipeAt(request.source, "HEAD", recipeFile)
           const dir = yield* spool
           const archive = path.join(dir, "source.tar.gz")
           const source = yield* archiveSource(request.source, headRecipe.recipe.product, request.version, archive)
-          const { recipe, sha256: manifestSha256 } = yield* recipeAt(request.source, source.revision)
+          const { recipe, sha256: manifestSha256 } = yield* recipeAt(request.source, source.revision, recipeFile)
           if (manifestSha256 !== headRecipe.sha256 || recipe.product !== headRecipe.recipe.product)
             return yield* refused(`${request.source} changed while it was archived: submit again`)
           const builder = yield* builderFor(recipe.platform, recipe.secrets ?? {})
@@ -402,8 +409,9 @@ export class ReleaseRun extends Effect.Service<ReleaseRun>()("fleet/ReleaseRun",
           const epoch = yield* commitTime(request.source, source.revision)
           const opened = yield* runs.open(inputs, yield* nowIso, {
             source: { key: keys.source, sha256: source.sha256, size: source.size },
-            recipe: { ...recipe, source_date_epoch: epoch },
-            builder: { target: builder }
+            recipe: { ...recipe, source_date_epoch: epoch, recipe_file: recipeFile },
+            builder: { target: builder },
+            ...(request.tag === undefined ? {} : { tag: { name: request.tag.name, kind: request.tag.kind } })
           })
           if (request.drive === "elsewhere") {
             const now = yield* runs.read(runId)

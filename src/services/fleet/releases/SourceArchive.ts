@@ -124,3 +124,15 @@ export const commitTime = (source: string, revision: string) =>
   Effect.map(git(path.resolve(source), ["show", "-s", "--format=%ct", revision]), (shown) =>
     Number.parseInt(shown.stdout.trim(), 10)
   )
+
+/** The commit a tag names and the commit checked out (HEAD), or none when the tag does not exist. */
+export const tagAndHead = (source: string, tag: string) =>
+  Effect.gen(function* () {
+    const root = path.resolve(source)
+    const tagged = yield* git(root, ["rev-parse", "--verify", "--quiet", `refs/tags/${tag}^{commit}`])
+    const head = yield* git(root, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
+    return {
+      tag: tagged.code === 0 ? Option.some(tagged.stdout.trim()) : Option.none<string>(),
+      head: head.code === 0 ? Option.some(head.stdout.trim()) : Option.none<string>()
+    }
+  })
