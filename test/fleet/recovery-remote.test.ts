@@ -30,7 +30,10 @@ describe.skipIf(!sshdAvailable)("binary delivery and recovery through an ssh cha
       registry,
       Yaml.stringify({
         version: 1,
-        settings: { release: { signing_key_item: "release-signing", signing_key_id: key.key_id } },
+        settings: {
+          release: { signing_key_item: "release-signing", signing_key_id: key.key_id },
+          agent: { skarbiec: { secret_fields: ["fleet-ssh#private_key"] } }
+        },
         targets: [
           {
             name: "remote",
@@ -83,5 +86,15 @@ describe.skipIf(!sshdAvailable)("binary delivery and recovery through an ssh cha
     assert.isTrue(broken.json.rolled_back)
     assert.strictEqual(execFileSync(installed, ["--help"], { encoding: "utf8" }).trim(), "ctl 2.0.0")
     assert.deepStrictEqual(fs.readdirSync(path.dirname(installed)).sort(), ["ctl", "ctl.prev", "ctl.release.json"])
+
+    // The delivery secret (the ssh identity) must be one agent.skarbiec.secret_fields allows: else nothing moves.
+    const document = Yaml.parse(fs.readFileSync(registry, "utf8"))
+    document.settings.agent.skarbiec.secret_fields = []
+    fs.writeFileSync(registry, Yaml.stringify(document))
+    const unlisted = ctl(["host", "release", "remote", "--binary", "ctl", "--version", "2.0.0", "--json"])
+    assert.strictEqual(unlisted.code, 1)
+    assert.strictEqual(unlisted.json.error.code, "RECOVERY_REFUSED")
+    assert.include(unlisted.json.error.detail, "fleet-ssh#private_key")
+    assert.strictEqual(execFileSync(installed, ["--help"], { encoding: "utf8" }).trim(), "ctl 2.0.0")
   }, 120_000)
 })

@@ -142,6 +142,18 @@ describe("ctl release promote|rollout", () => {
     assert.strictEqual(runs("a"), "ctl 1.0.0")
     assert.strictEqual(declared("b"), "1.0.0")
     assert.strictEqual(receipt("a")?.version, "1.0.0")
+    // The release's run record carries the delivery state.
+    const runsDir = path.join(dir, "data", "objects", "release-runs")
+    const runOf = (version: string) =>
+      fs
+        .readdirSync(runsDir)
+        .map((id) => JSON.parse(fs.readFileSync(path.join(runsDir, id, "run.json"), "utf8")))
+        .find((r) => r.inputs.version === version)
+    assert.deepInclude(runOf("1.0.0").steps.delivery, {
+      generation: 1,
+      ok: true,
+      deployment: "releases/keel/1.0.0/deployments/1/deployment.json"
+    })
 
     // Converged already: nothing declared, nothing delivered, the record found.
     const again = ctl(["release", "rollout", "--json"])

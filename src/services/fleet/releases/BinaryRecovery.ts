@@ -229,6 +229,14 @@ export class BinaryRecovery extends Effect.Service<BinaryRecovery>()("fleet/Bina
         if (binary === undefined)
           return yield* refused(`${target.name} declares no binary named ${binaryName} (targets[].binaries)`)
         const product = binary.product
+        // The delivery secret — the ssh identity the binary travels with — must be one the registry allows.
+        if (typeof target.channel !== "string") {
+          const reference = target.channel.ssh.identity_item
+          if (!snapshot.registry.settings.agent.skarbiec.secret_fields.includes(reference))
+            return yield* refused(
+              `${target.name}'s delivery secret ${reference} (its ssh identity) is not in settings.agent.skarbiec.secret_fields`
+            )
+        }
         const steps: Array<RecoveryStep> = []
         const answer = (fields: Partial<RecoveryAnswer>): RecoveryAnswer => ({
           ...base,

@@ -11,6 +11,7 @@ import { ReleaseAuthority } from "./ReleaseAuthority.js"
 import { ReleaseCatalog } from "./ReleaseCatalog.js"
 import { releaseKey, verifyRelease } from "./ReleaseManifest.js"
 import { objectStoreReader } from "./ReleaseReaders.js"
+import { RunRecords, runIdOf } from "./RunRecords.js"
 import { VersionDeclaration } from "./VersionDeclaration.js"
 
 /** A promotion or rollout that cannot start: nothing was written. */
@@ -80,7 +81,43 @@ export class ReleaseRollout extends Effect.Service<ReleaseRollout>()("fleet/Rele
     const declaration = yield* VersionDeclaration
     const delivery = yield* BinaryRecovery
     const reconciler = yield* ServiceReconciler
+    const runs = yield* RunRecords
     const refused = (detail: string) => new RolloutRefused({ code: "ROLLOUT_REFUSED", detail })
+
+    /**
+     * The delivery state in the release's run record(s) (`steps.delivery`): each published run of this product and
+     * version, by compare-and-set; a record another writer changed meanwhile is left to the next rollout.
+     */
+    const recordDelivery = (product: string, version: string, delivery: Record<string, unknown>) =>
+      Effect.gen(function* () {
+        const submitted = (yield* catalog.submissions).filter((s) => s.product === product && s.version === version)
+        const reconciled = (yield* catalog.entries).filter((e) => e.product === product && e.version === version)
+        const ids = new Set([
+          ...submitted.map((s) => s.run_id),
+          ...reconciled.map((e) =>
+            runIdOf({
+              product,
+              version,
+              channel: e.channel,
+              source: { revision: e.revision, tree: e.tree, sha256: e.source_sha256, size: 0 },
+              manifest_sha256: e.manifest_sha256
+            })
+          )
+        ])
+        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+        for (const id of ids) {
+          const found = yield* runs.read(id)
+          if (Option.isNone(found) || found.value.record.state !== "published") continue
+          yield* runs
+            .update(
+              id,
+              found.value.record.generation,
+              (r) => ({ ...r, steps: { ...r.steps, delivery: { ...delivery, at: now } } }),
+              now
+            )
+            .pipe(Effect.ignore)
+        }
+      }).pipe(Effect.catchAll(() => Effect.void))
 
     /** The release verified in the store: its manifest and digest, or why not. */
     const verified = (product: string, version: string, settings: FleetRegistryDocument["settings"]["release"]) =>
@@ -305,6 +342,12 @@ export class ReleaseRollout extends Effect.Service<ReleaseRollout>()("fleet/Rele
             deployment = { key, outcome: written.created ? "created" : "present" }
           }
         }
+        yield* recordDelivery(product, version, {
+          generation: options.deployment === false ? null : generation,
+          ok,
+          targets: results.map((r) => ({ target: r.target, binary: r.binary, delivery: r.delivery, ok: r.ok })),
+          deployment: deployment?.key ?? null
+        })
         return {
           ...base,
           manifest: { key: manifestKey, sha256: want.manifest },
