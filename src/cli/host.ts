@@ -19,6 +19,7 @@ import { writeFileAtomically } from "../services/platform/Files.js"
 import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
 import { storageRootReconcile } from "./handoff.js"
 import { CommandFailed, ExitWith, emit, json, table } from "./Output.js"
+import { precheckRunner } from "./precheck.js"
 import { declareVersion, recover, release } from "./recover.js"
 
 const hostOption = Options.text("host").pipe(
@@ -366,7 +367,8 @@ export const host = Command.make("host").pipe(
     storageRootReconcile.pipe(Command.provide(AppConfig.Default)),
     recover.pipe(Command.provide(RecoveryLive)),
     release.pipe(Command.provide(RecoveryLive)),
-    declareVersion.pipe(Command.provide(ServicesLive))
+    declareVersion.pipe(Command.provide(ServicesLive)),
+    precheckRunner
   ])
 )
 // Options are named --routing-file, not --env-file: Node 20 scans the whole argv for --env-file.

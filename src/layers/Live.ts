@@ -11,6 +11,11 @@ import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { BinaryRecovery } from "../services/fleet/releases/BinaryRecovery.js"
 import { ReleaseRollout } from "../services/fleet/releases/ReleaseRollout.js"
 import { TagRelease } from "../services/fleet/releases/TagRelease.js"
+import { GithubRunnerProvider } from "../services/fleet/runners/GithubRunnerProvider.js"
+import { PrecheckRunner } from "../services/fleet/runners/PrecheckRunner.js"
+import { RunnerHost } from "../services/fleet/runners/RunnerHost.js"
+import { RunnerUnit } from "../services/fleet/runners/RunnerUnit.js"
+import { ServiceManagerLive } from "../services/fleet/units/ServiceManagerLive.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
 import { migrationsLayer, sqliteFromConfig, sqliteMemory } from "../services/platform/Database.js"
@@ -104,3 +109,15 @@ export const RolloutLive = ReleaseRollout.Default.pipe(
 
 /** `ctl release tag`: the repository tag adapter, over submit and the release agent. */
 export const TagLive = TagRelease.Default.pipe(Layer.provideMerge(RolloutLive))
+
+/** `ctl host precheck-runner`: the lifecycle on the control plane — GitHub, the vault, the runner's host. */
+export const PrecheckRunnerLive = PrecheckRunner.Default.pipe(
+  Layer.provide(Layer.merge(RunnerHost.Default, GithubRunnerProvider)),
+  Layer.provideMerge(HostOpsLive)
+)
+
+/** `ctl host precheck-runner unit … --here`: the runner's unit through this host's service manager. */
+export const RunnerUnitLive = RunnerUnit.Default.pipe(
+  Layer.provide(ServiceManagerLive),
+  Layer.provideMerge(ServicesLive)
+)

@@ -28,6 +28,7 @@ describe("the runner's uid firewall", () => {
         "    type filter hook output priority 0; policy accept;",
         "    meta skuid 1001 ip daddr 127.0.0.1 tcp dport 9000 accept",
         "    meta skuid 1001 ip6 daddr ::1 tcp dport 9000 accept",
+        "    meta skuid 1001 fib daddr type local reject",
         "    meta skuid 1001 ip daddr { 127.0.0.0/8, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 169.254.0.0/16, 100.64.0.0/10 } reject",
         "    meta skuid 1001 ip6 daddr { ::1/128, fc00::/7, fe80::/10 } reject",
         "  }",
@@ -45,6 +46,7 @@ describe("the runner's uid firewall", () => {
         "# Keel pre-check runner firewall for uid 501 (docs/runners.md); generated, do not edit.",
         "pass out quick proto tcp from any to 127.0.0.1 port 9000 user 501",
         "pass out quick inet6 proto tcp from any to ::1 port 9000 user 501",
+        "block return out quick from any to self user 501",
         "block return out quick inet from any to { 127.0.0.0/8, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 169.254.0.0/16, 100.64.0.0/10 } user 501",
         "block return out quick inet6 from any to { ::1/128, fc00::/7, fe80::/10 } user 501",
         ""
@@ -72,11 +74,11 @@ describe("the runner's uid firewall", () => {
       fs.chmodSync(dir, 0o755)
       const rules = path.join(dir, "runner.nft")
       fs.writeFileSync(rules, renderNftTable({ uid: RUNNER_UID, gatewayPort: 9000 }))
-      const listen = `require("net").createServer((s) => s.end()).listen(Number(process.argv[2]), "127.0.0.1")`
+      const listen = `require("net").createServer((s) => s.end()).listen(Number(process.argv[2]), process.argv[3])`
       const probe = `
         const net = require("net");
-        Promise.all([9000, 9001].map((port) => new Promise((done) => {
-          const socket = net.connect(port, "127.0.0.1");
+        Promise.all([[9000, "127.0.0.1"], [9001, "127.0.0.1"], [9002, "203.0.113.7"]].map(([port, host]) => new Promise((done) => {
+          const socket = net.connect(port, host);
           socket.setTimeout(3000, () => { socket.destroy(); done(port + ":timeout") });
           socket.on("connect", () => { socket.destroy(); done(port + ":reachable") });
           socket.on("error", (e) => done(port + ":" + e.code));
@@ -87,17 +89,20 @@ describe("the runner's uid firewall", () => {
       const script = [
         "set -e",
         "ip link set lo up",
+        // A public address of the host's own (TEST-NET-3): local, so the runner may not reach it either.
+        "ip addr add 203.0.113.7/32 dev lo",
         `nft -f ${rules}`,
-        `${process.execPath} ${dir}/listen.js 9000 & a=$!`,
-        `${process.execPath} ${dir}/listen.js 9001 & b=$!`,
+        `${process.execPath} ${dir}/listen.js 9000 127.0.0.1 & a=$!`,
+        `${process.execPath} ${dir}/listen.js 9001 127.0.0.1 & b=$!`,
+        `${process.execPath} ${dir}/listen.js 9002 0.0.0.0 & c=$!`,
         "sleep 1",
         `echo "runner $(setpriv --reuid=${RUNNER_UID} --regid=${RUNNER_UID} --clear-groups ${process.execPath} ${dir}/probe.js)"`,
         `echo "root $(${process.execPath} ${dir}/probe.js)"`,
-        'kill "$a" "$b"'
+        'kill "$a" "$b" "$c"'
       ].join("\n")
       const result = execFileSync("unshare", ["-n", "sh", "-c", script], { encoding: "utf8", timeout: 30_000 })
-      assert.include(result, "runner 9000:reachable 9001:ECONNREFUSED")
-      assert.include(result, "root 9000:reachable 9001:reachable")
+      assert.include(result, "runner 9000:reachable 9001:ECONNREFUSED 9002:ECONNREFUSED")
+      assert.include(result, "root 9000:reachable 9001:reachable 9002:reachable")
     }
   )
 })

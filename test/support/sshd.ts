@@ -28,7 +28,17 @@ export interface TestSshd {
  * A real OpenSSH server on a loopback port, with its own host key, client key and config in a temp
  * dir: the ssh channel is tested against the real thing, not a mock.
  */
-export const startSshd = async (): Promise<TestSshd> => {
+export const startSshd = async (
+  options: {
+    /** The address it listens on (default 127.0.0.1). */
+    readonly address?: string
+    /** A network namespace (`ip netns add`) it runs in: a host of its own, reached over the test's veth pair. */
+    readonly netns?: string
+    /** The one user it lets in (default: this process's). */
+    readonly user?: string
+  } = {}
+): Promise<TestSshd & { readonly host: string }> => {
+  const address = options.address ?? "127.0.0.1"
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-sshd-"))
   const keygen = (name: string) =>
     execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(dir, name)])
@@ -36,12 +46,12 @@ export const startSshd = async (): Promise<TestSshd> => {
   keygen("client_key")
   fs.copyFileSync(path.join(dir, "client_key.pub"), path.join(dir, "authorized_keys"))
   const port = await freePort()
-  const user = os.userInfo().username
+  const user = options.user ?? os.userInfo().username
   fs.writeFileSync(
     path.join(dir, "sshd_config"),
     [
       `Port ${port}`,
-      "ListenAddress 127.0.0.1",
+      `ListenAddress ${address}`,
       `HostKey ${path.join(dir, "host_key")}`,
       `PidFile ${path.join(dir, "sshd.pid")}`,
       `AuthorizedKeysFile ${path.join(dir, "authorized_keys")}`,
@@ -59,10 +69,10 @@ export const startSshd = async (): Promise<TestSshd> => {
   fs.mkdirSync("/run/sshd", { recursive: true })
   const hostKey = fs.readFileSync(path.join(dir, "host_key.pub"), "utf8").trim().split(" ").slice(0, 2).join(" ")
   const knownHosts = path.join(dir, "known_hosts")
-  fs.writeFileSync(knownHosts, `[127.0.0.1]:${port} ${hostKey}\n`)
-  const child: ChildProcess = spawn(SSHD, ["-D", "-e", "-f", path.join(dir, "sshd_config")], {
-    stdio: ["ignore", "ignore", "pipe"]
-  })
+  fs.writeFileSync(knownHosts, `[${address}]:${port} ${hostKey}\n`)
+  const argv = [SSHD, "-D", "-e", "-f", path.join(dir, "sshd_config")]
+  const [command, ...args] = options.netns === undefined ? argv : ["ip", "netns", "exec", options.netns, ...argv]
+  const child: ChildProcess = spawn(command!, args, { stdio: ["ignore", "ignore", "pipe"] })
   let stderr = ""
   child.stderr?.on("data", (c) => {
     stderr += c
@@ -71,7 +81,7 @@ export const startSshd = async (): Promise<TestSshd> => {
   const deadline = Date.now() + 10_000
   for (;;) {
     const open = await new Promise<boolean>((resolve) => {
-      const socket = net.connect({ host: "127.0.0.1", port }, () => {
+      const socket = net.connect({ host: address, port }, () => {
         socket.destroy()
         resolve(true)
       })
@@ -82,6 +92,7 @@ export const startSshd = async (): Promise<TestSshd> => {
     await new Promise((r) => setTimeout(r, 50))
   }
   return {
+    host: address,
     port,
     user,
     clientKey: fs.readFileSync(path.join(dir, "client_key"), "utf8"),
@@ -94,9 +105,9 @@ export const startSshd = async (): Promise<TestSshd> => {
 }
 
 /** The registry channel that reaches `sshd` with the vault item `fleet-ssh#private_key` (the client key). */
-export const sshChannel = (sshd: TestSshd) => ({
+export const sshChannel = (sshd: TestSshd & { readonly host?: string }) => ({
   ssh: {
-    host: "127.0.0.1",
+    host: sshd.host ?? "127.0.0.1",
     port: sshd.port,
     user: sshd.user,
     identity_item: "fleet-ssh#private_key",

@@ -49,11 +49,19 @@ export class RemoteCtl extends Effect.Service<RemoteCtl>()("fleet/RemoteCtl", {
     /** How `target` is reached, with the fleet's known_hosts where the target names none. */
     const spec = (target: Target) => channelSpec(target, knownHosts)
 
-    /** Runs `ctl …args` on the target; an empty or non-JSON answer is a failure that quotes its stderr. */
-    const runJson = (target: Target, args: ReadonlyArray<string>, timeoutMs: number) =>
+    /**
+     * Runs `ctl …args` on the target (through `sudo -n` with `sudo`); an empty or non-JSON answer is a failure that
+     * quotes its stderr.
+     */
+    const runJson = (
+      target: Target,
+      args: ReadonlyArray<string>,
+      timeoutMs: number,
+      options: { readonly sudo?: boolean } = {}
+    ) =>
       Effect.gen(function* () {
         const result = yield* channel
-          .run(spec(target), { argv: [...ctl, ...args], timeoutMs })
+          .run(spec(target), { argv: [...(options.sudo ? ["sudo", "-n"] : []), ...ctl, ...args], timeoutMs })
           .pipe(Effect.mapError((error) => new RemoteCtlFailed({ target: target.name, detail: error.detail })))
         const answer = text(result.stdout)
         const failed = (why: string) =>
@@ -70,6 +78,6 @@ export class RemoteCtl extends Effect.Service<RemoteCtl>()("fleet/RemoteCtl", {
         return { exitCode: result.exitCode, json } satisfies RemoteAnswer
       })
 
-    return { target, spec, runJson } as const
+    return { target, spec, runJson, ctl } as const
   })
 }) {}

@@ -162,6 +162,71 @@ export const ManagedBinary = Schema.Struct({
   version: Schema.optional(Schema.String.pipe(Schema.pattern(/^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$/)))
 })
 
+/** A GitHub repository, `owner/name`. */
+export const RepositoryName = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9-]{0,38}\/[A-Za-z0-9._-]{1,100}$/),
+  Schema.annotations({ message: () => "must be a repository owner/name" })
+)
+
+/**
+ * The runner archive a pre-check runner installs, pinned (docs/runners.md): the download is checked against
+ * `sha256` before anything is extracted.
+ */
+export const RunnerArchivePin = Schema.Struct({
+  version: Schema.String.pipe(Schema.pattern(/^[0-9]+\.[0-9]+\.[0-9]+$/)),
+  os: Schema.Literal("linux", "osx"),
+  arch: Schema.Literal("x64", "arm64"),
+  sha256: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/)),
+  url: Schema.String.pipe(Schema.pattern(/^https?:\/\/[^\s]+$/))
+})
+
+/** The target's pre-check runner (seed 002, pre-check runner rules; docs/runners.md). */
+export const PrecheckRunnerDeclaration = Schema.Struct({
+  provider: Schema.optionalWith(Schema.Literal("github"), { default: () => "github" as const }),
+  /** The organization's URL the runner registers with (`config.sh --url`): https://github.com/<org>, or GHES's. */
+  url: Schema.String.pipe(
+    Schema.pattern(/^https?:\/\/[^/\s]+\/[A-Za-z0-9][A-Za-z0-9-]{0,38}$/),
+    Schema.annotations({ message: () => "must be an organization URL https://<host>/<org>" })
+  ),
+  /**
+   * The REST API base: https://api.github.com, or https://<ghes host>/api/v3. The credential travels to it, so plain
+   * http is refused except to loopback.
+   */
+  api_url: Schema.optionalWith(
+    Schema.String.pipe(
+      Schema.pattern(/^(https:\/\/[^\s]+|http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(\/[^\s]*)?)$/),
+      Schema.annotations({ message: () => "must be an https URL (http only to loopback)" })
+    ),
+    { default: () => "https://api.github.com" }
+  ),
+  /** The runner group: it grants the repository list, and its name is the runner's group label. */
+  runner_group: Name,
+  /** The runner's name at the provider (default: the target's name). */
+  name: Schema.optional(Name),
+  /** The unprivileged account jobs run as. */
+  account: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^[a-z_][a-z0-9_-]{0,30}$/)), {
+    default: () => "keel-runner"
+  }),
+  runner_root: AbsolutePath,
+  /** Where the systemd unit and its drop-in are written (Linux). */
+  unit_dir: Schema.optionalWith(AbsolutePath, { default: () => "/etc/systemd/system" }),
+  archive: RunnerArchivePin,
+  /** The loopback port of `ctl host gateway`, the one private destination jobs may reach. */
+  gateway_port: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 65535)), { default: () => 8787 }),
+  /** `item#field`: the provider credential (a token with organization self-hosted runner admin rights). */
+  credential: Schema.String.pipe(
+    Schema.pattern(/^[^#\s]+#[^#\s]+$/),
+    Schema.annotations({ message: () => "must be a vault reference item#field" })
+  ),
+  /** `item#field`: the request-signing secret the gateway checks jobs' requests with. */
+  signing_secret: Schema.String.pipe(
+    Schema.pattern(/^[^#\s]+#[^#\s]+$/),
+    Schema.annotations({ message: () => "must be a vault reference item#field" })
+  ),
+  /** The repositories the runner group grants, explicitly (public ones only once admitted by repository-add). */
+  repositories: Schema.Array(RepositoryName).pipe(Schema.minItems(1))
+})
+
 export const Target = Schema.Struct({
   name: Name,
   os: Schema.Literal("linux", "darwin"),
@@ -182,7 +247,9 @@ export const Target = Schema.Struct({
   /** The release platform this host builds for, when it is a builder (`linux-x64`, `darwin-arm64`, …; docs/releases.md). */
   release_platform: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z0-9]+(-[a-z0-9_]+)+$/))),
   /** Binaries delivered to this host by release (docs/releases.md). */
-  binaries: Schema.optionalWith(Schema.Array(ManagedBinary), { default: () => [] })
+  binaries: Schema.optionalWith(Schema.Array(ManagedBinary), { default: () => [] }),
+  /** The pre-check runner this host runs (docs/runners.md). */
+  precheck_runner: Schema.optional(PrecheckRunnerDeclaration)
 })
 
 /** The release authority (seed 002, "Release submission and delivery" rule 4; docs/releases.md). */
@@ -206,6 +273,11 @@ export const AgentSettings = Schema.Struct({
   )
 })
 
+/** Fleet-wide pre-check runner settings: the public repositories `repository-add` admitted. */
+export const PrecheckRunnerSettings = Schema.Struct({
+  public_repositories: Schema.optionalWith(Schema.Array(RepositoryName), { default: () => [] })
+})
+
 export const Settings = Schema.Struct({
   /** A beacon older than this makes every unit of its host `unknown`. */
   host_silence_seconds: Schema.optionalWith(PositiveInt, { default: () => 900 }),
@@ -220,7 +292,8 @@ export const Settings = Schema.Struct({
   /** How long an open breaker refuses mutations before letting one trial through (half-open). */
   breaker_cooldown_seconds: Schema.optionalWith(PositiveInt, { default: () => 900 }),
   release: Schema.optionalWith(ReleaseSettings, { default: () => ({}) }),
-  agent: Schema.optionalWith(AgentSettings, { default: () => ({ skarbiec: { secret_fields: [] } }) })
+  agent: Schema.optionalWith(AgentSettings, { default: () => ({ skarbiec: { secret_fields: [] } }) }),
+  precheck_runner: Schema.optionalWith(PrecheckRunnerSettings, { default: () => ({ public_repositories: [] }) })
 })
 
 export const ReleaseControl = Schema.Struct({
@@ -336,6 +409,11 @@ export const crossReferenceProblems = (registry: FleetRegistryDocument): Readonl
       if (binaries.has(binary.name)) problems.push(`targets.${i}.binaries.${j}.name: duplicate binary ${binary.name}`)
       binaries.add(binary.name)
     }
+    const runner = target.precheck_runner
+    if (runner !== undefined && runner.archive.os !== (target.os === "darwin" ? "osx" : "linux"))
+      problems.push(
+        `targets.${i}.precheck_runner.archive.os: ${runner.archive.os} is not the archive for a ${target.os} host`
+      )
   })
   return problems
 }

@@ -40,7 +40,8 @@ export const nftTableName = (uid: number) => `keel_runner_${uid}`
 
 /**
  * The runner's nftables table (`nft -f`): an `inet` table with one output chain, the gateway exception first, then
- * rejects (a refused connection fails fast, never hangs) for the blocked ranges — all matched on `meta skuid`.
+ * rejects (a refused connection fails fast, never hangs) for the host's own addresses and the blocked ranges — all
+ * matched on a positive `meta skuid` (a negated match would also catch the kernel's socket-less resets).
  * The leading `add` + `delete` make loading it replace a previous version atomically in one transaction.
  */
 export const renderNftTable = (rule: FirewallRule) => {
@@ -56,6 +57,8 @@ export const renderNftTable = (rule: FirewallRule) => {
     "    type filter hook output priority 0; policy accept;",
     `    ${uid} ip daddr 127.0.0.1 tcp dport ${rule.gatewayPort} accept`,
     `    ${uid} ip6 daddr ::1 tcp dport ${rule.gatewayPort} accept`,
+    // The host's own addresses, public ones included: a service bound to 0.0.0.0 is local, whatever its address.
+    `    ${uid} fib daddr type local reject`,
     `    ${uid} ip daddr { ${BLOCKED_V4.join(", ")} } reject`,
     `    ${uid} ip6 daddr { ${BLOCKED_V6.join(", ")} } reject`,
     "  }",
@@ -77,6 +80,7 @@ export const renderPfAnchor = (rule: FirewallRule) => {
     `# Keel pre-check runner firewall for uid ${rule.uid} (docs/runners.md); generated, do not edit.`,
     `pass out quick proto tcp from any to 127.0.0.1 port ${rule.gatewayPort} user ${rule.uid}`,
     `pass out quick inet6 proto tcp from any to ::1 port ${rule.gatewayPort} user ${rule.uid}`,
+    `block return out quick from any to self user ${rule.uid}`,
     `block return out quick inet from any to { ${BLOCKED_V4.join(", ")} } user ${rule.uid}`,
     `block return out quick inet6 from any to { ${BLOCKED_V6.join(", ")} } user ${rule.uid}`,
     ""

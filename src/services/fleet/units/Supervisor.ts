@@ -21,6 +21,7 @@ import {
 } from "./ServiceManager.js"
 import {
   alive,
+  dropInTexts,
   journalFile,
   type LoadedUnit,
   loadedFile,
@@ -116,7 +117,7 @@ export const makeSupervisor = (dir: string): ServiceManager["Type"] => {
         try: () => fs.readFileSync(file, "utf8"),
         catch: () => failed(file, "daemon-reload", `${file} cannot be read`)
       })
-      const parsed = unitProgram(name, text)
+      const parsed = unitProgram(name, text, dropInTexts(file))
       if ("problem" in parsed) return yield* failed(file, "daemon-reload", parsed.problem)
       writeJsonFile(loadedFile(dir, name), {
         ...parsed.ok,

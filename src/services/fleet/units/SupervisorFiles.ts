@@ -16,6 +16,11 @@ export interface LoadedUnit {
   readonly timer_unit: string | null
   readonly interval_seconds: number | null
   readonly enabled: boolean
+  /** `User=`, `Group=`, `WorkingDirectory=`, `Environment=` (services; absent in files loaded before they were read). */
+  readonly user?: string | null
+  readonly group?: string | null
+  readonly working_directory?: string | null
+  readonly environment?: Readonly<Record<string, string>>
 }
 
 export interface RunRecord {
@@ -47,9 +52,11 @@ export const writeJsonFile = (file: string, value: unknown) => {
   fs.renameSync(staged, file)
 }
 
-/** A unit file's `[Section] Key=value` lines (the systemd syntax subset the supervisor runs). */
-export const parseUnitFile = (text: string) => {
-  const values = new Map<string, string>()
+/**
+ * A unit file's `[Section] Key=value` lines (the systemd syntax subset the supervisor runs): the last value of a
+ * key wins, except `Environment=`, whose assignments accumulate (as systemd's do) under `Service.Environment`.
+ */
+export const parseUnitFile = (text: string, values = new Map<string, string>()) => {
   let section = ""
   for (const raw of text.split("\n")) {
     const line = raw.trim()
@@ -60,17 +67,44 @@ export const parseUnitFile = (text: string) => {
       continue
     }
     const eq = line.indexOf("=")
-    if (eq > 0) values.set(`${section}.${line.slice(0, eq).trim()}`, line.slice(eq + 1).trim())
+    if (eq <= 0) continue
+    const key = `${section}.${line.slice(0, eq).trim()}`
+    const value = line.slice(eq + 1).trim()
+    const previous = values.get(key)
+    values.set(key, key === "Service.Environment" && previous ? `${previous} ${value}` : value)
   }
   return values
 }
 
+/** A unit's drop-ins (`<unit file>.d/*.conf`, in name order), as systemd reads them after the unit file. */
+export const dropInTexts = (file: string): ReadonlyArray<string> => {
+  const dir = `${file}.d`
+  try {
+    return fs
+      .readdirSync(dir)
+      .filter((name) => name.endsWith(".conf"))
+      .sort()
+      .map((name) => fs.readFileSync(path.join(dir, name), "utf8"))
+  } catch {
+    return []
+  }
+}
+
+/** `Environment=` assignments: `A=b "C=d e"` (double quotes group a word, as systemd's). */
+const environmentOf = (line: string | undefined) =>
+  Object.fromEntries(
+    parseCommandLine(line ?? "")
+      .map((word) => [word.slice(0, word.indexOf("=")), word.slice(word.indexOf("=") + 1)] as const)
+      .filter(([name]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+  )
+
 /** What the supervisor would run from a unit file's text, or why it cannot (its preflight). */
 export const unitProgram = (
   unit: string,
-  text: string
+  text: string,
+  dropIns: ReadonlyArray<string> = []
 ): { readonly ok: Omit<LoadedUnit, "fragment_path" | "text_sha256" | "enabled"> } | { readonly problem: string } => {
-  const values = parseUnitFile(text)
+  const values = dropIns.reduce((all, dropIn) => parseUnitFile(dropIn, all), parseUnitFile(text))
   if (unit.endsWith(".timer")) {
     const target = values.get("Timer.Unit") ?? unit.replace(/\.timer$/, ".service")
     const interval = Number(values.get("Timer.OnUnitActiveSec") ?? "")
@@ -91,7 +125,20 @@ export const unitProgram = (
   }
   const type = values.get("Service.Type") ?? "simple"
   if (type !== "simple" && type !== "oneshot") return { problem: `Type=${type} is not supported (simple, oneshot)` }
-  return { ok: { type, exec: words, timer_unit: null, interval_seconds: null } }
+  const directory = values.get("Service.WorkingDirectory") ?? null
+  if (directory !== null && !path.isAbsolute(directory)) return { problem: "WorkingDirectory must be an absolute path" }
+  return {
+    ok: {
+      type,
+      exec: words,
+      timer_unit: null,
+      interval_seconds: null,
+      user: values.get("Service.User") ?? null,
+      group: values.get("Service.Group") ?? null,
+      working_directory: directory,
+      environment: environmentOf(values.get("Service.Environment"))
+    }
+  }
 }
 
 /** Whether `pid` is a live process (a zombie is not). */

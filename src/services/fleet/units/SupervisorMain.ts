@@ -36,12 +36,66 @@ if (loaded === null) {
 let stopping = false
 let current: ReturnType<typeof spawn> | undefined
 
+/** `/etc/passwd` and `/etc/group` rows by name (the supervisor runs on Linux hosts without a service manager). */
+const databaseRow = (file: string, name: string) => {
+  try {
+    return fs
+      .readFileSync(file, "utf8")
+      .split("\n")
+      .map((line) => line.split(":"))
+      .find((fields) => fields[0] === name)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * How a service runs: as `User=` (its uid, primary group or `Group=`, HOME, USER, LOGNAME and SHELL from the
+ * account database, as systemd sets them), in `WorkingDirectory=` (default /), with `Environment=` added.
+ */
+const processOptions = (unitDefinition: LoadedUnit) => {
+  const account = unitDefinition.user ? databaseRow("/etc/passwd", unitDefinition.user) : undefined
+  if (unitDefinition.user && account === undefined) throw new Error(`User=${unitDefinition.user} does not exist`)
+  const group = unitDefinition.group ? databaseRow("/etc/group", unitDefinition.group) : undefined
+  if (unitDefinition.group && group === undefined) throw new Error(`Group=${unitDefinition.group} does not exist`)
+  const identity =
+    account === undefined
+      ? {}
+      : {
+          uid: Number(account[2]),
+          gid: Number(group?.[2] ?? account[3]),
+          env: { HOME: account[5] ?? "/", USER: account[0]!, LOGNAME: account[0]!, SHELL: account[6] ?? "/bin/sh" }
+        }
+  return {
+    cwd: unitDefinition.working_directory ?? "/",
+    ...("uid" in identity ? { uid: identity.uid, gid: identity.gid } : {}),
+    env: { ...process.env, ...identity.env, ...unitDefinition.environment }
+  }
+}
+
 /** Runs one service's command, recording it under `name`; resolves with its exit code. */
-const runService = (name: string, exec: ReadonlyArray<string>, supervisor: number) =>
+const runService = (name: string, unitDefinition: LoadedUnit, supervisor: number) =>
   new Promise<number>((resolve) => {
+    const exec = unitDefinition.exec
     const log = fs.openSync(logFile(dir, name), "a")
     const invocation = randomUUID().replace(/-/g, "")
-    const child = spawn(exec[0]!, exec.slice(1), { stdio: ["ignore", log, log], cwd: "/" })
+    let options: ReturnType<typeof processOptions>
+    try {
+      options = processOptions(unitDefinition)
+    } catch (error) {
+      fs.writeSync(log, `${(error as Error).message}\n`)
+      fs.closeSync(log)
+      record(name, {
+        supervisor_pid: supervisor,
+        invocation_id: invocation,
+        main_pid: 0,
+        active_state: "failed",
+        sub_state: "failed",
+        exit_code: 217
+      })
+      return resolve(217)
+    }
+    const child = spawn(exec[0]!, exec.slice(1), { stdio: ["ignore", log, log], ...options })
     fs.closeSync(log)
     current = child
     const base = { supervisor_pid: supervisor, invocation_id: invocation }
@@ -86,7 +140,7 @@ if (loaded.type === "timer") {
   waiting()
   const tick = async () => {
     if (stopping) return
-    if (service !== null) await runService(target, service.exec, process.pid)
+    if (service !== null) await runService(target, service, process.pid)
     if (!stopping) setTimeout(tick, (loaded.interval_seconds ?? 3600) * 1000)
   }
   process.on("SIGTERM", () => {
@@ -103,5 +157,5 @@ if (loaded.type === "timer") {
   })
   void tick()
 } else {
-  void runService(unit, loaded.exec, process.pid).then((code) => process.exit(stopping ? 0 : code === 0 ? 0 : 1))
+  void runService(unit, loaded, process.pid).then((code) => process.exit(stopping ? 0 : code === 0 ? 0 : 1))
 }
