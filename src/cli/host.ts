@@ -17,6 +17,7 @@ import { ServiceManagerLive } from "../services/fleet/units/ServiceManagerLive.j
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { writeFileAtomically } from "../services/platform/Files.js"
 import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
+import { gateway } from "./gateway.js"
 import { storageRootReconcile } from "./handoff.js"
 import { CommandFailed, ExitWith, emit, json, table } from "./Output.js"
 import { precheckRunner } from "./precheck.js"
@@ -368,7 +369,8 @@ export const host = Command.make("host").pipe(
     recover.pipe(Command.provide(RecoveryLive)),
     release.pipe(Command.provide(RecoveryLive)),
     declareVersion.pipe(Command.provide(ServicesLive)),
-    precheckRunner
+    precheckRunner,
+    gateway
   ])
 )
 // Options are named --routing-file, not --env-file: Node 20 scans the whole argv for --env-file.

@@ -97,24 +97,27 @@ const unit = Command.make(
     Effect.gen(function* () {
       const units = yield* RunnerUnit
       const outcome = yield* (
-        verb === "ensure"
-          ? Effect.map(units.ensure(target), (r) => ({ change: r.change, state: r.state }))
-          : verb === "remove"
-            ? units.remove(target)
-            : Effect.map(units.show(target), (state) => ({ change: "shown", state }))
+        verb === "ensure" ? units.ensure(target) : verb === "remove" ? units.remove(target) : units.show(target)
       ).pipe(Effect.either)
       if (outcome._tag === "Left") {
         const error = outcome.left
         yield* emit(json, { ok: false, error: { _tag: error._tag, detail: error.detail } }, (a) => a.error.detail)
         return yield* new ExitWith({ code: 1 })
       }
-      yield* emit(
-        json,
-        { ok: true, ...outcome.right },
-        (a) => `${a.change}: ${a.state.active_state ?? "?"}${a.state.main_pid ? ` (pid ${a.state.main_pid})` : ""}`
+      yield* emit(json, { ok: true, units: outcome.right }, (a) =>
+        a.units
+          .map(
+            (u) =>
+              `${u.name}: ${u.change} (${u.state.active_state ?? "?"}${u.state.main_pid ? `, pid ${u.state.main_pid}` : ""})`
+          )
+          .join("\n")
       )
     })
-).pipe(Command.withDescription("The runner's unit through this host's service manager (run by the lifecycle, --here)"))
+).pipe(
+  Command.withDescription(
+    "The runner's unit, and its gateway's, through this host's service manager (run by the lifecycle, --here)"
+  )
+)
 
 const sudoers = Command.make(
   "sudoers",

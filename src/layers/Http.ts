@@ -21,6 +21,7 @@ import {
   FleetLive,
   HandoffQueueLive,
   HostHealthLive,
+  JobsLive,
   ObjectsLive,
   StorageLive,
   WorkflowsLive
@@ -82,7 +83,7 @@ export const SurfaceRoutes = {
   ),
   controlplane: Layer.mergeAll(
     HttpLayerRouter.addHttpApi(ControlPlaneApi, { openapiPath: openApiPath("controlplane") }).pipe(
-      Layer.provide([HostHealthLive, ObjectsLive, FleetLive, WorkflowsLive, StorageLive, HandoffQueueLive])
+      Layer.provide([HostHealthLive, ObjectsLive, FleetLive, WorkflowsLive, StorageLive, HandoffQueueLive, JobsLive])
     ),
     docs("controlplane")
   ),

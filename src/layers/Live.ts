@@ -13,6 +13,7 @@ import { ReleaseRollout } from "../services/fleet/releases/ReleaseRollout.js"
 import { TagRelease } from "../services/fleet/releases/TagRelease.js"
 import { GithubRunnerProvider } from "../services/fleet/runners/GithubRunnerProvider.js"
 import { PrecheckRunner } from "../services/fleet/runners/PrecheckRunner.js"
+import { RunnerGateway } from "../services/fleet/runners/RunnerGateway.js"
 import { RunnerHost } from "../services/fleet/runners/RunnerHost.js"
 import { RunnerUnit } from "../services/fleet/runners/RunnerUnit.js"
 import { ServiceManagerLive } from "../services/fleet/units/ServiceManagerLive.js"
@@ -121,3 +122,6 @@ export const RunnerUnitLive = RunnerUnit.Default.pipe(
   Layer.provide(ServiceManagerLive),
   Layer.provideMerge(ServicesLive)
 )
+
+/** `ctl host gateway`: the pre-check runner's gateway, over the registry. */
+export const GatewayLive = RunnerGateway.Default.pipe(Layer.provideMerge(ServicesLive))

@@ -250,6 +250,26 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
           action: "fleet-read",
           ok: 200
         },
+        {
+          route: "/api/fleet/jobs",
+          method: "POST",
+          url: "/api/fleet/jobs",
+          body: '{"kind":"precheck","target":"forge-1","argv":["true"]}',
+          consumer: "gateway-forge-2",
+          action: "job-submit",
+          host: "forge-1",
+          ok: 202
+        },
+        // No such job: authorized, then 404.
+        {
+          route: "/api/fleet/jobs/{id}",
+          method: "GET",
+          url: "/api/fleet/jobs/job_none",
+          consumer: "gateway-forge-2",
+          action: "job-submit",
+          host: "forge-1",
+          ok: 404
+        },
         // No such run: authorized, then 404 (the right token gets past authorization).
         {
           route: "/api/workflows/release-run",

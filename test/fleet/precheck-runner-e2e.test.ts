@@ -1,4 +1,4 @@
-import { execFileSync, spawn, spawnSync } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as http from "node:http"
@@ -37,6 +37,7 @@ const tamperedAccount = `keel-rx${process.pid % 100_000}`
 const CREDENTIAL = `ghp_${"c".repeat(36)}`
 const SIGNING_SECRET = `sig-${createHash("sha256").update(String(process.pid)).digest("hex")}`
 const GATEWAY_PORT = 18787
+const FORWARD_PORT = 18790
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-runner-e2e-"))
 fs.chmodSync(dir, 0o755)
@@ -146,6 +147,8 @@ afterAll(() => {
         process.kill(JSON.parse(fs.readFileSync(path.join(supervisorDir, file), "utf8")).supervisor_pid, "SIGTERM")
       } catch {}
     }
+  controlPlane?.kill("SIGTERM")
+  forwarder?.kill("SIGTERM")
   sshd?.stop()
   github?.close()
   archives?.close()
@@ -170,11 +173,13 @@ const writeRegistry = (
     file,
     JSON.stringify({
       version: 1,
+      actions: { "job-submit": ["gateway-runner-host"] },
       targets: [
         {
           name: "runner-host",
           os: "linux",
           channel: sshChannel(sshd!),
+          binaries: [{ name: "ctl", path: ctlBin }],
           precheck_runner: {
             url: `${github!.alsoUrl}/acme`,
             api_url: github!.url,
@@ -192,7 +197,10 @@ const writeRegistry = (
             },
             credential: "github#token",
             signing_secret: "runner#signing_key",
-            repositories: overrides.repositories ?? ["acme/app"]
+            repositories: overrides.repositories ?? ["acme/app"],
+            // The host reaches the control plane through a loopback forwarder (as through a tunnel).
+            control_plane_url: `http://127.0.0.1:${FORWARD_PORT}`,
+            gateway_jobs: [{ target: "runner-host", argv: ["echo", "precheck"] }]
           }
         }
       ]
@@ -217,6 +225,9 @@ const watchingArgv = async <A>(run: () => Promise<A>) => {
     clearInterval(timer)
   }
 }
+
+let controlPlane: ChildProcess | undefined
+let forwarder: ChildProcess | undefined
 
 describe.skipIf(!ready)("ctl host precheck-runner, end to end on a host of its own (needs root, ip, nft, sshd)", () => {
   const registry = path.join(dir, "registry.json")
@@ -268,6 +279,27 @@ describe.skipIf(!ready)("ctl host precheck-runner, end to end on a host of its o
 
   beforeAll(async () => {
     writeRegistry(registry, { account, archivePath: "/actions-runner-linux-x64-2.321.0.tar.gz", root: runnerRoot })
+    // The control plane, on the veth address; inside the host's namespace a loopback forwarder reaches it.
+    controlPlane = spawn(process.execPath, [ctlBin, "serve", "--host", hostAddress, "--port", "0"], {
+      env: { ...env(), KEEL_LOG_FORMAT: "json" },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    const port = await new Promise<number>((resolve, reject) => {
+      let output = ""
+      const timer = setTimeout(() => reject(new Error(`the control plane did not start: ${output}`)), 30_000)
+      const onData = (chunk: Buffer) => {
+        output += chunk
+        const match = /Listening on http:\/\/[0-9.]+:(\d+)/.exec(output)
+        if (match) {
+          clearTimeout(timer)
+          resolve(Number(match[1]))
+        }
+      }
+      controlPlane!.stdout!.on("data", onData)
+      controlPlane!.stderr!.on("data", onData)
+    })
+    const forward = `require("net").createServer((a) => { const b = require("net").connect(${port}, "${hostAddress}"); a.pipe(b); b.pipe(a); a.on("error", () => b.destroy()); b.on("error", () => a.destroy()) }).listen(${FORWARD_PORT}, "127.0.0.1")`
+    forwarder = spawn("ip", ["netns", "exec", netns, process.execPath, "-e", forward], { stdio: "ignore" })
     await ctl(["vault", "item", "put", "fleet-ssh"], JSON.stringify({ private_key: sshd!.clientKey }))
     await ctl(["vault", "item", "put", "github"], JSON.stringify({ token: CREDENTIAL }))
     await ctl(["vault", "item", "put", "runner"], JSON.stringify({ signing_key: SIGNING_SECRET }))
@@ -309,7 +341,9 @@ describe.skipIf(!ready)("ctl host precheck-runner, end to end on a host of its o
       secret: "ok",
       firewall: "applied",
       "firewall-readback": "ok",
+      "gateway-grant": "ok",
       service: "created",
+      "gateway-service": "created",
       labels: "ok",
       layout: "ok"
     })
@@ -344,7 +378,7 @@ describe.skipIf(!ready)("ctl host precheck-runner, end to end on a host of its o
     assert.isFalse(group.restricted_to_workflows)
     assert.deepStrictEqual(group.repository_ids, [101])
 
-    // The firewall, in the host's namespace: the runner's uid reaches the gateway port only.
+    // The firewall, in the host's namespace: the runner's uid reaches the gateway port only (the gateway answers).
     const probe = path.join(dir, "probe.cjs")
     fs.writeFileSync(
       probe,
@@ -362,14 +396,65 @@ describe.skipIf(!ready)("ctl host precheck-runner, end to end on a host of its o
       "sh",
       "-c",
       [
-        `${process.execPath} -e '${listen}' ${GATEWAY_PORT} & a=$!`,
+        // The gateway port is the installed gateway's own; a second loopback service listens beside it.
         `${process.execPath} -e '${listen}' 18788 & b=$!`,
         "sleep 1",
         `echo "runner $(setpriv --reuid=${uid} --regid=${uid} --clear-groups ${process.execPath} ${probe} ${GATEWAY_PORT} 18788)"`,
-        'kill "$a" "$b"'
+        'kill "$b"'
       ].join("\n")
     )
     assert.include(enforced, `runner ${GATEWAY_PORT}:reachable 18788:ECONNREFUSED`)
+
+    // A job, as the runner's account, through the installed gateway: signed with the secret only it can read,
+    // addressed by the files install published — the one private destination its firewall lets it reach.
+    const client = path.join(dir, "client.cjs")
+    fs.writeFileSync(
+      client,
+      `const crypto = require("crypto"), fs = require("fs");
+       const root = process.argv[2];
+       const secret = fs.readFileSync(root + "/request-signing.key", "utf8");
+       const agent = fs.readFileSync(root + "/agent.id", "utf8").trim();
+       const base = fs.readFileSync(root + "/gateway.url", "utf8").trim();
+       const call = async (method, target, body) => {
+         const timestamp = String(Math.floor(Date.now() / 1000)), nonce = crypto.randomBytes(16).toString("hex");
+         const digest = crypto.createHash("sha256").update(body).digest("hex");
+         const signature = crypto.createHmac("sha256", secret).update([agent, method, target, timestamp, nonce, digest].join("\\n")).digest("hex");
+         const response = await fetch(base + target, { method, body: method === "POST" ? body : undefined,
+           headers: { "content-type": "application/json", "x-keel-agent": agent, "x-keel-timestamp": timestamp, "x-keel-nonce": nonce, "x-keel-signature": signature } });
+         return { status: response.status, body: await response.json() };
+       };
+       (async () => {
+         const submitted = await call("POST", "/v1/jobs", JSON.stringify({ target: "runner-host", argv: ["echo", "precheck", "e2e"] }));
+         const read = await call("GET", "/v1/jobs/" + submitted.body.id, "");
+         console.log(JSON.stringify({ submitted, read }));
+       })();`,
+      { mode: 0o644 }
+    )
+    const viaGateway = JSON.parse(
+      ipNetns("setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", process.execPath, client, runnerRoot)
+    ) as {
+      submitted: { status: number; body: { kind: string } }
+      read: { status: number; body: { job: { state: string } } }
+    }
+    assert.strictEqual(viaGateway.submitted.status, 202, JSON.stringify(viaGateway))
+    assert.strictEqual(viaGateway.submitted.body.kind, "precheck")
+    assert.strictEqual(viaGateway.read.status, 200)
+    assert.strictEqual(viaGateway.read.body.job.state, "queued")
+    const grantSecret = (
+      JSON.parse(fs.readFileSync(path.join(runnerRoot, "gateway.grant"), "utf8")) as { secret: string }
+    ).secret
+    // The gateway's grant is root's: the runner's account cannot read it.
+    assert.strictEqual(fs.statSync(path.join(runnerRoot, "gateway.grant")).mode & 0o777, 0o600)
+    assert.notStrictEqual(
+      spawnSync("setpriv", [
+        `--reuid=${uid}`,
+        `--regid=${uid}`,
+        "--clear-groups",
+        "cat",
+        path.join(runnerRoot, "gateway.grant")
+      ]).status,
+      0
+    )
 
     // Status: clean; a deviation is named (and the exit says so); a flushed table is re-asserted.
     const status = await ctl(["host", "precheck-runner", "status", "runner-host", "--json"])
@@ -398,6 +483,8 @@ describe.skipIf(!ready)("ctl host precheck-runner, end to end on a host of its o
     assert.deepInclude(removal, {
       "removal-token": "ok",
       service: "removed",
+      "gateway-service": "removed",
+      "gateway-grant": "revoked",
       unregister: "removed",
       firewall: "removed",
       "drop-in": "removed",
@@ -431,7 +518,7 @@ describe.skipIf(!ready)("ctl host precheck-runner, end to end on a host of its o
       ...output,
       ...fs.readdirSync(supervisorDir).map((f) => fs.readFileSync(path.join(supervisorDir, f), "utf8"))
     ]
-    for (const secretValue of [...tokens, SIGNING_SECRET, CREDENTIAL]) {
+    for (const secretValue of [...tokens, SIGNING_SECRET, CREDENTIAL, grantSecret]) {
       for (const line of [...argv, ...removeArgv]) assert.notInclude(line, secretValue)
       for (const text of logs) assert.notInclude(text, secretValue)
     }

@@ -39,25 +39,27 @@ describe.skipIf(!ready)("Keel's supervisor runs a unit as its User= (needs root,
       const program = path.join(dir, "agent")
       fs.writeFileSync(
         program,
-        `#!/bin/sh\nprintf '%s %s %s %s %s %s\\n' "$(id -u)" "$(pwd)" "$HOME" "$USER" "$GREETING" "$LATER" > ${work}/who\nwhile :; do sleep 1; done\n`,
+        `#!/bin/sh\nprintf '%s %s %s %s %s %s %s\\n' "$(id -u)" "$(pwd)" "$HOME" "$USER" "$GREETING" "$LATER" "$FROM_FILE" > ${work}/who\nwhile :; do sleep 1; done\n`,
         { mode: 0o755 }
       )
       const unit = path.join(dir, "as-account.service")
       fs.mkdirSync(`${unit}.d`)
       fs.writeFileSync(`${unit}.d/10-later.conf`, '[Service]\nEnvironment="LATER=from the drop-in"\n')
+      const environmentFile = path.join(dir, "unit.env")
+      fs.writeFileSync(environmentFile, '# routing\nFROM_FILE="the file"\nGREETING=overridden by the file\n')
       const ensured = yield* supervisor.ensure({
         name: "as-account",
         unit,
         program,
         args: [],
         kind: "service",
-        text: `[Service]\nType=simple\nUser=${account}\nWorkingDirectory=${work}\nEnvironment=GREETING=hello\nExecStart=${program}\n`
+        text: `[Service]\nType=simple\nUser=${account}\nWorkingDirectory=${work}\nEnvironment=GREETING=hello\nEnvironmentFile=${environmentFile}\nEnvironmentFile=-/nonexistent/optional.env\nExecStart=${program}\n`
       })
       assert.strictEqual(ensured.state.active_state, "active")
       for (let i = 0; i < 50 && !fs.existsSync(path.join(work, "who")); i++) yield* Effect.sleep("100 millis")
       assert.strictEqual(
         fs.readFileSync(path.join(work, "who"), "utf8"),
-        `${uid} ${work} /nonexistent ${account} hello from the drop-in\n`
+        `${uid} ${work} /nonexistent ${account} overridden by the file from the drop-in the file\n`
       )
     })
   )

@@ -539,6 +539,30 @@ layer(
       assert.strictEqual(timedOut.body.running.length, 1)
       yield* jobs.setTargetPause("forge-1", { set: false })
 
+      // Jobs over HTTP: an unknown job; an idempotency key that names another command.
+      const submitter = (yield* tokenFor({ actions: ["job-submit"], consumer: "gateway-forge-2", hosts: ["forge-1"] }))
+        .token
+      yield* expectProblem(
+        "controlplane",
+        "/api/fleet/jobs/{id}",
+        { method: "GET", url: "/api/fleet/jobs/job_none", headers: bearer(submitter) },
+        404,
+        "JOB_NOT_FOUND"
+      )
+      yield* jobs.submit({ kind: "precheck", target: "forge-1", argv: ["true"], idempotencyKey: "walk-key" })
+      yield* expectProblem(
+        "controlplane",
+        "/api/fleet/jobs",
+        {
+          method: "POST",
+          url: "/api/fleet/jobs",
+          headers: { ...bearer(submitter), "content-type": "application/json" },
+          body: '{"kind":"precheck","target":"forge-1","argv":["false"],"idempotency_key":"walk-key"}'
+        },
+        409,
+        "JOB_KEY_REUSED"
+      )
+
       // The reconciler: another process's tick holds the fleet-wide lease.
       yield* (yield* Leases).acquire("autonomy:tick", "another-server", "1 minute")
       const ensurer = (yield* tokenFor({ actions: ["service-ensure"], consumer: "ops" })).token

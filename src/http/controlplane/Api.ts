@@ -4,6 +4,7 @@ import { ProbeResult } from "../../actors/FleetProbe.js"
 import { BeaconInvalid, BeaconStale, BeaconStoreFailed } from "../../services/fleet/beacon/HostHealth.js"
 import { ActionNotHeld, AuthorityUnavailable } from "../../services/fleet/grants/ActionAuthority.js"
 import { StorageReconciliationFailed } from "../../services/fleet/handoff/StorageReconcile.js"
+import { JobNotFound } from "../../services/fleet/jobs/JobQueue.js"
 import { ObjectNotFound, PreconditionFailed } from "../../services/fleet/objects/ObjectAccess.js"
 import { ImmutableObjectWrite, ObjectWriteUnauthorized } from "../../services/platform/objects/ObjectGateway.js"
 import { InvalidObjectKey, ObjectStoreError } from "../../services/platform/objects/ObjectStore.js"
@@ -473,6 +474,84 @@ export class HandoffQueueApi extends HttpApiGroup.make("handoffQueue")
   .addError(AuthorityUnavailable)
   .annotate(OpenApi.Title, "Handoff queue") {}
 
+/** A job as the jobs API answers it (docs/control-plane.md, "Jobs"). */
+export const JobView = Schema.Struct({
+  id: Schema.String,
+  kind: Schema.String,
+  target: Schema.String,
+  argv: Schema.Array(Schema.String),
+  state: Schema.Literal("queued", "running", "succeeded", "failed", "cancelled"),
+  attempt: Schema.Int,
+  created_at: Schema.String,
+  started_at: Schema.NullOr(Schema.String),
+  finished_at: Schema.NullOr(Schema.String),
+  exit_code: Schema.NullOr(Schema.Int),
+  error: Schema.NullOr(Schema.String)
+})
+
+/** The idempotency key names another job (another kind, target or command). */
+export class JobKeyReusedProblem extends Schema.TaggedError<JobKeyReusedProblem>()(
+  "JobKeyReusedProblem",
+  { code: Schema.Literal("JOB_KEY_REUSED"), job: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
+/**
+ * Fleet jobs over HTTP, for clients off the control plane (a pre-check runner's gateway): submit a command to a
+ * target's queue and read the job and its output. Registry action `job-submit`, for the job's target.
+ */
+export class JobsApi extends HttpApiGroup.make("jobs")
+  .add(
+    HttpApiEndpoint.post("submit", "/fleet/jobs")
+      .setHeaders(Bearer)
+      .setPayload(
+        Schema.Struct({
+          kind: Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,31}$/)),
+          target: Schema.String.pipe(Schema.minLength(1)),
+          argv: Schema.Array(Schema.String.pipe(Schema.maxLength(4096))).pipe(Schema.minItems(1), Schema.maxItems(64)),
+          idempotency_key: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)))
+        })
+      )
+      .addSuccess(JobView, { status: 202 })
+      .addError(JobKeyReusedProblem)
+      .annotate(
+        OpenApi.Description,
+        "Queues argv on the target (a repeat with the same idempotency_key answers the same job). Needs job-submit for the target."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("job", "/fleet/jobs/:id")
+      .setPath(Schema.Struct({ id: Schema.String }))
+      .setUrlParams(
+        Schema.Struct({
+          cursor: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative())),
+          limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
+        })
+      )
+      .setHeaders(Bearer)
+      .addSuccess(
+        Schema.Struct({
+          job: JobView,
+          output: Schema.Struct({
+            lines: Schema.Array(
+              Schema.Struct({ line_no: Schema.Int, stream: Schema.Literal("stdout", "stderr"), line: Schema.String })
+            ),
+            next: Schema.Int
+          })
+        })
+      )
+      .addError(JobNotFound)
+      .annotate(
+        OpenApi.Description,
+        "The job and a page of its output after `cursor` (a line number; `next` continues). Needs job-submit for the job's target."
+      )
+  )
+  .addError(VaultDenied)
+  .addError(VaultForbidden)
+  .addError(ActionNotHeld)
+  .addError(AuthorityUnavailable)
+  .annotate(OpenApi.Title, "Jobs") {}
+
 export class ControlPlaneApi extends HttpApi.make("controlplane")
   .add(HostHealthApi)
   .add(ObjectsApi)
@@ -480,6 +559,7 @@ export class ControlPlaneApi extends HttpApi.make("controlplane")
   .add(WorkflowsApi)
   .add(StorageApi)
   .add(HandoffQueueApi)
+  .add(JobsApi)
   .prefix("/api")
   .annotate(OpenApi.Title, "Keel fleet control plane")
   .annotate(OpenApi.Transform, problemOpenApi)

@@ -13,6 +13,7 @@ import {
   StorageReconciliationFailed
 } from "../../services/fleet/handoff/StorageReconcile.js"
 import { type StorageUndeclared, TargetQueue } from "../../services/fleet/handoff/TargetQueue.js"
+import { type Job, JobQueue } from "../../services/fleet/jobs/JobQueue.js"
 import { ObjectAccess } from "../../services/fleet/objects/ObjectAccess.js"
 import { FleetHosts } from "../../services/fleet/overview/FleetHosts.js"
 import { Overview } from "../../services/fleet/overview/Overview.js"
@@ -29,6 +30,7 @@ import {
 import {
   ControlPlaneApi,
   InvalidReconcileRequest,
+  JobKeyReusedProblem,
   QueueDrainTimedOutProblem,
   ReconcileUnauthorized,
   ReleaseRunNotFound,
@@ -426,6 +428,67 @@ export const HandoffQueueLive = HttpApiBuilder.group(ControlPlaneApi, "handoffQu
           yield* allowed(headers.authorization, path.target)
           const jobs = yield* queue.cancelledBy(path.target, urlParams.transaction).pipe(Effect.catchTags(problems))
           return { target: path.target, transaction: urlParams.transaction, jobs }
+        })
+      )
+  })
+)
+
+const iso = (millis: number | null) => (millis === null ? null : new Date(millis).toISOString())
+
+const jobView = (job: Job) => ({
+  id: job.id,
+  kind: job.kind,
+  target: job.target,
+  argv: job.argv,
+  state: job.state,
+  attempt: job.attempt,
+  created_at: new Date(job.createdAt).toISOString(),
+  started_at: iso(job.startedAt),
+  finished_at: iso(job.finishedAt),
+  exit_code: job.exitCode,
+  error: job.error
+})
+
+/** Fleet jobs for clients off the control plane: `job-submit` for the job's target (docs/control-plane.md, "Jobs"). */
+export const JobsLive = HttpApiBuilder.group(ControlPlaneApi, "jobs", (handlers) =>
+  Effect.gen(function* () {
+    const authority = yield* ActionAuthority
+    const queue = yield* JobQueue
+    const allowed = (authorization: string | undefined, target: string) =>
+      authority.authorize(bearerToken(authorization), { action: "job-submit", host: target })
+    return handlers
+      .handle("submit", ({ headers, payload }) =>
+        Effect.gen(function* () {
+          yield* allowed(headers.authorization, payload.target)
+          const job = yield* queue
+            .submit({
+              kind: payload.kind,
+              target: payload.target,
+              argv: payload.argv,
+              idempotencyKey: payload.idempotency_key
+            })
+            .pipe(
+              Effect.catchTag("JobKeyReused", (e) =>
+                Effect.fail(new JobKeyReusedProblem({ code: "JOB_KEY_REUSED", job: e.job, detail: e.detail }))
+              )
+            )
+          return jobView(job)
+        })
+      )
+      .handle("job", ({ headers, path, urlParams }) =>
+        Effect.gen(function* () {
+          // The action first (a caller without it learns nothing about ids), then the job's own target.
+          yield* authority.authorize(bearerToken(headers.authorization), { action: "job-submit" })
+          const job = yield* queue.get(path.id)
+          yield* allowed(headers.authorization, job.target)
+          const page = yield* queue.output(job.id, urlParams.cursor ?? 0, urlParams.limit ?? 500)
+          return {
+            job: jobView(job),
+            output: {
+              lines: page.lines.map((l) => ({ line_no: l.lineNo, stream: l.stream, line: l.line })),
+              next: page.next
+            }
+          }
         })
       )
   })

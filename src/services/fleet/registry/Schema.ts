@@ -224,7 +224,25 @@ export const PrecheckRunnerDeclaration = Schema.Struct({
     Schema.annotations({ message: () => "must be a vault reference item#field" })
   ),
   /** The repositories the runner group grants, explicitly (public ones only once admitted by repository-add). */
-  repositories: Schema.Array(RepositoryName).pipe(Schema.minItems(1))
+  repositories: Schema.Array(RepositoryName).pipe(Schema.minItems(1)),
+  /**
+   * The control plane the host's gateway forwards to (https, or http to loopback: a tunnel). Without it the gateway
+   * is not installed.
+   */
+  control_plane_url: Schema.optional(
+    Schema.String.pipe(
+      Schema.pattern(/^(https:\/\/[^\s]+|http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(\/[^\s]*)?)$/),
+      Schema.annotations({ message: () => "must be an https URL (http only to loopback)" })
+    )
+  ),
+  /**
+   * What jobs may submit through the gateway: a fleet target and the command a job's argv must start with. Nothing
+   * else is forwarded.
+   */
+  gateway_jobs: Schema.optionalWith(
+    Schema.Array(Schema.Struct({ target: Name, argv: Schema.Array(Schema.String).pipe(Schema.minItems(1)) })),
+    { default: () => [] }
+  )
 })
 
 export const Target = Schema.Struct({
@@ -322,7 +340,9 @@ const ActionHolders = Schema.Struct({
   /** Publish a host's own state objects: `state/capacity/<host>.json`, `state/janitor/<host>.json`. */
   "host-state-write": Schema.optional(Schema.Array(Name)),
   /** Read the fleet's state over HTTP: hosts, gates, the overview. */
-  "fleet-read": Schema.optional(Schema.Array(Name))
+  "fleet-read": Schema.optional(Schema.Array(Name)),
+  /** Queue jobs on a target and read them over HTTP (`POST|GET /api/fleet/jobs`): a pre-check runner's gateway. */
+  "job-submit": Schema.optional(Schema.Array(Name))
 })
 
 export type FleetAction = keyof typeof ActionHolders.fields

@@ -9,7 +9,14 @@ import { RunnerHost } from "./RunnerHost.js"
 import { expectedLabels, organizationOf, type RunnerLayout, runnerLayout } from "./RunnerLayout.js"
 import { type ProviderScope, RunnerProvider } from "./RunnerProvider.js"
 import { renderWorkflowGuard } from "./RunnerRender.js"
-import { installScript, prepareScript, removeScript, type ScriptStep, statusScript } from "./RunnerScripts.js"
+import {
+  gatewayScript,
+  installScript,
+  prepareScript,
+  removeScript,
+  type ScriptStep,
+  statusScript
+} from "./RunnerScripts.js"
 import { firewallProblems, layoutDeviations, parseStats } from "./RunnerStatus.js"
 
 /** The lifecycle was refused before it changed anything (docs/runners.md lists the reasons). */
@@ -54,6 +61,9 @@ export interface StatusReport {
 const failed = (steps: ReadonlyArray<RunnerStep>) => steps.some((s) => s.result === "failed")
 const first = (values: ReadonlyMap<string, ReadonlyArray<string>>, name: string) => values.get(name)?.[0]
 
+/** How long the gateway's grant lives: a year; every install issues a new one and revokes the old. */
+const GATEWAY_GRANT_TTL_MS = 365 * 24 * 3_600_000
+
 /** How many times repository-add re-reads and retries when another writer changed the registry meanwhile. */
 const WRITE_ATTEMPTS = 3
 
@@ -87,7 +97,13 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
             name,
             "the macOS lifecycle is not built: its LaunchDaemon and PF anchor are rendered, its account and service steps are not (docs/runners.md)"
           )
-        return { target, runner, layout: runnerLayout(target, runner), settings: snapshot.registry.settings }
+        return {
+          target,
+          runner,
+          layout: runnerLayout(target, runner),
+          settings: snapshot.registry.settings,
+          registryActions: snapshot.registry.actions
+        }
       })
 
     /** A vault `item#field` value, read in this process: it never leaves it except on a host channel's stdin. */
@@ -112,6 +128,69 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
     const providerFailure = (target: string) => (error: { readonly detail: string }) =>
       refused(target, `the provider: ${error.detail}`)
 
+    /** The gateway's grants: one consumer per target; every grant of it but `keep` is revoked. */
+    const revokeGatewayGrants = (consumer: string, keep?: string) =>
+      Effect.gen(function* () {
+        const grants = yield* vault.listGrants
+        const old = grants.filter((g) => g.consumer === consumer && g.id !== keep)
+        yield* Effect.forEach(old, (g) => vault.revokeGrant(g.id), { discard: true })
+        return old.length
+      })
+
+    /**
+     * The gateway's own credential: a `job-submit` grant for the targets its jobs may reach, written root-only on
+     * the host with the gateway's routing; older grants of the gateway are revoked once the new one is in place.
+     */
+    const provisionGateway = (
+      target: Target,
+      layout: RunnerLayout,
+      runner: NonNullable<Target["precheck_runner"]>,
+      actions: { readonly "job-submit"?: ReadonlyArray<string> | undefined }
+    ) =>
+      Effect.gen(function* () {
+        const gateway = layout.gateway!
+        if (!(actions["job-submit"] ?? []).includes(gateway.consumer))
+          return [
+            {
+              step: "gateway-grant",
+              result: "failed",
+              detail: `actions.job-submit does not list ${gateway.consumer}: the control plane would refuse the gateway`
+            }
+          ]
+        const hosts = [...new Set(runner.gateway_jobs.map((j) => j.target))]
+        const issued = yield* vault
+          .createGrant({
+            consumer: gateway.consumer,
+            actions: ["job-submit"],
+            items: [],
+            // Never an empty list (any host): with no jobs declared the grant names the runner's own host only.
+            hosts: hosts.length > 0 ? hosts : [target.name],
+            ttlMillis: GATEWAY_GRANT_TTL_MS
+          })
+          .pipe(Effect.either)
+        if (issued._tag === "Left") return [{ step: "gateway-grant", result: "failed", detail: issued.left.detail }]
+        const written = yield* host
+          .script(target, gatewayScript(layout), {
+            signingSecret: JSON.stringify(issued.right.credential)
+          })
+          .pipe(Effect.either)
+        if (written._tag === "Left") {
+          yield* vault.revokeGrant(issued.right.grant.id)
+          return [{ step: "gateway-grant", result: "failed", detail: written.left.detail }]
+        }
+        const revoked = failed(written.right.steps)
+          ? 0
+          : yield* revokeGatewayGrants(gateway.consumer, issued.right.grant.id)
+        return written.right.steps.map((s) =>
+          s.step === "gateway-grant" && s.result === "ok"
+            ? {
+                ...s,
+                detail: `grant ${issued.right.grant.id} (${gateway.consumer}: job-submit on ${(hosts.length > 0 ? hosts : [target.name]).join(", ")}) at ${s.detail}; ${revoked} older grant(s) revoked`
+              }
+            : s
+        )
+      })
+
     /** Removes everything of the runner from its host and the provider; the steps say what each found. */
     const teardown = (target: Target, layout: RunnerLayout, scope: ProviderScope, keepAccount: boolean) =>
       Effect.gen(function* () {
@@ -124,9 +203,9 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
         )
         const unit = yield* host.unit(target, "remove").pipe(Effect.either)
         steps.push(
-          unit._tag === "Left"
-            ? { step: "service", result: "failed", detail: unit.left.detail }
-            : serviceStep(unit.right.json, "removed")
+          ...(unit._tag === "Left"
+            ? [{ step: "service", result: "failed", detail: unit.left.detail }]
+            : serviceSteps(unit.right.json, "removed"))
         )
         const script = yield* host
           .script(target, removeScript(layout, { keepAccount }), {
@@ -135,6 +214,14 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
           .pipe(Effect.either)
         if (script._tag === "Left") steps.push({ step: "host", result: "failed", detail: script.left.detail })
         else steps.push(...script.right.steps)
+        if (layout.gateway !== null) {
+          const revoked = yield* revokeGatewayGrants(layout.gateway.consumer)
+          steps.push({
+            step: "gateway-grant",
+            result: revoked > 0 ? "revoked" : "absent",
+            detail: `${revoked} grant(s) of ${layout.gateway.consumer}`
+          })
+        }
         const unregistered = steps.some((s) => s.step === "unregister" && s.result === "removed")
         const known = yield* provider.findRunner(scope, layout.name).pipe(Effect.either)
         if (known._tag === "Left") steps.push({ step: "provider", result: "failed", detail: known.left.detail })
@@ -173,7 +260,7 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
 
     const install = (name: string) =>
       Effect.gen(function* () {
-        const { layout, runner, settings, target } = yield* resolve(name)
+        const { layout, registryActions, runner, settings, target } = yield* resolve(name)
         const scope = yield* scopeOf(name, runner)
         const signingSecret = yield* secret(name, runner.signing_secret)
         const steps: Array<RunnerStep> = []
@@ -257,11 +344,16 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
         )
         if (readback.length > 0) return yield* rollBack
 
+        if (layout.gateway !== null) {
+          steps.push(...(yield* provisionGateway(target, layout, runner, registryActions)))
+          if (failed(steps)) return yield* rollBack
+        }
+
         const unit = yield* host.unit(target, "ensure").pipe(Effect.either)
         steps.push(
-          unit._tag === "Left"
-            ? { step: "service", result: "failed", detail: unit.left.detail }
-            : serviceStep(unit.right.json, "started")
+          ...(unit._tag === "Left"
+            ? [{ step: "service", result: "failed", detail: unit.left.detail }]
+            : serviceSteps(unit.right.json, "started"))
         )
         if (failed(steps)) return yield* rollBack
 
@@ -321,8 +413,11 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
         if (agentId !== layout.agentId) deviations.push(`agent.id says ${agentId}, not ${layout.agentId}`)
         const unit = yield* host.unit(target, "show").pipe(Effect.either)
         const service = unit._tag === "Left" ? { error: unit.left.detail } : unit.right.json
-        const active = (service as { state?: { active_state?: string } }).state?.active_state
-        if (active !== "active") deviations.push(`service: ${active ?? "unreadable"}, not active`)
+        const units = (service as { units?: ReadonlyArray<{ name: string; state?: { active_state?: string } }> }).units
+        if (units === undefined) deviations.push(`service: ${unit._tag === "Left" ? unit.left.detail : "unreadable"}`)
+        for (const u of units ?? [])
+          if (u.state?.active_state !== "active")
+            deviations.push(`service: ${u.name} is ${u.state?.active_state ?? "unreadable"}, not active`)
         const found = yield* provider.findRunner(scope, layout.name).pipe(Effect.either)
         const listed = found._tag === "Right" ? Option.getOrNull(found.right) : null
         if (found._tag === "Left") deviations.push(`provider: ${found.left.detail}`)
@@ -415,19 +510,22 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
   })
 }) {}
 
-/** A `unit … --here` answer as a step. */
-const serviceStep = (json: unknown, done: string): RunnerStep => {
+/** A `unit … --here` answer as steps: `service` for the runner's unit, `gateway-service` for the gateway's. */
+const serviceSteps = (json: unknown, done: string): ReadonlyArray<RunnerStep> => {
   const answer = json as {
     ok?: boolean
-    change?: string
-    state?: { active_state?: string; main_pid?: number; manager?: string }
+    units?: ReadonlyArray<{
+      name?: string
+      change?: string
+      state?: { active_state?: string | null; main_pid?: number | null; manager?: string }
+    }>
     error?: { detail?: string }
   }
-  if (answer.ok !== true) return { step: "service", result: "failed", detail: answer.error?.detail ?? "no answer" }
-  const state = answer.state
-  return {
-    step: "service",
-    result: answer.change ?? done,
-    detail: `${state?.manager ?? "?"}: ${state?.active_state ?? "?"}${state?.main_pid ? `, pid ${state.main_pid}` : ""}`
-  }
+  if (answer.ok !== true || answer.units === undefined)
+    return [{ step: "service", result: "failed", detail: answer.error?.detail ?? "no answer" }]
+  return answer.units.map((unit) => ({
+    step: unit.name?.startsWith("precheck-gateway-") ? "gateway-service" : "service",
+    result: unit.change ?? done,
+    detail: `${unit.state?.manager ?? "?"}: ${unit.state?.active_state ?? "?"}${unit.state?.main_pid ? `, pid ${unit.state.main_pid}` : ""}`
+  }))
 }

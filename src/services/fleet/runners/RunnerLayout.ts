@@ -35,6 +35,16 @@ export interface RunnerLayout {
   readonly unit: string
   /** The root-owned drop-in that sets the hooks (systemd); none under launchd (the plist carries them). */
   readonly dropIn: string | null
+  /** The gateway (`ctl host gateway`), when the runner declares a control plane: its unit, grant and routing. */
+  readonly gateway: {
+    readonly unit: string
+    readonly grantFile: string
+    readonly envFile: string
+    readonly controlPlaneUrl: string
+    readonly consumer: string
+    /** The ctl the unit runs: the target's `ctl` binary, or /usr/local/bin/ctl. */
+    readonly ctl: string
+  } | null
   readonly groupLabel: string
   /** The non-secret agent identifier published beside the gateway URL file. */
   readonly agentId: string
@@ -74,11 +84,28 @@ export const runnerLayout = (target: Target, runner: Declaration): RunnerLayout 
     firewallFile: path.posix.join(root, target.os === "darwin" ? "firewall.pf" : "firewall.nft"),
     unit,
     dropIn: target.os === "darwin" ? null : `${unit}.d/keel-hooks.conf`,
+    gateway:
+      runner.control_plane_url === undefined
+        ? null
+        : {
+            unit:
+              target.os === "darwin"
+                ? `/Library/LaunchDaemons/dev.keel.gateway.${name}.plist`
+                : path.posix.join(runner.unit_dir, `keel-gateway-${name}.service`),
+            grantFile: path.posix.join(root, "gateway.grant"),
+            envFile: path.posix.join(root, "gateway.env"),
+            controlPlaneUrl: runner.control_plane_url,
+            consumer: gatewayConsumer(target),
+            ctl: target.binaries.find((b) => b.name === "ctl")?.path ?? "/usr/local/bin/ctl"
+          },
     groupLabel: runner.runner_group,
     agentId: `${target.name}/${name}`,
     gatewayUrl: `http://127.0.0.1:${runner.gateway_port}`
   }
 }
+
+/** The vault consumer of a target's gateway: `actions.job-submit` must list it. */
+export const gatewayConsumer = (target: Target) => `gateway-${target.name}`
 
 /** The organization a runner registers with: the last segment of its URL. */
 export const organizationOf = (runner: Declaration) => runner.url.replace(/\/+$/, "").split("/").pop() ?? ""

@@ -1,5 +1,6 @@
 import { sha256Hex } from "../../platform/Digest.js"
 import { shellQuote } from "../../platform/hostchannel/HostChannel.js"
+import { renderUnitEnvironment } from "../UnitSettings.js"
 import { commandLine } from "../units/UnitRender.js"
 import type { RunnerLayout } from "./RunnerLayout.js"
 
@@ -133,6 +134,51 @@ export const renderJobHook = (layout: RunnerLayout, phase: "started" | "complete
     "done",
     ""
   ].join("\n")
+
+/**
+ * The gateway's unit (`ctl host gateway`, as root: it reads the account's signing secret), its routing and grant in
+ * root-owned files under the runner root.
+ */
+export const renderGatewayUnit = (layout: RunnerLayout, target: string) => {
+  const gateway = layout.gateway
+  if (gateway === null) throw new Error(`${layout.name} declares no control_plane_url: no gateway`)
+  return [
+    `# Rendered by Keel for the pre-check runner ${layout.name}'s gateway (docs/runners.md); change the registry, not this file.`,
+    "[Unit]",
+    `Description=Keel pre-check gateway ${layout.name}`,
+    "After=network-online.target",
+    "Wants=network-online.target",
+    "",
+    "[Service]",
+    "Type=simple",
+    `EnvironmentFile=${gateway.envFile}`,
+    `ExecStart=${commandLine([gateway.ctl, "host", "gateway", "--target", target])}`,
+    "Restart=always",
+    "RestartSec=5",
+    "NoNewPrivileges=yes",
+    "",
+    "[Install]",
+    "WantedBy=multi-user.target",
+    ""
+  ].join("\n")
+}
+
+/**
+ * The gateway's routing: where the control plane is and its grant file (the credential stays in its file), with what
+ * the host's ctl needs to run on its own (`base`: its registry, data dir).
+ */
+export const renderGatewayEnv = (layout: RunnerLayout, target: string, base: Readonly<Record<string, string>>) =>
+  layout.gateway === null
+    ? ""
+    : renderUnitEnvironment(
+        {
+          ...base,
+          KEEL_CONTROL_PLANE_URL: layout.gateway.controlPlaneUrl,
+          KEEL_GATEWAY_GRANT_FILE: layout.gateway.grantFile,
+          KEEL_HOST: target
+        },
+        "Rendered by Keel for the pre-check gateway (docs/runners.md)."
+      )
 
 /** sudoers escapes: a command's arguments may not carry `,` `:` `=` `\` unescaped (sudo matches the rest as typed). */
 const sudoersWord = (word: string) => word.replace(/([\\,:=])/g, "\\$1")

@@ -160,6 +160,22 @@ export const installScript = (
 }
 
 /**
+ * The gateway's grant (when the runner declares a control plane): the credential arrives as the second stdin line
+ * and is written root-only (0600) — the gateway runs as root; the runner account cannot read it. Its routing file is
+ * the host's own ctl's to write (`unit ensure`): it knows where its registry and data are.
+ */
+export const gatewayScript = (layout: RunnerLayout) => {
+  if (layout.gateway === null) throw new Error(`${layout.name} declares no gateway`)
+  return [
+    ...prelude,
+    putFunction,
+    `printf '%s\\n' "$KEEL_SIGNING_SECRET" | put ${q(layout.gateway.grantFile)} 0600 0:0 || fail gateway-grant "cannot write the gateway's grant"`,
+    `step gateway-grant ok ${q(`${layout.gateway.grantFile} 0600 root`)}`,
+    ""
+  ].join("\n")
+}
+
+/**
  * What `status` reads on the host: the account, every layout path by stat, anything under the root (outside the
  * runner's own directories) the account owns or may write, the firewall table, and the published files.
  */
@@ -179,7 +195,8 @@ export const statusScript = (layout: RunnerLayout) => {
     layout.agentIdFile,
     layout.firewallFile,
     layout.unit,
-    ...(layout.dropIn === null ? [] : [layout.dropIn])
+    ...(layout.dropIn === null ? [] : [layout.dropIn]),
+    ...(layout.gateway === null ? [] : [layout.gateway.unit, layout.gateway.grantFile, layout.gateway.envFile])
   ]
   return [
     ...prelude,

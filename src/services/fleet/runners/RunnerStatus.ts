@@ -68,6 +68,11 @@ export const layoutDeviations = (
   expect(layout.firewallFile, { owner: "root" })
   expect(layout.unit, { owner: "root" })
   if (layout.dropIn !== null) expect(layout.dropIn, { owner: "root" })
+  if (layout.gateway !== null) {
+    expect(layout.gateway.unit, { owner: "root" })
+    expect(layout.gateway.grantFile, { owner: "root", mode: 0o600 })
+    expect(layout.gateway.envFile, { owner: "root" })
+  }
   for (const entry of writable) {
     const [uid, gid, mode, ...rest] = entry.split(" ")
     problems.push(`${rest.join(" ")} is writable by the runner account (uid ${uid}, gid ${gid}, mode ${mode})`)

@@ -21,6 +21,8 @@ export interface LoadedUnit {
   readonly group?: string | null
   readonly working_directory?: string | null
   readonly environment?: Readonly<Record<string, string>>
+  /** `EnvironmentFile=`s, read at each start in order; `optional` for a `-` prefix (a missing file is no error). */
+  readonly environment_files?: ReadonlyArray<{ readonly path: string; readonly optional: boolean }>
 }
 
 export interface RunRecord {
@@ -54,7 +56,7 @@ export const writeJsonFile = (file: string, value: unknown) => {
 
 /**
  * A unit file's `[Section] Key=value` lines (the systemd syntax subset the supervisor runs): the last value of a
- * key wins, except `Environment=`, whose assignments accumulate (as systemd's do) under `Service.Environment`.
+ * key wins, except `Environment=` and `EnvironmentFile=`, which accumulate (as systemd's do).
  */
 export const parseUnitFile = (text: string, values = new Map<string, string>()) => {
   let section = ""
@@ -71,7 +73,16 @@ export const parseUnitFile = (text: string, values = new Map<string, string>()) 
     const key = `${section}.${line.slice(0, eq).trim()}`
     const value = line.slice(eq + 1).trim()
     const previous = values.get(key)
-    values.set(key, key === "Service.Environment" && previous ? `${previous} ${value}` : value)
+    values.set(
+      key,
+      previous === undefined
+        ? value
+        : key === "Service.Environment"
+          ? `${previous} ${value}`
+          : key === "Service.EnvironmentFile"
+            ? `${previous}\n${value}`
+            : value
+    )
   }
   return values
 }
@@ -89,6 +100,27 @@ export const dropInTexts = (file: string): ReadonlyArray<string> => {
     return []
   }
 }
+
+const environmentFilesOf = (value: string | undefined) =>
+  (value ?? "")
+    .split("\n")
+    .filter((file) => file !== "")
+    .map((file) => (file.startsWith("-") ? { path: file.slice(1), optional: true } : { path: file, optional: false }))
+
+/** An environment file's `NAME=value` lines (comments and blank lines skipped, one pair of quotes removed). */
+export const parseEnvironmentFile = (text: string): Record<string, string> =>
+  Object.fromEntries(
+    text
+      .split("\n")
+      .map((line) => line.trim())
+      .filter((line) => line !== "" && !line.startsWith("#") && !line.startsWith(";") && line.includes("="))
+      .map((line) => {
+        const name = line.slice(0, line.indexOf("=")).trim()
+        const value = line.slice(line.indexOf("=") + 1).trim()
+        return [name, /^(["']).*\1$/.test(value) ? value.slice(1, -1) : value] as const
+      })
+      .filter(([name]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+  )
 
 /** `Environment=` assignments: `A=b "C=d e"` (double quotes group a word, as systemd's). */
 const environmentOf = (line: string | undefined) =>
@@ -136,7 +168,8 @@ export const unitProgram = (
       user: values.get("Service.User") ?? null,
       group: values.get("Service.Group") ?? null,
       working_directory: directory,
-      environment: environmentOf(values.get("Service.Environment"))
+      environment: environmentOf(values.get("Service.Environment")),
+      environment_files: environmentFilesOf(values.get("Service.EnvironmentFile"))
     }
   }
 }

@@ -5,6 +5,7 @@ import {
   type LoadedUnit,
   loadedFile,
   logFile,
+  parseEnvironmentFile,
   type RunRecord,
   readJsonFile,
   runFile,
@@ -66,10 +67,19 @@ const processOptions = (unitDefinition: LoadedUnit) => {
           gid: Number(group?.[2] ?? account[3]),
           env: { HOME: account[5] ?? "/", USER: account[0]!, LOGNAME: account[0]!, SHELL: account[6] ?? "/bin/sh" }
         }
+  let fromFile: Record<string, string> = {}
+  for (const file of unitDefinition.environment_files ?? []) {
+    try {
+      fromFile = { ...fromFile, ...parseEnvironmentFile(fs.readFileSync(file.path, "utf8")) }
+    } catch (error) {
+      if (!file.optional) throw new Error(`EnvironmentFile=${file.path}: ${(error as Error).message}`)
+    }
+  }
   return {
     cwd: unitDefinition.working_directory ?? "/",
     ...("uid" in identity ? { uid: identity.uid, gid: identity.gid } : {}),
-    env: { ...process.env, ...identity.env, ...unitDefinition.environment }
+    // As systemd: the file's settings override Environment='s.
+    env: { ...process.env, ...identity.env, ...unitDefinition.environment, ...fromFile }
   }
 }
 

@@ -1,0 +1,203 @@
+import * as fs from "node:fs"
+import * as http from "node:http"
+import { Effect, Schema } from "effect"
+import { problemType, statusTitle } from "../../../http/Problem.js"
+import { configuredAccess } from "../objects/ObjectApiClient.js"
+import { FleetRegistry } from "../registry/Registry.js"
+import { commandAllowed, makeNonceBook, verifyRequest } from "./GatewaySignature.js"
+import { runnerLayout } from "./RunnerLayout.js"
+
+/** The gateway cannot start: no runner declared for the host, no signing secret, no way to the control plane. */
+export class GatewayUnavailable extends Schema.TaggedError<GatewayUnavailable>()("GatewayUnavailable", {
+  code: Schema.Literal("GATEWAY_UNAVAILABLE"),
+  detail: Schema.String
+}) {}
+
+/** A request body the gateway reads at most (a job submission is small). */
+const MAX_BODY = 64 * 1024
+
+/** The kind of every job a pre-check job submits: the control plane's queue shows where it came from. */
+export const PRECHECK_JOB_KIND = "precheck"
+
+const SubmitRequest = Schema.Struct({
+  target: Schema.String.pipe(Schema.minLength(1)),
+  argv: Schema.Array(Schema.String).pipe(Schema.minItems(1), Schema.maxItems(64)),
+  idempotency_key: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)))
+})
+
+interface Answer {
+  readonly status: number
+  readonly body: unknown
+  readonly problem?: boolean
+}
+
+const problem = (status: number, code: string, detail: string): Answer => ({
+  status,
+  problem: true,
+  body: { type: problemType(code), title: statusTitle(status), status, detail, code }
+})
+
+/**
+ * `ctl host gateway` (docs/runners.md, "The gateway"): the pre-check runner's one reachable private destination, a
+ * loopback-only HTTP endpoint through which jobs submit fleet jobs and read them. Every request is signed with the
+ * request-signing secret (GatewaySignature); a submission must name a command the registry's `gateway_jobs` lists;
+ * the gateway forwards it to the control plane's jobs API with its own vault token (`job-submit`), so no job ever
+ * holds a fleet credential.
+ */
+export class RunnerGateway extends Effect.Service<RunnerGateway>()("fleet/RunnerGateway", {
+  effect: Effect.gen(function* () {
+    const registry = yield* FleetRegistry
+
+    const serve = (targetName: string, options: { readonly port?: number } = {}) =>
+      Effect.gen(function* () {
+        const unavailable = (detail: string) => new GatewayUnavailable({ code: "GATEWAY_UNAVAILABLE", detail })
+        const snapshot = yield* registry.read({ allowCached: true }).pipe(Effect.mapError((e) => unavailable(e.detail)))
+        const target = snapshot.registry.targets.find((t) => t.name === targetName)
+        const runner = target?.precheck_runner
+        if (target === undefined || runner === undefined)
+          return yield* unavailable(`${targetName} declares no precheck_runner`)
+        const layout = runnerLayout(target, runner)
+        // The secret is read per request: a reinstall's new secret holds at once.
+        const secret = () => fs.readFileSync(layout.signingSecretFile, "utf8")
+        yield* Effect.try({ try: secret, catch: () => unavailable(`${layout.signingSecretFile} cannot be read`) })
+        let access = yield* configuredAccess(["KEEL_GATEWAY_GRANT_FILE", "KEEL_GRANT_FILE"], {
+          needs: "job-submit"
+        }).pipe(Effect.mapError((e) => unavailable(e.detail)))
+        const nonces = makeNonceBook()
+
+        /** One call to the control plane's jobs API; a token that expired is exchanged again, once. */
+        const forward = async (method: "GET" | "POST", path: string, body?: unknown): Promise<Answer> => {
+          for (let attempt = 1; ; attempt++) {
+            let response: Response
+            try {
+              response = await fetch(new URL(path, access.controlPlaneUrl), {
+                method,
+                headers: {
+                  authorization: `Bearer ${access.token}`,
+                  ...(body === undefined ? {} : { "content-type": "application/json" })
+                },
+                ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+                signal: AbortSignal.timeout(30_000)
+              })
+            } catch (error) {
+              return problem(502, "GATEWAY_UPSTREAM_UNAVAILABLE", `the control plane: ${(error as Error).message}`)
+            }
+            if (response.status === 401 && attempt === 1) {
+              const renewed = await Effect.runPromise(
+                Effect.either(configuredAccess(["KEEL_GATEWAY_GRANT_FILE", "KEEL_GRANT_FILE"]))
+              )
+              if (renewed._tag === "Right") {
+                access = renewed.right
+                continue
+              }
+            }
+            const text = await response.text()
+            let parsed: unknown = text
+            try {
+              parsed = JSON.parse(text)
+            } catch {}
+            return { status: response.status, body: parsed, problem: response.status >= 400 }
+          }
+        }
+
+        const handle = async (method: string, url: string, body: Uint8Array, headers: http.IncomingHttpHeaders) => {
+          const verdict = verifyRequest(
+            secret(),
+            layout.agentId,
+            headers,
+            { method, path: url, body },
+            Math.floor(Date.now() / 1000),
+            nonces
+          )
+          if (!verdict.ok) return problem(401, verdict.code, verdict.detail)
+          const pathname = url.split("?")[0] ?? ""
+          if (method === "POST" && pathname === "/v1/jobs") {
+            let request: typeof SubmitRequest.Type
+            try {
+              request = Schema.decodeUnknownSync(SubmitRequest)(JSON.parse(new TextDecoder().decode(body)))
+            } catch {
+              return problem(400, "GATEWAY_BAD_REQUEST", "a submission is JSON {target, argv[], idempotency_key?}")
+            }
+            if (!commandAllowed(runner.gateway_jobs, request.target, request.argv))
+              return problem(
+                403,
+                "GATEWAY_COMMAND_REFUSED",
+                `${request.target}: that command is not one the registry's gateway_jobs lets pre-check jobs submit`
+              )
+            return forward("POST", "/api/fleet/jobs", {
+              kind: PRECHECK_JOB_KIND,
+              target: request.target,
+              argv: request.argv,
+              ...(request.idempotency_key === undefined ? {} : { idempotency_key: request.idempotency_key })
+            })
+          }
+          const job = /^\/v1\/jobs\/([A-Za-z0-9_-]{1,100})$/.exec(pathname)
+          if (method === "GET" && job !== null) {
+            const query = new URLSearchParams(url.split("?")[1] ?? "")
+            const params = new URLSearchParams()
+            for (const name of ["cursor", "limit"]) {
+              const value = query.get(name)
+              if (value !== null) params.set(name, value)
+            }
+            const answer = await forward("GET", `/api/fleet/jobs/${job[1]}${params.size > 0 ? `?${params}` : ""}`)
+            // Jobs read only what jobs submitted: any other job of the fleet is not theirs to see.
+            const kind = (answer.body as { job?: { kind?: string } } | undefined)?.job?.kind
+            if (answer.status === 200 && kind !== PRECHECK_JOB_KIND)
+              return problem(404, "JOB_NOT_FOUND", `no pre-check job ${job[1]}`)
+            return answer
+          }
+          return problem(404, "NOT_FOUND", "the gateway answers POST /v1/jobs and GET /v1/jobs/<id>")
+        }
+
+        const server = http.createServer((request, response) => {
+          const chunks: Array<Buffer> = []
+          let size = 0
+          let refused = false
+          const reply = (answer: Answer) => {
+            if (response.headersSent) return
+            response.writeHead(answer.status, {
+              "content-type": answer.problem ? "application/problem+json" : "application/json"
+            })
+            response.end(JSON.stringify(answer.body))
+          }
+          request.on("data", (chunk: Buffer) => {
+            size += chunk.length
+            if (size > MAX_BODY && !refused) {
+              refused = true
+              reply(problem(413, "PAYLOAD_TOO_LARGE", `a request body is at most ${MAX_BODY} bytes`))
+              request.destroy()
+            } else if (!refused) chunks.push(chunk)
+          })
+          request.on("end", () => {
+            if (refused) return
+            handle(request.method ?? "GET", request.url ?? "/", Buffer.concat(chunks), request.headers).then(
+              reply,
+              (error: unknown) => reply(problem(500, "INTERNAL_ERROR", `the gateway failed: ${String(error)}`))
+            )
+          })
+        })
+        const port = options.port ?? runner.gateway_port
+        yield* Effect.acquireRelease(
+          Effect.async<void, GatewayUnavailable>((resume) => {
+            server.once("error", (error) => resume(Effect.fail(unavailable(`127.0.0.1:${port}: ${error.message}`))))
+            server.listen(port, "127.0.0.1", () => resume(Effect.void))
+          }),
+          () =>
+            Effect.promise(
+              () =>
+                new Promise<void>((resolve) => {
+                  server.close(() => resolve())
+                  server.closeAllConnections()
+                })
+            )
+        )
+        const address = server.address()
+        return {
+          url: `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : port}`,
+          agentId: layout.agentId
+        }
+      })
+
+    return { serve } as const
+  })
+}) {}
