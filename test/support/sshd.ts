@@ -45,6 +45,11 @@ export const startSshd = async (
   keygen("host_key")
   keygen("client_key")
   fs.copyFileSync(path.join(dir, "client_key.pub"), path.join(dir, "authorized_keys"))
+  if (options.user !== undefined) {
+    // sshd reads the authorized keys as the user it lets in; the private keys stay owner-only.
+    fs.chmodSync(dir, 0o755)
+    fs.chmodSync(path.join(dir, "authorized_keys"), 0o644)
+  }
   const port = await freePort()
   const user = options.user ?? os.userInfo().username
   fs.writeFileSync(
