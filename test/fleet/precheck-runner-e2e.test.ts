@@ -30,8 +30,9 @@ const n = 100 + (process.pid % 150)
 const netns = `keel-rt-${process.pid}`
 const hostSide = `krh${process.pid % 100_000}`
 const nsSide = `krn${process.pid % 100_000}`
-const hostAddress = `10.231.${n}.1`
-const nsAddress = `10.231.${n}.2`
+// 198.18.0.0/15 (RFC 2544, benchmarking): a public-looking provider, as GitHub is: the runner may reach it.
+const hostAddress = `198.18.${n}.1`
+const nsAddress = `198.18.${n}.2`
 const account = `keel-rt${process.pid % 100_000}`
 const tamperedAccount = `keel-rx${process.pid % 100_000}`
 const CREDENTIAL = `ghp_${"c".repeat(36)}`
@@ -554,6 +555,12 @@ describe.skipIf(!ready)("ctl host precheck-runner, end to end on a host of its o
     const group = github!.groups().find((g) => g.name === "precheck")!
     assert.isTrue(group.allows_public_repositories)
     assert.sameMembers(group.repository_ids, [101, 102])
+
+    // Installing again converges: the same pinned archive stays in place, the runner registers again.
+    const again2 = await ctl(["host", "precheck-runner", "install", "runner-host", "--json"])
+    assert.strictEqual(again2.status, 0, again2.stdout)
+    const steps2 = Object.fromEntries(answer(again2).steps.map((s) => [s.step, s.result]))
+    assert.deepInclude(steps2, { account: "present", extract: "present", configure: "ok", layout: "ok" })
     github!.removeRunnerSilently("runner-host")
     const removed = await ctl(["host", "precheck-runner", "remove", "runner-host", "--json"])
     const steps = answer(removed).steps as Array<{ step: string; result: string; detail: string }>

@@ -310,10 +310,18 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
         const gid = Number(first(prepared.values, "gid"))
         const archiveFile = first(prepared.values, "archive_file") ?? ""
 
-        const rollBack = Effect.gen(function* () {
-          const undone = yield* teardown(target, layout, scope, keepAccount)
-          return report(false, undone.steps, undone.remains)
-        })
+        // A runner installed before this attempt is not torn down by its failure: it is reported, kept as it is.
+        const reinstall = first(prepared.values, "installed") === "yes"
+        const rollBack = reinstall
+          ? Effect.succeed(
+              report(false, null, [
+                "the runner was installed before this attempt: nothing was rolled back (install again, or remove)"
+              ])
+            )
+          : Effect.gen(function* () {
+              const undone = yield* teardown(target, layout, scope, keepAccount)
+              return report(false, undone.steps, undone.remains)
+            })
 
         const installed = yield* host
           .script(

@@ -68,7 +68,19 @@ export class RunnerHost extends Effect.Service<RunnerHost>()("fleet/RunnerHost",
             target,
             `the script reported nothing (exit ${result.exitCode ?? "killed"}): ${stderr.split("\n").slice(-3).join(" ")}`
           )
-        return { ...parsed, exitCode: result.exitCode, stderr }
+        // A script that stopped without saying why (a shell error) still ends in a failed step.
+        const steps =
+          result.exitCode !== 0 && !parsed.steps.some((s) => s.result === "failed")
+            ? [
+                ...parsed.steps,
+                {
+                  step: "host",
+                  result: "failed",
+                  detail: `the script exited ${result.exitCode ?? "killed"}: ${stderr.split("\n").slice(-3).join(" ")}`
+                }
+              ]
+            : parsed.steps
+        return { ...parsed, steps, exitCode: result.exitCode, stderr }
       })
 
     /** `ctl host precheck-runner unit <verb> <target> --here --json` on the host, as root. */
