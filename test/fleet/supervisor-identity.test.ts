@@ -24,7 +24,11 @@ const supervisor = makeSupervisor(path.join(dir, "supervisor"))
 afterAll(async () => {
   for (const unit of ["as-account.service", "no-such-user.service"])
     await Effect.runPromise(Effect.ignore(supervisor.stop({ name: unit, unit: path.join(dir, unit) })))
-  if (ready) spawnSync("userdel", [account])
+  if (ready) {
+    // The unit's last `sleep` may outlive its stopped shell for a moment: an account in use is not deleted.
+    spawnSync("pkill", ["-KILL", "-u", account])
+    spawnSync("userdel", [account])
+  }
   fs.rmSync(dir, { recursive: true, force: true })
 })
 
