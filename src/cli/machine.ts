@@ -3,30 +3,12 @@ import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option, Schedule } from "effect"
 import { HostOpsLive, ServicesLive } from "../layers/Live.js"
 import { Janitor } from "../services/fleet/janitor/Janitor.js"
-import { type Job, JobQueue } from "../services/fleet/jobs/JobQueue.js"
+import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
+import { jobView } from "../services/fleet/jobs/JobView.js"
 import { JobWorker } from "../services/fleet/jobs/JobWorker.js"
-import { CommandFailed, emit, failWith, iso, json } from "./Output.js"
+import { CommandFailed, emit, failWith, json } from "./Output.js"
 
 const jobId = Args.text({ name: "JOB_ID" })
-
-const jobJson = (job: Job) => ({
-  id: job.id,
-  kind: job.kind,
-  target: job.target,
-  argv: job.argv,
-  state: job.state,
-  attempt: job.attempt,
-  worker: job.worker,
-  created_at: iso(job.createdAt),
-  started_at: job.startedAt === null ? null : iso(job.startedAt),
-  finished_at: job.finishedAt === null ? null : iso(job.finishedAt),
-  duration_ms: job.startedAt === null || job.finishedAt === null ? null : job.finishedAt - job.startedAt,
-  exit_code: job.exitCode,
-  error: job.error,
-  cancel_reason: job.cancelReason,
-  cancel_ref: job.cancelRef,
-  idempotency_key: job.idempotencyKey
-})
 
 const submit = Command.make(
   "submit",
@@ -44,7 +26,7 @@ const submit = Command.make(
       const job = yield* (yield* JobWorker)
         .submit({ target, argv: command, idempotencyKey: Option.getOrUndefined(idempotencyKey) })
         .pipe(Effect.catchAll(failWith(json)))
-      yield* emit(json, jobJson(job), (j) => j.id)
+      yield* emit(json, jobView(job), (j) => j.id)
     })
 ).pipe(
   Command.withDescription(
@@ -55,7 +37,7 @@ const submit = Command.make(
 const status = Command.make("status", { id: jobId, json }, ({ id, json }) =>
   Effect.gen(function* () {
     const { diagnosis, job } = yield* (yield* JobQueue).status(id).pipe(Effect.catchAll(failWith(json)))
-    yield* emit(json, { ...jobJson(job), diagnosis }, (j) =>
+    yield* emit(json, { ...jobView(job), diagnosis }, (j) =>
       [
         `${j.id} ${j.state} on ${j.target} (attempt ${j.attempt})${j.exit_code === null ? "" : `, exit ${j.exit_code}`}`,
         `  ${j.argv.join(" ")}`,

@@ -183,6 +183,20 @@ describe("ctl host gateway in front of a control plane", () => {
     assert.strictEqual(submitted.status, 202, JSON.stringify(submitted.body))
     assert.include(submitted.body, { kind: "precheck", target: "gw-host", state: "queued" })
     assert.deepStrictEqual(submitted.body.argv, ["echo", "precheck", "ok"])
+    // The documented fields, no more (docs/control-plane.md, "Jobs").
+    assert.sameMembers(Object.keys(submitted.body), [
+      "id",
+      "kind",
+      "target",
+      "argv",
+      "state",
+      "attempt",
+      "created_at",
+      "started_at",
+      "finished_at",
+      "exit_code",
+      "error"
+    ])
 
     ctl(["machine", "work", "--until-empty"])
     const target = `/v1/jobs/${submitted.body.id}?cursor=0`

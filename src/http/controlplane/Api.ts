@@ -474,7 +474,7 @@ export class HandoffQueueApi extends HttpApiGroup.make("handoffQueue")
   .addError(AuthorityUnavailable)
   .annotate(OpenApi.Title, "Handoff queue") {}
 
-/** A job as the jobs API answers it (docs/control-plane.md, "Jobs"). */
+/** A job as the jobs API answers it (docs/control-plane.md, "Jobs"): these fields of `jobView`, the others dropped. */
 export const JobView = Schema.Struct({
   id: Schema.String,
   kind: Schema.String,

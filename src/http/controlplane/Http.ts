@@ -13,7 +13,8 @@ import {
   StorageReconciliationFailed
 } from "../../services/fleet/handoff/StorageReconcile.js"
 import { type StorageUndeclared, TargetQueue } from "../../services/fleet/handoff/TargetQueue.js"
-import { type Job, JobQueue } from "../../services/fleet/jobs/JobQueue.js"
+import { JobQueue } from "../../services/fleet/jobs/JobQueue.js"
+import { jobView } from "../../services/fleet/jobs/JobView.js"
 import { ObjectAccess } from "../../services/fleet/objects/ObjectAccess.js"
 import { FleetHosts } from "../../services/fleet/overview/FleetHosts.js"
 import { Overview } from "../../services/fleet/overview/Overview.js"
@@ -432,22 +433,6 @@ export const HandoffQueueLive = HttpApiBuilder.group(ControlPlaneApi, "handoffQu
       )
   })
 )
-
-const iso = (millis: number | null) => (millis === null ? null : new Date(millis).toISOString())
-
-const jobView = (job: Job) => ({
-  id: job.id,
-  kind: job.kind,
-  target: job.target,
-  argv: job.argv,
-  state: job.state,
-  attempt: job.attempt,
-  created_at: new Date(job.createdAt).toISOString(),
-  started_at: iso(job.startedAt),
-  finished_at: iso(job.finishedAt),
-  exit_code: job.exitCode,
-  error: job.error
-})
 
 /** Fleet jobs for clients off the control plane: `job-submit` for the job's target (docs/control-plane.md, "Jobs"). */
 export const JobsLive = HttpApiBuilder.group(ControlPlaneApi, "jobs", (handlers) =>
