@@ -1,6 +1,6 @@
 import * as path from "node:path"
 import { DEFAULT_UNIT_USER, renderUnitEnvironment, type UnitSettings, unitSettingsProblem } from "../UnitSettings.js"
-import { commandLine as command } from "../units/UnitRender.js"
+import { commandLine as command, xml } from "../units/UnitRender.js"
 
 /** What the rendered units need: the `ctl` to run, where the beacon goes, the non-secret routing. */
 export interface BeaconUnitOptions {
@@ -93,9 +93,6 @@ export const renderSystemd = (options: BeaconUnitOptions) => ({
     ""
   ].join("\n")
 })
-
-const xml = (text: string) =>
-  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
 
 /** A launchd daemon with the same routing metadata, run every interval. */
 export const renderLaunchd = (options: BeaconUnitOptions) => {

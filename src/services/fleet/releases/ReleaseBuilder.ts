@@ -6,6 +6,7 @@ import * as path from "node:path"
 import { Effect, Either, Option, Schema } from "effect"
 import { childEnv } from "../../platform/ChildEnv.js"
 import { fileDigest, sha256Hex } from "../../platform/Digest.js"
+import { redactValues } from "../../platform/Redact.js"
 import type { ObjectApiClient, ObjectApiError } from "../objects/ObjectApiClient.js"
 import { ArchiveRefused, extractEntry } from "./ArchiveEntry.js"
 import { canonicalBytes } from "./CanonicalJson.js"
@@ -50,9 +51,8 @@ const run = (argv: ReadonlyArray<string>, cwd: string, env: Record<string, strin
  * replaced by `[redacted]` (a value split across two writes is still found).
  */
 export const redactingLog = (log: (text: string) => void, secrets: ReadonlyArray<string>) => {
-  const values = secrets.filter((v) => v.length > 0).sort((a, b) => b.length - a.length)
   let pending = ""
-  const redact = (text: string) => values.reduce((t, v) => t.split(v).join("[redacted]"), text)
+  const redact = (text: string) => redactValues(text, secrets)
   return {
     write: (text: string) => {
       pending += text

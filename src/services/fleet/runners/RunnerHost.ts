@@ -1,5 +1,6 @@
 import { Effect, Schema } from "effect"
 import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
+import { redactValues } from "../../platform/Redact.js"
 import { RemoteCtl } from "../RemoteCtl.js"
 import type { Target } from "../registry/Schema.js"
 import { BOOTSTRAP, bootstrapInput, parseScriptOutput } from "./RunnerScripts.js"
@@ -18,7 +19,10 @@ const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes)
 
 /** Every secret value replaced, so nothing a host printed can carry one further (logs, answers, errors). */
 export const redact = (value: string, secrets: ReadonlyArray<string>) =>
-  secrets.filter((s) => s.length >= 4).reduce((out, secret) => out.split(secret).join("[redacted]"), value)
+  redactValues(
+    value,
+    secrets.filter((s) => s.length >= 4)
+  )
 
 /**
  * A pre-check runner's host, as the lifecycle reaches it: root scripts through the target's channel (as root, or

@@ -1,7 +1,7 @@
 import { sha256Hex } from "../../platform/Digest.js"
 import { shellQuote } from "../../platform/hostchannel/HostChannel.js"
 import { renderUnitEnvironment } from "../UnitSettings.js"
-import { commandLine } from "../units/UnitRender.js"
+import { commandLine, xml } from "../units/UnitRender.js"
 import type { RunnerLayout } from "./RunnerLayout.js"
 
 /**
@@ -60,9 +60,6 @@ export const renderSystemdUnit = (layout: RunnerLayout, nft = "/usr/sbin/nft") =
     "WantedBy=multi-user.target",
     ""
   ].join("\n")
-
-const xml = (text: string) =>
-  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
 
 /** The runner's LaunchDaemon (macOS): a system daemon run as the runner account, the hooks in its environment. */
 export const renderLaunchDaemon = (layout: RunnerLayout) =>

@@ -53,7 +53,8 @@ export const parseCommandLine = (line: string): ReadonlyArray<string> => {
   return words
 }
 
-const xml = (text: string) =>
+/** Text for a plist (XML) element or attribute: `&`, `<`, `>` and `"` escaped. */
+export const xml = (text: string) =>
   text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
 
 /** Why a declaration cannot be rendered (rule 2: it names only a unit path), or undefined. */
