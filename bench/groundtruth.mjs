@@ -154,4 +154,5 @@ console.log(
   `baseline rg over the checked-out files:                rg   p50 ${p50r.toFixed(2)} ms p99 ${percentile(rgLatencies, 0.99).toFixed(2)} ms`
 )
 console.log(`ratio: keel is ${(p50r / p50k).toFixed(1)}x faster than rg at p50`)
-fs.rmSync(work, { recursive: true, force: true })
+if (process.env.BENCH_KEEP === "1") console.log(`kept: ${work}`)
+else fs.rmSync(work, { recursive: true, force: true })

@@ -38,7 +38,13 @@ const ingest = Command.make(
           { repo: repo._tag === "Some" ? repo.value : undefined, ref: ref._tag === "Some" ? ref.value : undefined },
           progressBar
         )
-        .pipe(Effect.catchTag("UnknownRepo", (e) => Effect.fail(new CommandFailed({ detail: e.detail }))))
+        .pipe(
+          Effect.catchTags({
+            UnknownRepo: (e) => Effect.fail(new CommandFailed({ detail: e.detail })),
+            UnknownRef: (e) => Effect.fail(new CommandFailed({ detail: e.detail })),
+            SourceRegistryRefused: (e) => Effect.fail(new CommandFailed({ detail: e.detail }))
+          })
+        )
       yield* emit(json, result, (r) =>
         [
           ...(r.registry_refused ? [`registry refused (last good one in force): ${r.registry_refused}`] : []),

@@ -33,6 +33,7 @@ import { VersionDeclaration } from "../services/fleet/releases/VersionDeclaratio
 import { ServiceManagerLive } from "../services/fleet/units/ServiceManagerLive.js"
 import { Answerer } from "../services/groundtruth/Answerer.js"
 import { BrandAssets } from "../services/groundtruth/BrandAssets.js"
+import { EmbedderFromConfig } from "../services/groundtruth/Embedder.js"
 import { GtConfig } from "../services/groundtruth/GtConfig.js"
 import { Ingester } from "../services/groundtruth/Ingester.js"
 import { Retriever } from "../services/groundtruth/Retriever.js"
@@ -122,6 +123,7 @@ export const DomainServices = Layer.mergeAll(
   Layer.provideMerge(ObjectGateway.Default),
   Layer.provideMerge(StorageFenceLive),
   Layer.provideMerge(Retriever.Default),
+  Layer.provideMerge(EmbedderFromConfig),
   Layer.provideMerge(Sources.Default),
   Layer.provideMerge(GtConfig.Default),
   Layer.provideMerge(Assigner.Default),

@@ -2,9 +2,9 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { assert, describe, it, layer } from "@effect/vitest"
+import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { coverage, keywords, NOT_COVERED } from "keel"
+import { NOT_COVERED } from "keel"
 import { HttpTest } from "../support/http.js"
 import { buildCorpus } from "./git-fixture.js"
 
@@ -55,14 +55,6 @@ const ingestAll = Effect.gen(function* () {
   )
   assert.strictEqual(response.status, 200)
 }).pipe(Effect.scoped)
-
-describe("relevance", () => {
-  it("keywords drop stopwords and short words; coverage counts keyword stems in the passage", () => {
-    assert.deepStrictEqual(keywords("How do I install Fastify on Node?"), ["install", "fastify", "node"])
-    assert.strictEqual(coverage(["install", "fastify"], "Run npm install fastify"), 1)
-    assert.strictEqual(coverage(["installing", "kubernetes"], "installation notes"), 0.5)
-  })
-})
 
 const extractiveCorpus = buildCorpus()
 layer(

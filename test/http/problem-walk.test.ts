@@ -29,6 +29,7 @@ import {
   surfaceApis,
   Vault
 } from "keel"
+import { commitFiles, initRepo } from "../groundtruth/git-fixture.js"
 import { CLIENT_KEY, registryDir } from "../product/registry-fixture.js"
 import { beaconDocument, vaultGrant } from "../support/controlplane.js"
 import { HttpTest } from "../support/http.js"
@@ -203,6 +204,12 @@ const bodyRefusals = (surface: SurfaceName, route: string, method: string, url: 
   })
 
 /** A vault token whose grant allows `actions` on `hosts` and reads of `items`. */
+/** A ground-truth registry that has never validated (version 2), and a docs repository it will name. */
+const gtRoot = fs.mkdtempSync(path.join(os.tmpdir(), "keel-walk-gt-"))
+const gtRegistry = initRepo(gtRoot, "registry")
+commitFiles(gtRegistry, { "sources.yml": "version: 2\nsources: []\n" }, "refused registry")
+commitFiles(initRepo(gtRoot, "docs"), { "README.md": "# Docs\n" }, "docs")
+
 const tokenFor = (grant: {
   actions?: Array<string>
   hosts?: Array<string>
@@ -218,6 +225,7 @@ layer(
       KEEL_COLLECT_SITES: SITE,
       KEEL_ADMIN_TOKENS: ADMIN,
       KEEL_REGISTRY: path.join(root, "examples", "registry.yml"),
+      GT_REGISTRY_REPO: gtRegistry,
       KEEL_TRUSTED_PROXIES: "127.0.0.0/8,::1/128",
       MARKET_RATE_LIMIT_PUBLIC: "100000",
       MARKET_RATE_LIMIT_AUTHENTICATED: "5"
@@ -333,6 +341,11 @@ layer(
         "UNAUTHORIZED"
       )
       yield* g("/search", { method: "GET", url: "/search?q=x&repo=nope" }, 404, "UNKNOWN_REPO")
+      const ingest = (body: unknown) => ({ method: "POST", url: "/ingest/repo", body: json(body) })
+      const refused = yield* g("/ingest/repo", ingest({}), 422, "REGISTRY_REFUSED")
+      assert.strictEqual(refused.body.fields[0]?.path, "version")
+      commitFiles(gtRegistry, { "sources.yml": "version: 1\nsources:\n  - { name: docs, url: ../docs }\n" }, "valid")
+      yield* g("/ingest/repo", ingest({ repo: "docs", ref: "no-such-ref" }), 422, "UNKNOWN_REF")
       yield* g("/assets/{product}/{kind}", { method: "GET", url: "/assets/nope/logo" }, 404, "ASSET_NOT_FOUND")
     })
   )

@@ -2,7 +2,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchem
 import { Schema } from "effect"
 import { AskAnswer } from "../../services/groundtruth/Answerer.js"
 import { AssetNotFound, AssetRecord } from "../../services/groundtruth/BrandAssets.js"
-import { IngestResult, UnknownRepo } from "../../services/groundtruth/Ingester.js"
+import { IngestResult, SourceRegistryRefused, UnknownRef, UnknownRepo } from "../../services/groundtruth/Ingester.js"
 import { RepoRecord, SearchResult } from "../../services/groundtruth/Retriever.js"
 import { HealthApi } from "../Health.js"
 import { problemOpenApi } from "../ProblemContract.js"
@@ -42,6 +42,8 @@ export class GroundTruthIngestApi extends HttpApiGroup.make("ingest")
       .setPayload(Schema.Struct({ repo: Schema.optional(Schema.String), ref: Schema.optional(Schema.String) }))
       .addSuccess(IngestResult)
       .addError(UnknownRepo)
+      .addError(UnknownRef)
+      .addError(SourceRegistryRefused)
       .annotate(
         OpenApi.Description,
         "Ingests the named source (all enabled sources without repo) at ref (its branch without ref). Per source: " +
@@ -57,6 +59,7 @@ export class GroundTruthAskApi extends HttpApiGroup.make("ask")
       .setPayload(
         Schema.Struct({
           question: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2000)),
+          k: Schema.optional(Schema.Int.pipe(Schema.between(1, 20))),
           scope: Schema.optionalWith(Schema.Struct({ repos: Schema.optional(Schema.Array(Schema.String)) }), {
             default: () => ({})
           })
@@ -66,8 +69,8 @@ export class GroundTruthAskApi extends HttpApiGroup.make("ask")
       .addError(UnknownRepo)
       .annotate(
         OpenApi.Description,
-        "An answer with citations. Without a configured language model: extractive (the supporting passages). " +
-          "When no source supports the question: missing=true and the answer says so."
+        "An answer with up to k citations (default 5, at most 20). Without a configured language model: extractive " +
+          "(the supporting passages). When the sources do not support the question: missing=true and the answer says so."
       )
   )
   .middleware(GroundTruthAuth)

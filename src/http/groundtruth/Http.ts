@@ -61,7 +61,7 @@ export const GroundTruthIngestLive = HttpApiBuilder.group(GroundTruthApi, "inges
 
 export const GroundTruthAskLive = HttpApiBuilder.group(GroundTruthApi, "ask", (handlers) =>
   handlers.handle("ask", ({ payload }) =>
-    Answerer.use((answerer) => answerer.ask(payload.question, payload.scope.repos))
+    Answerer.use((answerer) => answerer.ask(payload.question, payload.scope.repos, payload.k))
   )
 )
 

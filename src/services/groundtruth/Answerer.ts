@@ -1,6 +1,9 @@
 import { Effect, Redacted, Schema } from "effect"
 import { GtConfig } from "./GtConfig.js"
+import { abstain, SUPPORT_DEPTH } from "./Ranking.js"
 import { Retriever } from "./Retriever.js"
+import { Sources } from "./Sources.js"
+import { salientTerms, stem, stems } from "./Terms.js"
 
 export const Citation = Schema.Struct({
   repo: Schema.String,
@@ -21,46 +24,42 @@ export class AskAnswer extends Schema.Class<AskAnswer>("AskAnswer")({
 
 export const NOT_COVERED = "The indexed sources do not cover this question."
 
-const STOPWORDS = new Set(
-  "the a an and or of to in on for with is are was were be been how what when where which who why does do did can could should would will from by at as it its this that these those i you we they my our your their about into than then there here not no yes".split(
-    " "
-  )
-)
-
-/** The question's keywords: words of three letters or more that are not stopwords. */
-export const keywords = (question: string) => [
-  ...new Set(
-    (
-      question
-        .normalize("NFKC")
-        .toLowerCase()
-        .match(/[\p{L}\p{N}_]+/gu) ?? []
-    ).filter((w) => w.length >= 3 && !STOPWORDS.has(w))
-  )
-]
-
-/** Share of the keywords the passage contains (a keyword's first five letters suffice: install ~ installs). */
-export const coverage = (words: ReadonlyArray<string>, passage: string) => {
-  if (words.length === 0) return 0
-  const text = passage.toLowerCase()
-  return words.filter((w) => text.includes(w.length > 5 ? w.slice(0, 5) : w)).length / words.length
-}
+/** What the model is told to reply, alone, when its sources do not answer the question. */
+export const MODEL_NOT_COVERED = "NOT_COVERED"
 
 const SYSTEM_PROMPT =
   "You answer questions using only the numbered sources given. Cite every claim with its source number in " +
-  "square brackets, like [1]. If the sources do not answer the question, say that they do not. Never use outside knowledge."
+  `square brackets, like [1]. If the sources do not answer the question, reply with exactly ${MODEL_NOT_COVERED} ` +
+  "and nothing else. Never use outside knowledge."
 
 /**
- * Answers with citations. Passages count as support only above the keyword coverage threshold
- * (GT_ASK_MIN_COVERAGE); with none, the answer says the sources do not cover the question. With a
- * language model configured, it writes an answer from numbered sources and every [n] it cites maps
- * back to a citation; an answer citing nothing, or any model failure, falls back to the extractive
- * answer (the passages themselves).
+ * The support check of a generated answer: the names it states (identifiers, versions, numbers, flags —
+ * salientTerms) must each appear in the passages it cites. An answer naming something its sources never
+ * say is not grounded. Returns the unsupported terms.
+ */
+export const unsupportedTerms = (answer: string, cited: ReadonlyArray<{ readonly content: string }>) => {
+  const text = cited
+    .map((c) => c.content)
+    .join("\n")
+    .toLowerCase()
+  const present = stems(text)
+  return salientTerms(answer.replace(/\[\d+\]/g, " ")).filter(
+    (term) => !text.includes(term) && !present.has(stem(term))
+  )
+}
+
+/**
+ * Answers with citations: the best `k` passages of the hybrid ranking. When the grounded-abstention
+ * rule (Ranking.abstain) says the passages do not support the question, the answer says the sources do
+ * not cover it. With a language model configured, it writes an answer from numbered sources and every
+ * [n] it cites maps back to a citation; an answer citing nothing, or any model failure, falls back to
+ * the extractive answer (the passages themselves).
  */
 export class Answerer extends Effect.Service<Answerer>()("groundtruth/Answerer", {
   effect: Effect.gen(function* () {
     const config = yield* GtConfig
     const retriever = yield* Retriever
+    const sources = yield* Sources
 
     const generate = (question: string, citations: ReadonlyArray<Citation & { content: string }>) =>
       Effect.tryPromise({
@@ -94,12 +93,26 @@ export class Answerer extends Effect.Service<Answerer>()("groundtruth/Answerer",
         catch: (error) => (error instanceof Error ? error : new Error(String(error)))
       })
 
-    const ask = Effect.fn("Answerer.ask")(function* (question: string, repos: ReadonlyArray<string> | undefined) {
-      const words = keywords(question)
-      const hits = yield* retriever.retrieve(question, { repos, limit: config.askSources * 2 })
-      const supported = hits
-        .filter((hit) => coverage(words, `${hit.heading}\n${hit.content}`) >= config.askMinCoverage)
-        .slice(0, config.askSources)
+    const ask = Effect.fn("Answerer.ask")(function* (
+      question: string,
+      repos: ReadonlyArray<string> | undefined,
+      k: number = config.askSources
+    ) {
+      const count = Math.max(1, Math.min(20, k))
+      const hits = yield* retriever.retrieve(question, { repos, limit: Math.max(count, SUPPORT_DEPTH) })
+      const registry = yield* sources.current
+      const salient = salientTerms(question)
+      const df = yield* retriever.frequencies(salient.map(stem))
+      const verdict = abstain(salient, (s) => df.get(s) ?? 0, hits, {
+        minSupport: config.askMinScore,
+        sourceNames: registry.sources.map((s) => s.name)
+      })
+      if (verdict.missing) {
+        yield* Effect.logDebug("question not covered").pipe(
+          Effect.annotateLogs({ reason: verdict.reason, support: verdict.support, unknown: verdict.unknown.join(",") })
+        )
+      }
+      const supported = verdict.missing ? [] : hits.slice(0, count)
       const citations = supported.map((hit) => ({
         repo: hit.repo,
         path: hit.path,
@@ -128,11 +141,24 @@ export class Answerer extends Effect.Service<Answerer>()("groundtruth/Answerer",
         )
         return extractive
       }
+      if (generated.right.trim() === MODEL_NOT_COVERED) {
+        return new AskAnswer({ mode: "generated", answer: NOT_COVERED, missing: true, citations: [] })
+      }
       const cited = [...new Set([...generated.right.matchAll(/\[(\d+)\]/g)].map((m) => Number(m[1])))]
         .filter((n) => n >= 1 && n <= citations.length)
         .sort((a, b) => a - b)
       if (cited.length === 0) {
         yield* Effect.logWarning("language model answer cited no source; answering extractively")
+        return extractive
+      }
+      const unsupported = unsupportedTerms(
+        generated.right,
+        cited.map((n) => citations[n - 1]!)
+      )
+      if (unsupported.length > 0) {
+        yield* Effect.logWarning(
+          "language model answer names what its sources do not say; answering extractively"
+        ).pipe(Effect.annotateLogs("unsupported", unsupported.join(", ")))
         return extractive
       }
       // Citations are returned in the order first cited and the answer's markers renumbered to match;

@@ -31,8 +31,13 @@ export class GtConfig extends Effect.Service<GtConfig>()("groundtruth/GtConfig",
     const llmBaseUrl = yield* Config.option(Config.string("GT_LLM_BASE_URL"))
     const llmModel = yield* Config.option(Config.string("GT_LLM_MODEL"))
     const llmApiKey = yield* Config.option(Config.redacted("GT_LLM_API_KEY"))
-    const askMinCoverage = yield* Config.number("GT_ASK_MIN_COVERAGE").pipe(Config.withDefault(0.5))
     const askSources = yield* Config.integer("GT_ASK_SOURCES").pipe(Config.withDefault(5))
+    const embeddingsUrl = yield* Config.option(Config.string("GT_EMBEDDINGS_URL"))
+    const embeddingsModel = yield* Config.string("GT_EMBEDDINGS_MODEL").pipe(Config.withDefault("default"))
+    const embeddingsDimensions = yield* Config.option(Config.integer("GT_EMBEDDINGS_DIMENSIONS"))
+    const embeddingsApiKey = yield* Config.option(Config.redacted("GT_EMBEDDINGS_API_KEY"))
+    const embeddingsTimeout = yield* Config.integer("GT_EMBEDDINGS_TIMEOUT_MS").pipe(Config.withDefault(10_000))
+    const missingScore = yield* Config.number("GT_ASK_MIN_SCORE").pipe(Config.withDefault(0.3))
     return {
       /** An OpenAI-compatible chat-completions endpoint; both base URL and model are needed to use it. */
       llm:
@@ -43,8 +48,22 @@ export class GtConfig extends Effect.Service<GtConfig>()("groundtruth/GtConfig",
               apiKey: Option.getOrUndefined(llmApiKey)
             }
           : undefined,
-      /** Share of the question's keywords a passage must contain to count as support. */
-      askMinCoverage,
+      /**
+       * An OpenAI-compatible embeddings endpoint (`{url}/embeddings`) for dense retrieval; unset = lexical only.
+       * The model name (with its dimensions) keys the stored vectors: changing it recomputes them.
+       */
+      embeddings: Option.match(embeddingsUrl, {
+        onNone: () => undefined,
+        onSome: (url) => ({
+          url: url.replace(/\/+$/, ""),
+          model: embeddingsModel,
+          dimensions: Option.getOrUndefined(embeddingsDimensions),
+          apiKey: Option.getOrUndefined(embeddingsApiKey),
+          timeoutMs: Math.max(100, embeddingsTimeout)
+        })
+      }),
+      /** Below this support score (0..1, see docs/groundtruth.md) the best passage does not answer the question. */
+      askMinScore: missingScore,
       askSources: Math.max(1, Math.min(20, askSources)),
       /**
        * Git URL or local path of the documentation repository holding sources.yml and brand-assets.yml.

@@ -1,18 +1,48 @@
 import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Schema } from "effect"
+import { Clock, Effect, Either, Schema } from "effect"
 import { Minimatch } from "minimatch"
 import { sha256Hex } from "../platform/Digest.js"
 import { GitMirror, stripCredentials, type TreeEntry } from "../platform/GitMirror.js"
 import { type Chunk, chunkFile, isBinary } from "./Chunker.js"
+import { Embedder } from "./Embedder.js"
 import { GtConfig } from "./GtConfig.js"
 import { type Source, Sources } from "./Sources.js"
+import { stems, words } from "./Terms.js"
 
 export class UnknownRepo extends Schema.TaggedError<UnknownRepo>()(
   "UnknownRepo",
   { repo: Schema.String, detail: Schema.String },
   HttpApiSchema.annotations({ status: 404 })
 ) {}
+
+const FieldProblem = Schema.Struct({ path: Schema.String, message: Schema.String })
+
+/** The registry has never validated: there is no good one to keep serving, so the ingest is refused. */
+export class SourceRegistryRefused extends Schema.TaggedError<SourceRegistryRefused>()(
+  "SourceRegistryRefused",
+  {
+    code: Schema.Literal("REGISTRY_REFUSED"),
+    detail: Schema.String,
+    /** Each problem of sources.yml: `path` into the document (`sources.0.trust`), `message`. */
+    fields: Schema.Array(FieldProblem)
+  },
+  HttpApiSchema.annotations({ status: 422 })
+) {}
+
+/** The `ref` asked for names no commit of the source. */
+export class UnknownRef extends Schema.TaggedError<UnknownRef>()(
+  "UnknownRef",
+  { code: Schema.Literal("UNKNOWN_REF"), detail: Schema.String, repo: Schema.String, path: Schema.Literal("ref") },
+  HttpApiSchema.annotations({ status: 422 })
+) {}
+
+/** "sources.yml sources.0.trust: is not a tier; sources.yml version: …" → [{path, message}]. */
+export const registryProblems = (detail: string) =>
+  detail.split("; ").map((part) => {
+    const match = /^sources\.yml(?: ([^:\s]*))?: (.*)$/s.exec(part)
+    return match === null ? { path: "", message: part } : { path: match[1] ?? "", message: match[2] ?? part }
+  })
 
 export const SourceIngest = Schema.Struct({
   repo: Schema.String,
@@ -23,6 +53,10 @@ export const SourceIngest = Schema.Struct({
   files_skipped: Schema.Int,
   skipped: Schema.Struct({ binary: Schema.Int, too_large: Schema.Int, symlink: Schema.Int, not_a_file: Schema.Int }),
   chunks: Schema.Int,
+  /** Chunks given a new vector by the embedder (0 without one); unchanged chunks keep theirs. */
+  vectors_computed: Schema.Int,
+  /** Set when the embedder failed: the chunks are indexed and searchable lexically, their vectors wait. */
+  embedding_error: Schema.NullOr(Schema.String),
   duration_ms: Schema.Int,
   error: Schema.NullOr(Schema.String)
 })
@@ -52,7 +86,20 @@ export const selector = (source: Pick<Source, "include" | "exclude">) => {
 
 export const selects = (source: Pick<Source, "include" | "exclude">, file: string) => selector(source)(file)
 
-const selectionSignature = (source: Source) => sha256Hex(JSON.stringify([source.include, source.exclude])).slice(0, 16)
+/** Bumped when chunking changes, so the next ingest re-chunks every file instead of only changed ones. */
+const CHUNKER_VERSION = 2
+
+const selectionSignature = (source: Source) =>
+  sha256Hex(JSON.stringify([source.include, source.exclude, CHUNKER_VERSION])).slice(0, 16)
+
+/** A path's words ("docs/Reference/Server.md" → "docs reference server md"): indexed, never shown. */
+const pathWords = (file: string) => words(file.replace(/[/\\]/g, " ")).join(" ")
+
+/** What a chunk's vector is computed from; its digest keys the stored vector. */
+export const embeddingText = (file: string, heading: string, content: string) =>
+  `${file}${heading === "" ? "" : `\n${heading}`}\n${content}`
+
+const EMBED_BATCH = 256
 
 const INSERT_BATCH = 400
 
@@ -67,10 +114,99 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
     const config = yield* GtConfig
     const sources = yield* Sources
     const sql = yield* SqlClient.SqlClient
+    const embedder = yield* Embedder
+
+    /** Document frequencies move with the chunks: one upsert per stem, rows at zero removed. */
+    const applyFrequencies = (delta: Map<string, number>) =>
+      Effect.gen(function* () {
+        const entries = [...delta].filter(([, n]) => n !== 0).map(([stem, df]) => ({ stem, df }))
+        for (let i = 0; i < entries.length; i += INSERT_BATCH) {
+          yield* sql`INSERT INTO gt_terms ${sql.insert(entries.slice(i, i + INSERT_BATCH))}
+            ON CONFLICT (stem) DO UPDATE SET df = df + excluded.df`
+        }
+        yield* sql`DELETE FROM gt_terms WHERE df <= 0`
+      })
+
+    /** Vectors for this source's chunks that have none for the embedder's model (new or changed ones). */
+    const embedMissing = (repo: string) =>
+      Effect.gen(function* () {
+        if (embedder === "none") return { computed: 0, error: null }
+        const missing = yield* sql<{ digest: string; path: string; heading: string; content: string }>`
+          SELECT c.digest, min(c.path) AS path, min(c.heading) AS heading, min(c.content) AS content
+          FROM gt_chunks c LEFT JOIN gt_vectors v ON v.digest = c.digest AND v.model = ${embedder.model}
+          WHERE c.repo = ${repo} AND v.digest IS NULL GROUP BY c.digest`
+        let computed = 0
+        for (let i = 0; i < missing.length; i += EMBED_BATCH) {
+          const batch = missing.slice(i, i + EMBED_BATCH)
+          const vectors = yield* Effect.either(
+            embedder.embed(batch.map((row) => embeddingText(row.path, row.heading, row.content)))
+          )
+          if (vectors._tag === "Left") {
+            yield* Effect.logWarning(
+              "embeddings server failed; these chunks are searchable lexically until the next ingest"
+            ).pipe(
+              Effect.annotateLogs({ repo, detail: vectors.left.detail, without_vector: missing.length - computed })
+            )
+            return { computed, error: vectors.left.detail }
+          }
+          const rows = batch.map((row, j) => ({
+            digest: row.digest,
+            model: embedder.model,
+            vector: new Uint8Array(vectors.right[j]!.buffer.slice(0))
+          }))
+          yield* sql`INSERT OR REPLACE INTO gt_vectors ${sql.insert(rows)}`
+          computed += rows.length
+        }
+        return { computed, error: null as string | null }
+      })
+
+    /** The source's mirror, synced, and the commit to index; an explicit ref that names nothing is the caller's error. */
+    const prepare = (source: Source, ref: string | undefined) =>
+      Effect.gen(function* () {
+        const dir = yield* GitMirror.sync(source.url, config.mirrorsDir)
+        const commit = yield* GitMirror.resolve(dir, ref ?? source.branch).pipe(
+          Effect.mapError((error) =>
+            ref === undefined
+              ? error
+              : new UnknownRef({
+                  code: "UNKNOWN_REF",
+                  repo: source.name,
+                  path: "ref",
+                  detail: `ref ${ref} names no commit of ${source.name}`
+                })
+          )
+        )
+        return { dir, commit }
+      })
+
+    /** A source that could not be ingested: its previous index keeps serving, the answer says why. */
+    const failedSource = (source: Source, detail: string) =>
+      Effect.gen(function* () {
+        yield* Effect.logWarning("source ingest failed; its previous index keeps serving").pipe(
+          Effect.annotateLogs({ repo: source.name, url: stripCredentials(source.url), detail })
+        )
+        const prior = yield* sql<{
+          indexed_commit: string
+        }>`SELECT indexed_commit FROM gt_sources WHERE name = ${source.name}`.pipe(Effect.orDie)
+        return {
+          repo: source.name,
+          commit: null,
+          previous_commit: prior[0]?.indexed_commit ?? null,
+          files_indexed: 0,
+          files_deleted: 0,
+          files_skipped: 0,
+          skipped: { binary: 0, too_large: 0, symlink: 0, not_a_file: 0 },
+          chunks: 0,
+          vectors_computed: 0,
+          embedding_error: null,
+          duration_ms: 0,
+          error: detail
+        } satisfies SourceIngest
+      })
 
     const ingestSource = (
       source: Source,
-      ref: string | undefined,
+      prepared: { readonly dir: string; readonly commit: string },
       onProgress: (p: IngestProgress) => Effect.Effect<void>
     ) =>
       Effect.gen(function* () {
@@ -79,8 +215,7 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
         const indexed = yield* sql<{ indexed_commit: string; selection: string }>`
           SELECT indexed_commit, selection FROM gt_sources WHERE name = ${source.name}`
         const previous = indexed[0]
-        const dir = yield* GitMirror.sync(source.url, config.mirrorsDir)
-        const commit = yield* GitMirror.resolve(dir, ref ?? source.branch)
+        const { dir, commit } = prepared
         const signature = selectionSignature(source)
         const entries = yield* GitMirror.listFiles(dir, commit)
         const isSelected = selector(source)
@@ -132,35 +267,46 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
         const now = yield* Clock.currentTimeMillis
         // The swap: one transaction per source.
         const chunkCount = yield* Effect.gen(function* () {
+          type StaleRow = { id: number; heading: string; content: string; terms: string }
           const stale = full
-            ? yield* sql<{ id: number }>`SELECT id FROM gt_chunks WHERE repo = ${source.name}`
-            : yield* sql<{
-                id: number
-              }>`SELECT id FROM gt_chunks WHERE repo = ${source.name} AND ${sql.in("path", toDelete!.length > 0 ? toDelete! : [""])}`
+            ? yield* sql<StaleRow>`SELECT id, heading, content, terms FROM gt_chunks WHERE repo = ${source.name}`
+            : yield* sql<StaleRow>`SELECT id, heading, content, terms FROM gt_chunks
+                WHERE repo = ${source.name} AND ${sql.in("path", toDelete!.length > 0 ? toDelete! : [""])}`
+          const frequencies = new Map<string, number>()
+          const tally = (row: { heading: string; content: string; terms: string }, by: number) => {
+            for (const s of stems(`${row.heading}\n${row.content}\n${row.terms}`))
+              frequencies.set(s, (frequencies.get(s) ?? 0) + by)
+          }
+          for (const row of stale) tally(row, -1)
           const ids = stale.map((r) => r.id)
           for (let i = 0; i < ids.length; i += INSERT_BATCH) {
             const batch = ids.slice(i, i + INSERT_BATCH)
             yield* sql`DELETE FROM gt_chunks_fts WHERE ${sql.in("rowid", batch)}`
             yield* sql`DELETE FROM gt_chunks WHERE ${sql.in("id", batch)}`
           }
-          const rows = files.flatMap((file) =>
-            file.chunks.map((chunk) => ({
+          const rows = files.flatMap((file) => {
+            const fileWords = pathWords(file.path)
+            return file.chunks.map((chunk) => ({
               repo: source.name,
               path: file.path,
               commit_sha: commit,
               line: chunk.line,
               end_line: chunk.endLine,
               heading: chunk.heading,
-              content: chunk.content
+              content: chunk.content,
+              terms: chunk.terms === "" ? fileWords : `${fileWords} ${chunk.terms}`,
+              digest: sha256Hex(embeddingText(file.path, chunk.heading, chunk.content))
             }))
-          )
+          })
+          for (const row of rows) tally(row, 1)
           for (let i = 0; i < rows.length; i += INSERT_BATCH) {
             const batch = rows.slice(i, i + INSERT_BATCH)
             const inserted = yield* sql<{ id: number }>`INSERT INTO gt_chunks ${sql.insert(batch)} RETURNING id`
             const fts = inserted.map((row, j) => ({
               rowid: row.id,
               heading: batch[j]?.heading ?? "",
-              content: batch[j]?.content ?? ""
+              content: batch[j]?.content ?? "",
+              terms: batch[j]?.terms ?? ""
             }))
             yield* sql`INSERT INTO gt_chunks_fts ${sql.insert(fts)}`
           }
@@ -169,12 +315,18 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
           yield* sql`UPDATE gt_chunks SET commit_sha = ${commit} WHERE repo = ${source.name} AND commit_sha <> ${commit}`
           const total = yield* sql<{ n: number }>`SELECT count(*) AS n FROM gt_chunks WHERE repo = ${source.name}`
           const count = Number(total[0]?.n ?? 0)
+          yield* applyFrequencies(frequencies)
           yield* sql`INSERT INTO gt_sources (name, indexed_commit, indexed_at, selection, chunks)
             VALUES (${source.name}, ${commit}, ${now}, ${signature}, ${count})
             ON CONFLICT (name) DO UPDATE SET indexed_commit = excluded.indexed_commit, indexed_at = excluded.indexed_at,
               selection = excluded.selection, chunks = excluded.chunks`
           return rows.length
         }).pipe(sql.withTransaction)
+        const vectors = yield* embedMissing(source.name)
+        if (vectors.computed > 0) {
+          const at = yield* Clock.currentTimeMillis
+          yield* sql`UPDATE gt_sources SET vectors_at = ${at} WHERE name = ${source.name}`
+        }
         const finished = yield* Clock.currentTimeMillis
         return {
           repo: source.name,
@@ -185,32 +337,14 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
           files_skipped: skipped.binary + skipped.too_large + skipped.symlink + skipped.not_a_file,
           skipped,
           chunks: chunkCount,
+          vectors_computed: vectors.computed,
+          embedding_error: vectors.error,
           duration_ms: finished - started,
           error: null
         } satisfies SourceIngest
       }).pipe(
         Effect.catchAll((error) =>
-          Effect.gen(function* () {
-            const detail = error._tag === "GitFailed" ? error.detail : `database: ${error.message}`
-            yield* Effect.logWarning("source ingest failed; its previous index keeps serving").pipe(
-              Effect.annotateLogs({ repo: source.name, url: stripCredentials(source.url), detail })
-            )
-            const prior = yield* sql<{
-              indexed_commit: string
-            }>`SELECT indexed_commit FROM gt_sources WHERE name = ${source.name}`.pipe(Effect.orDie)
-            return {
-              repo: source.name,
-              commit: null,
-              previous_commit: prior[0]?.indexed_commit ?? null,
-              files_indexed: 0,
-              files_deleted: 0,
-              files_skipped: 0,
-              skipped: { binary: 0, too_large: 0, symlink: 0, not_a_file: 0 },
-              chunks: 0,
-              duration_ms: 0,
-              error: detail
-            } satisfies SourceIngest
-          })
+          failedSource(source, error._tag === "GitFailed" ? error.detail : `database: ${error.message}`)
         )
       )
 
@@ -220,6 +354,13 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
       onProgress: (p: IngestProgress) => Effect.Effect<void> = () => Effect.void
     ) {
       const registry = yield* sources.load()
+      if (registry.commit === null && registry.refused !== null) {
+        return yield* new SourceRegistryRefused({
+          code: "REGISTRY_REFUSED",
+          detail: `the source registry is refused and none was ever accepted: ${registry.refused}`,
+          fields: registryProblems(registry.refused)
+        })
+      }
       let chosen: ReadonlyArray<Source>
       if (request.repo !== undefined) {
         const source = registry.sources.find((s) => s.name === request.repo)
@@ -233,8 +374,23 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
       } else {
         chosen = registry.sources.filter((s) => s.enabled)
       }
+      // Every mirror synced and every ref resolved before any index changes: a ref that names nothing
+      // refuses the whole request, with no source half-ingested.
+      const prepared: Array<Either.Either<{ dir: string; commit: string }, string>> = []
+      for (const source of chosen) {
+        const attempt = yield* Effect.either(prepare(source, request.ref))
+        if (attempt._tag === "Left" && attempt.left._tag === "UnknownRef") return yield* attempt.left
+        prepared.push(Either.mapLeft(attempt, (error) => (error._tag === "GitFailed" ? error.detail : "")))
+      }
       const results: Array<SourceIngest> = []
-      for (const source of chosen) results.push(yield* ingestSource(source, request.ref, onProgress))
+      for (const [i, source] of chosen.entries()) {
+        const ready = prepared[i]!
+        results.push(
+          yield* Either.isRight(ready)
+            ? ingestSource(source, ready.right, onProgress)
+            : failedSource(source, ready.left)
+        )
+      }
       return new IngestResult({
         registry_commit: registry.commit,
         registry_refused: registry.refused,

@@ -1,9 +1,13 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { stripCredentials } from "../platform/GitMirror.js"
+import { Embedder } from "./Embedder.js"
 import { GtConfig } from "./GtConfig.js"
 import { UnknownRepo } from "./Ingester.js"
+import { features, idf, type QueryProfile, reciprocalRankFusion, rerankScore, stemSequence } from "./Ranking.js"
 import { Sources } from "./Sources.js"
+import { isStopword, words } from "./Terms.js"
+import { makeVectorIndex } from "./VectorIndex.js"
 
 export const SearchHit = Schema.Struct({
   repo: Schema.String,
@@ -25,6 +29,7 @@ export class SearchResult extends Schema.Class<SearchResult>("SearchResult")({
 
 export const RepoRecord = Schema.Struct({
   name: Schema.String,
+  description: Schema.NullOr(Schema.String),
   url: Schema.String,
   branch: Schema.NullOr(Schema.String),
   owners: Schema.Array(Schema.String),
@@ -40,12 +45,28 @@ export const RepoRecord = Schema.Struct({
  * User text to an FTS5 query that cannot be a syntax error: words only (letters and digits of any
  * script), each quoted, so operators (NEAR, AND, -, *, parentheses, quotes) are just text.
  */
-export const ftsQuery = (text: string, mode: "all" | "any") => {
-  const words = (text.normalize("NFKC").match(/[\p{L}\p{N}_]+/gu) ?? []).slice(0, 32)
+export const ftsQuery = (text: string, mode: "all" | "any", isStop?: (word: string) => boolean) => {
+  const all = text.normalize("NFKC").match(/[\p{L}\p{N}_]+/gu) ?? []
+  const kept = isStop === undefined ? all : [...new Set(all.map((w) => w.toLowerCase()))].filter((w) => !isStop(w))
+  const words = kept.slice(0, 32)
   return words.length === 0 ? undefined : words.map((w) => `"${w}"`).join(mode === "all" ? " " : " OR ")
 }
 
-interface HitRow {
+/** Sources the question names: a source's name as a word of the question ("vite", "fastify"). */
+export const namedSources = (question: string, names: ReadonlyArray<string>) => {
+  const said = new Set(words(question))
+  return new Set(names.filter((name) => said.has(name.toLowerCase())))
+}
+
+/** A ranked passage with what the answerer needs beside the citation. */
+export interface RankedHit extends SearchHit {
+  readonly content: string
+  /** idf-weighted share of the question's stems the passage holds (0..1). */
+  readonly support: number
+  readonly id: number
+}
+
+interface ChunkRow {
   readonly id: number
   readonly repo: string
   readonly path: string
@@ -53,40 +74,44 @@ interface HitRow {
   readonly line: number
   readonly end_line: number
   readonly heading: string
-  readonly rank: number
-  readonly snippet: string
   readonly content: string
+  readonly terms: string
+  readonly digest: string
 }
 
-/** Cited search over the index: FTS5 bm25 (headings weigh double), scaled by the source's trust tier. */
+/** Candidates per lexical query and per dense search; the reranker sees the fused best RERANK_DEPTH. */
+const LEXICAL_DEPTH = 60
+const DENSE_DEPTH = 60
+const RERANK_DEPTH = 30
+
+/**
+ * Cited search over the index, hybrid: FTS5 bm25 candidates (headings weigh double) from an AND query
+ * of the question's words and from a stopword-free OR query (again within the sources the question
+ * names), and cosine neighbours from the embedder when one is configured, fused by reciprocal rank;
+ * then the best RERANK_DEPTH are reranked on idf-weighted coverage, heading match, word adjacency, the
+ * named source, and trust as a tie-break (never a multiplier).
+ */
 export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retriever", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const config = yield* GtConfig
     const sources = yield* Sources
+    const embedder = yield* Embedder
+    const vectors = makeVectorIndex(sql, embedder)
 
-    /**
-     * Candidates first (ids and bm25 only: ranking every match is the unavoidable part), then the
-     * chunk rows of the best few, then snippets only for those: snippet() is the costly function.
-     */
-    const run = (match: string, repos: ReadonlyArray<string> | undefined, limit: number) =>
-      Effect.gen(function* () {
-        const candidates = yield* repos === undefined
-          ? sql<{ id: number; rank: number }>`
-              SELECT rowid AS id, bm25(gt_chunks_fts, 2.0, 1.0) AS rank FROM gt_chunks_fts
-              WHERE gt_chunks_fts MATCH ${match} ORDER BY rank LIMIT ${limit * 3}`
-          : sql<{ id: number; rank: number }>`
-              SELECT gt_chunks_fts.rowid AS id, bm25(gt_chunks_fts, 2.0, 1.0) AS rank
+    const lexical = (match: string, repos: ReadonlyArray<string> | undefined) =>
+      Effect.map(
+        repos === undefined
+          ? sql<{ id: number }>`
+              SELECT rowid AS id FROM gt_chunks_fts WHERE gt_chunks_fts MATCH ${match}
+              ORDER BY bm25(gt_chunks_fts, 2.0, 1.0, 1.0) LIMIT ${LEXICAL_DEPTH}`
+          : sql<{ id: number }>`
+              SELECT gt_chunks_fts.rowid AS id
               FROM gt_chunks_fts JOIN gt_chunks c ON c.id = gt_chunks_fts.rowid
               WHERE gt_chunks_fts MATCH ${match} AND ${sql.in("c.repo", [...repos])}
-              ORDER BY rank LIMIT ${limit * 3}`
-        if (candidates.length === 0) return [] as Array<HitRow>
-        const rankOf = new Map(candidates.map((c) => [Number(c.id), Number(c.rank)]))
-        const rows = yield* sql<Omit<HitRow, "rank" | "snippet"> & { id: number }>`
-          SELECT id, repo, path, commit_sha, line, end_line, heading, content FROM gt_chunks
-          WHERE ${sql.in("id", [...rankOf.keys()])}`
-        return rows.map((row) => ({ ...row, rank: rankOf.get(Number(row.id)) ?? 0, snippet: "" }))
-      })
+              ORDER BY bm25(gt_chunks_fts, 2.0, 1.0, 1.0) LIMIT ${LEXICAL_DEPTH}`,
+        (rows) => rows.map((r) => Number(r.id))
+      )
 
     const snippets = (match: string, ids: ReadonlyArray<number>) =>
       ids.length === 0
@@ -98,6 +123,23 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
             (rows) => new Map(rows.map((r) => [Number(r.id), r.snippet]))
           )
 
+    /** The question's stems with their idf over the whole index. */
+    const profileOf = (query: string, named: ReadonlySet<string>) =>
+      Effect.gen(function* () {
+        const sequence = stemSequence(query, isStopword)
+        const distinct = [...new Set(sequence)]
+        if (distinct.length === 0) return undefined
+        const counts = yield* sql<{ stem: string; df: number }>`
+          SELECT stem, df FROM gt_terms WHERE ${sql.in("stem", distinct)}`
+        const total = yield* sql<{ n: number }>`SELECT coalesce(sum(chunks), 0) AS n FROM gt_sources`
+        const documents = Number(total[0]?.n ?? 0)
+        const dfOf = new Map(counts.map((c) => [c.stem, Number(c.df)]))
+        const weights = new Map(distinct.map((s) => [s, idf(documents, dfOf.get(s) ?? 0)]))
+        let sum = 0
+        for (const w of weights.values()) sum += w
+        return { weights, total: sum, sequence, named, dfOf } satisfies QueryProfile & { dfOf: Map<string, number> }
+      })
+
     const retrieve = Effect.fn("Retriever.retrieve")(function* (
       query: string,
       options: { readonly repos?: ReadonlyArray<string> | undefined; readonly limit?: number | undefined } = {}
@@ -108,19 +150,47 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
         if (!trustOf.has(repo)) return yield* new UnknownRepo({ repo, detail: `no source named ${repo}` })
       }
       const limit = Math.min(50, Math.max(1, options.limit ?? 10))
-      let rows: ReadonlyArray<HitRow> = []
-      let matched: string | undefined
-      for (const mode of ["all", "any"] as const) {
-        const match = ftsQuery(query, mode)
-        if (match === undefined) break
-        rows = yield* run(match, options.repos, limit).pipe(Effect.orDie)
-        matched = match
-        if (rows.length > 0) break
+      const scope = options.repos === undefined || options.repos.length === 0 ? undefined : options.repos
+      const named = namedSources(
+        query,
+        registry.sources.map((s) => s.name).filter((name) => scope === undefined || scope.includes(name))
+      )
+      // Stopwords out: an AND of "how do I …" matches nothing, an OR of them matches everything.
+      const all = ftsQuery(query, "all", isStopword) ?? ftsQuery(query, "all")
+      const any = ftsQuery(query, "any", isStopword)
+      if (all === undefined) return [] as Array<RankedHit>
+      const lists: Array<{ ids: ReadonlyArray<number>; weight: number }> = []
+      const conjunctive = yield* lexical(all, scope).pipe(Effect.orDie)
+      lists.push({ ids: conjunctive, weight: 1 })
+      // The OR query widens a narrow AND; when every word already matched enough passages, it adds noise and time.
+      if (any !== undefined && any !== all && conjunctive.length < RERANK_DEPTH) {
+        lists.push({ ids: yield* lexical(any, scope).pipe(Effect.orDie), weight: 1 })
+        if (named.size > 0 && (scope === undefined || named.size < scope.length)) {
+          lists.push({ ids: yield* lexical(any, [...named]).pipe(Effect.orDie), weight: 0.5 })
+        }
       }
+      const dense = yield* vectors.nearest(query, scope, DENSE_DEPTH)
+      if (dense.length > 0) lists.push({ ids: dense, weight: 1 })
+      const fused = [...reciprocalRankFusion(lists)].sort((a, b) => b[1] - a[1]).slice(0, RERANK_DEPTH)
+      if (fused.length === 0) return [] as Array<RankedHit>
+      const best = fused[0]![1]
+      const profile = yield* profileOf(query, named).pipe(Effect.orDie)
+      const rows = yield* sql<ChunkRow>`
+        SELECT id, repo, path, commit_sha, line, end_line, heading, content, terms, digest FROM gt_chunks
+        WHERE ${sql.in(
+          "id",
+          fused.map(([id]) => id)
+        )}`.pipe(Effect.orDie)
+      const fusionOf = new Map(fused)
       const ranked = rows
-        .map((row): SearchHit & { readonly content: string; readonly id: number } => {
+        .map((row) => {
           const trust = trustOf.get(row.repo) ?? "reference"
           const weight = config.trustWeights.get(trust) ?? 0.5
+          const f =
+            profile === undefined
+              ? undefined
+              : features(profile, row, (fusionOf.get(Number(row.id)) ?? 0) / best, weight)
+          const score = f === undefined ? (fusionOf.get(Number(row.id)) ?? 0) / best : rerankScore(f)
           return {
             repo: row.repo,
             path: row.path,
@@ -128,25 +198,24 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
             line: Number(row.line),
             end_line: Number(row.end_line),
             trust,
-            score: Math.round(-Number(row.rank) * weight * 1000) / 1000,
+            score: Math.round(score * 1000) / 1000,
             heading: row.heading,
-            snippet: row.snippet,
+            snippet: "",
             content: row.content,
-            id: Number(row.id)
+            support: f?.coverage ?? 0,
+            id: Number(row.id),
+            exact: score
           }
         })
         .sort(
-          (a, b) => b.score - a.score || a.repo.localeCompare(b.repo) || a.path.localeCompare(b.path) || a.line - b.line
+          (a, b) => b.exact - a.exact || a.repo.localeCompare(b.repo) || a.path.localeCompare(b.path) || a.line - b.line
         )
         .slice(0, limit)
-      const snippetOf =
-        matched === undefined
-          ? new Map<number, string>()
-          : yield* snippets(
-              matched,
-              ranked.map((hit) => hit.id)
-            ).pipe(Effect.orDie)
-      return ranked.map(({ id, ...hit }) => ({ ...hit, snippet: snippetOf.get(id) ?? hit.snippet }))
+      const snippetOf = yield* snippets(
+        any ?? all,
+        ranked.map((hit) => hit.id)
+      ).pipe(Effect.orDie)
+      return ranked.map(({ exact: _exact, ...hit }): RankedHit => ({ ...hit, snippet: snippetOf.get(hit.id) ?? "" }))
     })
 
     const search = (
@@ -155,7 +224,11 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
     ) =>
       Effect.map(
         retrieve(query, options),
-        (hits) => new SearchResult({ query, hits: hits.map(({ content: _content, ...hit }) => hit) })
+        (hits) =>
+          new SearchResult({
+            query,
+            hits: hits.map(({ content: _content, support: _support, id: _id, ...hit }) => hit)
+          })
       )
 
     const repos = Effect.fn("Retriever.repos")(function* () {
@@ -167,6 +240,7 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
         const row = byName.get(source.name)
         return {
           name: source.name,
+          description: source.description,
           url: stripCredentials(source.url),
           branch: source.branch ?? null,
           owners: source.owners,
@@ -180,6 +254,15 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
       })
     })
 
-    return { search, retrieve, repos } as const
+    /** How many indexed passages hold each stem (absent = 0). */
+    const frequencies = (list: ReadonlyArray<string>) =>
+      list.length === 0
+        ? Effect.succeed(new Map<string, number>())
+        : Effect.map(
+            sql<{ stem: string; df: number }>`SELECT stem, df FROM gt_terms WHERE ${sql.in("stem", [...list])}`,
+            (rows) => new Map(rows.map((r) => [r.stem, Number(r.df)]))
+          ).pipe(Effect.orDie)
+
+    return { search, retrieve, repos, frequencies } as const
   })
 }) {}

@@ -12,6 +12,7 @@ const Globs = Schema.Array(Schema.String.pipe(Schema.minLength(1)))
 
 const SourceEntry = Schema.Struct({
   name: Name,
+  description: Schema.optional(Schema.String.pipe(Schema.maxLength(2000))),
   url: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
   branch: Schema.optional(Schema.String),
   owner: Schema.optional(Schema.String),
@@ -40,6 +41,8 @@ export const SourcesDocument = Schema.Struct({
 /** One source as the service uses it: defaults applied, URL resolved, trust checked. */
 export interface Source {
   readonly name: string
+  /** Free text: what the source is (shown by /repos). */
+  readonly description: string | null
   readonly url: string
   readonly branch: string | undefined
   readonly owners: ReadonlyArray<string>
@@ -104,6 +107,7 @@ export const parseSources = (
     if (entry.url === undefined) problems.push(`sources.yml sources.${i}.url: is missing`)
     return {
       name: entry.name,
+      description: entry.description ?? null,
       url: resolveUrl(entry.url ?? "", registryRepo),
       branch: entry.branch ?? doc.defaults.branch,
       owners: entry.owners ?? (entry.owner === undefined ? [] : [entry.owner]),

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { DomainMigrations } from "../platform/Database.js"
+import { stems } from "./Terms.js"
 
 export const groundTruthMigrations: DomainMigrations = {
   domain: "groundtruth",
@@ -33,6 +34,36 @@ export const groundTruthMigrations: DomainMigrations = {
       )`
       yield* sql`CREATE INDEX gt_chunks_by_file ON gt_chunks (repo, path)`
       yield* sql`CREATE VIRTUAL TABLE gt_chunks_fts USING fts5(heading, content, tokenize = 'porter unicode61')`
+    }),
+    /**
+     * Hybrid ranking: hidden terms per chunk (config vocabulary, path words) in a third FTS column, the
+     * document frequency of every stem (for idf-weighted coverage and abstention), a digest per chunk
+     * and the embeddings stored by digest and model (an unchanged chunk never needs a new vector). The
+     * existing chunks stay searchable; the next ingest re-chunks every source (the chunker changed).
+     */
+    "0002_hybrid_ranking": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`ALTER TABLE gt_chunks ADD COLUMN terms TEXT NOT NULL DEFAULT ''`
+      yield* sql`ALTER TABLE gt_chunks ADD COLUMN digest TEXT NOT NULL DEFAULT ''`
+      yield* sql`ALTER TABLE gt_sources ADD COLUMN vectors_at INTEGER NOT NULL DEFAULT 0`
+      yield* sql`DROP TABLE gt_chunks_fts`
+      yield* sql`CREATE VIRTUAL TABLE gt_chunks_fts USING fts5(heading, content, terms, tokenize = 'porter unicode61')`
+      yield* sql`INSERT INTO gt_chunks_fts (rowid, heading, content, terms) SELECT id, heading, content, terms FROM gt_chunks`
+      yield* sql`CREATE TABLE gt_terms (stem TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID`
+      yield* sql`CREATE TABLE gt_vectors (
+        digest TEXT NOT NULL,
+        model TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (digest, model)
+      ) WITHOUT ROWID`
+      yield* sql`CREATE INDEX gt_chunks_by_digest ON gt_chunks (digest)`
+      const df = new Map<string, number>()
+      const rows = yield* sql<{ heading: string; content: string }>`SELECT heading, content FROM gt_chunks`
+      for (const row of rows) for (const s of stems(`${row.heading}\n${row.content}`)) df.set(s, (df.get(s) ?? 0) + 1)
+      const entries = [...df].map(([stem, n]) => ({ stem, df: n }))
+      for (let i = 0; i < entries.length; i += 400)
+        yield* sql`INSERT INTO gt_terms ${sql.insert(entries.slice(i, i + 400))}`
+      yield* sql`UPDATE gt_sources SET selection = 'chunker-changed'`
     })
   }
 }

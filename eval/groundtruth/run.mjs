@@ -1,0 +1,259 @@
+// Ground-truth evaluation: six real repositories (a committed snapshot, eval/groundtruth/corpus, made
+// into real git repositories here), the questions in eval/groundtruth/questions (written as users ask,
+// with the file and lines that answer them, and questions the sources do not cover), asked through the
+// library exactly as /search and /ask rank; beside an idf-BM25 "grep" baseline over the same files.
+//   npm run eval:groundtruth [-- --verbose] [-- --json]
+// The embedder is whatever the environment configures (GT_EMBEDDINGS_URL …); unset = lexical only.
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { Effect } from "effect"
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const verbose = process.argv.includes("--verbose")
+const asJson = process.argv.includes("--json")
+const corpus = path.join(here, "corpus")
+const work = fs.mkdtempSync(path.join(os.tmpdir(), "keel-eval-gt-"))
+const gitEnv = {
+  PATH: process.env.PATH,
+  HOME: work,
+  GIT_CONFIG_NOSYSTEM: "1",
+  GIT_AUTHOR_NAME: "eval",
+  GIT_AUTHOR_EMAIL: "eval@keel.invalid",
+  GIT_COMMITTER_NAME: "eval",
+  GIT_COMMITTER_EMAIL: "eval@keel.invalid",
+  GIT_AUTHOR_DATE: "2026-01-01T00:00:00Z",
+  GIT_COMMITTER_DATE: "2026-01-01T00:00:00Z"
+}
+const git = (cwd, ...args) => execFileSync("git", ["-C", cwd, ...args], { env: gitEnv, stdio: "ignore" })
+
+// Trust tiers differ on purpose: ranking must not let the canonical tier outrank the source a question is about.
+const TRUST = {
+  fastify: "canonical",
+  vite: "canonical",
+  axios: "reference",
+  prettier: "reference",
+  express: "community",
+  ripgrep: "reference"
+}
+const repos = fs
+  .readdirSync(corpus, { withFileTypes: true })
+  .filter((e) => e.isDirectory())
+  .map((e) => e.name)
+  .sort()
+const filesOf = (dir) =>
+  fs
+    .readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
+for (const name of repos) {
+  const dir = path.join(work, "repos", name)
+  fs.cpSync(path.join(corpus, name), dir, { recursive: true })
+  git(dir, "init", "-q", "-b", "main")
+  git(dir, "add", "-A")
+  git(dir, "commit", "-q", "-m", `snapshot of ${name}`)
+}
+const registry = path.join(work, "registry")
+fs.mkdirSync(registry, { recursive: true })
+fs.writeFileSync(
+  path.join(registry, "sources.yml"),
+  `${[
+    "version: 1",
+    "defaults:",
+    "  include: ['**/*.md', '**/*.json', '**/*.yml', '**/*.yaml', '**/*.toml', '**/*.js', '**/*.ts', '.github/workflows/*.yml']",
+    "sources:",
+    ...repos.map(
+      (name) =>
+        `  - { name: ${name}, url: ${JSON.stringify(path.join(work, "repos", name))}, trust: ${TRUST[name] ?? "reference"} }`
+    )
+  ].join("\n")}\n`
+)
+git(registry, "init", "-q", "-b", "main")
+git(registry, "add", "-A")
+git(registry, "commit", "-q", "-m", "registry")
+
+const questions = fs
+  .readdirSync(path.join(here, "questions"))
+  .filter((f) => f.endsWith(".json"))
+  .sort()
+  .flatMap((f) => {
+    const repo = f.replace(/\.json$/, "")
+    return JSON.parse(fs.readFileSync(path.join(here, "questions", f), "utf8")).map((q) => ({ ...q, repo }))
+  })
+const answerable = questions.filter((q) => !q.unanswerable)
+const unanswerable = questions.filter((q) => q.unanswerable)
+
+const isRight = (q, hit) =>
+  hit.repo === q.repo && q.expect.some((e) => e.path === hit.path && hit.line <= e.end_line && hit.end_line >= e.line)
+const firstRight = (q, hits) => {
+  const i = hits.findIndex((h) => isRight(q, h))
+  return i < 0 ? undefined : i + 1
+}
+const retrievalMetrics = (ranks) => ({
+  r1: ranks.filter((r) => r !== undefined && r <= 1).length / ranks.length,
+  r5: ranks.filter((r) => r !== undefined && r <= 5).length / ranks.length,
+  mrr10: ranks.reduce((s, r) => s + (r !== undefined && r <= 10 ? 1 / r : 0), 0) / ranks.length
+})
+const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]
+
+// ---------------------------------------------------------------- baseline: idf-BM25 over line windows
+const STOP = new Set(
+  "a an and are as at be by can do does for from how i if in into is it its my of on or so that the this to was what when where which who why will with you your".split(
+    " "
+  )
+)
+const tokens = (text) => (text.toLowerCase().match(/[a-z0-9_]+/g) ?? []).filter((w) => !STOP.has(w))
+const WINDOW = 20
+const baselineDocs = []
+for (const name of repos) {
+  for (const file of filesOf(path.join(corpus, name))) {
+    if (!/\.(md|json|ya?ml|toml|js|ts)$/.test(file)) continue
+    const lines = fs.readFileSync(path.join(corpus, name, file), "utf8").split("\n")
+    for (let start = 0; start < lines.length; start += WINDOW / 2) {
+      const text = lines.slice(start, start + WINDOW).join("\n")
+      const tf = new Map()
+      const toks = tokens(text)
+      for (const t of toks) tf.set(t, (tf.get(t) ?? 0) + 1)
+      baselineDocs.push({
+        repo: name,
+        path: file,
+        line: start + 1,
+        end_line: Math.min(lines.length, start + WINDOW),
+        tf,
+        length: toks.length
+      })
+      if (start + WINDOW >= lines.length) break
+    }
+  }
+}
+const df = new Map()
+for (const d of baselineDocs) for (const t of d.tf.keys()) df.set(t, (df.get(t) ?? 0) + 1)
+const avgLength = baselineDocs.reduce((s, d) => s + d.length, 0) / baselineDocs.length
+const baseline = (question) => {
+  const q = [...new Set(tokens(question))]
+  const N = baselineDocs.length
+  return baselineDocs
+    .map((d) => {
+      let score = 0
+      for (const t of q) {
+        const f = d.tf.get(t)
+        if (f === undefined) continue
+        const idf = Math.log(1 + (N - (df.get(t) ?? 0) + 0.5) / ((df.get(t) ?? 0) + 0.5))
+        score += (idf * f * 2.2) / (f + 1.2 * (0.25 + (0.75 * d.length) / avgLength))
+      }
+      return { ...d, score }
+    })
+    .filter((d) => d.score > 0)
+    .sort((a, b) => b.score - a.score)
+    .slice(0, 10)
+}
+
+// ---------------------------------------------------------------- keel, through the library
+Object.assign(process.env, {
+  KEEL_DATA_DIR: path.join(work, "data"),
+  GT_REGISTRY_REPO: registry,
+  KEEL_LOG_LEVEL: process.env.KEEL_LOG_LEVEL ?? "error",
+  KEEL_DEMO_DATA: "false"
+})
+const keel = await import("keel")
+const report = await Effect.runPromise(
+  Effect.gen(function* () {
+    const ingester = yield* keel.Ingester
+    const retriever = yield* keel.Retriever
+    const answerer = yield* keel.Answerer
+    const t0 = Date.now()
+    const ingested = yield* ingester.ingest({})
+    const ingestMs = Date.now() - t0
+    const searchRanks = []
+    const askRanks = []
+    const latencies = []
+    const flagged = { answerable: 0, unanswerable: 0 }
+    const misses = []
+    const calibration = []
+    const deepRanks = []
+    for (const q of questions) {
+      // Timed first, so no cache of this question's passages is warm.
+      const t = process.hrtime.bigint()
+      const answer = yield* answerer.ask(q.question, undefined, 5)
+      latencies.push(Number(process.hrtime.bigint() - t) / 1e6)
+      const deep = yield* retriever.retrieve(q.question, { limit: 50 })
+      const hits = deep.slice(0, 10)
+      const salient = keel.salientTerms(q.question)
+      const df = yield* retriever.frequencies(salient.map(keel.stem))
+      const verdict = keel.abstain(salient, (s) => df.get(s) ?? 0, hits, { minSupport: 0, sourceNames: repos })
+      calibration.push({
+        id: q.id,
+        unanswerable: q.unanswerable === true,
+        support: verdict.support,
+        absent: verdict.unknown
+      })
+      if (q.unanswerable) {
+        if (answer.missing) flagged.unanswerable++
+        else if (verbose)
+          misses.push(
+            `UNFLAGGED ${q.id}: ${q.question}\n    top: ${hits[0]?.repo}/${hits[0]?.path}:${hits[0]?.line} support ${hits[0]?.support?.toFixed(2)}`
+          )
+        continue
+      }
+      const rank = firstRight(q, hits)
+      searchRanks.push(rank)
+      deepRanks.push(firstRight(q, deep))
+      askRanks.push(answer.missing ? undefined : firstRight(q, answer.citations))
+      if (answer.missing) flagged.answerable++
+      if (verbose && (rank === undefined || rank > 1 || answer.missing)) {
+        misses.push(
+          `${answer.missing ? "FLAGGED " : ""}${q.id} rank ${rank ?? "-"}: ${q.question}\n    want ${q.expect.map((e) => `${e.path}:${e.line}-${e.end_line}`).join(", ")}\n` +
+            hits
+              .slice(0, 3)
+              .map(
+                (h) =>
+                  `    got  ${h.repo}/${h.path}:${h.line}-${h.end_line} [${h.heading}] ${h.score} s=${h.support.toFixed(2)}`
+              )
+              .join("\n")
+        )
+      }
+    }
+    return { ingested, ingestMs, searchRanks, askRanks, latencies, flagged, misses, calibration, deepRanks }
+  }).pipe(Effect.provide(keel.ServicesLive))
+)
+const baseLatencies = []
+const baseRanks = answerable.map((q) => {
+  const t = process.hrtime.bigint()
+  const hits = baseline(q.question)
+  baseLatencies.push(Number(process.hrtime.bigint() - t) / 1e6)
+  return firstRight(q, hits)
+})
+
+const search = retrievalMetrics(report.searchRanks)
+const ask = retrievalMetrics(report.askRanks)
+const base = retrievalMetrics(baseRanks)
+const flaggedTotal = report.flagged.answerable + report.flagged.unanswerable
+const abstention = {
+  recall: report.flagged.unanswerable / unanswerable.length,
+  precision: flaggedTotal === 0 ? 1 : report.flagged.unanswerable / flaggedTotal,
+  wrongly_flagged: report.flagged.answerable
+}
+const chunks = report.ingested.sources.reduce((s, r) => s + r.chunks, 0)
+const embedder = process.env.GT_EMBEDDINGS_URL
+  ? `embedder ${process.env.GT_EMBEDDINGS_MODEL ?? "default"}`
+  : "lexical only"
+if (verbose) console.log(report.misses.join("\n"))
+if (process.argv.includes("--calibrate")) {
+  for (const c of [...report.calibration].sort((a, b) => a.support - b.support))
+    console.log(`${c.unanswerable ? "U" : "A"} ${c.support.toFixed(3)} ${c.id} ${c.absent.join(",")}`)
+}
+const fmt = (x) => x.toFixed(2)
+const lines = [
+  `corpus: ${repos.length} repositories, ${report.ingested.sources.reduce((s, r) => s + r.files_indexed, 0)} files, ${chunks} chunks (ingest ${(report.ingestMs / 1000).toFixed(1)} s); ${answerable.length} answerable + ${unanswerable.length} unanswerable questions; ${embedder}`,
+  `keel /search ranking: R@1 ${fmt(search.r1)}  R@5 ${fmt(search.r5)}  MRR@10 ${fmt(search.mrr10)}`,
+  `keel candidates: R@20 ${fmt(report.deepRanks.filter((r) => r !== undefined && r <= 20).length / answerable.length)}  R@50 ${fmt(report.deepRanks.filter((r) => r !== undefined).length / answerable.length)}`,
+  `keel /ask citations:  R@1 ${fmt(ask.r1)}  R@5 ${fmt(ask.r5)}  MRR@10 ${fmt(ask.mrr10)}`,
+  `keel abstention: flagged ${report.flagged.unanswerable}/${unanswerable.length} unanswerable (recall ${fmt(abstention.recall)}), precision ${fmt(abstention.precision)}, answerable wrongly flagged ${report.flagged.answerable}/${answerable.length}`,
+  `keel /ask latency (library): p50 ${fmt(percentile(report.latencies, 0.5))} ms  p99 ${fmt(percentile(report.latencies, 0.99))} ms`,
+  `baseline idf-BM25 grep (20-line windows): R@1 ${fmt(base.r1)}  R@5 ${fmt(base.r5)}  MRR@10 ${fmt(base.mrr10)}  p50 ${fmt(percentile(baseLatencies, 0.5))} ms  (never abstains)`
+]
+if (asJson) console.log(JSON.stringify({ search, ask, abstention, baseline: base, chunks, embedder }, null, 2))
+else console.log(lines.join("\n"))
+fs.rmSync(work, { recursive: true, force: true })

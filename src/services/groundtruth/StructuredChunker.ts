@@ -1,0 +1,235 @@
+/**
+ * JSON, YAML and TOML cut by structure: one chunk per top-level key (its comments above it included),
+ * the key path as its heading; a key longer than the window limit is cut at its own keys, and only a
+ * long leaf is windowed. A file that does not scan as its format falls back to plain windows.
+ */
+
+/** A key's lines: [start, end) 0-based, and its own keys. */
+export interface OutlineNode {
+  readonly key: string
+  readonly start: number
+  readonly end: number
+  readonly children: ReadonlyArray<OutlineNode>
+}
+
+const trimEnd = (lines: ReadonlyArray<string>, start: number, end: number) => {
+  let e = end
+  while (e > start + 1 && (lines[e - 1] ?? "").trim() === "") e--
+  return e
+}
+
+/** A node starts at the comment lines directly above its key. */
+const withComments = (lines: ReadonlyArray<string>, keyLine: number, floor: number, comment: RegExp) => {
+  let s = keyLine
+  while (s - 1 >= floor && comment.test(lines[s - 1] ?? "")) s--
+  return s
+}
+
+// ---------------------------------------------------------------- YAML (indentation outline)
+
+const YAML_KEY = /^(\s*)(?:-\s+)?("[^"]*"|'[^']*'|[^\s#"'][^:#]*?)\s*:(?:\s|$)/
+const YAML_COMMENT = /^\s*#/
+
+const indentOf = (line: string) => line.length - line.trimStart().length
+
+const yamlNodes = (lines: ReadonlyArray<string>, from: number, to: number, indent: number): Array<OutlineNode> => {
+  const keys: Array<{ line: number; key: string }> = []
+  for (let i = from; i < to; i++) {
+    const line = lines[i] ?? ""
+    if (line.trim() === "" || YAML_COMMENT.test(line)) continue
+    if (indentOf(line) !== indent || line.trimStart().startsWith("- ")) continue
+    const match = YAML_KEY.exec(line)
+    if (match !== null) keys.push({ line: i, key: (match[2] ?? "").replace(/^["']|["']$/g, "") })
+  }
+  return keys.map((k, j) => {
+    const floor = j === 0 ? from : keys[j - 1]!.line + 1
+    const start = withComments(lines, k.line, floor, YAML_COMMENT)
+    const next = keys[j + 1]
+    const rawEnd = next === undefined ? to : withComments(lines, next.line, k.line + 1, YAML_COMMENT)
+    const end = trimEnd(lines, start, rawEnd)
+    let childIndent = -1
+    for (let i = k.line + 1; i < end; i++) {
+      const line = lines[i] ?? ""
+      if (line.trim() === "" || YAML_COMMENT.test(line)) continue
+      childIndent = indentOf(line)
+      break
+    }
+    return {
+      key: k.key,
+      start,
+      end,
+      children: childIndent > indent ? yamlNodes(lines, k.line + 1, end, childIndent) : []
+    }
+  })
+}
+
+export const outlineYaml = (lines: ReadonlyArray<string>): Array<OutlineNode> | undefined => {
+  const nodes = yamlNodes(lines, 0, lines.length, 0)
+  return nodes.length === 0 ? undefined : nodes
+}
+
+// ---------------------------------------------------------------- TOML (tables and keys)
+
+const TOML_TABLE = /^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$/
+const TOML_KEY = /^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.-]+(?:\s*\.\s*[A-Za-z0-9_-]+)*)\s*=/
+const TOML_COMMENT = /^\s*#/
+
+const tomlKeys = (lines: ReadonlyArray<string>, from: number, to: number): Array<OutlineNode> => {
+  const keys: Array<{ line: number; key: string }> = []
+  let open = 0
+  for (let i = from; i < to; i++) {
+    const line = lines[i] ?? ""
+    if (open === 0) {
+      const match = TOML_KEY.exec(line)
+      if (match !== null) keys.push({ line: i, key: (match[1] ?? "").replace(/^["']|["']$/g, "") })
+    }
+    // Multi-line arrays and inline tables: a key inside them is not a key of the table.
+    const code = line.replace(/"(?:[^"\\]|\\.)*"|'[^']*'|#.*$/g, "")
+    open = Math.max(0, open + (code.match(/[[{]/g)?.length ?? 0) - (code.match(/[\]}]/g)?.length ?? 0))
+  }
+  return keys.map((k, j) => {
+    const floor = j === 0 ? from : keys[j - 1]!.line + 1
+    const start = withComments(lines, k.line, floor, TOML_COMMENT)
+    const next = keys[j + 1]
+    const rawEnd = next === undefined ? to : withComments(lines, next.line, k.line + 1, TOML_COMMENT)
+    return { key: k.key, start, end: trimEnd(lines, start, rawEnd), children: [] }
+  })
+}
+
+export const outlineToml = (lines: ReadonlyArray<string>): Array<OutlineNode> | undefined => {
+  const tables: Array<{ line: number; key: string }> = []
+  lines.forEach((line, i) => {
+    const match = TOML_TABLE.exec(line)
+    if (match !== null && !TOML_KEY.test(line)) tables.push({ line: i, key: match[1] ?? "" })
+  })
+  const firstTable = tables[0]?.line ?? lines.length
+  const nodes: Array<OutlineNode> = tomlKeys(lines, 0, firstTable).filter((n) => n.start < firstTable)
+  tables.forEach((t, j) => {
+    const floor = j === 0 ? 0 : tables[j - 1]!.line + 1
+    const start = withComments(lines, t.line, floor, TOML_COMMENT)
+    const next = tables[j + 1]
+    const rawEnd = next === undefined ? lines.length : withComments(lines, next.line, t.line + 1, TOML_COMMENT)
+    const end = trimEnd(lines, start, rawEnd)
+    nodes.push({ key: t.key, start, end, children: tomlKeys(lines, t.line + 1, end) })
+  })
+  return nodes.length === 0 ? undefined : nodes
+}
+
+// ---------------------------------------------------------------- JSON (a scanner that keeps lines)
+
+/**
+ * The members of the root object with their lines, and of nested objects. JSONC comments and trailing
+ * commas (tsconfig, VS Code settings) are tolerated; anything else unexpected means "not JSON".
+ */
+export const outlineJson = (text: string): Array<OutlineNode> | undefined => {
+  let pos = 0
+  let line = 0
+  const fail = (): never => {
+    throw new Error("not json")
+  }
+  const skip = () => {
+    for (;;) {
+      const c = text[pos]
+      if (c === "\n") {
+        line++
+        pos++
+      } else if (c === " " || c === "\t" || c === "\r") pos++
+      else if (c === "/" && text[pos + 1] === "/") {
+        while (pos < text.length && text[pos] !== "\n") pos++
+      } else if (c === "/" && text[pos + 1] === "*") {
+        const close = text.indexOf("*/", pos + 2)
+        if (close < 0) fail()
+        for (let i = pos; i < close; i++) if (text[i] === "\n") line++
+        pos = close + 2
+      } else return
+    }
+  }
+  const string = () => {
+    if (text[pos] !== '"') fail()
+    const begin = ++pos
+    while (pos < text.length && text[pos] !== '"') {
+      if (text[pos] === "\\") pos++
+      else if (text[pos] === "\n") fail()
+      pos++
+    }
+    if (pos >= text.length) fail()
+    return text.slice(begin, pos++)
+  }
+  const value = (): Array<OutlineNode> => {
+    skip()
+    const c = text[pos]
+    if (c === "{") return object()
+    if (c === "[") {
+      pos++
+      skip()
+      while (text[pos] !== "]") {
+        value()
+        skip()
+        if (text[pos] === ",") {
+          pos++
+          skip()
+        } else if (text[pos] !== "]") fail()
+      }
+      pos++
+      return []
+    }
+    if (c === '"') {
+      string()
+      return []
+    }
+    const literal = /^(?:-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)/.exec(text.slice(pos, pos + 64))
+    if (literal === null) fail()
+    pos += literal![0].length
+    return []
+  }
+  const object = (): Array<OutlineNode> => {
+    pos++
+    const members: Array<OutlineNode> = []
+    skip()
+    while (text[pos] !== "}") {
+      const start = line
+      const key = string()
+      skip()
+      if (text[pos] !== ":") fail()
+      pos++
+      const children = value()
+      members.push({ key, start, end: line + 1, children })
+      skip()
+      if (text[pos] === ",") {
+        pos++
+        skip()
+      } else if (text[pos] !== "}") fail()
+    }
+    pos++
+    return members
+  }
+  try {
+    skip()
+    if (text[pos] !== "{") return undefined
+    const members = object()
+    skip()
+    if (pos < text.length || members.length === 0) return undefined
+    // A JSONC comment directly above a member belongs to it, as in YAML and TOML.
+    const lines = text.split(/\r?\n/)
+    const attach = (list: ReadonlyArray<OutlineNode>, floor: number): Array<OutlineNode> =>
+      list.map((node, i) => ({
+        ...node,
+        start: withComments(lines, node.start, i === 0 ? floor : list[i - 1]!.end, JSON_COMMENT),
+        children: attach(node.children, node.start + 1)
+      }))
+    return attach(members, 0)
+  } catch {
+    return undefined
+  }
+}
+
+const JSON_COMMENT = /^\s*(\/\/|\/\*|\*)/
+
+export type StructuredKind = "json" | "yaml" | "toml"
+
+export const structuredKind = (file: string): StructuredKind | undefined => {
+  if (/\.(json|jsonc|json5)$/i.test(file) || /(^|\/)\.(babelrc|eslintrc|prettierrc)$/.test(file)) return "json"
+  if (/\.(ya?ml)$/i.test(file)) return "yaml"
+  if (/\.toml$/i.test(file)) return "toml"
+  return undefined
+}
