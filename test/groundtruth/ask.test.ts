@@ -39,11 +39,13 @@ const fakeLlm = await new Promise<{
   })
 })
 
-const ask = (question: string, repos?: Array<string>) =>
+const ask = (question: string, repos?: Array<string>, k?: number) =>
   Effect.gen(function* () {
     const client = yield* HttpClient.HttpClient
     const response = yield* client.execute(
-      HttpClientRequest.post("/ask").pipe(HttpClientRequest.bodyUnsafeJson({ question, scope: repos ? { repos } : {} }))
+      HttpClientRequest.post("/ask").pipe(
+        HttpClientRequest.bodyUnsafeJson({ question, scope: repos ? { repos } : {}, ...(k === undefined ? {} : { k }) })
+      )
     )
     return { status: response.status, body: (yield* response.json) as any }
   }).pipe(Effect.scoped)
@@ -76,6 +78,28 @@ layer(
       const first = body.citations[0]
       assert.deepStrictEqual(Object.keys(first).sort(), ["commit", "end_line", "line", "path", "repo", "snippet"])
       assert.strictEqual(first.path, "README.md")
+    })
+  )
+
+  it.effect("k bounds the citations (default 5, 1..20)", () =>
+    Effect.gen(function* () {
+      const many = yield* ask("fastify plugins hooks routes install", undefined, 20)
+      assert.isAbove(many.body.citations.length, 1)
+      assert.isAtMost(many.body.citations.length, 20)
+      const one = yield* ask("fastify plugins hooks routes install", undefined, 1)
+      assert.strictEqual(one.body.citations.length, 1)
+      assert.deepStrictEqual(one.body.citations[0], many.body.citations[0])
+      const tooMany = yield* ask("fastify", undefined, 21)
+      assert.strictEqual(tooMany.status, 400)
+      assert.strictEqual(tooMany.body.code, "VALIDATION_FAILED")
+    })
+  )
+
+  it.effect("a question naming what no indexed passage holds is not covered, however well its other words match", () =>
+    Effect.gen(function* () {
+      const { body } = yield* ask("How do I install fastify on Heroku?")
+      assert.isTrue(body.missing)
+      assert.deepStrictEqual(body.citations, [])
     })
   )
 
@@ -130,6 +154,19 @@ layer(
       const failed = yield* ask("How do I install fastify?")
       assert.strictEqual(failed.status, 200)
       assert.strictEqual(failed.body.mode, "extractive")
+    })
+  )
+
+  it.effect("the model may say the sources do not answer; an answer naming what its sources never say is dropped", () =>
+    Effect.gen(function* () {
+      fakeLlm.reply = { status: 200, content: "NOT_COVERED" }
+      const declined = yield* ask("How do I install fastify?")
+      assert.deepStrictEqual(declined.body, { mode: "generated", answer: NOT_COVERED, missing: true, citations: [] })
+      fakeLlm.reply = { status: 200, content: "Run npm install fastify@9.4.1 with --legacy-peer-deps [1]." }
+      const invented = yield* ask("How do I install fastify?")
+      assert.strictEqual(invented.body.mode, "extractive")
+      assert.isFalse(invented.body.missing)
+      assert.isAbove(invented.body.citations.length, 0)
     })
   )
 

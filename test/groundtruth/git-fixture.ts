@@ -93,6 +93,7 @@ defaults:
   exclude: ['**/node_modules/**']
 sources:
   - name: fastify
+    description: The web framework's guides and reference
     url: ../fastify
     owner: web-platform-team
     trust: canonical

@@ -37,7 +37,7 @@ export class GtConfig extends Effect.Service<GtConfig>()("groundtruth/GtConfig",
     const embeddingsDimensions = yield* Config.option(Config.integer("GT_EMBEDDINGS_DIMENSIONS"))
     const embeddingsApiKey = yield* Config.option(Config.redacted("GT_EMBEDDINGS_API_KEY"))
     const embeddingsTimeout = yield* Config.integer("GT_EMBEDDINGS_TIMEOUT_MS").pipe(Config.withDefault(10_000))
-    const missingScore = yield* Config.number("GT_ASK_MIN_SCORE").pipe(Config.withDefault(0.3))
+    const missingScore = yield* Config.number("GT_ASK_MIN_SCORE").pipe(Config.withDefault(0.2))
     return {
       /** An OpenAI-compatible chat-completions endpoint; both base URL and model are needed to use it. */
       llm:
