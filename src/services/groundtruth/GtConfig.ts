@@ -37,6 +37,7 @@ export class GtConfig extends Effect.Service<GtConfig>()("groundtruth/GtConfig",
     const embeddingsDimensions = yield* Config.option(Config.integer("GT_EMBEDDINGS_DIMENSIONS"))
     const embeddingsApiKey = yield* Config.option(Config.redacted("GT_EMBEDDINGS_API_KEY"))
     const embeddingsTimeout = yield* Config.integer("GT_EMBEDDINGS_TIMEOUT_MS").pipe(Config.withDefault(10_000))
+    const embeddingsWeight = yield* Config.number("GT_EMBEDDINGS_WEIGHT").pipe(Config.withDefault(1))
     const missingScore = yield* Config.number("GT_ASK_MIN_SCORE").pipe(Config.withDefault(0.2))
     return {
       /** An OpenAI-compatible chat-completions endpoint; both base URL and model are needed to use it. */
@@ -59,7 +60,9 @@ export class GtConfig extends Effect.Service<GtConfig>()("groundtruth/GtConfig",
           model: embeddingsModel,
           dimensions: Option.getOrUndefined(embeddingsDimensions),
           apiKey: Option.getOrUndefined(embeddingsApiKey),
-          timeoutMs: Math.max(100, embeddingsTimeout)
+          timeoutMs: Math.max(100, embeddingsTimeout),
+          /** The dense list's weight in the fusion (the lexical lists weigh 1). */
+          weight: Math.max(0, embeddingsWeight)
         })
       }),
       /** Below this support score (0..1, see docs/groundtruth.md) the best passage does not answer the question. */

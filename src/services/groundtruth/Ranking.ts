@@ -1,4 +1,4 @@
-import { isStopword, stem, stems, words } from "./Terms.js"
+import { stem, words } from "./Terms.js"
 
 /**
  * The ranking's pure half: rank fusion, the reranker's features and the support score that decides
@@ -26,8 +26,6 @@ export const reciprocalRankFusion = (
 export const idf = (documents: number, df: number) => Math.log(1 + documents / (df + 1))
 
 export interface Passage {
-  /** The chunk's digest: caches what the reranker computed of it. */
-  readonly digest?: string | undefined
   readonly repo: string
   readonly path: string
   readonly heading: string
@@ -72,78 +70,80 @@ export interface Features {
   readonly trust: number
 }
 
-/** What the reranker reads of a passage, computed in one pass over its words. */
-interface Analysis {
-  readonly all: ReadonlySet<string>
-  readonly heading: ReadonlySet<string>
-  readonly lines: ReadonlyArray<ReadonlySet<string>>
-  readonly pairs: ReadonlySet<string>
-}
+const WORD_CHAR = /[\p{L}\p{N}_]/u
 
-const analyses = new Map<string, Analysis>()
-const ANALYSIS_CACHE_LIMIT = 20_000
-
-const analyze = (passage: Passage): Analysis => {
-  const lines: Array<Set<string>> = []
-  const all = stems(`${passage.heading}\n${passage.terms}`)
-  const pairs = new Set<string>()
-  let previous: string | undefined
-  for (const line of passage.content.split("\n")) {
-    const set = new Set<string>()
-    for (const word of words(line)) {
-      const s = stem(word)
-      if (previous !== undefined && previous !== s) pairs.add(`${previous} ${s}`)
-      previous = s
-      if (isStopword(word)) continue
-      set.add(s)
-      all.add(s)
-    }
-    lines.push(set)
-  }
-  return { all, heading: stems(`${passage.heading} ${passage.path}`), lines, pairs }
-}
-
-/** A passage's analysis, cached by its digest when it has one (a digest names its exact text). */
-const analysisOf = (passage: Passage) => {
-  if (passage.digest === undefined || passage.digest === "") return analyze(passage)
-  const key = `${passage.digest}\0${passage.path}`
-  let found = analyses.get(key)
-  if (found === undefined) {
-    found = analyze(passage)
-    if (analyses.size >= ANALYSIS_CACHE_LIMIT) analyses.clear()
-    analyses.set(key, found)
+/**
+ * Where a stem occurs in lower-cased text: at the start of a word (so "install" is found in
+ * "installing", not in "reinstall"). Searching the passage for the question's few stems with indexOf
+ * costs far less than tokenising every passage, which is what keeps reranking inside the latency goal.
+ */
+const occurrences = (text: string, s: string): Array<number> => {
+  const found: Array<number> = []
+  for (let at = text.indexOf(s); at >= 0; at = text.indexOf(s, at + 1)) {
+    if (at === 0 || !WORD_CHAR.test(text[at - 1]!)) found.push(at)
   }
   return found
 }
 
+/** Index of the line holding offset `at`, given the sorted offsets of the newlines. */
+const lineOf = (newlines: ReadonlyArray<number>, at: number) => {
+  let lo = 0
+  let hi = newlines.length
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (newlines[mid]! < at) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
 export const features = (profile: QueryProfile, passage: Passage, fusion: number, trustWeight: number): Features => {
-  const { all, heading, lines, pairs } = analysisOf(passage)
+  const content = passage.content.toLowerCase()
+  const extra = `${passage.heading}\n${passage.terms}`.toLowerCase()
+  const headingText = `${passage.heading}\n${passage.path}`.toLowerCase()
+  const newlines: Array<number> = []
+  for (let at = content.indexOf("\n"); at >= 0; at = content.indexOf("\n", at + 1)) newlines.push(at)
+  const lineCount = newlines.length + 1
   let covered = 0
   let headed = 0
+  const linesOf = new Map<string, ReadonlyArray<number>>()
+  const positions = new Map<string, ReadonlyArray<number>>()
   for (const [s, w] of profile.weights) {
-    if (all.has(s)) covered += w
-    if (heading.has(s)) headed += w
+    const at = occurrences(content, s)
+    positions.set(s, at)
+    const inHeading = occurrences(headingText, s).length > 0
+    if (at.length > 0 || inHeading || occurrences(extra, s).length > 0) covered += w
+    if (inHeading) {
+      headed += w
+      linesOf.set(s, [-1])
+    } else
+      linesOf.set(
+        s,
+        at.map((p) => lineOf(newlines, p))
+      )
   }
+  // The best idf-weighted share within DENSITY_LINES consecutive lines (heading terms count everywhere).
   let dense = 0
-  for (let start = 0; start < Math.max(1, lines.length - DENSITY_LINES + 1); start++) {
+  for (let start = 0; start < Math.max(1, lineCount - DENSITY_LINES + 1); start++) {
     let w = 0
     for (const [s, weight] of profile.weights) {
-      if (heading.has(s)) {
-        w += weight
-        continue
-      }
-      for (let i = start; i < Math.min(lines.length, start + DENSITY_LINES); i++) {
-        if (lines[i]!.has(s)) {
-          w += weight
-          break
-        }
-      }
+      const lines = linesOf.get(s)!
+      if (lines.some((l) => l === -1 || (l >= start && l < start + DENSITY_LINES))) w += weight
     }
     if (w > dense) dense = w
   }
+  // Adjacent question stems adjacent in the passage: the first's word, then non-word characters, then the second.
   let adjacent = 0
   for (let i = 1; i < profile.sequence.length; i++) {
-    if (pairs.has(`${profile.sequence[i - 1]} ${profile.sequence[i]}`)) adjacent++
+    const next = profile.sequence[i]!
+    const follows = (positions.get(profile.sequence[i - 1]!) ?? []).some((p) => {
+      let q = p
+      while (q < content.length && WORD_CHAR.test(content[q]!)) q++
+      const gapStart = q
+      while (q < content.length && !WORD_CHAR.test(content[q]!) && q - gapStart < 3) q++
+      return q > gapStart && content.startsWith(next, q)
+    })
+    if (follows) adjacent++
   }
   return {
     fusion,

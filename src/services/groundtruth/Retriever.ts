@@ -170,7 +170,7 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
         }
       }
       const dense = yield* vectors.nearest(query, scope, DENSE_DEPTH)
-      if (dense.length > 0) lists.push({ ids: dense, weight: 1 })
+      if (dense.length > 0) lists.push({ ids: dense, weight: config.embeddings?.weight ?? 1 })
       const fused = [...reciprocalRankFusion(lists)].sort((a, b) => b[1] - a[1]).slice(0, RERANK_DEPTH)
       if (fused.length === 0) return [] as Array<RankedHit>
       const best = fused[0]![1]

@@ -68,37 +68,47 @@ const parts = (token: string) =>
         .split(/[\s_.-]+/u)
         .filter((p) => p.length > 0)
 
-/** Every word of a text, lower-case, identifiers split into their parts too (not stemmed). */
-export const words = (text: string): Array<string> => {
-  const out: Array<string> = []
-  // ASCII text (most of it) skips normalisation and the Unicode property classes, which cost more.
-  const tokens = NON_ASCII.test(text) ? text.normalize("NFKC").match(WORD) : text.match(ASCII_WORD)
-  for (const token of tokens ?? []) {
-    const split = parts(token)
-    if (split.length > 1) {
-      const lower = token.toLowerCase()
-      out.push(lower)
-      // A dotted or dashed chain also holds its shorter runs: "instance.defaults.headers" holds
-      // "instance.defaults", "4.20.0" holds "4.20", so a question may name any of them.
-      const links = lower.split(/(?<=[.-])|(?=[.-])/u)
-      if (links.length > 3 && links.length <= 11) {
-        for (let from = 0; from < links.length; from += 2) {
-          for (let to = from + 3; to <= links.length; to += 2) {
-            if (from === 0 && to === links.length) continue
-            out.push(links.slice(from, to).join(""))
-          }
+/** The words of one token: itself lower-case, its parts, and the shorter runs of a dotted or dashed chain. */
+const tokenWords = (token: string, out: Array<string>) => {
+  const split = parts(token)
+  if (split.length > 1) {
+    const lower = token.toLowerCase()
+    out.push(lower)
+    // A dotted or dashed chain also holds its shorter runs: "instance.defaults.headers" holds
+    // "instance.defaults", "4.20.0" holds "4.20", so a question may name any of them.
+    const links = lower.split(/(?<=[.-])|(?=[.-])/u)
+    if (links.length > 3 && links.length <= 11) {
+      for (let from = 0; from < links.length; from += 2) {
+        for (let to = from + 3; to <= links.length; to += 2) {
+          if (from === 0 && to === links.length) continue
+          out.push(links.slice(from, to).join(""))
         }
       }
     }
-    for (const part of split) out.push(part.toLowerCase())
   }
+  for (const part of split) out.push(part.toLowerCase())
+}
+
+// ASCII text (most of it) skips normalisation and the Unicode property classes, which cost more.
+const tokensOf = (text: string) =>
+  (NON_ASCII.test(text) ? text.normalize("NFKC").match(WORD) : text.match(ASCII_WORD)) ?? []
+
+/** Every word of a text, lower-case, identifiers split into their parts too (not stemmed). */
+export const words = (text: string): Array<string> => {
+  const out: Array<string> = []
+  for (const token of tokensOf(text)) tokenWords(token, out)
   return out
 }
 
-/** The distinct stems of a text, for document frequencies and coverage. */
+/** The distinct stems of a text, for document frequencies (each distinct token analysed once). */
 export const stems = (text: string): Set<string> => {
   const out = new Set<string>()
-  for (const word of words(text)) if (!isStopword(word)) out.add(stem(word))
+  const buffer: Array<string> = []
+  for (const token of new Set(tokensOf(text))) {
+    buffer.length = 0
+    tokenWords(token, buffer)
+    for (const word of buffer) if (!isStopword(word)) out.add(stem(word))
+  }
   return out
 }
 
