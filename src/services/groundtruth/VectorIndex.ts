@@ -74,14 +74,26 @@ export const makeVectorIndex = (sql: SqlClient.SqlClient, embedder: EmbedderShap
       }
       const allowed = scope === undefined ? undefined : new Set(scope.map((r) => index.repos.indexOf(r)))
       const { matrix, dims } = index
-      // A bounded min-heap would save little at depth 80; a sorted top list is simpler and as fast here.
+      // A bounded min-heap would save little at this depth; a sorted top list is simpler and as fast here.
       const topIds: Array<number> = []
       const topScores: Array<number> = []
       for (let i = 0; i < index.ids.length; i++) {
         if (allowed !== undefined && !allowed.has(index.repoOf[i]!)) continue
-        let dot = 0
+        // Four running sums: the loop V8 compiles for this is about a quarter faster than one sum.
+        let a = 0
+        let b = 0
+        let c = 0
+        let e = 0
         const base = i * dims
-        for (let d = 0; d < dims; d++) dot += matrix[base + d]! * q[d]!
+        let d = 0
+        for (; d + 3 < dims; d += 4) {
+          a += matrix[base + d]! * q[d]!
+          b += matrix[base + d + 1]! * q[d + 1]!
+          c += matrix[base + d + 2]! * q[d + 2]!
+          e += matrix[base + d + 3]! * q[d + 3]!
+        }
+        for (; d < dims; d++) a += matrix[base + d]! * q[d]!
+        const dot = a + b + c + e
         if (topScores.length === depth && dot <= topScores[depth - 1]!) continue
         let at = topScores.length
         while (at > 0 && topScores[at - 1]! < dot) at--
