@@ -63,7 +63,7 @@ describe("fusion and reranking", () => {
   })
 
   const profile = (question: string, documents: number, df: Record<string, number>, named: Array<string> = []) => {
-    const sequence = stemSequence(question, isStopword)
+    const sequence = stemSequence(question)
     const weights = new Map([...new Set(sequence)].map((s) => [s, idf(documents, df[s] ?? 0)]))
     return { weights, total: [...weights.values()].reduce((a, b) => a + b, 0), sequence, named: new Set(named) }
   }

@@ -1,4 +1,4 @@
-import { stem, words } from "./Terms.js"
+import { stem } from "./Terms.js"
 
 /**
  * The ranking's pure half: rank fusion, the reranker's features and the support score that decides
@@ -164,17 +164,6 @@ export const rerankScore = (f: Features, weights: typeof RERANK_WEIGHTS = RERANK
   weights.proximity * f.proximity +
   weights.named * f.named +
   weights.trust * f.trust
-
-/** The question's stems in order, without repeats. */
-export const stemSequence = (question: string, isStop: (w: string) => boolean) => {
-  const out: Array<string> = []
-  for (const word of words(question)) {
-    if (isStop(word) || word.length < 2) continue
-    const s = stem(word)
-    if (out[out.length - 1] !== s) out.push(s)
-  }
-  return out
-}
 
 export interface Abstention {
   readonly missing: boolean

@@ -4,9 +4,9 @@ import { stripCredentials } from "../platform/GitMirror.js"
 import { Embedder } from "./Embedder.js"
 import { GtConfig } from "./GtConfig.js"
 import { UnknownRepo } from "./Ingester.js"
-import { features, idf, type QueryProfile, reciprocalRankFusion, rerankScore, stemSequence } from "./Ranking.js"
+import { features, idf, type QueryProfile, reciprocalRankFusion, rerankScore } from "./Ranking.js"
 import { Sources } from "./Sources.js"
-import { isStopword, words } from "./Terms.js"
+import { isStopword, stemSequence, words } from "./Terms.js"
 import { makeVectorIndex } from "./VectorIndex.js"
 
 export const SearchHit = Schema.Struct({
@@ -76,7 +76,6 @@ interface ChunkRow {
   readonly heading: string
   readonly content: string
   readonly terms: string
-  readonly digest: string
 }
 
 /** Candidates per lexical query and per dense search; the reranker sees the fused best RERANK_DEPTH. */
@@ -123,21 +122,28 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
             (rows) => new Map(rows.map((r) => [Number(r.id), r.snippet]))
           )
 
+    /** How many indexed passages hold each stem (absent = 0). */
+    const frequencies = (list: ReadonlyArray<string>) =>
+      list.length === 0
+        ? Effect.succeed(new Map<string, number>())
+        : Effect.map(
+            sql<{ stem: string; df: number }>`SELECT stem, df FROM gt_terms WHERE ${sql.in("stem", [...list])}`,
+            (rows) => new Map(rows.map((r) => [r.stem, Number(r.df)]))
+          ).pipe(Effect.orDie)
+
     /** The question's stems with their idf over the whole index. */
     const profileOf = (query: string, named: ReadonlySet<string>) =>
       Effect.gen(function* () {
-        const sequence = stemSequence(query, isStopword)
+        const sequence = stemSequence(query)
         const distinct = [...new Set(sequence)]
         if (distinct.length === 0) return undefined
-        const counts = yield* sql<{ stem: string; df: number }>`
-          SELECT stem, df FROM gt_terms WHERE ${sql.in("stem", distinct)}`
+        const dfOf = yield* frequencies(distinct)
         const total = yield* sql<{ n: number }>`SELECT coalesce(sum(chunks), 0) AS n FROM gt_sources`
         const documents = Number(total[0]?.n ?? 0)
-        const dfOf = new Map(counts.map((c) => [c.stem, Number(c.df)]))
         const weights = new Map(distinct.map((s) => [s, idf(documents, dfOf.get(s) ?? 0)]))
         let sum = 0
         for (const w of weights.values()) sum += w
-        return { weights, total: sum, sequence, named, dfOf } satisfies QueryProfile & { dfOf: Map<string, number> }
+        return { weights, total: sum, sequence, named } satisfies QueryProfile
       })
 
     const retrieve = Effect.fn("Retriever.retrieve")(function* (
@@ -176,7 +182,7 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
       const best = fused[0]![1]
       const profile = yield* profileOf(query, named).pipe(Effect.orDie)
       const rows = yield* sql<ChunkRow>`
-        SELECT id, repo, path, commit_sha, line, end_line, heading, content, terms, digest FROM gt_chunks
+        SELECT id, repo, path, commit_sha, line, end_line, heading, content, terms FROM gt_chunks
         WHERE ${sql.in(
           "id",
           fused.map(([id]) => id)
@@ -253,15 +259,6 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
         }
       })
     })
-
-    /** How many indexed passages hold each stem (absent = 0). */
-    const frequencies = (list: ReadonlyArray<string>) =>
-      list.length === 0
-        ? Effect.succeed(new Map<string, number>())
-        : Effect.map(
-            sql<{ stem: string; df: number }>`SELECT stem, df FROM gt_terms WHERE ${sql.in("stem", [...list])}`,
-            (rows) => new Map(rows.map((r) => [r.stem, Number(r.df)]))
-          ).pipe(Effect.orDie)
 
     return { search, retrieve, repos, frequencies } as const
   })

@@ -25,41 +25,57 @@ const withComments = (lines: ReadonlyArray<string>, keyLine: number, floor: numb
   return s
 }
 
+/** A key as found on its line. */
+interface KeyLine {
+  readonly line: number
+  readonly key: string
+}
+
+/**
+ * Each key's lines within [from, to): from the comment lines directly above it to where the next key's
+ * comments begin, trailing blank lines trimmed.
+ */
+const keySpans = (
+  lines: ReadonlyArray<string>,
+  keys: ReadonlyArray<KeyLine>,
+  from: number,
+  to: number,
+  comment: RegExp
+) =>
+  keys.map((k, j) => {
+    const start = withComments(lines, k.line, j === 0 ? from : keys[j - 1]!.line + 1, comment)
+    const next = keys[j + 1]
+    const rawEnd = next === undefined ? to : withComments(lines, next.line, k.line + 1, comment)
+    return { ...k, start, end: trimEnd(lines, start, rawEnd) }
+  })
+
+/** YAML and TOML comments. */
+const HASH_COMMENT = /^\s*#/
+
 // ---------------------------------------------------------------- YAML (indentation outline)
 
 const YAML_KEY = /^(\s*)(?:-\s+)?("[^"]*"|'[^']*'|[^\s#"'][^:#]*?)\s*:(?:\s|$)/
-const YAML_COMMENT = /^\s*#/
 
 const indentOf = (line: string) => line.length - line.trimStart().length
 
 const yamlNodes = (lines: ReadonlyArray<string>, from: number, to: number, indent: number): Array<OutlineNode> => {
-  const keys: Array<{ line: number; key: string }> = []
+  const keys: Array<KeyLine> = []
   for (let i = from; i < to; i++) {
     const line = lines[i] ?? ""
-    if (line.trim() === "" || YAML_COMMENT.test(line)) continue
+    if (line.trim() === "" || HASH_COMMENT.test(line)) continue
     if (indentOf(line) !== indent || line.trimStart().startsWith("- ")) continue
     const match = YAML_KEY.exec(line)
     if (match !== null) keys.push({ line: i, key: (match[2] ?? "").replace(/^["']|["']$/g, "") })
   }
-  return keys.map((k, j) => {
-    const floor = j === 0 ? from : keys[j - 1]!.line + 1
-    const start = withComments(lines, k.line, floor, YAML_COMMENT)
-    const next = keys[j + 1]
-    const rawEnd = next === undefined ? to : withComments(lines, next.line, k.line + 1, YAML_COMMENT)
-    const end = trimEnd(lines, start, rawEnd)
+  return keySpans(lines, keys, from, to, HASH_COMMENT).map(({ key, line: keyLine, start, end }) => {
     let childIndent = -1
-    for (let i = k.line + 1; i < end; i++) {
+    for (let i = keyLine + 1; i < end; i++) {
       const line = lines[i] ?? ""
-      if (line.trim() === "" || YAML_COMMENT.test(line)) continue
+      if (line.trim() === "" || HASH_COMMENT.test(line)) continue
       childIndent = indentOf(line)
       break
     }
-    return {
-      key: k.key,
-      start,
-      end,
-      children: childIndent > indent ? yamlNodes(lines, k.line + 1, end, childIndent) : []
-    }
+    return { key, start, end, children: childIndent > indent ? yamlNodes(lines, keyLine + 1, end, childIndent) : [] }
   })
 }
 
@@ -72,10 +88,9 @@ export const outlineYaml = (lines: ReadonlyArray<string>): Array<OutlineNode> | 
 
 const TOML_TABLE = /^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$/
 const TOML_KEY = /^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.-]+(?:\s*\.\s*[A-Za-z0-9_-]+)*)\s*=/
-const TOML_COMMENT = /^\s*#/
 
 const tomlKeys = (lines: ReadonlyArray<string>, from: number, to: number): Array<OutlineNode> => {
-  const keys: Array<{ line: number; key: string }> = []
+  const keys: Array<KeyLine> = []
   let open = 0
   for (let i = from; i < to; i++) {
     const line = lines[i] ?? ""
@@ -87,31 +102,20 @@ const tomlKeys = (lines: ReadonlyArray<string>, from: number, to: number): Array
     const code = line.replace(/"(?:[^"\\]|\\.)*"|'[^']*'|#.*$/g, "")
     open = Math.max(0, open + (code.match(/[[{]/g)?.length ?? 0) - (code.match(/[\]}]/g)?.length ?? 0))
   }
-  return keys.map((k, j) => {
-    const floor = j === 0 ? from : keys[j - 1]!.line + 1
-    const start = withComments(lines, k.line, floor, TOML_COMMENT)
-    const next = keys[j + 1]
-    const rawEnd = next === undefined ? to : withComments(lines, next.line, k.line + 1, TOML_COMMENT)
-    return { key: k.key, start, end: trimEnd(lines, start, rawEnd), children: [] }
-  })
+  return keySpans(lines, keys, from, to, HASH_COMMENT).map(({ key, start, end }) => ({ key, start, end, children: [] }))
 }
 
 export const outlineToml = (lines: ReadonlyArray<string>): Array<OutlineNode> | undefined => {
-  const tables: Array<{ line: number; key: string }> = []
+  const tables: Array<KeyLine> = []
   lines.forEach((line, i) => {
     const match = TOML_TABLE.exec(line)
     if (match !== null && !TOML_KEY.test(line)) tables.push({ line: i, key: match[1] ?? "" })
   })
   const firstTable = tables[0]?.line ?? lines.length
   const nodes: Array<OutlineNode> = tomlKeys(lines, 0, firstTable).filter((n) => n.start < firstTable)
-  tables.forEach((t, j) => {
-    const floor = j === 0 ? 0 : tables[j - 1]!.line + 1
-    const start = withComments(lines, t.line, floor, TOML_COMMENT)
-    const next = tables[j + 1]
-    const rawEnd = next === undefined ? lines.length : withComments(lines, next.line, t.line + 1, TOML_COMMENT)
-    const end = trimEnd(lines, start, rawEnd)
-    nodes.push({ key: t.key, start, end, children: tomlKeys(lines, t.line + 1, end) })
-  })
+  for (const t of keySpans(lines, tables, 0, lines.length, HASH_COMMENT)) {
+    nodes.push({ key: t.key, start: t.start, end: t.end, children: tomlKeys(lines, t.line + 1, t.end) })
+  }
   return nodes.length === 0 ? undefined : nodes
 }
 

@@ -112,15 +112,19 @@ export const stems = (text: string): Set<string> => {
   return out
 }
 
-/** A question's search terms: distinct stems of its non-stopwords (one letter is too little to matter). */
-export const queryTerms = (question: string): Array<string> => {
-  const seen = new Set<string>()
+/** A question's stems in order, stopwords and one-letter words out, a stem repeated at once kept once. */
+export const stemSequence = (question: string) => {
+  const out: Array<string> = []
   for (const word of words(question)) {
     if (isStopword(word) || word.length < 2) continue
-    seen.add(stem(word))
+    const s = stem(word)
+    if (out[out.length - 1] !== s) out.push(s)
   }
-  return [...seen]
+  return out
 }
+
+/** A question's search terms: its distinct stems. */
+export const queryTerms = (question: string): Array<string> => [...new Set(stemSequence(question))]
 
 /**
  * Salient terms: what a question names rather than describes — identifiers (camelCase, snake_case,
