@@ -1,6 +1,6 @@
-import { Entity } from "@effect/cluster"
+import { Entity, type Envelope } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
-import { Effect, Layer, Schedule, Schema } from "effect"
+import { Cause, Chunk, Effect, Exit, Layer, Option, Schedule, Schema } from "effect"
 import { Agents } from "../services/market/Agents.js"
 import { CoinHistory } from "../services/market/CoinPrice.js"
 import {
@@ -16,46 +16,94 @@ import { InsufficientFunds } from "../services/market/Ledger.js"
 import { MarketConfig } from "../services/market/MarketConfig.js"
 import { TradeOrder, TradeOutcome, Trading } from "../services/market/Trading.js"
 
+const Trade = Rpc.make("Trade", {
+  payload: TradeOrder,
+  success: TradeOutcome,
+  error: Schema.Union(
+    AgentNotFound,
+    AgentNotTrading,
+    SlippageExceeded,
+    TradeTooSmall,
+    CurveComplete,
+    OrderNotFilled,
+    InsufficientFunds,
+    IdempotencyKeyReused
+  )
+})
+const Accrue = Rpc.make("Accrue", { success: Schema.BigInt, error: AgentNotFound })
+
 /**
  * One actor per agent, keyed by ticker: its trades and its cost accrual are handled one at a time,
  * while different tickers run side by side. All state is in SQL (Trading, Agents), so passivation
  * or a restart loses nothing; messages are volatile because an HTTP caller waits for the answer.
  */
-export const MarketAgent = Entity.make("MarketAgent", [
-  Rpc.make("Trade", {
-    payload: TradeOrder,
-    success: TradeOutcome,
-    error: Schema.Union(
-      AgentNotFound,
-      AgentNotTrading,
-      SlippageExceeded,
-      TradeTooSmall,
-      CurveComplete,
-      OrderNotFilled,
-      InsufficientFunds,
-      IdempotencyKeyReused
-    )
-  }),
-  Rpc.make("Accrue", { success: Schema.BigInt, error: AgentNotFound })
-])
+export const MarketAgent = Entity.make("MarketAgent", [Trade, Accrue])
 
-export const MarketAgentLive = MarketAgent.toLayer(
-  Effect.gen(function* () {
-    const trading = yield* Trading
-    const agents = yield* Agents
-    const { entityId: ticker } = yield* Entity.CurrentAddress
-    return MarketAgent.of({
-      // The actor's own ticker is authoritative: an order can only ever trade the token it was sent to.
-      Trade: ({ payload }) => trading.trade({ ...payload, ticker }),
-      Accrue: () => agents.accrue(ticker)
-    })
-  }),
-  {
-    maxIdleTime: "5 minutes",
-    // A defect (a bug, a broken database) fails the one request that hit it, as a 500 to its caller,
-    // instead of restarting the actor and replaying the request forever.
-    disableFatalDefects: true
-  }
+/**
+ * Resumes once the event loop has polled its sockets. Effect runs a request from its parse to its answer in
+ * microtasks, so while one trade commits, the others sent at the same time are still unread in their
+ * sockets; letting the loop read them first is what lets them reach the mailbox and join the same
+ * commit. When nothing else is pending this costs one turn of the loop (microseconds), never a timer.
+ */
+const afterPendingIo = Effect.async<void>((resume) => {
+  const immediate = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(immediate))
+})
+
+/**
+ * The actor drains its mailbox: every trade queued for its ticker when it looks is applied in one
+ * transaction (group commit, a savepoint per trade), in arrival order, and each caller is answered with its
+ * own receipt or refusal once that transaction has committed. Before it takes a group it lets the event loop
+ * read what its sockets hold (`afterPendingIo`), so trades sent at the same time share one commit. An accrual runs alone, in its place in the
+ * order. The mailbox holds at most `MARKET_TRADE_QUEUE` requests (queued and in progress); past that a
+ * sender is told `MailboxFull` at once, which the HTTP layer answers with 503 and `Retry-After`.
+ */
+export const MarketAgentLive = Layer.unwrapEffect(
+  Effect.map(MarketConfig, (config) =>
+    MarketAgent.toLayerMailbox(
+      Effect.gen(function* () {
+        const trading = yield* Trading
+        const agents = yield* Agents
+        const { entityId: ticker } = yield* Entity.CurrentAddress
+        return (mailbox, replier) => {
+          const accrue = (request: Envelope.Request<typeof Accrue>) =>
+            Effect.flatMap(Effect.exit(agents.accrue(ticker)), (exit) => replier.complete(request, exit))
+          const trades = (requests: ReadonlyArray<Envelope.Request<typeof Trade>>) =>
+            Effect.gen(function* () {
+              // The actor's own ticker is authoritative: an order can only ever trade the token it was sent to.
+              const exits = yield* Effect.exit(trading.tradeBatch(requests.map((r) => ({ ...r.payload, ticker }))))
+              for (const [i, request] of requests.entries()) {
+                yield* replier.complete(
+                  request,
+                  Exit.isSuccess(exits) ? exits.value[i]! : Exit.failCause(Cause.die(Cause.squash(exits.cause)))
+                )
+              }
+            })
+          const drain = Effect.gen(function* () {
+            let taken = Chunk.toReadonlyArray((yield* mailbox.takeAll)[0])
+            yield* afterPendingIo
+            if (Option.getOrElse(mailbox.unsafeSize(), () => 0) > 0)
+              taken = taken.concat(Chunk.toReadonlyArray((yield* mailbox.takeAll)[0]))
+            let group: Array<Envelope.Request<typeof Trade>> = []
+            for (const request of taken) {
+              if (request.tag === "Trade") {
+                group.push(request as Envelope.Request<typeof Trade>)
+                continue
+              }
+              if (group.length > 0) yield* trades(group)
+              group = []
+              yield* accrue(request as Envelope.Request<typeof Accrue>)
+            }
+            if (group.length > 0) yield* trades(group)
+          })
+          // A defect answers the requests it hit (as 500s) and never stops the actor: later requests must
+          // still be served.
+          return Effect.forever(drain.pipe(Effect.catchAllCause((cause) => Effect.logError("market actor", cause))))
+        }
+      }),
+      { maxIdleTime: "5 minutes", mailboxCapacity: config.tradeQueue }
+    )
+  )
 )
 
 /**

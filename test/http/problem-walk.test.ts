@@ -32,7 +32,7 @@ import {
 import { commitFiles, initRepo } from "../groundtruth/git-fixture.js"
 import { CLIENT_KEY, registryDir } from "../product/registry-fixture.js"
 import { beaconDocument, vaultGrant } from "../support/controlplane.js"
-import { HttpTest } from "../support/http.js"
+import { HttpTest, rawBurst } from "../support/http.js"
 import { fundedWallet, launchAgent, serverPort } from "../support/market.js"
 import { decoderFor, type OpenApiSchema } from "../support/openapi.js"
 
@@ -163,9 +163,21 @@ const checkProblem = (what: string, answer: Received, status: number, code: stri
 
 /** Sends one request that must be refused with `code`, checks the answer and records the code as walked. */
 const expectProblem = (surface: SurfaceName, route: string | undefined, sent: Sent, status: number, code: string) =>
+  Effect.flatMap(serverPort, (port) => exchange(port, sent)).pipe(
+    Effect.flatMap((answer) => expectAnswer(surface, route, sent, answer, status, code))
+  )
+
+/** Checks an answer that must be the refusal `code`, and records the code as walked. */
+const expectAnswer = (
+  surface: SurfaceName,
+  route: string | undefined,
+  sent: Pick<Sent, "method" | "url">,
+  answer: Received,
+  status: number,
+  code: string
+) =>
   Effect.gen(function* () {
     const port = yield* serverPort
-    const answer = yield* exchange(port, sent)
     const what = `${surface} ${sent.method} ${sent.url} → ${status} ${code}`
     checkProblem(what, answer, status, code)
     const spec = yield* openApiOf(port, surface)
@@ -228,7 +240,9 @@ layer(
       GT_REGISTRY_REPO: gtRegistry,
       KEEL_TRUSTED_PROXIES: "127.0.0.0/8,::1/128",
       MARKET_RATE_LIMIT_PUBLIC: "100000",
-      MARKET_RATE_LIMIT_AUTHENTICATED: "5"
+      MARKET_RATE_LIMIT_AUTHENTICATED: "5",
+      // One trade at a time per ticker: a burst is refused with OVERLOADED (the walk's other trades are sequential).
+      MARKET_TRADE_QUEUE: "1"
     }
   }),
   { timeout: "120 seconds", excludeTestServices: true }
@@ -319,6 +333,26 @@ layer(
       const goneKey = yield* launchAgent("GONE")
       yield* (yield* Agents).transition("GONE", "retire")
       yield* m("/api/chat", chat(goneKey), 403, "AGENT_CANNOT_CHAT")
+      // A burst on one ticker beyond its queue: the trades it could not take are refused, not failed.
+      const crowd = yield* fundedWallet(9003, "10")
+      const burst = yield* rawBurst(
+        yield* serverPort,
+        Array.from({ length: 30 }, () => {
+          const body = json({ user_id: crowd.address, amount: 0.01 })
+          return `POST /api/tokens/WALK/buy HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${crowd.key}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`
+        })
+      )
+      const overloaded = burst.find((answer) => answer.status === 503)
+      assert.isDefined(overloaded, `a burst of 30 gets a 503: ${burst.map((a) => a.status).join(",")}`)
+      yield* expectAnswer(
+        "marketplace",
+        buyRoute,
+        { method: "POST", url: "/api/tokens/WALK/buy" },
+        { ...overloaded!, body: JSON.parse(overloaded!.body) },
+        503,
+        "OVERLOADED"
+      )
+      assert.strictEqual(overloaded!.headers["retry-after"], "1")
       // The authenticated class allows 5 a minute per principal here: the 6th is refused.
       const balance = { method: "GET", url: `/api/coin/balance?user_id=${other.address}`, headers: bearer(other.key) }
       for (let i = 0; i < 5; i++) yield* exchange(yield* serverPort, balance)

@@ -37,6 +37,8 @@ export const HttpTest = (
 
 export interface RawResponse {
   readonly status: number
+  /** The status line's reason phrase. */
+  readonly statusMessage: string
   readonly headers: Record<string, string>
   readonly body: string
 }
@@ -51,19 +53,7 @@ export const rawRequest = (port: number, head: string, body: ReadonlyArray<Uint8
     const chunks: Array<Buffer> = []
     socket.on("data", (chunk) => chunks.push(chunk))
     socket.on("error", (error) => resume(Effect.fail(error)))
-    socket.on("end", () => {
-      const text = Buffer.concat(chunks).toString("utf8")
-      const [rawHead = "", ...rest] = text.split("\r\n\r\n")
-      const [statusLine = "", ...headerLines] = rawHead.split("\r\n")
-      const headers: Record<string, string> = {}
-      for (const line of headerLines) {
-        const i = line.indexOf(":")
-        if (i > 0) headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim()
-      }
-      let payload = rest.join("\r\n\r\n")
-      if (headers["transfer-encoding"] === "chunked") payload = dechunk(payload)
-      resume(Effect.succeed({ status: Number(statusLine.split(" ")[1]), headers, body: payload }))
-    })
+    socket.on("end", () => resume(Effect.succeed(parseRawResponse(Buffer.concat(chunks)))))
     socket.on("connect", () => {
       socket.write(head)
       const write = (i: number) => {
@@ -75,6 +65,61 @@ export const rawRequest = (port: number, head: string, body: ReadonlyArray<Uint8
       write(0)
     })
     return Effect.sync(() => socket.destroy())
+  })
+
+/** One whole HTTP/1.1 answer, as read until the server closed the connection. */
+const parseRawResponse = (bytes: Buffer): RawResponse => {
+  const text = bytes.toString("utf8")
+  const [rawHead = "", ...rest] = text.split("\r\n\r\n")
+  const [statusLine = "", ...headerLines] = rawHead.split("\r\n")
+  const headers: Record<string, string> = {}
+  for (const line of headerLines) {
+    const i = line.indexOf(":")
+    if (i > 0) headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim()
+  }
+  let payload = rest.join("\r\n\r\n")
+  if (headers["transfer-encoding"] === "chunked") payload = dechunk(payload)
+  const [, status = "", ...reason] = statusLine.split(" ")
+  return { status: Number(status), statusMessage: reason.join(" "), headers, body: payload }
+}
+
+/**
+ * Sends whole requests (`Connection: close` each) at once, one per socket: every socket is first opened and
+ * warmed with a keep-alive `GET /health` (so the server has accepted them all), then all requests are
+ * written in the same turn of the event loop, and the server finds them readable together, as under a real
+ * burst from many clients (a client library would spread its connections out).
+ */
+export const rawBurst = (port: number, requests: ReadonlyArray<string>) =>
+  Effect.async<ReadonlyArray<RawResponse>, Error>((resume) => {
+    const answers: Array<RawResponse | undefined> = requests.map(() => undefined)
+    let warmed = 0
+    let answered = 0
+    const sockets = requests.map((_request, index) => {
+      const socket = Net.connect({ host: "127.0.0.1", port })
+      let chunks: Array<Buffer> = []
+      let warm = false
+      socket.on("data", (chunk) => {
+        chunks.push(chunk)
+        if (warm) return
+        const text = Buffer.concat(chunks).toString("utf8")
+        const headEnd = text.indexOf("\r\n\r\n")
+        const length = Number(/content-length: *(\d+)/i.exec(text)?.[1] ?? Number.NaN)
+        if (headEnd < 0 || Buffer.byteLength(text) < headEnd + 4 + length) return
+        warm = true
+        chunks = []
+        if (++warmed === requests.length) for (const [i, s] of sockets.entries()) s.write(requests[i]!)
+      })
+      socket.on("error", (error) => resume(Effect.fail(error)))
+      socket.on("end", () => {
+        answers[index] = parseRawResponse(Buffer.concat(chunks))
+        if (++answered === requests.length) resume(Effect.succeed(answers as Array<RawResponse>))
+      })
+      socket.on("connect", () => socket.write("GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n"))
+      return socket
+    })
+    return Effect.sync(() => {
+      for (const socket of sockets) socket.destroy()
+    })
   })
 
 const dechunk = (payload: string) => {

@@ -10,6 +10,7 @@ import {
   IdempotencyKeyReused,
   InvalidInput,
   OrderNotFilled,
+  Overloaded,
   RateLimited,
   SlippageExceeded,
   TradeTooSmall,
@@ -206,6 +207,7 @@ const tradeEndpoint = <const Side extends "buy" | "sell", Guard extends Schema.S
     .addError(OrderNotFilled)
     .addError(InsufficientFunds)
     .addError(IdempotencyKeyReused)
+    .addError(Overloaded)
     .addError(Forbidden)
 
 export class TokensApi extends HttpApiGroup.make("tokens")

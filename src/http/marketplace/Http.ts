@@ -5,7 +5,7 @@ import { type Agent, Agents, runwayOf } from "../../services/market/Agents.js"
 import type { Principal } from "../../services/market/ApiKeys.js"
 import { Chat } from "../../services/market/Chat.js"
 import { CoinHistory } from "../../services/market/CoinPrice.js"
-import { Forbidden } from "../../services/market/Errors.js"
+import { Forbidden, Overloaded } from "../../services/market/Errors.js"
 import { COIN, Ledger } from "../../services/market/Ledger.js"
 import { MarketEvents } from "../../services/market/MarketEvents.js"
 import { TokenBoard } from "../../services/market/TokenBoard.js"
@@ -48,6 +48,20 @@ const linkNext = (next: Record<string, string> | undefined) =>
 /** Answers `body`, linking its next page (if any) by `cursor`, encoded with the list's cursor schema. */
 const withNextPage = <B, K, I>(body: B, next: K | undefined, cursor: Schema.Schema<K, I>) =>
   Effect.as(linkNext(next === undefined ? undefined : { cursor: String(Schema.encodeSync(cursor)(next)) }), body)
+
+const OVERLOAD_RETRY_SECONDS = 1
+
+const overloaded = () =>
+  Effect.zipRight(
+    HttpApp.appendPreResponseHandler((_request, response) =>
+      Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(OVERLOAD_RETRY_SECONDS)))
+    ),
+    new Overloaded({
+      code: "OVERLOADED",
+      retry_after_seconds: OVERLOAD_RETRY_SECONDS,
+      detail: "this token's trade queue is full; nothing was done, retry shortly"
+    })
+  )
 
 /** The caller must be the wallet named in the request (an API key of that wallet, or its signature). */
 const provenWallet = (principal: Principal | undefined, userId: string) => {
@@ -120,10 +134,12 @@ export const TokensLive = HttpApiBuilder.group(MarketplaceApi, "tokens", (handle
         const outcome = yield* actor(ticker)
           .Trade(order)
           .pipe(
+            // The actor's queue is full (or its storage did not take the message): the trade was not taken.
+            // An answer the client can act on — retry later — instead of a 500.
             Effect.catchTags({
-              MailboxFull: Effect.die,
-              AlreadyProcessingMessage: Effect.die,
-              PersistenceError: Effect.die
+              MailboxFull: overloaded,
+              AlreadyProcessingMessage: overloaded,
+              PersistenceError: overloaded
             })
           )
         if (outcome.replayed) {

@@ -109,6 +109,13 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()(
   HttpApiSchema.annotations({ status: 429 })
 ) {}
 
+/** A ticker's actor holds `MARKET_TRADE_QUEUE` trades already: this one was not taken (nothing changed). */
+export class Overloaded extends Schema.TaggedError<Overloaded>()(
+  "Overloaded",
+  { code: Schema.Literal("OVERLOADED"), retry_after_seconds: Schema.Int, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
 export class UnknownApiKey extends Schema.TaggedError<UnknownApiKey>()("UnknownApiKey", {
   code: Schema.Literal("API_KEY_NOT_FOUND"),
   detail: Schema.String

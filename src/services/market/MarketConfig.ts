@@ -54,6 +54,14 @@ export class MarketConfig extends Effect.Service<MarketConfig>()("market/MarketC
       ),
       /** The coin's price in the reference currency until an operator sets one. */
       initialCoinPrice: yield* coin("MARKET_COIN_INITIAL_PRICE", "1"),
+      /**
+       * Trades a ticker's actor holds (queued and in progress) before it answers 503 + Retry-After: a bound
+       * on how long a caller can wait behind others instead of a queue that grows until clients time out.
+       */
+      tradeQueue: yield* Config.integer("MARKET_TRADE_QUEUE").pipe(
+        Config.validate({ message: "must be a positive number of trades", validation: (n) => n > 0 }),
+        Config.withDefault(256)
+      ),
       /** How far a signed request's timestamp may be from the server's clock. */
       signatureWindow: yield* Config.duration("MARKET_SIGNATURE_WINDOW").pipe(Config.withDefault(Duration.seconds(300)))
     } as const

@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Schema } from "effect"
+import { Clock, Effect, Exit, Schema } from "effect"
 import { sha256Hex } from "../platform/Digest.js"
 import { SqlDirect } from "../platform/SqlDirect.js"
 import { type Principal, principalId } from "./ApiKeys.js"
@@ -202,11 +202,11 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
         : { ...common, coin_received: fromUnits(trade.coin), tokens_sold: fromUnits(trade.tokens), partial: false }
     }
 
-    const trade = Effect.fn("Trading.trade")(function* (order: TradeOrder) {
-      const now = yield* Clock.currentTimeMillis
-      const outcome = yield* Effect.gen(function* () {
+    /** One trade inside the caller's transaction; a refusal or a defect leaves it as it was. */
+    const tradeWithin = (order: TradeOrder, now: number) =>
+      Effect.gen(function* () {
         const replayed = yield* replay(order, now)
-        if (replayed !== undefined) return { receipt: replayed, replayed: true }
+        if (replayed !== undefined) return { receipt: replayed, replayed: true } satisfies TradeOutcome
         const trade = yield* execute(order)
         const receipt = receiptOf(trade, trade.walletCoinAfter)
         yield* events.append("trade", tradeEvent(order.wallet, trade))
@@ -220,11 +220,31 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
             [principal, key, fingerprint, JSON.stringify(receipt), now]
           )
         }
-        return { receipt, replayed: false }
+        return { receipt, replayed: false } satisfies TradeOutcome
       }).pipe(direct.transaction, Effect.catchTags({ SqlError: Effect.die, UnbalancedEntry: Effect.die }))
+
+    const trade = Effect.fn("Trading.trade")(function* (order: TradeOrder) {
+      const now = yield* Clock.currentTimeMillis
+      const outcome = yield* tradeWithin(order, now)
       if (!outcome.replayed) yield* events.committed
-      return outcome satisfies TradeOutcome
+      return outcome
     })
+
+    /**
+     * Group commit: `orders` (of one ticker, in arrival order) applied one after another in **one**
+     * transaction, each in its own savepoint, so a refused or failed order changes nothing and does not
+     * fail the others. Answers each order's exit once the whole group has committed (a commit that
+     * fails fails them all: none of them happened).
+     */
+    const tradeBatch = (orders: ReadonlyArray<TradeOrder>) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const exits = yield* direct
+          .transaction(Effect.forEach(orders, (order) => Effect.exit(tradeWithin(order, now))))
+          .pipe(Effect.catchTag("SqlError", Effect.die))
+        if (exits.some((exit) => Exit.isSuccess(exit) && !exit.value.replayed)) yield* events.committed
+        return exits
+      })
 
     const tradeLine = (wallet: string, trade: TradeResult) =>
       Effect.gen(function* () {
@@ -241,7 +261,7 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
         )
       })
 
-    return { trade } as const
+    return { trade, tradeBatch } as const
   }),
   dependencies: [SqlDirect.Default]
 }) {}

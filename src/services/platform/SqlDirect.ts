@@ -72,6 +72,30 @@ export class SqlDirect extends Effect.Service<SqlDirect>()("platform/SqlDirect",
       )
 
     /**
+     * A savepoint written out like the statements (`sql.withTransaction` would compile and trace its
+     * three statements: ≈ 50 µs, paid by every trade of a group commit). Any failure or defect of the
+     * body rolls back to the savepoint and leaves the enclosing transaction as it was.
+     */
+    const savepoint = <A, E, R>(
+      conn: Connection,
+      depth: number,
+      body: (db: DirectStatements) => Effect.Effect<A, E, R>
+    ) =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function* () {
+          const name = `keel_direct_${depth + 1}`
+          yield* conn.execute(`SAVEPOINT ${name}`, [], undefined)
+          const exit = yield* restore(body(on(conn))).pipe(
+            Effect.provideService(SqlClient.TransactionConnection, [conn, depth + 1] as const),
+            Effect.exit
+          )
+          if (Exit.isFailure(exit)) yield* conn.execute(`ROLLBACK TO ${name}`, [], undefined).pipe(Effect.orDie)
+          yield* conn.execute(`RELEASE ${name}`, [], undefined).pipe(Effect.orDie)
+          return yield* exit
+        })
+      )
+
+    /**
      * Runs `body` in one transaction: all of it commits, or none of it. The body is an effect (which
      * reaches the statements through `current`) or a function given them.
      */
@@ -81,7 +105,7 @@ export class SqlDirect extends Effect.Service<SqlDirect>()("platform/SqlDirect",
       const run = Effect.isEffect(body) ? () => body : body
       return Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (open) =>
         // Nested: a savepoint inside the caller's transaction, so a failed body undoes only itself.
-        open._tag === "Some" ? sql.withTransaction(run(on(open.value[0]))) : topLevel(run)
+        open._tag === "Some" ? savepoint(open.value[0], open.value[1], run) : topLevel(run)
       )
     }
 
