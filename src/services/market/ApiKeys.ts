@@ -26,6 +26,8 @@ export interface ApiKeyInfo {
 
 const KEY_PREFIX = "keel_"
 const SHOWN = 12
+/** Live keys remembered by hash (about 200 bytes each); past that the cache starts over. */
+const LIVE_KEYS_CACHED = 10_000
 
 const hashKey = (key: string) => sha256Hex(key)
 
@@ -93,15 +95,16 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("market/ApiKeys", {
       const rows = yield* sql<KeyRow>`UPDATE market_api_keys SET revoked_at = COALESCE(revoked_at, ${now})
         WHERE id = ${idOrPrefix} OR prefix = ${idOrPrefix}
         RETURNING id, prefix, wallet, agent, created_at, revoked_at`.pipe(Effect.orDie)
+      generation++
+      live.clear()
       if (rows.length === 0)
         return yield* new UnknownApiKey({ code: "API_KEY_NOT_FOUND", detail: `no API key ${idOrPrefix}` })
       return rows.map(toInfo)
     })
 
-    /** The principal a live key acts for, or undefined for an unknown or revoked key. */
-    const authenticate = (key: string) =>
+    const lookup = (hash: string) =>
       sql<{ wallet: string | null; agent: string | null }>`SELECT wallet, agent FROM market_api_keys
-        WHERE hash = ${hashKey(key)} AND revoked_at IS NULL`.pipe(
+        WHERE hash = ${hash} AND revoked_at IS NULL`.pipe(
         Effect.map((rows): Principal | undefined => {
           const row = rows[0]
           if (row === undefined) return undefined
@@ -111,6 +114,42 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("market/ApiKeys", {
         }),
         Effect.orDie
       )
+
+    /*
+     * Live keys this process has seen, by hash: a request's key is looked up once, not on every request
+     * (≈ 130 µs a request through the sql template). Only live keys are kept, so a key created anywhere works
+     * at once. A revoke through this service empties the cache (and `generation` stops a lookup that raced
+     * it from putting the key back); a revoke by another process on the same database file (`ctl market
+     * keys revoke` on the server's data dir) changes SQLite's `PRAGMA data_version`, which every
+     * authentication reads first: the cache is dropped before the next request is served.
+     */
+    const live = new Map<string, Principal>()
+    let seenVersion: number | undefined
+    let generation = 0
+    const dataVersion = sql<{ data_version: number }>`PRAGMA data_version`.pipe(
+      Effect.map((rows) => Number(rows[0]?.data_version ?? -1)),
+      Effect.orDie
+    )
+
+    /** The principal a live key acts for, or undefined for an unknown or revoked key. */
+    const authenticate = (key: string) =>
+      Effect.gen(function* () {
+        const version = yield* dataVersion
+        if (version !== seenVersion) {
+          live.clear()
+          seenVersion = version
+        }
+        const hash = hashKey(key)
+        const cached = live.get(hash)
+        if (cached !== undefined) return cached
+        const before = generation
+        const principal = yield* lookup(hash)
+        if (principal !== undefined && generation === before) {
+          if (live.size >= LIVE_KEYS_CACHED) live.clear()
+          live.set(hash, principal)
+        }
+        return principal
+      })
 
     return { create, list, revoke, authenticate } as const
   })

@@ -1,0 +1,56 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { assert, describe, it } from "@effect/vitest"
+import Database from "better-sqlite3"
+import { Effect, Layer } from "effect"
+import { AllMigrations, ApiKeys, migrationsLayer } from "keel"
+
+/** ApiKeys on a database file, as the server runs it: another process can open the same file. */
+const onFile = () => {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "keel-keys-")), "keel.db")
+  const layer = ApiKeys.Default.pipe(
+    Layer.provideMerge(migrationsLayer(AllMigrations)),
+    Layer.provideMerge(SqliteClient.layer({ filename: file }))
+  )
+  return { file, layer }
+}
+
+const WALLET = "0x00000000000000000000000000000000000000b1"
+
+describe("API key authentication with its cache of live keys", () => {
+  it.effect("a key revoked by another process (ctl on the same file) is refused on the next request", () => {
+    const { file, layer } = onFile()
+    return Effect.gen(function* () {
+      const keys = yield* ApiKeys
+      const { key, info } = yield* keys.create({ wallet: WALLET })
+      // Twice: the second answer comes from the cache.
+      assert.deepStrictEqual(yield* keys.authenticate(key), { kind: "wallet", address: WALLET })
+      assert.deepStrictEqual(yield* keys.authenticate(key), { kind: "wallet", address: WALLET })
+      const other = new Database(file)
+      try {
+        other.prepare("UPDATE market_api_keys SET revoked_at = ? WHERE id = ?").run(Date.now(), info.id)
+      } finally {
+        other.close()
+      }
+      assert.strictEqual(yield* keys.authenticate(key), undefined)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("a key revoked through the service is refused at once; other keys still work", () => {
+    const { layer } = onFile()
+    return Effect.gen(function* () {
+      const keys = yield* ApiKeys
+      const first = yield* keys.create({ wallet: WALLET })
+      const second = yield* keys.create({ wallet: WALLET })
+      assert.isDefined(yield* keys.authenticate(first.key))
+      assert.isDefined(yield* keys.authenticate(second.key))
+      yield* keys.revoke(first.info.id)
+      assert.strictEqual(yield* keys.authenticate(first.key), undefined)
+      assert.deepStrictEqual(yield* keys.authenticate(second.key), { kind: "wallet", address: WALLET })
+      // An unknown key is never remembered: created later (here or elsewhere), it works at once.
+      assert.strictEqual(yield* keys.authenticate("keel_not_a_key_yet"), undefined)
+    }).pipe(Effect.provide(layer))
+  })
+})
