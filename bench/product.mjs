@@ -55,10 +55,12 @@ const collect = (i) => ({
   })
 })
 
+// BENCH_KEEL_SERVER=keel-profiled.mjs BENCH_PROFILE_DIR=DIR writes a CPU profile of Keel per run.
+const keelServer = process.env.BENCH_KEEL_SERVER ?? "keel.mjs"
 const rawAssign = await measure("raw-assign", "raw-product.mjs", rawEnv, ASSIGNS, assign)
-const keelAssign = await measure("keel-assign", "keel.mjs", keelEnv, ASSIGNS, assign)
+const keelAssign = await measure("keel-assign", keelServer, keelEnv, ASSIGNS, assign)
 const rawCollect = await measure("raw-collect", "raw-product.mjs", rawEnv, BATCHES, collect, 202)
-const keelCollect = await measure("keel-collect", "keel.mjs", keelEnv, BATCHES, collect, 202)
+const keelCollect = await measure("keel-collect", keelServer, keelEnv, BATCHES, collect, 202)
 
 console.log(`${CONCURRENCY} concurrent keep-alive connections, ${cores} cores`)
 console.log(`GET /api/experiments/assign (${ASSIGNS} requests over ${SUBJECTS} subjects)`)

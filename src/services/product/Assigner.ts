@@ -1,7 +1,7 @@
 import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option, Schema } from "effect"
-import { SqlDirect } from "../platform/SqlDirect.js"
+import { GroupCommit } from "../platform/GroupCommit.js"
 import { buckets, chooseVariant } from "./Hashing.js"
 import { type Experiment, JourneyRegistry } from "./JourneyRegistry.js"
 
@@ -67,7 +67,7 @@ const participating = (experiment: Experiment) => experiment.status === "running
 export class Assigner extends Effect.Service<Assigner>()("product/Assigner", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const direct = yield* SqlDirect
+    const groups = yield* GroupCommit
     const registry = yield* JourneyRegistry
 
     /** The app, once its publishable client key has been checked. */
@@ -104,8 +104,8 @@ export class Assigner extends Effect.Service<Assigner>()("product/Assigner", {
         const bucket = buckets(experiment.id, subject)
         const hashed =
           bucket.traffic < experiment.traffic ? chooseVariant(experiment.variants, bucket.variant) : undefined
-        return yield* direct
-          .transaction((db) =>
+        return yield* groups
+          .submit((db) =>
             Effect.gen(function* () {
               let variantName: string | undefined
               if (hashed !== undefined) {
@@ -165,5 +165,5 @@ export class Assigner extends Effect.Service<Assigner>()("product/Assigner", {
 
     return { assign, assignAll, authorizedApp, exposure } as const
   }),
-  dependencies: [SqlDirect.Default]
+  dependencies: [GroupCommit.Default]
 }) {}

@@ -1,6 +1,7 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Clock, Effect, Either, type ParseResult, Schema } from "effect"
-import { placeholders, SqlDirect, type SqlParam } from "../platform/SqlDirect.js"
+import { GroupCommit } from "../platform/GroupCommit.js"
+import { placeholders, type SqlParam } from "../platform/SqlDirect.js"
 import { formatIssues, BoundedText as Text } from "../platform/Validation.js"
 import { ProductConfig } from "./ProductConfig.js"
 import { pageExpression, referrerHostExpression, utmSourceExpression } from "./ReadoutSql.js"
@@ -171,7 +172,7 @@ const attributionRow = (siteId: string, event: AnalyticsEvent): Array<SqlParam> 
  */
 export class Collector extends Effect.Service<Collector>()("product/Collector", {
   effect: Effect.gen(function* () {
-    const direct = yield* SqlDirect
+    const groups = yield* GroupCommit
     const config = yield* ProductConfig
 
     /**
@@ -184,10 +185,9 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
       siteId: string,
       events: ReadonlyArray<{ index: number; event: AnalyticsEvent }>
     ) =>
-      direct
-        .transaction((db) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        groups.submit((db) =>
           Effect.gen(function* () {
-            const now = yield* Clock.currentTimeMillis
             const inserted = yield* db.all<{ event_id: string }>(
               insertEvents(events.length),
               events.flatMap(({ event }) => eventRow(siteId, kind, now, event))
@@ -209,7 +209,7 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
             return { accepted: stored.size, duplicates: events.length - stored.size }
           })
         )
-        .pipe(Effect.orDie)
+      ).pipe(Effect.orDie)
 
     /** Takes the raw body (JSON sent as application/json or text/plain, as sendBeacon does). */
     const collect = Effect.fn("Collector.collect")(function* (kind: CollectorKind, body: string) {
@@ -245,5 +245,5 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
 
     return { collect } as const
   }),
-  dependencies: [SqlDirect.Default]
+  dependencies: [GroupCommit.Default]
 }) {}

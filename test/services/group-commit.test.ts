@@ -1,0 +1,108 @@
+import { SqlClient } from "@effect/sql"
+import { assert, describe, it } from "@effect/vitest"
+import { Data, Effect, Exit, Layer } from "effect"
+import { type DirectStatements, GroupCommit, SqlDirect, SqlTest } from "keel"
+
+class Refused extends Data.TaggedError("Refused")<{}> {}
+
+// `children.parent` is checked at COMMIT (a deferred foreign key): a way to make a commit itself fail.
+const GroupTest = Layer.mergeAll(GroupCommit.Default, SqlDirect.Default).pipe(
+  Layer.provideMerge(
+    Layer.effectDiscard(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`PRAGMA foreign_keys = ON`
+        yield* sql`CREATE TABLE counters (name TEXT PRIMARY KEY, n INTEGER NOT NULL)`
+        yield* sql`CREATE TABLE parents (id INTEGER PRIMARY KEY)`
+        yield* sql`CREATE TABLE children (id INTEGER PRIMARY KEY,
+          parent INTEGER NOT NULL REFERENCES parents (id) DEFERRABLE INITIALLY DEFERRED)`
+      })
+    ).pipe(Layer.provideMerge(SqlTest), Layer.orDie)
+  )
+)
+
+const counters = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) => sql<{ name: string; n: number }>`SELECT name, n FROM counters ORDER BY name`
+)
+const bump = (name: string) => (db: DirectStatements) =>
+  Effect.as(
+    db.run("INSERT INTO counters (name, n) VALUES (?, 1) ON CONFLICT (name) DO UPDATE SET n = n + 1", [name]),
+    name
+  )
+const outcome = (exit: Exit.Exit<unknown, unknown>) =>
+  Exit.isSuccess(exit)
+    ? `ok ${exit.value}`
+    : exit.cause._tag === "Fail"
+      ? `fail ${(exit.cause.error as { _tag?: string })._tag}`
+      : exit.cause._tag === "Die"
+        ? "die"
+        : exit.cause._tag
+
+describe("GroupCommit: writes submitted together share one transaction", () => {
+  it.effect("a refused write rolls back only itself; its neighbours commit and each caller gets its own answer", () =>
+    Effect.gen(function* () {
+      const groups = yield* GroupCommit
+      const exits = yield* Effect.all(
+        [
+          groups.submit(bump("a")),
+          groups.submit((db) => Effect.zipRight(bump("x")(db), new Refused())),
+          groups.submit((db) => Effect.zipRight(bump("y")(db), Effect.die("boom"))),
+          groups.submit(bump("b"))
+        ].map(Effect.exit),
+        { concurrency: "unbounded" }
+      )
+      assert.deepStrictEqual(exits.map(outcome), ["ok a", "fail Refused", "die", "ok b"])
+      assert.deepStrictEqual(yield* counters, [
+        { name: "a", n: 1 },
+        { name: "b", n: 1 }
+      ])
+    }).pipe(Effect.provide(GroupTest))
+  )
+
+  it.effect("a commit that fails fails every write of its group, and none of them is stored", () =>
+    Effect.gen(function* () {
+      const groups = yield* GroupCommit
+      const exits = yield* Effect.all(
+        [
+          groups.submit(bump("a")),
+          // Accepted by its statement, refused at COMMIT: no parent 999.
+          groups.submit((db) => Effect.as(db.run("INSERT INTO children (id, parent) VALUES (1, 999)"), "orphan")),
+          groups.submit(bump("b"))
+        ].map(Effect.exit),
+        { concurrency: "unbounded" }
+      )
+      assert.deepStrictEqual(
+        exits.map((exit) => Exit.isFailure(exit)),
+        [true, true, true],
+        "the three were one transaction: its failed commit answered all of them"
+      )
+      assert.deepStrictEqual(yield* counters, [])
+      // The next group is served as usual.
+      assert.strictEqual(yield* groups.submit(bump("c")), "c")
+      assert.deepStrictEqual(yield* counters, [{ name: "c", n: 1 }])
+    }).pipe(Effect.provide(GroupTest))
+  )
+
+  it.effect("writes submitted one after another are each committed before their caller is answered", () =>
+    Effect.gen(function* () {
+      const groups = yield* GroupCommit
+      for (let i = 0; i < 5; i++) {
+        yield* groups.submit(bump("seq"))
+        assert.deepStrictEqual(yield* counters, [{ name: "seq", n: i + 1 }])
+      }
+    }).pipe(Effect.provide(GroupTest))
+  )
+
+  it.effect("inside a caller's transaction a write is a savepoint of it, and rolls back with it", () =>
+    Effect.gen(function* () {
+      const groups = yield* GroupCommit
+      const direct = yield* SqlDirect
+      const exit = yield* direct
+        .transaction(Effect.zipRight(groups.submit(bump("inner")), new Refused()))
+        .pipe(Effect.exit)
+      assert.strictEqual(outcome(exit), "fail Refused")
+      assert.deepStrictEqual(yield* counters, [])
+    }).pipe(Effect.provide(GroupTest))
+  )
+})
