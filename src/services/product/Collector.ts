@@ -102,7 +102,60 @@ const occurredAt = (event: AnalyticsEvent) =>
 const describe = (error: ParseResult.ParseError) => formatIssues(error, { limit: 3, withoutValues: true })
 
 const decodeBatch = Schema.decodeUnknownEither(CollectBatch, { errors: "all" })
-const decodeEvent = Schema.decodeUnknownEither(AnalyticsEvent, { errors: "all" })
+const decodeEventBySchema = Schema.decodeUnknownEither(AnalyticsEvent, { errors: "all" })
+
+const isText = (value: unknown, max: number): value is string =>
+  typeof value === "string" && value.length >= 1 && value.length <= max
+const isOptionalText = (value: unknown, max: number) => value === undefined || isText(value, max)
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+const UTM_KEYS = ["source", "medium", "campaign", "content", "term"] as const
+
+/**
+ * The accepting half of `AnalyticsEvent`'s decoder, written out: an event of the usual shape (epoch
+ * milliseconds, plain-object utm and props) is checked field by field in well under a microsecond, where the
+ * schema takes ≈ 2.5 µs. It builds the same value the schema would (only the known fields; utm's keys in the
+ * schema's order). Anything it does not accept goes to the schema, which accepts it or says why not, so it
+ * never decides a refusal; a property test checks that it never accepts what the schema refuses and that
+ * both store the same row.
+ */
+export const acceptEventFast = (candidate: unknown): AnalyticsEvent | undefined => {
+  if (!isPlainObject(candidate)) return undefined
+  const { event_id, name, timestamp, visitor_id, session_id, url, referrer, utm, props } = candidate
+  if (!isText(event_id, 128) || !isText(name, 200) || !isText(visitor_id, 128)) return undefined
+  if (typeof timestamp !== "number" || !Number.isSafeInteger(timestamp) || timestamp < 0) return undefined
+  if (!isOptionalText(session_id, 128) || !isOptionalText(url, 2048) || !isOptionalText(referrer, 2048))
+    return undefined
+  let utmOut: Record<string, string> | undefined
+  if (utm !== undefined) {
+    if (!isPlainObject(utm)) return undefined
+    utmOut = {}
+    for (const key of UTM_KEYS) {
+      const value = utm[key]
+      if (!isOptionalText(value, 200)) return undefined
+      if (value !== undefined) utmOut[key] = value as string
+    }
+  }
+  // `__proto__` as an own key is copied differently by the schema: leave such a bag to it.
+  if (props !== undefined && (!isPlainObject(props) || Object.hasOwn(props, "__proto__"))) return undefined
+  return {
+    event_id,
+    name,
+    timestamp,
+    visitor_id,
+    ...(session_id === undefined ? {} : { session_id: session_id as string }),
+    ...(url === undefined ? {} : { url: url as string }),
+    ...(referrer === undefined ? {} : { referrer: referrer as string }),
+    ...(utmOut === undefined ? {} : { utm: utmOut }),
+    ...(props === undefined ? {} : { props: { ...(props as Record<string, unknown>) } })
+  }
+}
+
+/** An event as stored, or why it was refused: the fast path first, the schema for everything else. */
+export const decodeEvent = (candidate: unknown): Either.Either<AnalyticsEvent, ParseResult.ParseError> => {
+  const fast = acceptEventFast(candidate)
+  return fast === undefined ? decodeEventBySchema(candidate) : Either.right(fast)
+}
 
 /** JSON.stringify that never throws (cycles, BigInt): what cannot be stored is dropped, not fatal. */
 const safeJson = (value: unknown) => {
