@@ -2,7 +2,9 @@
 // /sell alternately, spread over wallets with their API keys, Keel vs raw node:http + better-sqlite3 doing
 // the same transaction per trade (bench/servers/raw-market.mjs). Only 200 answers count as trades.
 // After each run the ledger is audited: Keel's with `ctl market audit --json`, the baseline's with the
-// same checks in SQL.
+// same checks in SQL. Overload: BENCH_MARKET_CONCURRENCY=64 (4x) and a small MARKET_TRADE_QUEUE (passed to the
+// server from the environment) make the ticker's queue overflow; non-200 answers are counted by status (503s,
+// and any other 5xx would show beside them), and the audit must still balance.
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
