@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url"
 import Database from "better-sqlite3"
 import { afterEach, describe, expect, it } from "vitest"
 import { testWallet } from "../support/market.js"
-import { startServer as startChild } from "../support/server.js"
+import { requestChild, startServer as startChild } from "../support/server.js"
 
 // Real processes of the built package (npm test builds first): a server killed with SIGKILL mid-load.
 const root = fileURLToPath(new URL("../..", import.meta.url))
@@ -33,30 +33,7 @@ const ctl = (dataDir: string, args: ReadonlyArray<string>) =>
 const startServer = (dataDir: string) => startChild([ctlBin, "serve", "--port", "0"], baseEnv(dataDir), children)
 
 const post = (port: number, pathname: string, key: string, body: unknown) =>
-  new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const text = JSON.stringify(body)
-    const req = http.request(
-      {
-        host: "127.0.0.1",
-        port,
-        path: pathname,
-        method: "POST",
-        agent: false,
-        headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": text.length }
-      },
-      (res) => {
-        let data = ""
-        res.setEncoding("utf8")
-        res.on("data", (chunk) => {
-          data += chunk
-        })
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: data }))
-        res.on("error", reject)
-      }
-    )
-    req.on("error", reject)
-    req.end(text)
-  })
+  requestChild(port, { method: "POST", path: pathname, headers: { authorization: `Bearer ${key}` }, body })
 
 describe("a crash in the middle of trading", () => {
   it("after kill -9 and a restart, ctl market audit passes and every trade answered 200 is in the journal", async () => {

@@ -1,12 +1,11 @@
 import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
-import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import Database from "better-sqlite3"
 import { afterEach, describe, expect, it } from "vitest"
 import * as YAML from "yaml"
-import { ctlBin, startServer as startChild } from "../support/server.js"
+import { ctlBin, requestChild, startServer as startChild } from "../support/server.js"
 
 // Real processes of the built package (npm test builds first): a server killed with SIGKILL while
 // assignments and collector batches are being group-committed.
@@ -58,35 +57,7 @@ const setup = () => {
 }
 
 const request = (port: number, method: "GET" | "POST", pathname: string, body?: unknown) =>
-  new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const text = body === undefined ? "" : JSON.stringify(body)
-    const req = http.request(
-      {
-        host: "127.0.0.1",
-        port,
-        path: pathname,
-        method,
-        agent: false,
-        headers: {
-          "x-client-key": KEY,
-          ...(body === undefined
-            ? {}
-            : { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
-        }
-      },
-      (res) => {
-        let data = ""
-        res.setEncoding("utf8")
-        res.on("data", (chunk) => {
-          data += chunk
-        })
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: data }))
-        res.on("error", reject)
-      }
-    )
-    req.on("error", reject)
-    req.end(text)
-  })
+  requestChild(port, { method, path: pathname, headers: { "x-client-key": KEY }, body })
 
 describe("a crash while assignments and events are group-committed", () => {
   it("after kill -9, every assignment and every event answered before it is stored", async () => {

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process"
+import * as http from "node:http"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -37,4 +38,39 @@ export const startServer = (
       clearTimeout(timer)
       reject(new Error(`server exited with ${code}:\n${output}`))
     })
+  })
+
+/** One request to a server process on a fresh connection (no keep-alive): its status and its whole body. */
+export const requestChild = (
+  port: number,
+  request: { method: string; path: string; headers?: Record<string, string>; body?: unknown }
+) =>
+  new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const text = request.body === undefined ? "" : JSON.stringify(request.body)
+    const req = http.request(
+      {
+        host: "127.0.0.1",
+        port,
+        path: request.path,
+        method: request.method,
+        agent: false,
+        headers: {
+          ...request.headers,
+          ...(request.body === undefined
+            ? {}
+            : { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+        }
+      },
+      (res) => {
+        let data = ""
+        res.setEncoding("utf8")
+        res.on("data", (chunk) => {
+          data += chunk
+        })
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: data }))
+        res.on("error", reject)
+      }
+    )
+    req.on("error", reject)
+    req.end(text)
   })
