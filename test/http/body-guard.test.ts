@@ -3,7 +3,7 @@ import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { jsonTooDeep, MAX_JSON_DEPTH, makeJsonDepthScanner } from "keel"
-import { HttpTest, type RawResponse, rawRequest } from "../support/http.js"
+import { HttpTest, parseRawResponse, type RawResponse, rawRequest } from "../support/http.js"
 
 // Fleet hardening (item 5): bodies nested too deep are refused before any decoding, on every route;
 // a body over the limit is 413 whatever the method; Node's parser refusals are problems too.
@@ -46,6 +46,25 @@ const send = (
       ? [...chunks(body, 4096).map((part) => `${Buffer.byteLength(part).toString(16)}\r\n${part}\r\n`), "0\r\n\r\n"]
       : [body]
     return rawRequest(port, head, parts)
+  })
+
+/** A Content-Length request whose body is written in `pieces`, 100 ms apart. */
+const inPieces = (port: number, method: string, path: string, pieces: ReadonlyArray<string>) =>
+  Effect.async<RawResponse, Error>((resume) => {
+    const body = pieces.join("")
+    const socket = Net.connect({ host: "127.0.0.1", port })
+    const received: Array<Buffer> = []
+    socket.on("data", (chunk) => received.push(chunk))
+    socket.on("error", (error) => resume(Effect.fail(error)))
+    socket.on("end", () => resume(Effect.succeed(parseRawResponse(Buffer.concat(received)))))
+    socket.on("connect", () => {
+      socket.write(
+        `${method} ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`
+      )
+      pieces.forEach((piece, i) => setTimeout(() => socket.write(piece), 100 * i))
+    })
+    return Effect.sync(() => socket.destroy())
   })
 
 const chunks = (text: string, size: number) => {
@@ -187,6 +206,22 @@ layer(HttpTest({ settings: { bodyLimitBytes: LIMIT }, env: { KEEL_COLLECT_SITES:
         assertProblem(yield* send("POST", "/api/chat", body, { chunked }), 401, "UNAUTHORIZED")
       }
     })
+  )
+
+  it.effect(
+    "a small body that arrives in pieces is awaited whole: the route gets all of it, or the guard refuses it",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* serverPort
+        const question = JSON.stringify({ question: "what is the limit?" })
+        const answered = yield* inPieces(port, "POST", "/ask", [question.slice(0, 9), question.slice(9)])
+        assert.strictEqual(answered.status, 200, answered.body)
+        const deep = nested(100)
+        assertProblem(yield* inPieces(port, "POST", "/ask", [deep.slice(0, 50), deep.slice(50)]), 400, "JSON_TOO_DEEP")
+        // A route that does not read its body still answers after the whole body has arrived.
+        const health = yield* inPieces(port, "GET", "/api/health", ['{"a":', "1}"])
+        assert.strictEqual(health.status, 200, health.body)
+      })
   )
 
   it.effect("good requests keep their connection alive, with and without a body", () =>

@@ -68,7 +68,7 @@ export const rawRequest = (port: number, head: string, body: ReadonlyArray<Uint8
   })
 
 /** One whole HTTP/1.1 answer, as read until the server closed the connection. */
-const parseRawResponse = (bytes: Buffer): RawResponse => {
+export const parseRawResponse = (bytes: Buffer): RawResponse => {
   const text = bytes.toString("utf8")
   const [rawHead = "", ...rest] = text.split("\r\n\r\n")
   const [statusLine = "", ...headerLines] = rawHead.split("\r\n")
