@@ -262,7 +262,7 @@ export const bodyLimitMiddleware =
       if (watch.isComplete()) return yield* app.pipe(HttpIncomingMessage.withMaxBodySize(Option.none()))
       // A small body (within what the request stream buffers with nobody reading it, so it arrives whole
       // without a reader) is awaited before the route runs: the route then starts on a body already counted
-      // and scanned, and one wait replaces the race below (two fibers and a deferred: ≈ 100 µs a request on
+      // and scanned, and one wait replaces the race below (two fibers and a deferred: ≈ 150 µs a request measured on
       // the hot paths, whose bodies the parser usually delivers just after the request has started).
       if (!chunked && declared <= req.readableHighWaterMark) {
         yield* Effect.async<void>((resume) => {
