@@ -251,8 +251,22 @@ const line = (name, r) =>
 const auditLine = (name, a) =>
   `market audit     ${name.padEnd(5)} ${a.ok ? "consistent" : "INCONSISTENT"}: ${a.entries} entries, coin supply ${a.coin_supply}${a.ok ? "" : ` — ${a.problems.slice(0, 5).join("; ")}`}`
 
+/** The floor: the same requests answered with a constant receipt (body read, nothing else) by `script`. */
+const floor = async (script) => {
+  const { child, port } = await start(script, {})
+  try {
+    const credentials = wallets.map((address) => ({ address, key: "keel_floor_0123456789" }))
+    await load(port, WARMUP, (i) => order(credentials, i))
+    return await load(port, TRADES, (i) => order(credentials, i + WARMUP))
+  } finally {
+    await stop(child)
+  }
+}
+
 const raw = await measure("raw")
 const keel = await measure("keel")
+const floorRaw = await floor("raw-constant.mjs")
+const floorEffect = await floor("effect-constant.mjs")
 
 console.log(
   `POST /api/tokens/${TICKER}/buy ${BUY} coin | sell ${SELL} tokens alternately, ${WALLETS} wallets, ${TRADES} trades after ${WARMUP} warm-up, ${CONCURRENCY} concurrent keep-alive connections, ${cores} cores`
@@ -260,6 +274,13 @@ console.log(
 console.log(line("keel", keel))
 console.log(line("raw", raw))
 console.log(`market ratio keel/raw  ${(keel.rps / raw.rps).toFixed(2)}`)
+const floorLine = (name, r) =>
+  `market floor     ${name.padEnd(28)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50.toFixed(2)} ms  (a constant receipt: ${(1e6 / r.rps).toFixed(0)} µs a request)`
+console.log(floorLine("raw node:http", floorRaw))
+console.log(floorLine("bare @effect/platform router", floorEffect))
+console.log(
+  `market time per trade  keel ${(1e6 / keel.rps).toFixed(0)} µs, raw ${(1e6 / raw.rps).toFixed(0)} µs; Keel above the platform floor ${(1e6 / keel.rps - 1e6 / floorEffect.rps).toFixed(0)} µs, raw above its floor ${(1e6 / raw.rps - 1e6 / floorRaw.rps).toFixed(0)} µs`
+)
 console.log(auditLine("keel", keel.audit))
 console.log(auditLine("raw", raw.audit))
 const same = keel.firstAnswer === raw.firstAnswer

@@ -62,12 +62,27 @@ const keelAssign = await measure("keel-assign", keelServer, keelEnv, ASSIGNS, as
 const rawCollect = await measure("raw-collect", "raw-product.mjs", rawEnv, BATCHES, collect, 202)
 const keelCollect = await measure("keel-collect", keelServer, keelEnv, BATCHES, collect, 202)
 
+// The floors: the same requests answered with a constant body (the collector's body read first).
+const floorAssignRaw = await measure("floor-raw-assign", "raw-constant.mjs", {}, ASSIGNS, assign)
+const floorAssignEffect = await measure("floor-effect-assign", "effect-constant.mjs", {}, ASSIGNS, assign)
+const floorCollectRaw = await measure("floor-raw-collect", "raw-constant.mjs", {}, BATCHES, collect, 202)
+const floorCollectEffect = await measure("floor-effect-collect", "effect-constant.mjs", {}, BATCHES, collect, 202)
+const perRequest = (r) => `${(1e6 / r.rps).toFixed(0)} µs`
+const timeLine = (keel, raw, floorEffect, floorRaw) =>
+  `  time per request: keel ${perRequest(keel)}, baseline ${perRequest(raw)}; floors: @effect/platform ${perRequest(floorEffect)}, node:http ${perRequest(floorRaw)}`
+
 console.log(`${CONCURRENCY} concurrent keep-alive connections, ${cores} cores`)
 console.log(`GET /api/experiments/assign (${ASSIGNS} requests over ${SUBJECTS} subjects)`)
 console.log(line("  baseline node:http+sqlite", rawAssign))
 console.log(line("  keel", keelAssign))
+console.log(line("  floor: bare @effect/platform", floorAssignEffect))
+console.log(line("  floor: raw node:http", floorAssignRaw))
 console.log(`  ratio keel/baseline: ${(keelAssign.rps / rawAssign.rps).toFixed(2)}x`)
+console.log(timeLine(keelAssign, rawAssign, floorAssignEffect, floorAssignRaw))
 console.log(`POST /api/analytics/web/collect (${BATCHES} batches of ${BATCH} events)`)
 console.log(line("  baseline node:http+sqlite", rawCollect, "events/s", BATCH))
 console.log(line("  keel", keelCollect, "events/s", BATCH))
+console.log(line("  floor: bare @effect/platform", floorCollectEffect, "events/s", BATCH))
+console.log(line("  floor: raw node:http", floorCollectRaw, "events/s", BATCH))
 console.log(`  ratio keel/baseline: ${(keelCollect.rps / rawCollect.rps).toFixed(2)}x`)
+console.log(timeLine(keelCollect, rawCollect, floorCollectEffect, floorCollectRaw).replace("request", "batch"))

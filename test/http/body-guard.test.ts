@@ -62,7 +62,7 @@ const inPieces = (port: number, method: string, path: string, pieces: ReadonlyAr
         `${method} ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
           `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`
       )
-      pieces.forEach((piece, i) => setTimeout(() => socket.write(piece), 100 * i))
+      for (const [i, piece] of pieces.entries()) setTimeout(() => socket.write(piece), 100 * i)
     })
     return Effect.sync(() => socket.destroy())
   })
