@@ -1,6 +1,7 @@
 // Summarises a V8 .cpuprofile (from BENCH_PROFILE=DIR runs): self time per layer (the package or Keel
 // folder a frame's script belongs to) and the top self-time frames. Usage:
-//   node bench/profile-summary.mjs FILE.cpuprofile [--top N]
+//   node bench/profile-summary.mjs FILE.cpuprofile [--top N] [--from SECONDS]
+// --from skips the samples of the first SECONDS of the profile (start-up: module compilation, migrations).
 import * as fs from "node:fs"
 
 const file = process.argv[2]
@@ -10,6 +11,8 @@ if (!file) {
 }
 const topIndex = process.argv.indexOf("--top")
 const TOP = topIndex > 0 ? Number(process.argv[topIndex + 1]) : 30
+const fromIndex = process.argv.indexOf("--from")
+const FROM_MICROS = fromIndex > 0 ? Number(process.argv[fromIndex + 1]) * 1e6 : 0
 const profile = JSON.parse(fs.readFileSync(file, "utf8"))
 
 /** The layer a script belongs to: an npm package (scope/name), a Keel folder, node's own code, or V8. */
@@ -35,8 +38,14 @@ const layerOf = (url, name) => {
 
 const byId = new Map(profile.nodes.map((n) => [n.id, n]))
 const selfSamples = new Map()
-for (const id of profile.samples) selfSamples.set(id, (selfSamples.get(id) ?? 0) + 1)
-const total = profile.samples.length
+let elapsed = 0
+let total = 0
+for (const [i, id] of profile.samples.entries()) {
+  elapsed += profile.timeDeltas?.[i] ?? 0
+  if (elapsed < FROM_MICROS) continue
+  total++
+  selfSamples.set(id, (selfSamples.get(id) ?? 0) + 1)
+}
 const idle = new Set(["(idle)", "(program)"])
 
 const layers = new Map()
