@@ -222,6 +222,8 @@ export const bodyLimitMiddleware =
   (limitFor: number | ((path: string) => number), options: BodyGuardOptions = {}) =>
   <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.gen(function* () {
+      // The guard enforces the limit itself, before the route reads: the platform's own limit is lifted.
+      const route = app.pipe(HttpIncomingMessage.withMaxBodySize(Option.none()))
       const request = yield* HttpServerRequest.HttpServerRequest
       const path = request.url.split("?")[0] ?? request.url
       const limit = typeof limitFor === "number" ? limitFor : limitFor(path)
@@ -238,7 +240,7 @@ export const bodyLimitMiddleware =
         if (formEncoded && HttpMethod.hasBody(request.method)) {
           return yield* refusalResponse("media-type", limit, maxDepth, false)
         }
-        return yield* app.pipe(HttpIncomingMessage.withMaxBodySize(Option.none()))
+        return yield* route
       }
       const req = NodeHttpServerRequest.toIncomingMessage(request)
       const watch = watchBody(
@@ -255,52 +257,36 @@ export const bodyLimitMiddleware =
           yield* Effect.promise(() => watch.drained)
           return yield* refusalResponse(refusal, limit, maxDepth, true)
         })
+      // Until the whole body has arrived within the limits, or it is refused. Interruptible, though the server
+      // runs this chain uninterruptibly: a client that goes away mid-body must not leave the request waiting.
+      const bodySettled = Effect.interruptible(Effect.promise(() => Promise.race([watch.complete, watch.refused])))
       const early = watch.refusal()
       if (early !== undefined) return yield* answerRefusal(early)
       // The usual small body has arrived whole with its headers and was counted and scanned above: no
       // refusal can follow, so the route runs without the race (a fiber pair per request on the hot paths).
-      if (watch.isComplete()) return yield* app.pipe(HttpIncomingMessage.withMaxBodySize(Option.none()))
+      if (watch.isComplete()) return yield* route
       // A small body (within what the request stream buffers with nobody reading it, so it arrives whole
       // without a reader) is awaited before the route runs: the route then starts on a body already counted
       // and scanned, and one wait replaces the race below (two fibers and a deferred: ≈ 150 µs a request measured on
       // the hot paths, whose bodies the parser usually delivers just after the request has started).
       if (!chunked && declared <= req.readableHighWaterMark) {
-        yield* Effect.async<void>((resume) => {
-          let resumed = false
-          const settle = () => {
-            if (resumed) return
-            resumed = true
-            resume(Effect.void)
-          }
-          void watch.complete.then(settle)
-          void watch.refused.then(settle)
-        })
+        yield* bodySettled
         const refusal = watch.refusal()
-        return refusal === undefined
-          ? yield* app.pipe(HttpIncomingMessage.withMaxBodySize(Option.none()))
-          : yield* answerRefusal(refusal)
+        return refusal === undefined ? yield* route : yield* answerRefusal(refusal)
       }
       const signal = yield* Deferred.make<void>()
       void watch.refused.then(() => Deferred.unsafeDone(signal, Effect.void))
       // The server runs this chain uninterruptibly; the race must be able to stop its loser, so
       // that a handler reading a refused body never sees it (it is interrupted, not fed a stub).
       const answered = yield* Effect.interruptible(
-        Effect.raceFirst(
-          app.pipe(HttpIncomingMessage.withMaxBodySize(Option.none()), Effect.map(Option.some)),
-          Deferred.await(signal).pipe(Effect.as(Option.none()))
-        )
+        Effect.raceFirst(route.pipe(Effect.map(Option.some)), Deferred.await(signal).pipe(Effect.as(Option.none())))
       )
       if (Option.isNone(answered)) return yield* answerRefusal(watch.refusal() ?? "too-large")
       if (!watch.isComplete() && watch.refusal() === undefined) {
         // The route answered without reading (all of) its body: read the rest here, still counting and
         // scanning it, and discard it. A client that stops sending is cut off by the server's timeouts.
         req.resume()
-        yield* Effect.interruptible(
-          Effect.race(
-            Effect.promise(() => watch.complete),
-            Effect.promise(() => watch.refused)
-          )
-        )
+        yield* bodySettled
       }
       const late = watch.refusal()
       return late === undefined ? answered.value : yield* answerRefusal(late)
