@@ -25,11 +25,8 @@ export class GroupCommit extends Effect.Service<GroupCommit>()("platform/GroupCo
 
     const commitGroup = (group: ReadonlyArray<Pending>) =>
       direct
-        .transaction((db) =>
-          Effect.forEach(group, (pending) =>
-            Effect.exit(direct.transaction(pending.body(db) as Effect.Effect<unknown, unknown>))
-          )
-        )
+        // Each write in its own savepoint of the group's transaction.
+        .transaction(Effect.forEach(group, (pending) => Effect.exit(direct.transaction(pending.body))))
         .pipe(
           Effect.matchCauseEffect({
             onFailure: (cause) => Effect.forEach(group, (pending) => Deferred.failCause(pending.done, cause)),
