@@ -8,12 +8,15 @@ import { pageExpression, referrerHostExpression, utmSourceExpression } from "./R
 
 export const MAX_EVENTS_PER_BATCH = 500
 
+/** The longest text of each event field: the schema below and the written-out check (acceptEventFast) share them. */
+const MAX = { id: 128, name: 200, url: 2048, utm: 200 } as const
+
 export const Utm = Schema.Struct({
-  source: Schema.optional(Text(200)),
-  medium: Schema.optional(Text(200)),
-  campaign: Schema.optional(Text(200)),
-  content: Schema.optional(Text(200)),
-  term: Schema.optional(Text(200))
+  source: Schema.optional(Text(MAX.utm)),
+  medium: Schema.optional(Text(MAX.utm)),
+  campaign: Schema.optional(Text(MAX.utm)),
+  content: Schema.optional(Text(MAX.utm)),
+  term: Schema.optional(Text(MAX.utm))
 })
 
 /** Epoch milliseconds, or an ISO 8601 date-time string. */
@@ -25,13 +28,13 @@ const Timestamp = Schema.Union(
 )
 
 export const AnalyticsEvent = Schema.Struct({
-  event_id: Text(128),
-  name: Text(200),
+  event_id: Text(MAX.id),
+  name: Text(MAX.name),
   timestamp: Timestamp,
-  visitor_id: Text(128),
-  session_id: Schema.optional(Text(128)),
-  url: Schema.optional(Text(2048)),
-  referrer: Schema.optional(Text(2048)),
+  visitor_id: Text(MAX.id),
+  session_id: Schema.optional(Text(MAX.id)),
+  url: Schema.optional(Text(MAX.url)),
+  referrer: Schema.optional(Text(MAX.url)),
   utm: Schema.optional(Utm),
   props: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 })
@@ -109,7 +112,8 @@ const isText = (value: unknown, max: number): value is string =>
 const isOptionalText = (value: unknown, max: number) => value === undefined || isText(value, max)
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
-const UTM_KEYS = ["source", "medium", "campaign", "content", "term"] as const
+/** In the schema's order, which is the order of the stored JSON's keys. */
+const UTM_KEYS = Object.keys(Utm.fields) as ReadonlyArray<keyof typeof Utm.fields>
 
 /**
  * The accepting half of `AnalyticsEvent`'s decoder, written out: an event of the usual shape (epoch
@@ -122,9 +126,9 @@ const UTM_KEYS = ["source", "medium", "campaign", "content", "term"] as const
 export const acceptEventFast = (candidate: unknown): AnalyticsEvent | undefined => {
   if (!isPlainObject(candidate)) return undefined
   const { event_id, name, timestamp, visitor_id, session_id, url, referrer, utm, props } = candidate
-  if (!isText(event_id, 128) || !isText(name, 200) || !isText(visitor_id, 128)) return undefined
+  if (!isText(event_id, MAX.id) || !isText(name, MAX.name) || !isText(visitor_id, MAX.id)) return undefined
   if (typeof timestamp !== "number" || !Number.isSafeInteger(timestamp) || timestamp < 0) return undefined
-  if (!isOptionalText(session_id, 128) || !isOptionalText(url, 2048) || !isOptionalText(referrer, 2048))
+  if (!isOptionalText(session_id, MAX.id) || !isOptionalText(url, MAX.url) || !isOptionalText(referrer, MAX.url))
     return undefined
   let utmOut: Record<string, string> | undefined
   if (utm !== undefined) {
@@ -132,7 +136,7 @@ export const acceptEventFast = (candidate: unknown): AnalyticsEvent | undefined 
     utmOut = {}
     for (const key of UTM_KEYS) {
       const value = utm[key]
-      if (!isOptionalText(value, 200)) return undefined
+      if (!isOptionalText(value, MAX.utm)) return undefined
       if (value !== undefined) utmOut[key] = value as string
     }
   }
@@ -152,7 +156,7 @@ export const acceptEventFast = (candidate: unknown): AnalyticsEvent | undefined 
 }
 
 /** An event as stored, or why it was refused: the fast path first, the schema for everything else. */
-export const decodeEvent = (candidate: unknown): Either.Either<AnalyticsEvent, ParseResult.ParseError> => {
+const decodeEvent = (candidate: unknown): Either.Either<AnalyticsEvent, ParseResult.ParseError> => {
   const fast = acceptEventFast(candidate)
   return fast === undefined ? decodeEventBySchema(candidate) : Either.right(fast)
 }
