@@ -3,7 +3,7 @@ import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { jsonTooDeep, MAX_JSON_DEPTH, makeJsonDepthScanner } from "keel"
-import { HttpTest, parseRawResponse, type RawResponse, rawRequest } from "../support/http.js"
+import { HttpTest, type RawResponse, rawRequest } from "../support/http.js"
 
 // Fleet hardening (item 5): bodies nested too deep are refused before any decoding, on every route;
 // a body over the limit is 413 whatever the method; Node's parser refusals are problems too.
@@ -50,22 +50,13 @@ const send = (
 
 /** A Content-Length request whose body is written in `pieces`, 100 ms apart. */
 const inPieces = (port: number, method: string, path: string, pieces: ReadonlyArray<string>) =>
-  Effect.async<RawResponse, Error>((resume) => {
-    const body = pieces.join("")
-    const socket = Net.connect({ host: "127.0.0.1", port })
-    const received: Array<Buffer> = []
-    socket.on("data", (chunk) => received.push(chunk))
-    socket.on("error", (error) => resume(Effect.fail(error)))
-    socket.on("end", () => resume(Effect.succeed(parseRawResponse(Buffer.concat(received)))))
-    socket.on("connect", () => {
-      socket.write(
-        `${method} ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`
-      )
-      for (const [i, piece] of pieces.entries()) setTimeout(() => socket.write(piece), 100 * i)
-    })
-    return Effect.sync(() => socket.destroy())
-  })
+  rawRequest(
+    port,
+    `${method} ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(pieces.join(""))}\r\nConnection: close\r\n\r\n`,
+    pieces,
+    { pauseMillis: 100 }
+  )
 
 const chunks = (text: string, size: number) => {
   const out: Array<string> = []

@@ -45,9 +45,15 @@ export interface RawResponse {
 
 /**
  * Sends bytes over a plain socket and reads the whole answer: for what an HTTP client library would
- * refuse to send (lying or absent Content-Length, chunked uploads, malformed framing).
+ * refuse to send (lying or absent Content-Length, chunked uploads, malformed framing). With `pauseMillis`,
+ * each part of the body after the first is written that long after the one before (a slow client).
  */
-export const rawRequest = (port: number, head: string, body: ReadonlyArray<Uint8Array | string> = []) =>
+export const rawRequest = (
+  port: number,
+  head: string,
+  body: ReadonlyArray<Uint8Array | string> = [],
+  options: { readonly pauseMillis?: number } = {}
+) =>
   Effect.async<RawResponse, Error>((resume) => {
     const socket = Net.connect({ host: "127.0.0.1", port })
     const chunks: Array<Buffer> = []
@@ -59,8 +65,10 @@ export const rawRequest = (port: number, head: string, body: ReadonlyArray<Uint8
       const write = (i: number) => {
         const part = body[i]
         if (part === undefined) return
-        if (socket.write(part)) setImmediate(() => write(i + 1))
-        else socket.once("drain", () => write(i + 1))
+        const next = () =>
+          options.pauseMillis === undefined ? write(i + 1) : setTimeout(() => write(i + 1), options.pauseMillis)
+        if (socket.write(part)) setImmediate(next)
+        else socket.once("drain", next)
       }
       write(0)
     })
@@ -68,7 +76,7 @@ export const rawRequest = (port: number, head: string, body: ReadonlyArray<Uint8
   })
 
 /** One whole HTTP/1.1 answer, as read until the server closed the connection. */
-export const parseRawResponse = (bytes: Buffer): RawResponse => {
+const parseRawResponse = (bytes: Buffer): RawResponse => {
   const text = bytes.toString("utf8")
   const [rawHead = "", ...rest] = text.split("\r\n\r\n")
   const [statusLine = "", ...headerLines] = rawHead.split("\r\n")
