@@ -41,6 +41,7 @@ export {
   WalletAddress
 } from "./http/marketplace/Api.js"
 export { endpointClass, MarketGateLive } from "./http/marketplace/Gate.js"
+export { tradeFastPath } from "./http/marketplace/TradeFastPath.js"
 export * from "./http/Problem.js"
 export { errorClasses, PLATFORM_CODES, problemAwareClient, problemOpenApi } from "./http/ProblemContract.js"
 export {
@@ -183,6 +184,7 @@ export * from "./services/market/Ledger.js"
 export * from "./services/market/MarketConfig.js"
 export * from "./services/market/MarketEvents.js"
 export { marketMigrations } from "./services/market/migrations.js"
+export * from "./services/market/RateLimits.js"
 export * from "./services/market/TokenBoard.js"
 export * from "./services/market/TokenMarket.js"
 export * from "./services/market/Trading.js"

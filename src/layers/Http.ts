@@ -1,5 +1,4 @@
 import * as Http from "node:http"
-import { RateLimiter } from "@effect/experimental"
 import {
   type Etag,
   type FileSystem,
@@ -38,6 +37,7 @@ import {
 import { MarketplaceApi } from "../http/marketplace/Api.js"
 import { MarketGateLive } from "../http/marketplace/Gate.js"
 import { AgentsLive, ChatLive, CoinLive, StreamLive, TokensLive } from "../http/marketplace/Http.js"
+import { tradeFastPath } from "../http/marketplace/TradeFastPath.js"
 import { problemMiddleware } from "../http/Problem.js"
 import { ProductApi } from "../http/product/Api.js"
 import { AnalyticsLive, BlogLive, ExperimentsLive, OnboardingLive, ProductHealthLive } from "../http/product/Http.js"
@@ -56,9 +56,7 @@ export const SurfaceRoutes = {
   marketplace: Layer.mergeAll(
     HttpLayerRouter.addHttpApi(MarketplaceApi, { openapiPath: openApiPath("marketplace") }).pipe(
       Layer.provide([AgentsLive, TokensLive, CoinLive, ChatLive, StreamLive]),
-      Layer.provide(MarketGateLive),
-      // The memory store keeps counters in this process; RateLimiter's Redis store is the drop-in for several.
-      Layer.provide(RateLimiter.layer.pipe(Layer.provide(RateLimiter.layerStoreMemory)))
+      Layer.provide(MarketGateLive)
     ),
     docs("marketplace")
   ),
@@ -122,8 +120,16 @@ const routeBodyLimits = (defaultLimit: number, product: ProductConfig, objectLim
   return (path: string) => (path.startsWith(OBJECT_ROUTES) ? objectLimit : (limits.get(path) ?? defaultLimit))
 }
 
-/** CORS outermost, then problem bodies, so a refused body (413) gets the same shape as everything else. */
-const globalMiddleware = (bodyLimit: (path: string) => number, origins: CorsOrigins) =>
+/** A route's common case answered before the router (the trade fast path); anything else goes on to `app`. */
+type FastPath = <E, R>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest>
+
+/**
+ * CORS outermost, then problem bodies, so a refused body (413) gets the same shape as everything else; the
+ * fast paths inside the body guard, so they only see bodies it let through.
+ */
+const globalMiddleware = (bodyLimit: (path: string) => number, origins: CorsOrigins, fastPaths: FastPath) =>
   HttpLayerRouter.middleware<{ handles: unknown }>()(
     (app) =>
       // Every failure is turned into a response here; the cast tells the router's type-level
@@ -136,7 +142,7 @@ const globalMiddleware = (bodyLimit: (path: string) => number, origins: CorsOrig
           bodyLimitMiddleware(bodyLimit, {
             // Raw bytes (objects), and the reconcile path, which refuses any body itself (400).
             isJson: (path) => !path.startsWith(OBJECT_ROUTES) && path !== "/api/host/storage-root-reconcile"
-          })(app)
+          })(fastPaths(app))
         )
       ) as Effect.Effect<
         HttpServerResponse.HttpServerResponse,
@@ -169,9 +175,12 @@ export const httpRoutes = (options: ServeOptions = {}) =>
       )
       const surfaces = options.surfaces && options.surfaces.length > 0 ? options.surfaces : SurfaceNames
       const unique = SurfaceNames.filter((name) => surfaces.includes(name))
+      // On unless KEEL_FAST_PATHS=false: the same answers either way (test/market/fast-path.test.ts).
+      const fastPathsOn = yield* Config.boolean("KEEL_FAST_PATHS").pipe(Config.withDefault(true))
+      const fastPaths: FastPath = fastPathsOn && unique.includes("marketplace") ? yield* tradeFastPath : (app) => app
       return Layer.mergeAll(
         docsIndex(unique),
-        globalMiddleware(routeBodyLimits(config.bodyLimitBytes, product, objectLimit), origins),
+        globalMiddleware(routeBodyLimits(config.bodyLimitBytes, product, objectLimit), origins, fastPaths),
         options.extraRoutes ?? Layer.empty,
         ...unique.map((surface) => SurfaceRoutes[surface])
       )

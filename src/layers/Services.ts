@@ -45,6 +45,7 @@ import { CoinHistory, CoinPriceSource } from "../services/market/CoinPrice.js"
 import { Ledger } from "../services/market/Ledger.js"
 import { MarketConfig } from "../services/market/MarketConfig.js"
 import { MarketEvents } from "../services/market/MarketEvents.js"
+import { RateLimits } from "../services/market/RateLimits.js"
 import { TokenBoard } from "../services/market/TokenBoard.js"
 import { TokenMarket } from "../services/market/TokenMarket.js"
 import { Trading } from "../services/market/Trading.js"
@@ -72,7 +73,8 @@ export const MarketServices = Layer.mergeAll(
   TokenBoard.Default,
   ApiKeys.Default,
   WalletAuth.Default,
-  CoinHistory.Default
+  CoinHistory.Default,
+  RateLimits.Default
 ).pipe(
   Layer.provideMerge(Agents.Default),
   Layer.provideMerge(Chat.Default),

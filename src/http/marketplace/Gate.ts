@@ -1,9 +1,9 @@
-import { RateLimiter } from "@effect/experimental"
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Clock, Duration, Effect, Layer, Option } from "effect"
+import { Duration, Effect, Layer, Option } from "effect"
 import { ApiKeys, type Principal, principalId } from "../../services/market/ApiKeys.js"
 import { RateLimited, Unauthorized } from "../../services/market/Errors.js"
 import { MarketConfig } from "../../services/market/MarketConfig.js"
+import { RateLimits } from "../../services/market/RateLimits.js"
 import { WalletAuth } from "../../services/market/WalletAuth.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import { TrustedProxies } from "../../services/platform/TrustedProxies.js"
@@ -21,7 +21,29 @@ export const endpointClass = (method: string, path: string): EndpointClass => {
   return "public"
 }
 
+/** What an API key looks like; anything else is refused before any lookup. */
+export const API_KEY_SHAPE = /^[A-Za-z0-9_-]{8,200}$/
+
 const unauthorized = (detail: string) => new Unauthorized({ code: "UNAUTHORIZED", detail })
+
+/** The headers every marketplace answer carries (docs/marketplace.md, "Rate limits"), as GitHub sends them. */
+export const rateHeaders = (limit: number, remaining: number, resetAfterMillis: number, now: number) => ({
+  "x-ratelimit-limit": String(limit),
+  "x-ratelimit-remaining": String(Math.max(0, remaining)),
+  "x-ratelimit-reset": String(Math.ceil((now + resetAfterMillis) / 1000))
+})
+
+/** Whole seconds to wait, at least one. */
+export const retryAfterSeconds = (retryAfterMillis: number) => Math.max(1, Math.ceil(retryAfterMillis / 1000))
+
+export const rateLimited = (cls: EndpointClass, limit: number, window: Duration.Duration, retryAfterMillis: number) => {
+  const retryAfter = retryAfterSeconds(retryAfterMillis)
+  return new RateLimited({
+    code: "RATE_LIMITED",
+    retry_after_seconds: retryAfter,
+    detail: `more than ${limit} ${cls} requests per ${Duration.format(window)}; retry in ${retryAfter} s`
+  })
+}
 
 const WALLET_HEADERS = ["x-wallet-address", "x-wallet-signature", "x-wallet-timestamp", "x-wallet-nonce"] as const
 
@@ -30,7 +52,7 @@ export const MarketGateLive = Layer.effect(
   Effect.gen(function* () {
     const keys = yield* ApiKeys
     const wallets = yield* WalletAuth
-    const limiter = yield* RateLimiter.RateLimiter
+    const limits = yield* RateLimits
     const proxies = yield* TrustedProxies
     const config = yield* MarketConfig
 
@@ -40,7 +62,7 @@ export const MarketGateLive = Layer.effect(
         const authorization = request.headers.authorization
         if (authorization !== undefined) {
           const key = bearerToken(authorization)
-          if (key === undefined || !/^[A-Za-z0-9_-]{8,200}$/.test(key))
+          if (key === undefined || !API_KEY_SHAPE.test(key))
             return yield* unauthorized("Authorization must be `Bearer <API key>`")
           const principal = yield* keys.authenticate(key)
           if (principal === undefined) return yield* unauthorized("unknown or revoked API key")
@@ -63,12 +85,6 @@ export const MarketGateLive = Layer.effect(
         return { kind: "wallet", address } satisfies Principal
       }).pipe(Effect.either)
 
-    const rateHeaders = (limit: number, remaining: number, resetAfter: Duration.Duration, now: number) => ({
-      "x-ratelimit-limit": String(limit),
-      "x-ratelimit-remaining": String(Math.max(0, remaining)),
-      "x-ratelimit-reset": String(Math.ceil((now + Duration.toMillis(resetAfter)) / 1000))
-    })
-
     return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const cls = endpointClass(request.method, request.url.split("?")[0] ?? "")
@@ -79,31 +95,23 @@ export const MarketGateLive = Layer.effect(
       // Public endpoints count per client IP; the others per principal, or per IP when nobody was proven.
       const key = principal === undefined ? `${cls}:ip:${ip}` : `${cls}:${principalId(principal)}`
       const limit = config.limits[cls]
-      const consumed = yield* limiter
-        .consume({ key, limit, window: config.rateWindow, algorithm: "fixed-window", onExceeded: "fail" })
-        .pipe(Effect.either)
-      const now = yield* Clock.currentTimeMillis
-      if (consumed._tag === "Left") {
-        const error = consumed.left
-        if (error.reason !== "Exceeded") return yield* Effect.die(error)
-        const retryAfter = Math.max(1, Math.ceil(Duration.toSeconds(error.retryAfter)))
+      const windowMillis = Duration.toMillis(config.rateWindow)
+      const { now, outcome } = yield* limits.consume(key, limit, windowMillis)
+      if (!outcome.allowed) {
+        const error = rateLimited(cls, limit, config.rateWindow, outcome.retryAfterMillis)
         yield* HttpApp.appendPreResponseHandler((_request, response) =>
           Effect.succeed(
             HttpServerResponse.setHeaders(response, {
-              ...rateHeaders(limit, 0, error.retryAfter, now),
-              "retry-after": String(retryAfter)
+              ...rateHeaders(limit, 0, outcome.retryAfterMillis, now),
+              "retry-after": String(error.retry_after_seconds)
             })
           )
         )
-        return yield* new RateLimited({
-          code: "RATE_LIMITED",
-          retry_after_seconds: retryAfter,
-          detail: `more than ${limit} ${cls} requests per ${Duration.format(config.rateWindow)}; retry in ${retryAfter} s`
-        })
+        return yield* error
       }
-      const { remaining, resetAfter } = consumed.right
+      const { remaining, resetAfterMillis } = outcome
       yield* HttpApp.appendPreResponseHandler((_request, response) =>
-        Effect.succeed(HttpServerResponse.setHeaders(response, rateHeaders(limit, remaining, resetAfter, now)))
+        Effect.succeed(HttpServerResponse.setHeaders(response, rateHeaders(limit, remaining, resetAfterMillis, now)))
       )
       if (credentials?._tag === "Left") return yield* credentials.left
       if (cls !== "public" && principal === undefined) {

@@ -1,19 +1,17 @@
 import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option, Schema, Stream } from "effect"
-import { MarketAgent } from "../../actors/MarketAgent.js"
 import { type Agent, Agents, runwayOf } from "../../services/market/Agents.js"
-import type { Principal } from "../../services/market/ApiKeys.js"
 import { Chat } from "../../services/market/Chat.js"
 import { CoinHistory } from "../../services/market/CoinPrice.js"
-import { Forbidden, Overloaded } from "../../services/market/Errors.js"
+import { Forbidden } from "../../services/market/Errors.js"
 import { COIN, Ledger } from "../../services/market/Ledger.js"
 import { MarketEvents } from "../../services/market/MarketEvents.js"
 import { TokenBoard } from "../../services/market/TokenBoard.js"
 import { walletAccount } from "../../services/market/TokenMarket.js"
-import { type BuyResult, type SellResult, tradeOrder } from "../../services/market/Trading.js"
+import type { BuyResult, SellResult } from "../../services/market/Trading.js"
 import { fromUnits } from "../../services/market/Units.js"
-import { jsonNumberTexts } from "../../services/platform/JsonNumbers.js"
 import { AgentCursor, Caller, CoinHistoryCursor, MarketplaceApi, TokenCursor } from "./Api.js"
+import { placeTrade, provenWallet, type TradeInput } from "./Trade.js"
 
 const agentJson = (agent: Agent) => ({
   instance_id: agent.instanceId,
@@ -49,30 +47,6 @@ const linkNext = (next: Record<string, string> | undefined) =>
 const withNextPage = <B, K, I>(body: B, next: K | undefined, cursor: Schema.Schema<K, I>) =>
   Effect.as(linkNext(next === undefined ? undefined : { cursor: String(Schema.encodeSync(cursor)(next)) }), body)
 
-const OVERLOAD_RETRY_SECONDS = 1
-
-const overloaded = () =>
-  Effect.zipRight(
-    HttpApp.appendPreResponseHandler((_request, response) =>
-      Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(OVERLOAD_RETRY_SECONDS)))
-    ),
-    new Overloaded({
-      code: "OVERLOADED",
-      retry_after_seconds: OVERLOAD_RETRY_SECONDS,
-      detail: "this token's trade queue is full; nothing was done, retry shortly"
-    })
-  )
-
-/** The caller must be the wallet named in the request (an API key of that wallet, or its signature). */
-const provenWallet = (principal: Principal | undefined, userId: string) => {
-  const wallet = userId.toLowerCase()
-  if (principal?.kind !== "wallet")
-    return Effect.fail(new Forbidden({ code: "WALLET_REQUIRED", detail: "this needs a wallet's key or signature" }))
-  if (principal.address !== wallet)
-    return Effect.fail(new Forbidden({ code: "WALLET_MISMATCH", detail: "user_id is not the authenticated wallet" }))
-  return Effect.succeed({ wallet, principal })
-}
-
 export const AgentsLive = HttpApiBuilder.group(MarketplaceApi, "agents", (handlers) =>
   Effect.gen(function* () {
     const agents = yield* Agents
@@ -98,50 +72,22 @@ export const AgentsLive = HttpApiBuilder.group(MarketplaceApi, "agents", (handle
 export const TokensLive = HttpApiBuilder.group(MarketplaceApi, "tokens", (handlers) =>
   Effect.gen(function* () {
     const board = yield* TokenBoard
-    const actor = yield* MarketAgent.client
+    const place = yield* placeTrade
 
-    const trade = (
-      side: "buy" | "sell",
-      ticker: string,
-      request: {
-        user_id: string
-        amount: number
-        minimum: number | undefined
-        minimumField: string
-        fillOrKill?: boolean | undefined
-        key: string | undefined
-      }
-    ) =>
+    const trade = (input: TradeInput, userId: string) =>
       Effect.gen(function* () {
-        const { principal, wallet } = yield* provenWallet((yield* Caller).principal, request.user_id)
+        const { principal, wallet } = yield* provenWallet((yield* Caller).principal, userId)
         // The body as sent (already read, kept by the request): money comes from the numbers' own text.
         const body = yield* Effect.flatMap(HttpServerRequest.HttpServerRequest, (raw) => raw.text).pipe(
           Effect.orElseSucceed(() => "")
         )
-        const texts = jsonNumberTexts(body)
-        const order = tradeOrder({
-          side,
-          ticker,
-          wallet,
-          principal,
-          amount: request.amount,
-          minimum: request.minimum,
-          amountText: texts.get("amount"),
-          minimumText: texts.get(request.minimumField),
-          fillOrKill: request.fillOrKill,
-          idempotencyKey: request.key
-        })
-        const outcome = yield* actor(ticker)
-          .Trade(order)
-          .pipe(
-            // The actor's queue is full (or its storage did not take the message): the trade was not taken.
-            // An answer the client can act on — retry later — instead of a 500.
-            Effect.catchTags({
-              MailboxFull: overloaded,
-              AlreadyProcessingMessage: overloaded,
-              PersistenceError: overloaded
-            })
+        const outcome = yield* place(wallet, principal, input, body).pipe(
+          Effect.tapErrorTag("Overloaded", (error) =>
+            HttpApp.appendPreResponseHandler((_request, response) =>
+              Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(error.retry_after_seconds)))
+            )
           )
+        )
         if (outcome.replayed) {
           yield* HttpApp.appendPreResponseHandler((_request, response) =>
             Effect.succeed(HttpServerResponse.setHeader(response, "idempotent-replayed", "true"))
@@ -157,23 +103,31 @@ export const TokensLive = HttpApiBuilder.group(MarketplaceApi, "tokens", (handle
           .pipe(Effect.flatMap((page) => withNextPage(page.items, page.next, TokenCursor)))
       )
       .handle("buy", ({ headers, path, payload }) =>
-        trade("buy", path.ticker.toUpperCase(), {
-          user_id: payload.user_id,
-          amount: payload.amount,
-          minimum: payload.min_tokens_out,
-          minimumField: "min_tokens_out",
-          fillOrKill: payload.fill_or_kill,
-          key: headers["idempotency-key"]
-        }).pipe(Effect.map((receipt) => receipt as typeof BuyResult.Type))
+        trade(
+          {
+            side: "buy",
+            ticker: path.ticker.toUpperCase(),
+            amount: payload.amount,
+            minimum: payload.min_tokens_out,
+            minimumField: "min_tokens_out",
+            fillOrKill: payload.fill_or_kill,
+            key: headers["idempotency-key"]
+          },
+          payload.user_id
+        ).pipe(Effect.map((receipt) => receipt as typeof BuyResult.Type))
       )
       .handle("sell", ({ headers, path, payload }) =>
-        trade("sell", path.ticker.toUpperCase(), {
-          user_id: payload.user_id,
-          amount: payload.amount,
-          minimum: payload.min_coin_out,
-          minimumField: "min_coin_out",
-          key: headers["idempotency-key"]
-        }).pipe(Effect.map((receipt) => receipt as typeof SellResult.Type))
+        trade(
+          {
+            side: "sell",
+            ticker: path.ticker.toUpperCase(),
+            amount: payload.amount,
+            minimum: payload.min_coin_out,
+            minimumField: "min_coin_out",
+            key: headers["idempotency-key"]
+          },
+          payload.user_id
+        ).pipe(Effect.map((receipt) => receipt as typeof SellResult.Type))
       )
   })
 )
