@@ -17,6 +17,7 @@ export * from "./http/BodyLimit.js"
 export * from "./http/ClientError.js"
 export * from "./http/Clients.js"
 export { ControlPlaneApi, HostHealthApi, StoredBeaconAnswer } from "./http/controlplane/Api.js"
+export * from "./http/FastPath.js"
 export {
   GroundTruthApi,
   GroundTruthAskApi,
@@ -53,6 +54,7 @@ export {
   OnboardingApi,
   ProductApi
 } from "./http/product/Api.js"
+export { assignFastPath } from "./http/product/AssignFastPath.js"
 export * from "./http/Surfaces.js"
 export { TokenAnswer, VaultApi, VaultNoStore, VaultTokensApi } from "./http/vault/Api.js"
 // Layers

@@ -25,6 +25,7 @@ import {
   StorageLive,
   WorkflowsLive
 } from "../http/controlplane/Http.js"
+import { composeFastPaths, type FastPath } from "../http/FastPath.js"
 import { GroundTruthApi } from "../http/groundtruth/Api.js"
 import {
   GroundTruthAskLive,
@@ -40,6 +41,7 @@ import { AgentsLive, ChatLive, CoinLive, StreamLive, TokensLive } from "../http/
 import { tradeFastPath } from "../http/marketplace/TradeFastPath.js"
 import { problemMiddleware } from "../http/Problem.js"
 import { ProductApi } from "../http/product/Api.js"
+import { assignFastPath } from "../http/product/AssignFastPath.js"
 import { AnalyticsLive, BlogLive, ExperimentsLive, OnboardingLive, ProductHealthLive } from "../http/product/Http.js"
 import { docsPath, openApiPath, type SurfaceName, SurfaceNames, surfaceApis } from "../http/Surfaces.js"
 import { VaultApi } from "../http/vault/Api.js"
@@ -120,11 +122,6 @@ const routeBodyLimits = (defaultLimit: number, product: ProductConfig, objectLim
   return (path: string) => (path.startsWith(OBJECT_ROUTES) ? objectLimit : (limits.get(path) ?? defaultLimit))
 }
 
-/** A route's common case answered before the router (the trade fast path); anything else goes on to `app`. */
-type FastPath = <E, R>(
-  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
-) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest>
-
 /**
  * CORS outermost, then problem bodies, so a refused body (413) gets the same shape as everything else; the
  * fast paths inside the body guard, so they only see bodies it let through.
@@ -177,7 +174,10 @@ export const httpRoutes = (options: ServeOptions = {}) =>
       const unique = SurfaceNames.filter((name) => surfaces.includes(name))
       // On unless KEEL_FAST_PATHS=false: the same answers either way (test/market/fast-path.test.ts).
       const fastPathsOn = yield* Config.boolean("KEEL_FAST_PATHS").pipe(Config.withDefault(true))
-      const fastPaths: FastPath = fastPathsOn && unique.includes("marketplace") ? yield* tradeFastPath : (app) => app
+      const fastPaths = composeFastPaths(
+        ...(fastPathsOn && unique.includes("marketplace") ? [yield* tradeFastPath] : []),
+        ...(fastPathsOn && unique.includes("product") ? [yield* assignFastPath] : [])
+      )
       return Layer.mergeAll(
         docsIndex(unique),
         globalMiddleware(routeBodyLimits(config.bodyLimitBytes, product, objectLimit), origins, fastPaths),

@@ -1,9 +1,10 @@
-import { HttpApiSchema, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Clock, Duration, Effect, Either, Option, Schema } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Clock, Duration, Effect, Either } from "effect"
 import { ApiKeys, principalId } from "../../services/market/ApiKeys.js"
 import { MarketConfig } from "../../services/market/MarketConfig.js"
 import { RateLimits } from "../../services/market/RateLimits.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
+import { endpointSchemas, errorResponse, type FastPath } from "../FastPath.js"
 import { MarketplaceApi } from "./Api.js"
 import { API_KEY_SHAPE, rateHeaders } from "./Gate.js"
 import { placeTrade, provenWallet } from "./Trade.js"
@@ -11,35 +12,10 @@ import { placeTrade, provenWallet } from "./Trade.js"
 /** The two trade routes, for a ticker that already has the path schema's shape and no query string. */
 const TRADE_ROUTE = /^\/api\/tokens\/([A-Za-z0-9]{1,16})\/(buy|sell)$/
 
-type Fields = Schema.Schema<Record<string, unknown>, unknown>
-
-/** What the fast path reads of an endpoint's definition. */
-interface EndpointSchemas {
-  readonly payloadSchema: Option.Option<unknown>
-  readonly headersSchema: Option.Option<unknown>
-  readonly successSchema: unknown
-}
-
-/** The endpoint's own schemas, compiled once: what the `HttpApi` route decodes and encodes per request. */
-const compile = (side: "buy" | "sell") => {
-  const tokens = MarketplaceApi.groups.tokens as unknown as { readonly endpoints: Record<string, EndpointSchemas> }
-  const endpoint = tokens.endpoints[side]!
-  return {
-    decodePayload: Schema.decodeUnknownEither(Option.getOrThrow(endpoint.payloadSchema) as Fields),
-    decodeHeaders: Schema.decodeUnknownEither(Option.getOrThrow(endpoint.headersSchema) as Fields),
-    encodeSuccess: Schema.encodeSync(endpoint.successSchema as Schema.Schema<unknown, unknown>),
-    minimumField: side === "buy" ? "min_tokens_out" : "min_coin_out"
-  }
-}
-
-/** A typed error as the `HttpApi` route answers it: its class's status, its encoded fields as JSON. */
-const errorResponse = (error: { readonly constructor: unknown }, headers: Record<string, string>) => {
-  const schema = error.constructor as Schema.Schema<unknown, unknown>
-  return HttpServerResponse.unsafeJson(Schema.encodeSync(schema)(error), {
-    status: HttpApiSchema.getStatusError(schema),
-    headers
-  })
-}
+const compile = (side: "buy" | "sell") => ({
+  ...endpointSchemas(MarketplaceApi.groups.tokens, side),
+  minimumField: side === "buy" ? "min_tokens_out" : "min_coin_out"
+})
 
 /**
  * The trade endpoints' common case, served without the `HttpApi` machinery: a JSON body that decodes, an
@@ -67,7 +43,7 @@ export const tradeFastPath = Effect.gen(function* () {
       const key = bearerToken(request.headers.authorization)
       if (key === undefined || !API_KEY_SHAPE.test(key)) return undefined
       const compiled = sides[side]
-      const headers = compiled.decodeHeaders(request.headers)
+      const headers = compiled.decodeHeaders!(request.headers)
       if (Either.isLeft(headers)) return undefined
       const body = yield* Effect.either(request.text)
       if (Either.isLeft(body)) return undefined
@@ -77,7 +53,7 @@ export const tradeFastPath = Effect.gen(function* () {
       } catch {
         return undefined
       }
-      const payload = compiled.decodePayload(json)
+      const payload = compiled.decodePayload!(json)
       if (Either.isLeft(payload)) return undefined
       const principal = yield* keys.authenticate(key)
       if (principal === undefined) return undefined
@@ -119,7 +95,7 @@ export const tradeFastPath = Effect.gen(function* () {
       })
     })
 
-  return <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+  const fastPath: FastPath = (app) =>
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
       if (request.method !== "POST") return app
       const route = TRADE_ROUTE.exec(request.url)
@@ -128,4 +104,5 @@ export const tradeFastPath = Effect.gen(function* () {
         response === undefined ? app : Effect.succeed(response)
       )
     })
+  return fastPath
 })
