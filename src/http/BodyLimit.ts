@@ -222,7 +222,10 @@ export const bodyLimitMiddleware =
   (limitFor: number | ((path: string) => number), options: BodyGuardOptions = {}) =>
   <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.gen(function* () {
-      // The guard enforces the limit itself, before the route reads: the platform's own limit is lifted.
+      // The guard enforces the limit itself, before the route reads: the platform's own limit (10 MiB) is
+      // lifted for the bodies that may exceed it. A body that is absent or already here whole (at most the
+      // stream's buffer, 16 KiB) is read under it unchanged, which spares the hot paths a copy of the
+      // request's context (`provideService` copies every service in it).
       const route = app.pipe(HttpIncomingMessage.withMaxBodySize(Option.none()))
       const request = yield* HttpServerRequest.HttpServerRequest
       const path = request.url.split("?")[0] ?? request.url
@@ -240,7 +243,7 @@ export const bodyLimitMiddleware =
         if (formEncoded && HttpMethod.hasBody(request.method)) {
           return yield* refusalResponse("media-type", limit, maxDepth, false)
         }
-        return yield* route
+        return yield* app
       }
       const req = NodeHttpServerRequest.toIncomingMessage(request)
       const watch = watchBody(
@@ -264,15 +267,16 @@ export const bodyLimitMiddleware =
       if (early !== undefined) return yield* answerRefusal(early)
       // The usual small body has arrived whole with its headers and was counted and scanned above: no
       // refusal can follow, so the route runs without the race (a fiber pair per request on the hot paths).
-      if (watch.isComplete()) return yield* route
+      const small = !chunked && declared <= req.readableHighWaterMark
+      if (watch.isComplete()) return yield* small ? app : route
       // A small body (within what the request stream buffers with nobody reading it, so it arrives whole
       // without a reader) is awaited before the route runs: the route then starts on a body already counted
       // and scanned, and one wait replaces the race below (two fibers and a deferred: ≈ 150 µs a request measured on
       // the hot paths, whose bodies the parser usually delivers just after the request has started).
-      if (!chunked && declared <= req.readableHighWaterMark) {
+      if (small) {
         yield* bodySettled
         const refusal = watch.refusal()
-        return refusal === undefined ? yield* route : yield* answerRefusal(refusal)
+        return refusal === undefined ? yield* app : yield* answerRefusal(refusal)
       }
       const signal = yield* Deferred.make<void>()
       void watch.refused.then(() => Deferred.unsafeDone(signal, Effect.void))

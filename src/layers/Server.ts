@@ -1,4 +1,5 @@
-import { Effect, Layer } from "effect"
+import { HttpMiddleware } from "@effect/platform"
+import { Effect, Function, Layer } from "effect"
 import { AutonomyScheduleLive } from "../actors/AutonomyTicker.js"
 import { MarketScheduleLive } from "../actors/MarketAgent.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
@@ -37,8 +38,21 @@ export const BlogImportLive = Layer.effectDiscard(
   })
 )
 
-/** Spans only where someone collects them (KEEL_TRACING); set before the server forks its request fibers. */
-export const TracingLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) => Layer.setTracerEnabled(config.tracing)))
+/**
+ * Spans only where someone collects them (KEEL_TRACING); set before the server forks its request fibers.
+ * Off, the HTTP server's own request span is skipped too: a disabled tracer still builds a no-op span and
+ * copies the request's context to hold it.
+ */
+export const TracingLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) =>
+    config.tracing
+      ? Layer.setTracerEnabled(true)
+      : Layer.merge(
+          Layer.setTracerEnabled(false),
+          Layer.locallyScoped(HttpMiddleware.currentTracerDisabledWhen, Function.constTrue)
+        )
+  )
+)
 
 /**
  * Start-up work, in order: first the demo data and the blog import, then the market's schedules.
