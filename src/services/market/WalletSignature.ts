@@ -44,14 +44,23 @@ const addressOfPublicKey = (uncompressed: Uint8Array): string =>
 
 export const isAddress = (text: string): boolean => /^0x[0-9a-fA-F]{40}$/.test(text)
 
+/** Checksummed forms already computed: every trade's stream event names its wallet in EIP-55 form. */
+const checksummed = new Map<string, string>()
+const CHECKSUMS_KEPT = 10_000
+
+/** The EIP-55 form of an address (a keccak-256 of it, ≈ 10 µs here: the forms met are remembered). */
 export const checksumAddress = (address: string): string => {
   const lower = strip0x(address).toLowerCase()
+  const known = checksummed.get(lower)
+  if (known !== undefined) return known
   const hash = bytesToHex(keccak_256(utf8ToBytes(lower)))
   let out = "0x"
   for (let i = 0; i < lower.length; i++) {
     const c = lower[i]!
     out += Number.parseInt(hash[i]!, 16) >= 8 ? c.toUpperCase() : c
   }
+  if (checksummed.size >= CHECKSUMS_KEPT) checksummed.clear()
+  checksummed.set(lower, out)
   return out
 }
 
