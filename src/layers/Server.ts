@@ -1,5 +1,6 @@
 import { HttpMiddleware } from "@effect/platform"
-import { Effect, Function, Layer } from "effect"
+import { Effect, Layer } from "effect"
+import { constTrue } from "effect/Function"
 import { AutonomyScheduleLive } from "../actors/AutonomyTicker.js"
 import { MarketScheduleLive } from "../actors/MarketAgent.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
@@ -49,7 +50,7 @@ export const TracingLive = Layer.unwrapEffect(
       ? Layer.setTracerEnabled(true)
       : Layer.merge(
           Layer.setTracerEnabled(false),
-          Layer.locallyScoped(HttpMiddleware.currentTracerDisabledWhen, Function.constTrue)
+          Layer.locallyScoped(HttpMiddleware.currentTracerDisabledWhen, constTrue)
         )
   )
 )
