@@ -1,8 +1,7 @@
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { signRequest, tradeFastPath } from "keel"
-import { HttpTest, type RawResponse, rawRequest } from "../support/http.js"
+import { HttpTest, type RawResponse, rawRequest, throughFastPath } from "../support/http.js"
 import { fundedWallet, launchAgent, serverPort } from "../support/market.js"
 
 // The trade fast path (src/http/marketplace/TradeFastPath.ts) must answer exactly as the HttpApi route does.
@@ -244,25 +243,18 @@ describe("the trade fast path", () => {
 
 const TRADE_PATH = "http://127.0.0.1/api/tokens/SIDE/buy"
 
-/** A request as the server hands it to the middleware, and whether the fast path passed it on. */
+/** Whether the fast path answered a trade itself or passed it on. */
 const through = (init: { readonly headers: Record<string, string>; readonly body: string }, path = TRADE_PATH) =>
-  Effect.gen(function* () {
-    const fastPath = yield* tradeFastPath
-    let passedOn = false
-    const app = Effect.sync(() => {
-      passedOn = true
-      return HttpServerResponse.empty({ status: 599 })
-    })
-    const request = HttpServerRequest.fromWeb(
+  Effect.flatMap(tradeFastPath, (fastPath) =>
+    throughFastPath(
+      fastPath,
       new Request(path, {
         method: "POST",
         headers: { "content-type": "application/json", ...init.headers },
         body: init.body
       })
     )
-    const response = yield* fastPath(app).pipe(Effect.provideService(HttpServerRequest.HttpServerRequest, request))
-    return { passedOn, status: response.status }
-  })
+  )
 
 layer(HttpTest({ env: env(true) }), { excludeTestServices: true, timeout: "60 seconds" })(
   "the fast path's reach",

@@ -1,8 +1,7 @@
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { assignFastPath } from "keel"
-import { HttpTest, type RawResponse, rawRequest } from "../support/http.js"
+import { HttpTest, type RawResponse, rawRequest, throughFastPath } from "../support/http.js"
 import { serverPort } from "../support/market.js"
 import { CLIENT_KEY, registryDir } from "./registry-fixture.js"
 
@@ -99,23 +98,16 @@ describe("the assignment fast path", () => {
   )
 })
 
-/** Whether the fast path answered a request itself or passed it on. */
+/** Whether the fast path answered an assignment itself or passed it on. */
 const through = (query: string, key: string | null = CLIENT_KEY) =>
-  Effect.gen(function* () {
-    const fastPath = yield* assignFastPath
-    let passedOn = false
-    const app = Effect.sync(() => {
-      passedOn = true
-      return HttpServerResponse.empty({ status: 599 })
-    })
-    const request = HttpServerRequest.fromWeb(
+  Effect.flatMap(assignFastPath, (fastPath) =>
+    throughFastPath(
+      fastPath,
       new Request(`http://127.0.0.1/api/experiments/assign?${query}`, {
         headers: key === null ? {} : { "x-client-key": key }
       })
     )
-    const response = yield* fastPath(app).pipe(Effect.provideService(HttpServerRequest.HttpServerRequest, request))
-    return { passedOn, status: response.status }
-  })
+  )
 
 layer(HttpTest({ settings: { dataDir: registryDir().dir } }), { timeout: "60 seconds" })(
   "the assignment fast path's reach",

@@ -1,8 +1,8 @@
 import * as Net from "node:net"
-import { HttpLayerRouter, HttpServer } from "@effect/platform"
+import { HttpLayerRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { type ConfigError, ConfigProvider, Duration, Effect, Layer } from "effect"
-import { type AppSettings, AppTest, httpRoutes, nodeServer, type ServeOptions } from "keel"
+import { type AppSettings, AppTest, type FastPath, httpRoutes, nodeServer, type ServeOptions } from "keel"
 
 /**
  * Keel's own Node server (as `ctl serve` runs it: its parser-error answers, its shutdown) on a random port,
@@ -152,3 +152,20 @@ export const chunkedBody = (total: number, chunkSize = 64 * 1024) => {
   parts.push("0\r\n\r\n")
   return parts
 }
+
+/**
+ * Hands one request to a fast path (src/http/FastPath.ts) as the server would, behind it a route that answers
+ * 599: whether the fast path answered the request itself or passed it on, and the status it got.
+ */
+export const throughFastPath = (fastPath: FastPath, request: Request) =>
+  Effect.gen(function* () {
+    let passedOn = false
+    const app = Effect.sync(() => {
+      passedOn = true
+      return HttpServerResponse.empty({ status: 599 })
+    })
+    const response = yield* fastPath(app).pipe(
+      Effect.provideService(HttpServerRequest.HttpServerRequest, HttpServerRequest.fromWeb(request))
+    )
+    return { passedOn, status: response.status }
+  })
