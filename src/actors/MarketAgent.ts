@@ -4,6 +4,7 @@ import { Cause, Chunk, Effect, Exit, Layer, Option, Schedule, Schema } from "eff
 import { Agents } from "../services/market/Agents.js"
 import { CoinHistory } from "../services/market/CoinPrice.js"
 import {
+  ActorFailed,
   AgentNotFound,
   AgentNotTrading,
   CurveComplete,
@@ -27,10 +28,11 @@ const Trade = Rpc.make("Trade", {
     CurveComplete,
     OrderNotFilled,
     InsufficientFunds,
-    IdempotencyKeyReused
+    IdempotencyKeyReused,
+    ActorFailed
   )
 })
-const Accrue = Rpc.make("Accrue", { success: Schema.BigInt, error: AgentNotFound })
+const Accrue = Rpc.make("Accrue", { success: Schema.BigInt, error: Schema.Union(AgentNotFound, ActorFailed) })
 
 /**
  * One actor per agent, keyed by ticker: its trades and its cost accrual are handled one at a time,
@@ -65,18 +67,37 @@ export const MarketAgentLive = Layer.unwrapEffect(
         const trading = yield* Trading
         const agents = yield* Agents
         const { entityId: ticker } = yield* Entity.CurrentAddress
+        /**
+         * What the caller is told: typed refusals as they are; a defect (or a whole group whose transaction
+         * failed) logged here and answered as `ActorFailed`. Sent back as a defect, it would make the cluster
+         * restart this actor and replay the message — forever, when the failure repeats (a missing table, a
+         * full disk), with every later trade of the ticker waiting behind it.
+         */
+        const answer = <A, E>(exit: Exit.Exit<A, E>) =>
+          Exit.isSuccess(exit) || Cause.isFailType(exit.cause) || !Cause.isDie(exit.cause)
+            ? Effect.succeed(exit as Exit.Exit<A, E | ActorFailed>)
+            : Effect.as(
+                Effect.logError("market actor: a message failed; nothing of it was applied", exit.cause).pipe(
+                  Effect.annotateLogs("ticker", ticker)
+                ),
+                Exit.fail(
+                  new ActorFailed({ ticker, detail: "the trade could not be applied; nothing was done" })
+                ) as Exit.Exit<A, E | ActorFailed>
+              )
         return (mailbox, replier) => {
           const accrue = (request: Envelope.Request<typeof Accrue>) =>
-            Effect.flatMap(Effect.exit(agents.accrue(ticker)), (exit) => replier.complete(request, exit))
+            Effect.flatMap(Effect.exit(agents.accrue(ticker)), (exit) =>
+              Effect.flatMap(answer(exit), (answered) => replier.complete(request, answered))
+            )
           const trades = (requests: ReadonlyArray<Envelope.Request<typeof Trade>>) =>
             Effect.gen(function* () {
               // The actor's own ticker is authoritative: an order can only ever trade the token it was sent to.
               const exits = yield* Effect.exit(trading.tradeBatch(requests.map((r) => ({ ...r.payload, ticker }))))
               for (const [i, request] of requests.entries()) {
-                yield* replier.complete(
-                  request,
-                  Exit.isSuccess(exits) ? exits.value[i]! : Exit.failCause(Cause.die(Cause.squash(exits.cause)))
-                )
+                const exit = Exit.isSuccess(exits)
+                  ? exits.value[i]!
+                  : Exit.failCause(Cause.die(Cause.squash(exits.cause)))
+                yield* replier.complete(request, yield* answer(exit))
               }
             })
           const drain = Effect.gen(function* () {

@@ -1,10 +1,11 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { SqlClient } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
 import Database from "better-sqlite3"
-import { Effect, Layer } from "effect"
+import { Deferred, Effect, Fiber, Layer } from "effect"
 import { AllMigrations, ApiKeys, migrationsLayer } from "keel"
 
 /** ApiKeys on a database file, as the server runs it: another process can open the same file. */
@@ -35,6 +36,40 @@ describe("API key authentication with its cache of live keys", () => {
         other.close()
       }
       assert.strictEqual(yield* keys.authenticate(key), undefined)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("a revoke by another process is seen even while another request holds a read transaction open", () => {
+    const { file, layer } = onFile()
+    return Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const keys = yield* ApiKeys
+      const { key, info } = yield* keys.create({ wallet: WALLET })
+      assert.deepStrictEqual(yield* keys.authenticate(key), { kind: "wallet", address: WALLET })
+      // Another request's read transaction (a plain BEGIN, then a read) stays open on the shared connection,
+      // while ctl revokes the key on the same file and the key is presented again.
+      const opened = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const reader = yield* sql
+        .withTransaction(
+          Effect.gen(function* () {
+            yield* sql`SELECT count(*) FROM market_api_keys`
+            yield* Deferred.succeed(opened, undefined)
+            yield* Deferred.await(release)
+          })
+        )
+        .pipe(Effect.fork)
+      yield* Deferred.await(opened)
+      const other = new Database(file)
+      try {
+        other.prepare("UPDATE market_api_keys SET revoked_at = ? WHERE id = ?").run(Date.now(), info.id)
+      } finally {
+        other.close()
+      }
+      const presented = yield* Effect.fork(keys.authenticate(key))
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(reader)
+      assert.strictEqual(yield* Fiber.join(presented), undefined)
     }).pipe(Effect.provide(layer))
   })
 

@@ -1,3 +1,4 @@
+import { SqlClient } from "@effect/sql"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { signRequest, tradeFastPath } from "keel"
@@ -207,6 +208,20 @@ const record = (fast: boolean) =>
     const answers: Array<RawResponse & { label: string }> = []
     for (const request of script(w1, w2, w3, agentKey))
       answers.push({ label: request.label, ...(yield* send(port, request)) })
+    // A trade whose transaction fails (its table is gone): a defect, answered as a logged 500.
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`ALTER TABLE market_trades RENAME TO market_trades_gone`.pipe(Effect.orDie)
+    const failing = {
+      label: "a trade whose transaction fails",
+      path: "/api/tokens/FAST/buy",
+      headers: { authorization: `Bearer ${w1.key}` },
+      body: JSON.stringify({ user_id: w1.address, amount: 0.1 })
+    }
+    answers.push({ label: failing.label, ...(yield* send(port, failing)) })
+    // The actor answered it and goes on (it is not restarted to replay the message): once the table is back,
+    // the ticker trades again.
+    yield* sql`ALTER TABLE market_trades_gone RENAME TO market_trades`.pipe(Effect.orDie)
+    answers.push({ label: "the next trade, the table back", ...(yield* send(port, failing)) })
     return answers
   }).pipe(Effect.provide(HttpTest({ env: env(fast) })))
 
@@ -233,7 +248,12 @@ describe("the trade fast path", () => {
         }
         // The script covers what it means to: successes, replays, refusals of every kind, the limit.
         const statuses = new Set(withFastPath.map((answer) => answer.status))
-        for (const status of [200, 400, 401, 403, 404, 409, 422, 429]) assert.isTrue(statuses.has(status), `${status}`)
+        for (const status of [200, 400, 401, 403, 404, 409, 422, 429, 500])
+          assert.isTrue(statuses.has(status), `${status}`)
+        const [failed, next] = withFastPath.slice(-2)
+        assert.strictEqual(failed!.status, 500)
+        assert.isDefined(failed!.headers["x-ratelimit-remaining"])
+        assert.strictEqual(next!.status, 200)
         assert.strictEqual(withFastPath[2]!.headers["idempotent-replayed"], "true")
         assert.strictEqual(withFastPath.filter((answer) => answer.status === 429).length, 2)
       }),

@@ -29,14 +29,25 @@ describe("RateLimits (docs/marketplace.md, Rate limits)", () => {
   it.effect("forgets expired counters once it holds many, so clients coming and going cannot grow it", () =>
     Effect.gen(function* () {
       const limits = yield* RateLimits
-      for (let i = 0; i < 10_000; i++) limits.consumeAt(`public:ip:10.0.${i >> 8}.${i & 255}`, 100, MINUTE, 0)
-      assert.strictEqual(limits.size(), 10_000)
-      // Still live: kept.
+      for (let i = 0; i < 9_999; i++) limits.consumeAt(`public:ip:10.0.${i >> 8}.${i & 255}`, 100, MINUTE, 0)
+      // Still live when the sweep comes: kept.
       limits.consumeAt("public:ip:192.0.2.1", 100, MINUTE, 500)
-      assert.strictEqual(limits.size(), 10_001)
-      // Every counter but the last has expired by now (each lived 600 ms).
+      assert.strictEqual(limits.size(), 10_000)
+      // Every counter but that one has expired by now (each lived 600 ms).
       limits.consumeAt("public:ip:192.0.2.2", 100, MINUTE, 700)
       assert.strictEqual(limits.size(), 2)
+    }).pipe(Effect.provide(RateLimits.Default))
+  )
+
+  it.effect("with many live counters, new clients do not each pay for a sweep", () =>
+    Effect.gen(function* () {
+      const limits = yield* RateLimits
+      for (let i = 0; i < 10_000; i++) limits.consumeAt(`public:ip:10.1.${i >> 8}.${i & 255}`, 100, MINUTE, 0)
+      // All live: the first new client sweeps and finds nothing to forget; the next ones do not sweep again
+      // until there are twice as many counters.
+      for (let i = 0; i < 1_000; i++) limits.consumeAt(`public:ip:10.2.${i >> 8}.${i & 255}`, 100, MINUTE, 100)
+      assert.strictEqual(limits.sweeps(), 1)
+      assert.strictEqual(limits.size(), 11_000)
     }).pipe(Effect.provide(RateLimits.Default))
   )
 })

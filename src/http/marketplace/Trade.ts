@@ -73,7 +73,9 @@ export const placeTrade = Effect.gen(function* () {
         Effect.catchTags({
           MailboxFull: overloaded,
           AlreadyProcessingMessage: overloaded,
-          PersistenceError: overloaded
+          PersistenceError: overloaded,
+          // Logged by the actor; a 500 here (the problem middleware logs the request too).
+          ActorFailed: (failed) => Effect.die(failed)
         })
       )
   }

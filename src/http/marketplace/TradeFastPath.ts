@@ -1,4 +1,4 @@
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Duration, Effect, Either } from "effect"
 import { ApiKeys, principalId } from "../../services/market/ApiKeys.js"
 import { MarketConfig } from "../../services/market/MarketConfig.js"
@@ -66,20 +66,30 @@ export const tradeFastPath = Effect.gen(function* () {
 
       // Counted: from here on this request is answered here, whatever happens.
       const rate = rateHeaders(limit, counted.remaining, counted.resetAfterMillis, now)
-      const outcome = yield* Effect.either(
-        place(
-          wallet,
-          principal,
-          {
-            side,
-            ticker,
-            amount: payload.right.amount as number,
-            minimum: payload.right[compiled.minimumField] as number | undefined,
-            minimumField: compiled.minimumField,
-            fillOrKill: payload.right.fill_or_kill as boolean | undefined,
-            key: headers.right["idempotency-key"] as string | undefined
-          },
-          body.right
+      const outcome = yield* place(
+        wallet,
+        principal,
+        {
+          side,
+          ticker,
+          amount: payload.right.amount as number,
+          minimum: payload.right[compiled.minimumField] as number | undefined,
+          minimumField: compiled.minimumField,
+          fillOrKill: payload.right.fill_or_kill as boolean | undefined,
+          key: headers.right["idempotency-key"] as string | undefined
+        },
+        body.right
+      ).pipe(
+        Effect.either,
+        // A defect (the trade's transaction failed) goes on to the problem middleware as the route's does (a
+        // logged 500), with the gate's headers, which the route adds the same way.
+        Effect.catchAllCause((cause) =>
+          Effect.zipRight(
+            HttpApp.appendPreResponseHandler((_request, response) =>
+              Effect.succeed(HttpServerResponse.setHeaders(response, rate))
+            ),
+            Effect.failCause(cause)
+          )
         )
       )
       if (Either.isLeft(outcome)) {
@@ -100,8 +110,10 @@ export const tradeFastPath = Effect.gen(function* () {
       if (request.method !== "POST") return app
       const route = TRADE_ROUTE.exec(request.url)
       if (route === null) return app
-      return Effect.flatMap(serve(request, route[2] as "buy" | "sell", route[1]!.toUpperCase()), (response) =>
-        response === undefined ? app : Effect.succeed(response)
+      // Interruptible, as the router runs a route: a client that hangs up stops its request here too.
+      return Effect.flatMap(
+        Effect.interruptible(serve(request, route[2] as "buy" | "sell", route[1]!.toUpperCase())),
+        (response) => (response === undefined ? app : Effect.succeed(response))
       )
     })
   return fastPath

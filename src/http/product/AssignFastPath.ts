@@ -42,7 +42,9 @@ export const assignFastPath = Effect.gen(function* () {
   const fastPath: FastPath = (app) =>
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
       if (request.method !== "GET" || !request.url.startsWith(PATH)) return app
-      return serve(request) ?? app
+      const served = serve(request)
+      // Interruptible, as the router runs a route: a client that hangs up stops its request here too.
+      return served === undefined ? app : Effect.interruptible(served)
     })
   return fastPath
 })

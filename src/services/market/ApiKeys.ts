@@ -127,13 +127,15 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("market/ApiKeys", {
     let seenVersion: number | undefined
     let generation = 0
     /*
-     * The connection itself, taken once: `PRAGMA data_version` is a counter of *other* connections' commits,
-     * so it must be read on the SqlClient's own connection, but not under its lock — reading it changes
-     * nothing and better-sqlite3 runs it synchronously, even while a group commit holds the lock between two
-     * statements. Through the `sql` template (compile, span, lock) it cost ≈ 100 µs a request in the server.
+     * `PRAGMA data_version` counts *other* connections' commits, so it is read on the SqlClient's own
+     * connection — under its lock, as the client's statements are: inside a transaction that another request
+     * holds open on that connection, the counter is frozen at the transaction's snapshot, and a revoke
+     * committed meanwhile would go unseen until it ends. The statement itself is written out (no compile, no
+     * span): through the `sql` template it cost ≈ 100 µs a request in the server.
      */
-    const connection = yield* Effect.scoped(sql.reserve).pipe(Effect.orDie)
-    const dataVersion = connection.execute("PRAGMA data_version", [], undefined).pipe(
+    const dataVersion = Effect.scoped(
+      Effect.flatMap(sql.reserve, (connection) => connection.execute("PRAGMA data_version", [], undefined))
+    ).pipe(
       Effect.map((rows) => Number((rows[0] as { data_version?: number } | undefined)?.data_version ?? -1)),
       Effect.orDie
     )

@@ -120,3 +120,14 @@ export class UnknownApiKey extends Schema.TaggedError<UnknownApiKey>()("UnknownA
   code: Schema.Literal("API_KEY_NOT_FOUND"),
   detail: Schema.String
 }) {}
+
+/**
+ * A message the agent's actor could not apply (its transaction failed: a defect, an I/O error): nothing of it
+ * was done, and the cause is logged by the actor. Internal to the actor's protocol: a defect sent back as a
+ * defect would make the cluster restart the actor and replay the message, forever when the failure repeats;
+ * the HTTP layer answers it as a 500.
+ */
+export class ActorFailed extends Schema.TaggedError<ActorFailed>()("ActorFailed", {
+  ticker: Schema.String,
+  detail: Schema.String
+}) {}

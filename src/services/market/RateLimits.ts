@@ -31,16 +31,21 @@ const SWEEP_AT = 10_000
 export class RateLimits extends Effect.Service<RateLimits>()("market/RateLimits", {
   sync: () => {
     const counters = new Map<string, Counter>()
+    let sweepAt = SWEEP_AT
+    let sweeps = 0
 
+    /** Forgets expired counters; if most are live, the next sweep waits until there are twice as many. */
     const sweep = (now: number) => {
+      sweeps++
       for (const [key, counter] of counters) if (counter.expiresAt <= now) counters.delete(key)
+      sweepAt = Math.max(SWEEP_AT, counters.size * 2)
     }
 
     /** Counts one request against `key` at `now` (epoch milliseconds). */
     const consumeAt = (key: string, limit: number, windowMillis: number, now: number): Allowed | Exceeded => {
       let counter = counters.get(key)
       if (counter === undefined || counter.expiresAt <= now) {
-        if (counter === undefined && counters.size >= SWEEP_AT) sweep(now)
+        if (counter === undefined && counters.size >= sweepAt) sweep(now)
         counter = { count: 0, expiresAt: now }
         counters.set(key, counter)
       }
@@ -55,8 +60,9 @@ export class RateLimits extends Effect.Service<RateLimits>()("market/RateLimits"
       /** `consumeAt` on the Effect clock (tests move it). */
       consume: (key: string, limit: number, windowMillis: number) =>
         Effect.map(Clock.currentTimeMillis, (now) => ({ now, outcome: consumeAt(key, limit, windowMillis, now) })),
-      /** Counters held now (for tests of the sweep). */
-      size: () => counters.size
+      /** Counters held now and sweeps so far (for tests of the sweep). */
+      size: () => counters.size,
+      sweeps: () => sweeps
     } as const
   }
 }) {}
