@@ -33,11 +33,16 @@ export const rateHeaders = (limit: number, remaining: number, resetAfterMillis: 
   "x-ratelimit-reset": String(Math.ceil((now + resetAfterMillis) / 1000))
 })
 
-/** Whole seconds to wait, at least one. */
-export const retryAfterSeconds = (retryAfterMillis: number) => Math.max(1, Math.ceil(retryAfterMillis / 1000))
+/**
+ * The counter a request is counted against: public endpoints per client IP, the others per principal, or per
+ * IP when nobody was proven. The gate and the trade fast path count on the same counters.
+ */
+export const rateKey = (cls: EndpointClass, principal: Principal | undefined, ip: string | undefined) =>
+  principal === undefined ? `${cls}:ip:${ip}` : `${cls}:${principalId(principal)}`
 
-export const rateLimited = (cls: EndpointClass, limit: number, window: Duration.Duration, retryAfterMillis: number) => {
-  const retryAfter = retryAfterSeconds(retryAfterMillis)
+const rateLimited = (cls: EndpointClass, limit: number, window: Duration.Duration, retryAfterMillis: number) => {
+  // Whole seconds to wait, at least one.
+  const retryAfter = Math.max(1, Math.ceil(retryAfterMillis / 1000))
   return new RateLimited({
     code: "RATE_LIMITED",
     retry_after_seconds: retryAfter,
@@ -92,8 +97,7 @@ export const MarketGateLive = Layer.effect(
       const ip = proxies.clientAddress(Option.getOrUndefined(request.remoteAddress), request.headers)
       const credentials = cls === "public" ? undefined : yield* authenticate(request)
       const principal = credentials?._tag === "Right" ? credentials.right : undefined
-      // Public endpoints count per client IP; the others per principal, or per IP when nobody was proven.
-      const key = principal === undefined ? `${cls}:ip:${ip}` : `${cls}:${principalId(principal)}`
+      const key = rateKey(cls, principal, ip)
       const limit = config.limits[cls]
       const windowMillis = Duration.toMillis(config.rateWindow)
       const { now, outcome } = yield* limits.consume(key, limit, windowMillis)

@@ -21,7 +21,7 @@ export const provenWallet = (
   return Either.right({ wallet, principal })
 }
 
-export const OVERLOAD_RETRY_SECONDS = 1
+const OVERLOAD_RETRY_SECONDS = 1
 
 const overloaded = () =>
   Effect.fail(

@@ -1,12 +1,12 @@
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Duration, Effect, Either } from "effect"
-import { ApiKeys, principalId } from "../../services/market/ApiKeys.js"
+import { ApiKeys } from "../../services/market/ApiKeys.js"
 import { MarketConfig } from "../../services/market/MarketConfig.js"
 import { RateLimits } from "../../services/market/RateLimits.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import { endpointSchemas, errorResponse, type FastPath } from "../FastPath.js"
 import { MarketplaceApi } from "./Api.js"
-import { API_KEY_SHAPE, rateHeaders } from "./Gate.js"
+import { API_KEY_SHAPE, rateHeaders, rateKey } from "./Gate.js"
 import { placeTrade, provenWallet } from "./Trade.js"
 
 /** The two trade routes, for a ticker that already has the path schema's shape and no query string. */
@@ -61,7 +61,7 @@ export const tradeFastPath = Effect.gen(function* () {
       if (Either.isLeft(proven)) return undefined
       const { wallet } = proven.right
       const now = yield* Clock.currentTimeMillis
-      const counted = limits.consumeAt(`trading:${principalId(principal)}`, limit, windowMillis, now)
+      const counted = limits.consumeAt(rateKey("trading", principal, undefined), limit, windowMillis, now)
       if (!counted.allowed) return undefined
 
       // Counted: from here on this request is answered here, whatever happens.
