@@ -68,22 +68,21 @@ export const MarketAgentLive = Layer.unwrapEffect(
         const agents = yield* Agents
         const { entityId: ticker } = yield* Entity.CurrentAddress
         /**
-         * What the caller is told: typed refusals as they are; a defect (or a whole group whose transaction
-         * failed) logged here and answered as `ActorFailed`. Sent back as a defect, it would make the cluster
-         * restart this actor and replay the message — forever, when the failure repeats (a missing table, a
-         * full disk), with every later trade of the ticker waiting behind it.
+         * A message whose transaction failed (a defect, an I/O error) is logged here and answered as
+         * `ActorFailed`, never as a defect: sent back as a defect, it would make the cluster restart this actor
+         * and replay the message — forever when the failure repeats (a missing table, a full disk), with every
+         * later trade of the ticker waiting behind it.
          */
-        const answer = <A, E>(exit: Exit.Exit<A, E>) =>
-          Exit.isSuccess(exit) || Cause.isFailType(exit.cause) || !Cause.isDie(exit.cause)
-            ? Effect.succeed(exit as Exit.Exit<A, E | ActorFailed>)
-            : Effect.as(
-                Effect.logError("market actor: a message failed; nothing of it was applied", exit.cause).pipe(
-                  Effect.annotateLogs("ticker", ticker)
-                ),
-                Exit.fail(
-                  new ActorFailed({ ticker, detail: "the trade could not be applied; nothing was done" })
-                ) as Exit.Exit<A, E | ActorFailed>
-              )
+        const failed = (cause: Cause.Cause<unknown>) =>
+          Effect.as(
+            Effect.logError("market actor: a message failed; nothing of it was applied", cause).pipe(
+              Effect.annotateLogs("ticker", ticker)
+            ),
+            Exit.fail(new ActorFailed({ ticker, detail: "the trade could not be applied; nothing was done" }))
+          )
+        /** Typed refusals and interruptions as they are; a defect through `failed`. */
+        const answer = <A, E>(exit: Exit.Exit<A, E>): Effect.Effect<Exit.Exit<A, E | ActorFailed>> =>
+          Exit.isSuccess(exit) || !Cause.isDie(exit.cause) ? Effect.succeed(exit) : failed(exit.cause)
         return (mailbox, replier) => {
           const accrue = (request: Envelope.Request<typeof Accrue>) =>
             Effect.flatMap(Effect.exit(agents.accrue(ticker)), (exit) =>
@@ -93,12 +92,14 @@ export const MarketAgentLive = Layer.unwrapEffect(
             Effect.gen(function* () {
               // The actor's own ticker is authoritative: an order can only ever trade the token it was sent to.
               const exits = yield* Effect.exit(trading.tradeBatch(requests.map((r) => ({ ...r.payload, ticker }))))
-              for (const [i, request] of requests.entries()) {
-                const exit = Exit.isSuccess(exits)
-                  ? exits.value[i]!
-                  : Exit.failCause(Cause.die(Cause.squash(exits.cause)))
-                yield* replier.complete(request, yield* answer(exit))
+              if (Exit.isFailure(exits)) {
+                // The group's transaction failed: none of it happened; logged once, every caller told.
+                const answered = yield* failed(exits.cause)
+                for (const request of requests) yield* replier.complete(request, answered)
+                return
               }
+              for (const [i, request] of requests.entries())
+                yield* replier.complete(request, yield* answer(exits.value[i]!))
             })
           const drain = Effect.gen(function* () {
             let taken = Chunk.toReadonlyArray((yield* mailbox.takeAll)[0])
