@@ -68,8 +68,10 @@ const floorAssignEffect = await measure("floor-effect-assign", "effect-constant.
 const floorCollectRaw = await measure("floor-raw-collect", "raw-constant.mjs", {}, BATCHES, collect, 202)
 const floorCollectEffect = await measure("floor-effect-collect", "effect-constant.mjs", {}, BATCHES, collect, 202)
 const perRequest = (r) => `${(1e6 / r.rps).toFixed(0)} µs`
+const cpu = (r) => (r.cpuMicros === undefined ? "n/a" : `${r.cpuMicros.toFixed(0)} µs`)
 const timeLine = (keel, raw, floorEffect, floorRaw) =>
-  `  time per request: keel ${perRequest(keel)}, baseline ${perRequest(raw)}; floors: @effect/platform ${perRequest(floorEffect)}, node:http ${perRequest(floorRaw)}`
+  `  time per request: keel ${perRequest(keel)}, baseline ${perRequest(raw)}; floors: @effect/platform ${perRequest(floorEffect)}, node:http ${perRequest(floorRaw)}\n` +
+  `  server CPU per request: keel ${cpu(keel)}, baseline ${cpu(raw)}; floors: @effect/platform ${cpu(floorEffect)}, node:http ${cpu(floorRaw)}`
 
 console.log(`${CONCURRENCY} concurrent keep-alive connections, ${cores} cores`)
 console.log(`GET /api/experiments/assign (${ASSIGNS} requests over ${SUBJECTS} subjects)`)

@@ -1,11 +1,12 @@
 import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, FiberRef, Layer } from "effect"
+import { ConfigProvider, Duration, Effect, FiberRef, Layer, Option } from "effect"
 import {
   AppConfig,
   AppConfigTest,
   Database,
+  hotSpan,
   loadSettings,
   resolveLogFormat,
   ServicesTest,
@@ -86,6 +87,20 @@ describe("AppConfig", () => {
         )
         assert.strictEqual(enabled, tracing)
       }
+    })
+  )
+
+  it.effect("a hot path's span exists only while the tracer is on, with the body's own result", () =>
+    Effect.gen(function* () {
+      const double = hotSpan("Unit.double")(function* (n: number) {
+        const span = yield* Effect.option(Effect.currentSpan)
+        return { doubled: n * 2, span: Option.map(span, (s) => s.name) }
+      })
+      const on = yield* double(21).pipe(Effect.withTracerEnabled(true))
+      assert.deepStrictEqual(on, { doubled: 42, span: Option.some("Unit.double") })
+      const off = yield* double(21).pipe(Effect.withTracerEnabled(false))
+      assert.strictEqual(off.doubled, 42)
+      assert.notStrictEqual(Option.getOrUndefined(off.span), "Unit.double")
     })
   )
 

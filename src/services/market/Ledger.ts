@@ -1,6 +1,7 @@
 import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
+import { hotSpan } from "../platform/HotSpan.js"
 import { placeholders, SqlDirect } from "../platform/SqlDirect.js"
 import { checksumAddress } from "./WalletSignature.js"
 
@@ -75,7 +76,7 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
      * must roll back on failure). Refuses an unbalanced entry or an overdraft. Answers the entry id
      * and the new balance of every (account, asset) the entry touched.
      */
-    const postWithin = Effect.fn("Ledger.postWithin")(function* (
+    const postWithin = hotSpan("Ledger.postWithin")(function* (
       kind: string,
       reference: string,
       legs: ReadonlyArray<Leg>

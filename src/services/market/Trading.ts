@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Exit, Schema } from "effect"
 import { sha256Hex } from "../platform/Digest.js"
+import { hotSpan } from "../platform/HotSpan.js"
 import { SqlDirect } from "../platform/SqlDirect.js"
 import { type Principal, principalId } from "./ApiKeys.js"
 import { Chat } from "./Chat.js"
@@ -223,7 +224,7 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
         return { receipt, replayed: false } satisfies TradeOutcome
       }).pipe(direct.transaction, Effect.catchTags({ SqlError: Effect.die, UnbalancedEntry: Effect.die }))
 
-    const trade = Effect.fn("Trading.trade")(function* (order: TradeOrder) {
+    const trade = hotSpan("Trading.trade")(function* (order: TradeOrder) {
       const now = yield* Clock.currentTimeMillis
       const outcome = yield* tradeWithin(order, now)
       if (!outcome.replayed) yield* events.committed

@@ -2,6 +2,7 @@ import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option, Schema } from "effect"
 import { GroupCommit } from "../platform/GroupCommit.js"
+import { hotSpan } from "../platform/HotSpan.js"
 import { buckets, chooseVariant } from "./Hashing.js"
 import { type Experiment, JourneyRegistry } from "./JourneyRegistry.js"
 
@@ -132,7 +133,7 @@ export class Assigner extends Effect.Service<Assigner>()("product/Assigner", {
           .pipe(Effect.orDie)
       })
 
-    const assign = Effect.fn("Assigner.assign")(function* (request: AssignRequest) {
+    const assign = hotSpan("Assigner.assign")(function* (request: AssignRequest) {
       const app = yield* authorizedApp(request.appId, request.clientKey)
       const journey = app.journeys.find((j) => j.platform === request.platform && j.surface === request.surface)
       if (journey?.experiment === undefined) return emptyAssignment

@@ -1,6 +1,7 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Clock, Effect, Either, type ParseResult, Schema } from "effect"
 import { GroupCommit } from "../platform/GroupCommit.js"
+import { hotSpan } from "../platform/HotSpan.js"
 import { placeholders, type SqlParam } from "../platform/SqlDirect.js"
 import { formatIssues, BoundedText as Text } from "../platform/Validation.js"
 import { ProductConfig } from "./ProductConfig.js"
@@ -269,7 +270,7 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
       ).pipe(Effect.orDie)
 
     /** Takes the raw body (JSON sent as application/json or text/plain, as sendBeacon does). */
-    const collect = Effect.fn("Collector.collect")(function* (kind: CollectorKind, body: string) {
+    const collect = hotSpan("Collector.collect")(function* (kind: CollectorKind, body: string) {
       let raw: unknown
       try {
         raw = JSON.parse(body)
