@@ -1,11 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Deferred, Effect, Exit, Runtime } from "effect"
+import { Effect, Exit, Runtime } from "effect"
 import { type DirectStatements, SqlDirect } from "./SqlDirect.js"
 
 interface Pending {
   readonly body: (db: DirectStatements) => Effect.Effect<unknown, unknown>
-  readonly done: Deferred.Deferred<unknown, unknown>
+  /** Resumes the waiting caller (a plain callback: a `Deferred` per write cost ≈ 6 µs in the assignment's profile). */
+  readonly done: (exit: Exit.Exit<unknown, unknown>) => void
 }
 
 /**
@@ -28,10 +29,13 @@ export class GroupCommit extends Effect.Service<GroupCommit>()("platform/GroupCo
         // Each write in its own savepoint of the group's transaction.
         .transaction(Effect.forEach(group, (pending) => Effect.exit(direct.transaction(pending.body))))
         .pipe(
-          Effect.matchCauseEffect({
-            onFailure: (cause) => Effect.forEach(group, (pending) => Deferred.failCause(pending.done, cause)),
-            onSuccess: (exits) =>
-              Effect.forEach(group, (pending, i) => Deferred.complete(pending.done, exits[i] ?? Exit.die("lost")))
+          Effect.matchCause({
+            onFailure: (cause) => {
+              for (const pending of group) pending.done(Exit.failCause(cause))
+            },
+            onSuccess: (exits) => {
+              group.forEach((pending, i) => pending.done(exits[i] ?? Exit.die("lost")))
+            }
           })
         )
 
@@ -50,14 +54,14 @@ export class GroupCommit extends Effect.Service<GroupCommit>()("platform/GroupCo
       )
     }
 
+    // A caller interrupted while it waits is not resumed; its write still commits with its group.
     const enqueue = <A, E>(body: (db: DirectStatements) => Effect.Effect<A, E>) =>
-      Effect.flatMap(Deferred.make<unknown, unknown>(), (done) => {
-        queue.push({ body, done })
+      Effect.async<A, E | SqlError>((resume) => {
+        queue.push({ body, done: resume as Pending["done"] })
         if (!scheduled) {
           scheduled = true
           setImmediate(drain)
         }
-        return Deferred.await(done) as Effect.Effect<A, E | SqlError>
       })
 
     /**
