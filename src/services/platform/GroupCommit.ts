@@ -34,7 +34,9 @@ export class GroupCommit extends Effect.Service<GroupCommit>()("platform/GroupCo
               for (const pending of group) pending.done(Exit.failCause(cause))
             },
             onSuccess: (exits) => {
-              group.forEach((pending, i) => pending.done(exits[i] ?? Exit.die("lost")))
+              group.forEach((pending, i) => {
+                pending.done(exits[i] ?? Exit.die("lost"))
+              })
             }
           })
         )
