@@ -172,6 +172,17 @@ layer(
     })
   )
 
+  it.effect("limit=1 answers the first hit of a longer search, with its snippet", () =>
+    Effect.gen(function* () {
+      const ten = (yield* call("GET", "/search?q=fastify&limit=10")).body
+      const one = (yield* call("GET", "/search?q=fastify&limit=1")).body
+      assert.isAbove(ten.hits.length, 1)
+      assert.strictEqual(one.hits.length, 1)
+      assert.deepStrictEqual(one.hits[0], ten.hits[0])
+      assert.isNotEmpty(one.hits[0].snippet)
+    })
+  )
+
   it.effect("a search during an ingest sees the old commit or the new one, never a mix", () =>
     Effect.gen(function* () {
       const before = (yield* chunks)[0]?.commit_sha
