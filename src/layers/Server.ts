@@ -56,6 +56,15 @@ export const TracingLive = Layer.unwrapEffect(
 )
 
 /**
+ * `layer` built with the tracer KEEL_TRACING asks for. A `FiberRef` set by a layer reaches only the layers
+ * built after it with it provided, and the fibers they fork: provided to the HTTP layer alone, the tracer
+ * setting missed every fiber the application graph forks while it is built (the actors' mailboxes and
+ * RPC servers, the schedules), which kept making spans with the tracer meant to be off.
+ */
+export const withTracingFromConfig = <A, E, R>(layer: Layer.Layer<A, E, R>) =>
+  layer.pipe(Layer.provide(TracingLive.pipe(Layer.provide(AppConfig.Default))))
+
+/**
  * Start-up work, in order: first the demo data and the blog import, then the market's schedules.
  * The schedules' first tick runs at once (the coin price sample, the cost accrual), so started any
  * earlier they would record the configured initial coin price before the demo's history exists: a
@@ -67,4 +76,4 @@ export const StartupLive = Layer.merge(MarketScheduleLive, AutonomyScheduleLive)
 
 /** What `ctl serve` runs: the HTTP server on the full application graph. */
 export const serverLive = (options: ServeOptions & { readonly host?: string; readonly port?: number } = {}) =>
-  httpServer(options).pipe(Layer.provide(TracingLive), Layer.provide(StartupLive), Layer.provideMerge(AppLive))
+  withTracingFromConfig(httpServer(options).pipe(Layer.provide(StartupLive), Layer.provideMerge(AppLive)))

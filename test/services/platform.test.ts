@@ -1,7 +1,7 @@
 import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, FiberRef, Layer, Option } from "effect"
+import { ConfigProvider, Deferred, Duration, Effect, FiberRef, Layer, Option } from "effect"
 import {
   AppConfig,
   AppConfigTest,
@@ -11,7 +11,8 @@ import {
   resolveLogFormat,
   ServicesTest,
   seedDemoData,
-  TracingLive
+  TracingLive,
+  withTracingFromConfig
 } from "keel"
 
 const withEnv = (env: Record<string, string>) =>
@@ -84,6 +85,26 @@ describe("AppConfig", () => {
       for (const tracing of [false, true]) {
         const enabled = yield* tracerEnabled.pipe(
           Effect.provide(TracingLive.pipe(Layer.provide(AppConfigTest({ tracing }))))
+        )
+        assert.strictEqual(enabled, tracing)
+      }
+    })
+  )
+
+  it.effect("every fiber the application graph forks while it is built follows KEEL_TRACING", () =>
+    Effect.gen(function* () {
+      for (const tracing of [false, true]) {
+        const seen = yield* Deferred.make<boolean>()
+        // As the cluster's entity managers and the schedules do: a fiber forked while the layer is built.
+        const forksWhileBuilt = Layer.scopedDiscard(
+          Effect.forkScoped(
+            Effect.flatMap(FiberRef.get(FiberRef.currentTracerEnabled), (enabled) => Deferred.succeed(seen, enabled))
+          )
+        )
+        const enabled = yield* Layer.build(withTracingFromConfig(forksWhileBuilt)).pipe(
+          Effect.zipRight(Deferred.await(seen)),
+          Effect.scoped,
+          withEnv({ KEEL_TRACING: String(tracing) })
         )
         assert.strictEqual(enabled, tracing)
       }
