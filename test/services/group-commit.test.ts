@@ -60,6 +60,38 @@ describe("GroupCommit: writes submitted together share one transaction", () => {
     }).pipe(Effect.provide(GroupTest))
   )
 
+  it.effect("a group whose writes all succeed runs each once; one failure re-runs the group, isolated", () =>
+    Effect.gen(function* () {
+      const groups = yield* GroupCommit
+      const runs = new Map<string, number>()
+      const counted =
+        (name: string, fail = false) =>
+        (db: DirectStatements) =>
+          Effect.suspend(() => {
+            runs.set(name, (runs.get(name) ?? 0) + 1)
+            return fail ? Effect.zipRight(bump(name)(db), new Refused()) : bump(name)(db)
+          })
+      const together = (writes: ReadonlyArray<(db: DirectStatements) => Effect.Effect<string, Refused>>) =>
+        Effect.all(
+          writes.map((write) => Effect.exit(groups.submit(write))),
+          { concurrency: "unbounded" }
+        )
+      const clean = yield* together([counted("a"), counted("b"), counted("c")])
+      assert.deepStrictEqual(clean.map(outcome), ["ok a", "ok b", "ok c"])
+      assert.deepStrictEqual([...runs.values()], [1, 1, 1])
+      runs.clear()
+      const mixed = yield* together([counted("a"), counted("x", true), counted("b")])
+      assert.deepStrictEqual(mixed.map(outcome), ["ok a", "fail Refused", "ok b"])
+      // The first pass stopped at x and was rolled back; the isolated pass ran all three once more.
+      assert.deepStrictEqual(Object.fromEntries(runs), { a: 2, x: 2, b: 1 })
+      assert.deepStrictEqual(yield* counters, [
+        { name: "a", n: 2 },
+        { name: "b", n: 2 },
+        { name: "c", n: 1 }
+      ])
+    }).pipe(Effect.provide(GroupTest))
+  )
+
   it.effect("a commit that fails fails every write of its group, and none of them is stored", () =>
     Effect.gen(function* () {
       const groups = yield* GroupCommit
