@@ -71,7 +71,7 @@ describe("GroupCommit: writes submitted together share one transaction", () => {
             runs.set(name, (runs.get(name) ?? 0) + 1)
             return fail ? Effect.zipRight(bump(name)(db), new Refused()) : bump(name)(db)
           })
-      const together = (writes: ReadonlyArray<(db: DirectStatements) => Effect.Effect<string, Refused>>) =>
+      const together = (writes: ReadonlyArray<(db: DirectStatements) => Effect.Effect<string, unknown>>) =>
         Effect.all(
           writes.map((write) => Effect.exit(groups.submit(write))),
           { concurrency: "unbounded" }
