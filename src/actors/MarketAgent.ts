@@ -1,7 +1,7 @@
 import { Entity, type Envelope } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
-import { Cause, Chunk, Effect, Exit, Layer, Option, Schedule, Schema } from "effect"
-import { identity } from "effect/Function"
+import { Cause, Chunk, Effect, Either, Exit, Layer, Option, Runtime, Schedule, Schema } from "effect"
+import { constant, identity } from "effect/Function"
 import { Agents } from "../services/market/Agents.js"
 import { CoinHistory } from "../services/market/CoinPrice.js"
 import {
@@ -11,6 +11,7 @@ import {
   CurveComplete,
   IdempotencyKeyReused,
   OrderNotFilled,
+  Overloaded,
   SlippageExceeded,
   TradeTooSmall
 } from "../services/market/Errors.js"
@@ -30,21 +31,39 @@ const TradeMessage = Schema.transform(TradeOrder, Schema.typeSchema(TradeOrder),
   encode: identity
 })
 
-const Trade = Rpc.make("Trade", {
-  payload: TradeMessage,
-  success: TradeOutcome,
-  error: Schema.Union(
-    AgentNotFound,
-    AgentNotTrading,
-    SlippageExceeded,
-    TradeTooSmall,
-    CurveComplete,
-    OrderNotFilled,
-    InsufficientFunds,
-    IdempotencyKeyReused,
-    ActorFailed
-  )
+/** Why one order was not applied: a refusal, or `ActorFailed` when its transaction failed. */
+const TradeRefusal = Schema.Union(
+  AgentNotFound,
+  AgentNotTrading,
+  SlippageExceeded,
+  TradeTooSmall,
+  CurveComplete,
+  OrderNotFilled,
+  InsufficientFunds,
+  IdempotencyKeyReused,
+  ActorFailed
+)
+
+const Trade = Rpc.make("Trade", { payload: TradeMessage, success: TradeOutcome, error: TradeRefusal })
+
+const TradeOrders = Schema.Struct({ orders: Schema.Array(TradeOrder) })
+
+/**
+ * Several orders of one ticker in one message, answered with one result per order, in order: what the HTTP
+ * side sends (`tradeSender`), so the trades that arrive together cross the actor hop once. Like
+ * `TradeMessage`, a transformation from itself: no `make` to re-validate the orders.
+ */
+const TradeBatch = Rpc.make("TradeBatch", {
+  payload: Schema.transform(TradeOrders, Schema.typeSchema(TradeOrders), {
+    strict: true,
+    decode: identity,
+    encode: identity
+  }),
+  success: Schema.Array(Schema.Either({ right: TradeOutcome, left: TradeRefusal }))
 })
+type TradeRequest = Envelope.Request<typeof Trade> | Envelope.Request<typeof TradeBatch>
+type TradeRefusalError = typeof TradeRefusal.Type | Overloaded
+
 const Accrue = Rpc.make("Accrue", { success: Schema.BigInt, error: Schema.Union(AgentNotFound, ActorFailed) })
 
 /**
@@ -52,7 +71,7 @@ const Accrue = Rpc.make("Accrue", { success: Schema.BigInt, error: Schema.Union(
  * while different tickers run side by side. All state is in SQL (Trading, Agents), so passivation
  * or a restart loses nothing; messages are volatile because an HTTP caller waits for the answer.
  */
-export const MarketAgent = Entity.make("MarketAgent", [Trade, Accrue])
+export const MarketAgent = Entity.make("MarketAgent", [Trade, TradeBatch, Accrue])
 
 /**
  * Resumes once the event loop has polled its sockets. Effect runs a request from its parse to its answer in
@@ -66,12 +85,13 @@ const afterPendingIo = Effect.async<void>((resume) => {
 })
 
 /**
- * The actor drains its mailbox: every trade queued for its ticker when it looks is applied in one
- * transaction (group commit, a savepoint per trade), in arrival order, and each caller is answered with its
- * own receipt or refusal once that transaction has committed. Before it takes a group it lets the event loop
- * read what its sockets hold (`afterPendingIo`), so trades sent at the same time share one commit. An accrual runs alone, in its place in the
- * order. The mailbox holds at most `MARKET_TRADE_QUEUE` requests (queued and in progress); past that a
- * sender is told `MailboxFull` at once, which the HTTP layer answers with 503 and `Retry-After`.
+ * The actor drains its mailbox: every trade queued for its ticker when it looks (single `Trade` messages and
+ * the orders of `TradeBatch` messages) is applied in one transaction (group commit, a savepoint per trade),
+ * in arrival order, and each caller is answered with its own receipt or refusal once that transaction has
+ * committed. Before it takes a group it lets the event loop read what its sockets hold (`afterPendingIo`), so
+ * trades sent at the same time share one commit. An accrual runs alone, in its place in the order. The
+ * mailbox holds at most `MARKET_TRADE_QUEUE` messages (queued and in progress); past that a sender is told
+ * `MailboxFull` at once (`tradeSender` answers it as `Overloaded`: 503 with `Retry-After`).
  */
 export const MarketAgentLive = Layer.unwrapEffect(
   Effect.map(MarketConfig, (config) =>
@@ -93,6 +113,8 @@ export const MarketAgentLive = Layer.unwrapEffect(
             ),
             Exit.fail(new ActorFailed({ ticker, detail: "the trade could not be applied; nothing was done" }))
           )
+        /** What a batch answers for an order whose trade was interrupted (inside its savepoint: undone). */
+        const interrupted = new ActorFailed({ ticker, detail: "the trade was interrupted; nothing was done" })
         /** Typed refusals and interruptions as they are; a defect through `failed`. */
         const answer = <A, E>(exit: Exit.Exit<A, E>): Effect.Effect<Exit.Exit<A, E | ActorFailed>> =>
           Exit.isSuccess(exit) || !Cause.isDie(exit.cause) ? Effect.succeed(exit) : failed(exit.cause)
@@ -101,28 +123,40 @@ export const MarketAgentLive = Layer.unwrapEffect(
             Effect.flatMap(Effect.exit(agents.accrue(ticker)), (exit) =>
               Effect.flatMap(answer(exit), (answered) => replier.complete(request, answered))
             )
-          const trades = (requests: ReadonlyArray<Envelope.Request<typeof Trade>>) =>
+          /** Every order of `requests`, in arrival order, in one group commit; each request answered after it. */
+          const trades = (requests: ReadonlyArray<TradeRequest>) =>
             Effect.gen(function* () {
+              const orders = requests.flatMap((r) => (r.tag === "Trade" ? [r.payload] : r.payload.orders))
               // The actor's own ticker is authoritative: an order can only ever trade the token it was sent to.
-              const exits = yield* Effect.exit(trading.tradeBatch(requests.map((r) => ({ ...r.payload, ticker }))))
-              if (Exit.isFailure(exits)) {
-                // The group's transaction failed: none of it happened; logged once, every caller told.
-                const answered = yield* failed(exits.cause)
-                for (const request of requests) yield* replier.complete(request, answered)
-                return
+              const group = yield* Effect.exit(trading.tradeBatch(orders.map((order) => ({ ...order, ticker }))))
+              const exits = Exit.isSuccess(group)
+                ? yield* Effect.forEach(group.value, answer)
+                : // The group's transaction failed: none of it happened; logged once, every caller told.
+                  Array.from(orders, constant(yield* failed(group.cause)))
+              let next = 0
+              for (const request of requests) {
+                if (request.tag === "Trade") {
+                  yield* replier.complete(request, exits[next++]!)
+                  continue
+                }
+                const results = request.payload.orders.map(() => {
+                  const exit = exits[next++]!
+                  return Exit.isSuccess(exit)
+                    ? Either.right(exit.value)
+                    : Either.left(Option.getOrElse(Cause.failureOption(exit.cause), () => interrupted))
+                })
+                yield* replier.succeed(request, results)
               }
-              for (const [i, request] of requests.entries())
-                yield* replier.complete(request, yield* answer(exits.value[i]!))
             })
           const drain = Effect.gen(function* () {
             let taken = Chunk.toReadonlyArray((yield* mailbox.takeAll)[0])
             yield* afterPendingIo
             if (Option.getOrElse(mailbox.unsafeSize(), () => 0) > 0)
               taken = taken.concat(Chunk.toReadonlyArray((yield* mailbox.takeAll)[0]))
-            let group: Array<Envelope.Request<typeof Trade>> = []
+            let group: Array<TradeRequest> = []
             for (const request of taken) {
-              if (request.tag === "Trade") {
-                group.push(request as Envelope.Request<typeof Trade>)
+              if (request.tag !== "Accrue") {
+                group.push(request as TradeRequest)
                 continue
               }
               if (group.length > 0) yield* trades(group)
@@ -140,6 +174,88 @@ export const MarketAgentLive = Layer.unwrapEffect(
     )
   )
 )
+
+const OVERLOAD_RETRY_SECONDS = 1
+
+/** A trade not taken (its ticker's queue is full): nothing was done, the client may retry. */
+const overloaded = new Overloaded({
+  code: "OVERLOADED",
+  retry_after_seconds: OVERLOAD_RETRY_SECONDS,
+  detail: "this token's trade queue is full; nothing was done, retry shortly"
+})
+
+interface Waiting {
+  readonly order: TradeOrder
+  readonly resume: (exit: Exit.Exit<TradeOutcome, TradeRefusalError>) => void
+}
+
+/**
+ * Sends orders to their tickers' actors. The orders submitted for one ticker during one turn of the event
+ * loop travel as **one** `TradeBatch` message, so they cross the actor hop (client, envelope, mailbox, RPC
+ * server, reply) once instead of once each; the actor applies them in arrival order in its group commit and
+ * answers each with its own result. At most `MARKET_TRADE_QUEUE` orders of a ticker are on their way or
+ * waiting per process: past that an order is refused at once as `Overloaded` (503), as is a batch the
+ * actor's mailbox did not take. Nothing of a refused order was done.
+ */
+export const tradeSender = Effect.gen(function* () {
+  const client = yield* MarketAgent.client
+  const config = yield* MarketConfig
+  const runtime = yield* Effect.runtime<never>()
+  const waiting = new Map<string, Array<Waiting>>()
+  const inFlight = new Map<string, number>()
+
+  const settle = (ticker: string, waiter: Waiting, exit: Exit.Exit<TradeOutcome, TradeRefusalError>) => {
+    inFlight.set(ticker, (inFlight.get(ticker) ?? 1) - 1)
+    waiter.resume(exit)
+  }
+
+  const send = (ticker: string) => {
+    const batch = waiting.get(ticker) ?? []
+    waiting.delete(ticker)
+    Runtime.runFork(runtime)(
+      client(ticker)
+        .TradeBatch({ orders: batch.map((waiter) => waiter.order) })
+        .pipe(
+          Effect.matchCause({
+            onSuccess: (results) =>
+              batch.forEach((waiter, i) => {
+                const result = results[i]
+                settle(
+                  ticker,
+                  waiter,
+                  result === undefined
+                    ? Exit.die("the actor answered fewer results than orders")
+                    : Either.isRight(result)
+                      ? Exit.succeed(result.right)
+                      : Exit.fail(result.left)
+                )
+              }),
+            onFailure: (cause) => {
+              // The mailbox refused the batch (full, or a message its storage did not take): not applied.
+              const exit = Option.isSome(Cause.failureOption(cause))
+                ? Exit.fail(overloaded)
+                : Exit.failCause(cause as Cause.Cause<never>)
+              for (const waiter of batch) settle(ticker, waiter, exit)
+            }
+          })
+        )
+    )
+  }
+
+  return (ticker: string, order: TradeOrder) =>
+    Effect.async<TradeOutcome, TradeRefusalError>((resume) => {
+      const count = inFlight.get(ticker) ?? 0
+      if (count >= config.tradeQueue) return resume(Effect.fail(overloaded))
+      inFlight.set(ticker, count + 1)
+      let batch = waiting.get(ticker)
+      if (batch === undefined) {
+        batch = []
+        waiting.set(ticker, batch)
+        setImmediate(() => send(ticker))
+      }
+      batch.push({ order, resume: (exit) => resume(exit) })
+    })
+})
 
 /**
  * The marketplace's clocks: every burn interval each burning agent's actor charges what it owes

@@ -1,7 +1,7 @@
 import { Effect, Either } from "effect"
-import { MarketAgent } from "../../actors/MarketAgent.js"
+import { tradeSender } from "../../actors/MarketAgent.js"
 import type { Principal } from "../../services/market/ApiKeys.js"
-import { Forbidden, Overloaded } from "../../services/market/Errors.js"
+import { Forbidden } from "../../services/market/Errors.js"
 import { tradeOrder } from "../../services/market/Trading.js"
 import { jsonNumberTexts } from "../../services/platform/JsonNumbers.js"
 
@@ -21,17 +21,6 @@ export const provenWallet = (
   return Either.right({ wallet, principal })
 }
 
-const OVERLOAD_RETRY_SECONDS = 1
-
-const overloaded = () =>
-  Effect.fail(
-    new Overloaded({
-      code: "OVERLOADED",
-      retry_after_seconds: OVERLOAD_RETRY_SECONDS,
-      detail: "this token's trade queue is full; nothing was done, retry shortly"
-    })
-  )
-
 /** A buy or a sell as the two endpoints receive it, already decoded. */
 export interface TradeInput {
   readonly side: "buy" | "sell"
@@ -47,12 +36,13 @@ export interface TradeInput {
 }
 
 /**
- * The ticker's actor places a proven wallet's trade. `body` is the request body as sent: money is converted
- * from the numbers' own decimal text. A full queue (or a message its storage did not take) is `Overloaded`
- * — nothing was done — instead of a defect. Shared by the `HttpApi` endpoints and the trade fast path.
+ * The ticker's actor places a proven wallet's trade (through `tradeSender`, with the trades sent alongside
+ * it). `body` is the request body as sent: money is converted from the numbers' own decimal text. A full
+ * queue is `Overloaded` — nothing was done — instead of a defect. Shared by the `HttpApi` endpoints and the
+ * trade fast path.
  */
 export const placeTrade = Effect.gen(function* () {
-  const actor = yield* MarketAgent.client
+  const send = yield* tradeSender
   return (wallet: string, principal: Principal, input: TradeInput, body: string) => {
     const texts = jsonNumberTexts(body)
     const order = tradeOrder({
@@ -67,16 +57,9 @@ export const placeTrade = Effect.gen(function* () {
       fillOrKill: input.fillOrKill,
       idempotencyKey: input.key
     })
-    return actor(input.ticker)
-      .Trade(order)
-      .pipe(
-        Effect.catchTags({
-          MailboxFull: overloaded,
-          AlreadyProcessingMessage: overloaded,
-          PersistenceError: overloaded,
-          // Logged by the actor; a 500 here (the problem middleware logs the request too).
-          ActorFailed: (failed) => Effect.die(failed)
-        })
-      )
+    return send(input.ticker, order).pipe(
+      // Logged by the actor; a 500 here (the problem middleware logs the request too).
+      Effect.catchTag("ActorFailed", (failed) => Effect.die(failed))
+    )
   }
 })
