@@ -50,7 +50,7 @@ const TradeOrders = Schema.Struct({ orders: Schema.Array(TradeOrder) })
 
 /**
  * Several orders of one ticker in one message, answered with one result per order, in order: what the HTTP
- * side sends (`tradeSender`), so the trades that arrive together cross the actor hop once. Like
+ * side sends (`TradeSender`), so the trades that arrive together cross the actor hop once. Like
  * `TradeMessage`, a transformation from itself: no `make` to re-validate the orders.
  */
 const TradeBatch = Rpc.make("TradeBatch", {
@@ -91,7 +91,7 @@ const afterPendingIo = Effect.async<void>((resume) => {
  * committed. Before it takes a group it lets the event loop read what its sockets hold (`afterPendingIo`), so
  * trades sent at the same time share one commit. An accrual runs alone, in its place in the order. The
  * mailbox holds at most `MARKET_TRADE_QUEUE` messages (queued and in progress); past that a sender is told
- * `MailboxFull` at once (`tradeSender` answers it as `Overloaded`: 503 with `Retry-After`).
+ * `MailboxFull` at once (`TradeSender` answers it as `Overloaded`: 503 with `Retry-After`).
  */
 export const MarketAgentLive = Layer.unwrapEffect(
   Effect.map(MarketConfig, (config) =>
@@ -184,78 +184,103 @@ const overloaded = new Overloaded({
   detail: "this token's trade queue is full; nothing was done, retry shortly"
 })
 
+/** Orders per `TradeBatch` message at most: bounds one group's transaction. */
+const BATCH_MAX = 64
+
 interface Waiting {
   readonly order: TradeOrder
   readonly resume: (exit: Exit.Exit<TradeOutcome, TradeRefusalError>) => void
 }
 
 /**
- * Sends orders to their tickers' actors. The orders submitted for one ticker during one turn of the event
- * loop travel as **one** `TradeBatch` message, so they cross the actor hop (client, envelope, mailbox, RPC
- * server, reply) once instead of once each; the actor applies them in arrival order in its group commit and
- * answers each with its own result. At most `MARKET_TRADE_QUEUE` orders of a ticker are on their way or
+ * Sends orders to their tickers' actors, one sender per process (the `HttpApi` route and the fast path share
+ * it, so a ticker's orders keep their arrival order and its cap). The orders submitted for one ticker travel as **one** `TradeBatch`
+ * message (at most `BATCH_MAX` orders), so they cross the actor hop (client, envelope, mailbox, RPC server,
+ * reply) once instead of once each; the actor applies them in arrival order in its group commit and answers
+ * each with its own result. A batch leaves after the event loop's turn in which its first order arrived, or,
+ * while the ticker's previous batch is still on its way, as soon as that one is answered. At most `MARKET_TRADE_QUEUE` orders of a ticker are on their way or
  * waiting per process: past that an order is refused at once as `Overloaded` (503), as is a batch the
  * actor's mailbox did not take. Nothing of a refused order was done.
  */
-export const tradeSender = Effect.gen(function* () {
-  const client = yield* MarketAgent.client
-  const config = yield* MarketConfig
-  const runtime = yield* Effect.runtime<never>()
-  const waiting = new Map<string, Array<Waiting>>()
-  const inFlight = new Map<string, number>()
+export class TradeSender extends Effect.Service<TradeSender>()("market/TradeSender", {
+  effect: Effect.gen(function* () {
+    const client = yield* MarketAgent.client
+    const config = yield* MarketConfig
+    const runtime = yield* Effect.runtime<never>()
+    const waiting = new Map<string, Array<Waiting>>()
+    const inFlight = new Map<string, number>()
+    const sending = new Set<string>()
 
-  const settle = (ticker: string, waiter: Waiting, exit: Exit.Exit<TradeOutcome, TradeRefusalError>) => {
-    inFlight.set(ticker, (inFlight.get(ticker) ?? 1) - 1)
-    waiter.resume(exit)
-  }
+    const settle = (ticker: string, waiter: Waiting, exit: Exit.Exit<TradeOutcome, TradeRefusalError>) => {
+      inFlight.set(ticker, (inFlight.get(ticker) ?? 1) - 1)
+      waiter.resume(exit)
+    }
 
-  const send = (ticker: string) => {
-    const batch = waiting.get(ticker) ?? []
-    waiting.delete(ticker)
-    Runtime.runFork(runtime)(
-      client(ticker)
-        .TradeBatch({ orders: batch.map((waiter) => waiter.order) })
-        .pipe(
-          Effect.matchCause({
-            onSuccess: (results) =>
-              batch.forEach((waiter, i) => {
-                const result = results[i]
-                settle(
-                  ticker,
-                  waiter,
-                  result === undefined
-                    ? Exit.die("the actor answered fewer results than orders")
-                    : Either.isRight(result)
-                      ? Exit.succeed(result.right)
-                      : Exit.fail(result.left)
-                )
-              }),
-            onFailure: (cause) => {
-              // The mailbox refused the batch (full, or a message its storage did not take): not applied.
-              const exit = Option.isSome(Cause.failureOption(cause))
-                ? Exit.fail(overloaded)
-                : Exit.failCause(cause as Cause.Cause<never>)
-              for (const waiter of batch) settle(ticker, waiter, exit)
-            }
+    /** Each waiter of `batch` answered once, whatever ended the call (an interruption included). */
+    const answerAll = (
+      ticker: string,
+      batch: ReadonlyArray<Waiting>,
+      exit: Exit.Exit<ReadonlyArray<Either.Either<TradeOutcome, TradeRefusalError>>, unknown>
+    ) => {
+      if (Exit.isSuccess(exit)) {
+        batch.forEach((waiter, i) => {
+          const result = exit.value[i]
+          settle(
+            ticker,
+            waiter,
+            result === undefined
+              ? Exit.die("the actor answered fewer results than orders")
+              : Either.isRight(result)
+                ? Exit.succeed(result.right)
+                : Exit.fail(result.left)
+          )
+        })
+        return
+      }
+      // The mailbox refused the batch (full, or a message its storage did not take): not applied.
+      const failed = Option.isSome(Cause.failureOption(exit.cause))
+        ? Exit.fail(overloaded)
+        : Exit.failCause(exit.cause as Cause.Cause<never>)
+      for (const waiter of batch) settle(ticker, waiter, failed)
+    }
+
+    const send = (ticker: string): void => {
+      const queued = waiting.get(ticker)
+      // One batch of a ticker on its way at a time: what arrives meanwhile goes in the next one, sent when
+      // this one is answered (the actor would have queued it behind this one anyway).
+      if (queued === undefined || sending.has(ticker)) return
+      const batch = queued.splice(0, BATCH_MAX)
+      if (queued.length === 0) waiting.delete(ticker)
+      sending.add(ticker)
+      Runtime.runFork(runtime)(
+        Effect.onExit(client(ticker).TradeBatch({ orders: batch.map((waiter) => waiter.order) }), (exit) =>
+          Effect.sync(() => {
+            answerAll(ticker, batch, exit)
+            sending.delete(ticker)
+            send(ticker)
           })
         )
-    )
-  }
+      )
+    }
 
-  return (ticker: string, order: TradeOrder) =>
-    Effect.async<TradeOutcome, TradeRefusalError>((resume) => {
-      const count = inFlight.get(ticker) ?? 0
-      if (count >= config.tradeQueue) return resume(Effect.fail(overloaded))
-      inFlight.set(ticker, count + 1)
-      let batch = waiting.get(ticker)
-      if (batch === undefined) {
-        batch = []
-        waiting.set(ticker, batch)
-        setImmediate(() => send(ticker))
-      }
-      batch.push({ order, resume: (exit) => resume(exit) })
-    })
-})
+    /** Places `order` with `ticker`'s actor: its receipt, its refusal, or `Overloaded`. */
+    const place = (ticker: string, order: TradeOrder) =>
+      Effect.async<TradeOutcome, TradeRefusalError>((resume) => {
+        const count = inFlight.get(ticker) ?? 0
+        if (count >= config.tradeQueue) return resume(Effect.fail(overloaded))
+        inFlight.set(ticker, count + 1)
+        let batch = waiting.get(ticker)
+        if (batch === undefined) {
+          batch = []
+          waiting.set(ticker, batch)
+          setImmediate(() => send(ticker))
+        }
+        batch.push({ order, resume: (exit) => resume(exit) })
+      })
+
+    return { place } as const
+  })
+}) {}
 
 /**
  * The marketplace's clocks: every burn interval each burning agent's actor charges what it owes

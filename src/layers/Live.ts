@@ -1,7 +1,7 @@
 import * as fs from "node:fs"
 import { Effect, Layer, Logger, LogLevel } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
-import { MarketAgentLive } from "../actors/MarketAgent.js"
+import { MarketAgentLive, TradeSender } from "../actors/MarketAgent.js"
 import { HostStatePublisher } from "../services/fleet/beacon/HostStatePublisher.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
 import { DiskMeter } from "../services/fleet/janitor/DiskMeter.js"
@@ -86,7 +86,7 @@ export const HostOpsPreviewLive = Layer.mergeAll(
 ).pipe(Layer.provideMerge(HostChannelLive), Layer.provideMerge(servicesOn(SqlPreview)))
 
 /** The entities and durable workflows this process hosts, on the single embedded runner. */
-export const EntitiesLive = Layer.mergeAll(LeaseKeeperLive, MarketAgentLive, WorkflowsLive).pipe(
+export const EntitiesLive = Layer.mergeAll(LeaseKeeperLive, MarketAgentLive, TradeSender.Default, WorkflowsLive).pipe(
   Layer.provideMerge(singleRunnerFromConfig)
 )
 

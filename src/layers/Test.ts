@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto"
 import { ClusterWorkflowEngine } from "@effect/cluster"
 import { Duration, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
-import { MarketAgentLive } from "../actors/MarketAgent.js"
+import { MarketAgentLive, TradeSender } from "../actors/MarketAgent.js"
 import { HandoffEngineInProcess, StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
 import { HandoffQueueLocal } from "../services/fleet/handoff/HandoffQueue.js"
 import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
@@ -65,7 +65,7 @@ export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
 export const ClusterTest = singleRunner({ pollInterval: "100 millis", runnerStorage: "memory", terminationTimeout: 0 })
 
 export const AppTest = (overrides: Partial<AppSettings> = {}) =>
-  Layer.mergeAll(LeaseKeeperLive, MarketAgentLive, WorkflowsLive, ReconcilerServices).pipe(
+  Layer.mergeAll(LeaseKeeperLive, MarketAgentLive, TradeSender.Default, WorkflowsLive, ReconcilerServices).pipe(
     Layer.provideMerge(ClusterTest),
     Layer.provideMerge(HostReach),
     Layer.provideMerge(ServicesTest(overrides))

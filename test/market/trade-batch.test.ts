@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Either, Exit, Layer } from "effect"
-import { Agents, AppTest, Ledger, MarketAgent, type TradeOrder, toUnits, tradeSender, walletAccount } from "keel"
+import { Agents, AppTest, Ledger, MarketAgent, type TradeOrder, TradeSender, toUnits, walletAccount } from "keel"
 
 const W1 = "0x00000000000000000000000000000000000000b1"
 const W2 = "0x00000000000000000000000000000000000000b2"
@@ -63,7 +63,7 @@ describe("trades of one ticker cross the actor hop together", () => {
   it.live("orders sent at the same time are each answered with their own outcome", () =>
     Effect.gen(function* () {
       const ledger = yield* setup
-      const send = yield* tradeSender
+      const send = (yield* TradeSender).place
       const exits = yield* Effect.all(
         [send("BAT", buy(W1, "1")), send("BAT", sell(W2, "5")), send("BAT", buy(W3, "2"))].map(Effect.exit),
         { concurrency: "unbounded" }
@@ -81,7 +81,7 @@ describe("trades of one ticker cross the actor hop together", () => {
   it.live("past MARKET_TRADE_QUEUE orders of a ticker on their way, an order is Overloaded at once, not applied", () =>
     Effect.gen(function* () {
       const ledger = yield* setup
-      const send = yield* tradeSender
+      const send = (yield* TradeSender).place
       const exits = yield* Effect.all(
         [W1, W2, W3, W1, W2].map((wallet) => Effect.exit(send("BAT", buy(wallet, "1")))),
         { concurrency: "unbounded" }

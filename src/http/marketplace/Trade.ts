@@ -1,5 +1,5 @@
 import { Effect, Either } from "effect"
-import { tradeSender } from "../../actors/MarketAgent.js"
+import { TradeSender } from "../../actors/MarketAgent.js"
 import type { Principal } from "../../services/market/ApiKeys.js"
 import { Forbidden } from "../../services/market/Errors.js"
 import { tradeOrder } from "../../services/market/Trading.js"
@@ -36,13 +36,13 @@ export interface TradeInput {
 }
 
 /**
- * The ticker's actor places a proven wallet's trade (through `tradeSender`, with the trades sent alongside
+ * The ticker's actor places a proven wallet's trade (through `TradeSender`, with the trades sent alongside
  * it). `body` is the request body as sent: money is converted from the numbers' own decimal text. A full
  * queue is `Overloaded` — nothing was done — instead of a defect. Shared by the `HttpApi` endpoints and the
  * trade fast path.
  */
 export const placeTrade = Effect.gen(function* () {
-  const send = yield* tradeSender
+  const sender = yield* TradeSender
   return (wallet: string, principal: Principal, input: TradeInput, body: string) => {
     const texts = jsonNumberTexts(body)
     const order = tradeOrder({
@@ -57,7 +57,7 @@ export const placeTrade = Effect.gen(function* () {
       fillOrKill: input.fillOrKill,
       idempotencyKey: input.key
     })
-    return send(input.ticker, order).pipe(
+    return sender.place(input.ticker, order).pipe(
       // Logged by the actor; a 500 here (the problem middleware logs the request too).
       Effect.catchTag("ActorFailed", (failed) => Effect.die(failed))
     )

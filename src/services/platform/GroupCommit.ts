@@ -53,7 +53,14 @@ export class GroupCommit extends Effect.Service<GroupCommit>()("platform/GroupCo
         bodyFailed = true
       })
       return direct
-        .transaction((db) => Effect.forEach(group, (pending) => Effect.onError(pending.body(db), () => flagFailure)))
+        .transaction((db) =>
+          Effect.forEach(group, (pending) =>
+            Effect.onError(
+              Effect.suspend(() => pending.body(db)),
+              () => flagFailure
+            )
+          )
+        )
         .pipe(
           Effect.matchCauseEffect({
             onSuccess: (values) =>
