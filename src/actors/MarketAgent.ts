@@ -197,8 +197,9 @@ interface Waiting {
  * it, so a ticker's orders keep their arrival order and its cap). The orders submitted for one ticker travel as **one** `TradeBatch`
  * message (at most `BATCH_MAX` orders), so they cross the actor hop (client, envelope, mailbox, RPC server,
  * reply) once instead of once each; the actor applies them in arrival order in its group commit and answers
- * each with its own result. A batch leaves after the event loop's turn in which its first order arrived, or,
- * while the ticker's previous batch is still on its way, as soon as that one is answered. At most `MARKET_TRADE_QUEUE` orders of a ticker are on their way or
+ * each with its own result. A batch leaves after the event loop's turn in which its first order arrived; the
+ * batches on their way queue in the actor's mailbox, which takes them all into its next group. (Holding the
+ * next batch until the previous one was answered did not pay: the actor idles between them.) At most `MARKET_TRADE_QUEUE` orders of a ticker are on their way or
  * waiting per process: past that an order is refused at once as `Overloaded` (503), as is a batch the
  * actor's mailbox did not take. Nothing of a refused order was done.
  */
@@ -209,7 +210,6 @@ export class TradeSender extends Effect.Service<TradeSender>()("market/TradeSend
     const runtime = yield* Effect.runtime<never>()
     const waiting = new Map<string, Array<Waiting>>()
     const inFlight = new Map<string, number>()
-    const sending = new Set<string>()
 
     const settle = (ticker: string, waiter: Waiting, exit: Exit.Exit<TradeOutcome, TradeRefusalError>) => {
       inFlight.set(ticker, (inFlight.get(ticker) ?? 1) - 1)
@@ -245,22 +245,16 @@ export class TradeSender extends Effect.Service<TradeSender>()("market/TradeSend
     }
 
     const send = (ticker: string): void => {
-      const queued = waiting.get(ticker)
-      // One batch of a ticker on its way at a time: what arrives meanwhile goes in the next one, sent when
-      // this one is answered (the actor would have queued it behind this one anyway).
-      if (queued === undefined || sending.has(ticker)) return
-      const batch = queued.splice(0, BATCH_MAX)
-      if (queued.length === 0) waiting.delete(ticker)
-      sending.add(ticker)
-      Runtime.runFork(runtime)(
-        Effect.onExit(client(ticker).TradeBatch({ orders: batch.map((waiter) => waiter.order) }), (exit) =>
-          Effect.sync(() => {
-            answerAll(ticker, batch, exit)
-            sending.delete(ticker)
-            send(ticker)
-          })
+      const queued = waiting.get(ticker) ?? []
+      waiting.delete(ticker)
+      for (let start = 0; start < queued.length; start += BATCH_MAX) {
+        const batch = queued.slice(start, start + BATCH_MAX)
+        Runtime.runFork(runtime)(
+          Effect.onExit(client(ticker).TradeBatch({ orders: batch.map((waiter) => waiter.order) }), (exit) =>
+            Effect.sync(() => answerAll(ticker, batch, exit))
+          )
         )
-      )
+      }
     }
 
     /** Places `order` with `ticker`'s actor: its receipt, its refusal, or `Overloaded`. */
