@@ -20,16 +20,13 @@ import { MarketConfig } from "../services/market/MarketConfig.js"
 import { TradeOrder, TradeOutcome, Trading } from "../services/market/Trading.js"
 
 /**
- * The Trade message: a `TradeOrder`, as a transformation from itself. A struct schema has a `make`, and the
- * RPC client calls it on every message, which validates the whole order again (≈ 2 % of a trade's CPU in the
- * market bench profile); the order was built from the request's decoded fields, and what a remote runner
+ * `schema` as a transformation from itself, for an RPC payload. A struct schema has a `make`, and the RPC
+ * client calls it on every message, which validates the whole payload again (≈ 2 % of a trade's CPU in the
+ * market bench profile); the orders are built from the request's decoded fields, and what a remote runner
  * receives is still decoded by the schema.
  */
-const TradeMessage = Schema.transform(TradeOrder, Schema.typeSchema(TradeOrder), {
-  strict: true,
-  decode: identity,
-  encode: identity
-})
+const withoutMake = <A, I>(schema: Schema.Schema<A, I>) =>
+  Schema.transform(schema, Schema.typeSchema(schema), { strict: true, decode: identity, encode: identity })
 
 /** Why one order was not applied: a refusal, or `ActorFailed` when its transaction failed. */
 const TradeRefusal = Schema.Union(
@@ -44,21 +41,14 @@ const TradeRefusal = Schema.Union(
   ActorFailed
 )
 
-const Trade = Rpc.make("Trade", { payload: TradeMessage, success: TradeOutcome, error: TradeRefusal })
-
-const TradeOrders = Schema.Struct({ orders: Schema.Array(TradeOrder) })
+const Trade = Rpc.make("Trade", { payload: withoutMake(TradeOrder), success: TradeOutcome, error: TradeRefusal })
 
 /**
  * Several orders of one ticker in one message, answered with one result per order, in order: what the HTTP
- * side sends (`TradeSender`), so the trades that arrive together cross the actor hop once. Like
- * `TradeMessage`, a transformation from itself: no `make` to re-validate the orders.
+ * side sends (`TradeSender`), so the trades that arrive together cross the actor hop once.
  */
 const TradeBatch = Rpc.make("TradeBatch", {
-  payload: Schema.transform(TradeOrders, Schema.typeSchema(TradeOrders), {
-    strict: true,
-    decode: identity,
-    encode: identity
-  }),
+  payload: withoutMake(Schema.Struct({ orders: Schema.Array(TradeOrder) })),
   success: Schema.Array(Schema.Either({ right: TradeOutcome, left: TradeRefusal }))
 })
 type TradeRequest = Envelope.Request<typeof Trade> | Envelope.Request<typeof TradeBatch>
@@ -194,14 +184,15 @@ interface Waiting {
 
 /**
  * Sends orders to their tickers' actors, one sender per process (the `HttpApi` route and the fast path share
- * it, so a ticker's orders keep their arrival order and its cap). The orders submitted for one ticker travel as **one** `TradeBatch`
- * message (at most `BATCH_MAX` orders), so they cross the actor hop (client, envelope, mailbox, RPC server,
- * reply) once instead of once each; the actor applies them in arrival order in its group commit and answers
- * each with its own result. A batch leaves after the event loop's turn in which its first order arrived; the
- * batches on their way queue in the actor's mailbox, which takes them all into its next group. (Holding the
- * next batch until the previous one was answered did not pay: the actor idles between them.) At most `MARKET_TRADE_QUEUE` orders of a ticker are on their way or
- * waiting per process: past that an order is refused at once as `Overloaded` (503), as is a batch the
- * actor's mailbox did not take. Nothing of a refused order was done.
+ * it, so a ticker's orders keep their arrival order and its cap). The orders submitted for one ticker travel
+ * as **one** `TradeBatch` message (at most `BATCH_MAX` orders), so they cross the actor hop (client,
+ * envelope, mailbox, RPC server, reply) once instead of once each; the actor applies them in arrival order in
+ * its group commit and answers each with its own result. A batch leaves after the event loop's turn in which
+ * its first order arrived; the batches on their way queue in the actor's mailbox, which takes them all into
+ * its next group. (Holding the next batch until the previous one was answered did not pay: the actor idles
+ * between them.) At most `MARKET_TRADE_QUEUE` orders of a ticker are on their way or waiting per process:
+ * past that an order is refused at once as `Overloaded` (503), as is a batch the actor's mailbox did not
+ * take. Nothing of a refused order was done.
  */
 export class TradeSender extends Effect.Service<TradeSender>()("market/TradeSender", {
   effect: Effect.gen(function* () {

@@ -70,13 +70,10 @@ export class GroupCommit extends Effect.Service<GroupCommit>()("platform/GroupCo
                   values.map((value) => Exit.succeed(value))
                 )
               ),
+            // A failed commit fails the group; so does a write's failure when it was alone (its rollback undid
+            // it already); a write's failure among others re-applies the group, isolated.
             onFailure: (cause) =>
-              !bodyFailed
-                ? Effect.sync(() => failAll(group, cause))
-                : // Alone in its group, the write's own failure is the answer: its rollback undid it already.
-                  group.length === 1
-                  ? Effect.sync(() => failAll(group, cause))
-                  : isolated(group)
+              bodyFailed && group.length > 1 ? isolated(group) : Effect.sync(() => failAll(group, cause))
           })
         )
     }
