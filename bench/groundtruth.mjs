@@ -2,69 +2,23 @@
 // and docs under node_modules and docs/), committed to a real git repository; ingest rate through the
 // library, then search latency through HTTP beside ripgrep answering the same queries over the
 // checked-out files. Sequential queries: latency, not throughput.
-import { execFileSync, spawnSync } from "node:child_process"
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
-import { chunkFile } from "keel"
+import { buildCorpus } from "./gt-corpus.mjs"
 import { start } from "./harness.mjs"
 
-const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)))
 const TARGET_CHUNKS = Number(process.env.BENCH_CHUNKS ?? 100_000)
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 500)
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "keel-bench-gt-"))
-const corpus = path.join(work, "corpus")
-const registry = path.join(work, "registry")
 const data = path.join(work, "data")
-const gitEnv = {
-  ...process.env,
-  GIT_AUTHOR_NAME: "bench",
-  GIT_AUTHOR_EMAIL: "b@x",
-  GIT_COMMITTER_NAME: "bench",
-  GIT_COMMITTER_EMAIL: "b@x"
-}
-const git = (cwd, ...args) =>
-  execFileSync("git", ["-C", cwd, ...args], { env: gitEnv, stdio: "ignore", maxBuffer: 1 << 30 })
-
-const markdownUnder = (dir) =>
-  fs
-    .readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile() && e.name.endsWith(".md"))
-    .map((e) => path.join(e.parentPath ?? e.path, e.name))
-const sources = [...markdownUnder(path.join(root, "node_modules")), ...markdownUnder(path.join(root, "docs"))]
-  .map((file) => ({
-    name: path.relative(root, file).replace(/[^A-Za-z0-9.]+/g, "-"),
-    text: fs.readFileSync(file, "utf8")
-  }))
-  .filter((s) => s.text.length > 500)
-const options = { maxLines: 40, overlapLines: 5 }
-
-let chunks = 0
-let files = 0
-for (let copy = 0; chunks < TARGET_CHUNKS; copy++) {
-  const dir = path.join(corpus, `copy-${String(copy).padStart(3, "0")}`)
-  fs.mkdirSync(dir, { recursive: true })
-  for (const source of sources) {
-    const text = `# Copy ${copy} of ${source.name}\n\n${source.text}`
-    fs.writeFileSync(path.join(dir, source.name), text)
-    chunks += chunkFile(source.name, text, options).length
-    files++
-  }
-}
-git(corpus, "init", "-q", "-b", "main")
-git(corpus, "add", "-A")
-git(corpus, "commit", "-q", "-m", "corpus")
-fs.mkdirSync(registry)
-fs.writeFileSync(
-  path.join(registry, "sources.yml"),
-  `version: 1\nsources:\n  - name: corpus\n    url: ${JSON.stringify(corpus)}\n    trust: canonical\n    include: ['**/*.md']\n`
-)
-git(registry, "init", "-q", "-b", "main")
-git(registry, "add", "-A")
-git(registry, "commit", "-q", "-m", "registry")
+const { corpus, registry, files, chunks, documents, queries } = buildCorpus(work, {
+  targetChunks: TARGET_CHUNKS,
+  queryCount: QUERIES
+})
 
 Object.assign(process.env, {
   KEEL_DATA_DIR: data,
@@ -80,15 +34,6 @@ const result = await Effect.runPromise(
 )
 const ingestSeconds = (Date.now() - t0) / 1000
 const ingested = result.sources[0]
-
-// Queries: pairs of words drawn from the corpus itself.
-const words = [...new Set(sources.flatMap((s) => s.text.toLowerCase().match(/[a-z]{5,12}/g) ?? []))]
-let seed = 7
-const pick = () => {
-  seed = (seed * 48271) % 2147483647
-  return words[seed % words.length]
-}
-const queries = Array.from({ length: QUERIES }, () => `${pick()} ${pick()}`)
 
 // The same queries through the library, in this process: the search itself, without HTTP.
 const libraryLatencies = await Effect.runPromise(
@@ -143,7 +88,7 @@ for (const q of queries) {
 const p50k = percentile(keelLatencies, 0.5)
 const p50r = percentile(rgLatencies, 0.5)
 console.log(
-  `corpus: ${files} Markdown files, ${chunks} chunks (from ${sources.length} real documents), ${os.cpus().length} cores`
+  `corpus: ${files} Markdown files, ${chunks} chunks (from ${documents} real documents), ${os.cpus().length} cores`
 )
 console.log(
   `ingest: ${ingested.files_indexed} files, ${ingested.chunks} chunks in ${ingestSeconds.toFixed(1)} s = ${(ingested.files_indexed / ingestSeconds).toFixed(0)} files/s, ${(ingested.chunks / ingestSeconds).toFixed(0)} chunks/s`

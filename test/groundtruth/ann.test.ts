@@ -1,0 +1,262 @@
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Effect, Logger } from "effect"
+import { AnnBuildFailed, buildAnnGraph, type DenseStatus, Ingester, Retriever } from "keel"
+import { HttpTest } from "../support/http.js"
+import { commitFiles, initRepo } from "./git-fixture.js"
+
+/** Deterministic pseudo-random unit vectors (a seeded LCG), so every run checks the same graph. */
+const unitVectors = (count: number, dims: number, seed: number) => {
+  let state = seed
+  const next = () => {
+    state = (state * 48271) % 2147483647
+    return state / 2147483647 - 0.5
+  }
+  const matrix = new Float32Array(count * dims)
+  for (let i = 0; i < count; i++) {
+    let norm = 0
+    for (let d = 0; d < dims; d++) {
+      const v = next()
+      matrix[i * dims + d] = v
+      norm += v * v
+    }
+    for (let d = 0; d < dims; d++) matrix[i * dims + d] = matrix[i * dims + d]! / Math.sqrt(norm)
+  }
+  return matrix
+}
+
+const exactTop = (matrix: Float32Array, dims: number, ids: Int32Array, q: Float32Array, k: number) =>
+  [...ids]
+    .map((id, i) => {
+      let dot = 0
+      for (let d = 0; d < dims; d++) dot += matrix[i * dims + d]! * q[d]!
+      return { id, dot }
+    })
+    .sort((a, b) => b.dot - a.dot)
+    .slice(0, k)
+
+describe("the HNSW graph behind dense search", () => {
+  it.live("built in a worker thread, it finds the exact nearest neighbours with their cosine", () =>
+    Effect.gen(function* () {
+      const dims = 48
+      const count = 3000
+      const matrix = unitVectors(count, dims, 11)
+      const ids = Int32Array.from({ length: count }, (_, i) => 10_000 + i * 3)
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-ann-"))
+      const graph = yield* buildAnnGraph({ ids, matrix, dims, dir })
+      assert.strictEqual(graph.size, count)
+      let found = 0
+      const queries = unitVectors(25, dims, 97)
+      for (let n = 0; n < 25; n++) {
+        const q = queries.subarray(n * dims, (n + 1) * dims)
+        const exact = exactTop(matrix, dims, ids, q, 10)
+        const approx = graph.search(q, 10)
+        const want = new Set(exact.map((e) => e.id))
+        found += approx.ids.filter((id) => want.has(id)).length
+        approx.ids.forEach((id, i) => {
+          const row = (id - 10_000) / 3
+          let dot = 0
+          for (let d = 0; d < dims; d++) dot += matrix[row * dims + d]! * q[d]!
+          assert.approximately(approx.scores[i]!, dot, 1e-4)
+        })
+      }
+      // HNSW is approximate; at this size and search breadth it misses (almost) nothing.
+      assert.isAtLeast(found / 250, 0.98)
+      // The graph file is mapped, then unlinked: nothing stays behind in the directory.
+      assert.deepStrictEqual(fs.readdirSync(dir), [])
+    })
+  )
+
+  it.live("a build that cannot succeed fails typed and leaves no file", () =>
+    Effect.gen(function* () {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-ann-"))
+      // Three ids, but vectors for two and a half of them.
+      const failed = yield* Effect.flip(
+        buildAnnGraph({ ids: Int32Array.of(1, 2, 3), matrix: new Float32Array(10), dims: 4, dir })
+      )
+      assert.instanceOf(failed, AnnBuildFailed)
+      assert.deepStrictEqual(fs.readdirSync(dir), [])
+    })
+  )
+})
+
+/**
+ * A local OpenAI-compatible embeddings server whose model is a bag of words over a small vocabulary with
+ * synonyms folded ("mobile" is "phone"), so passages sharing no word with a question are reachable only by vector.
+ */
+const vocabulary = ["phone", "network", "page", "install", "package", "build", "files", "cache", "proxy", "port"]
+const vector = (text: string) => {
+  const v = vocabulary.map((_, i) => 0.01 * (i + 1))
+  for (const word of text.toLowerCase().match(/[a-z]+/g) ?? []) {
+    const at = vocabulary.indexOf(word === "mobile" ? "phone" : word)
+    if (at >= 0) v[at]! += 1
+  }
+  return v
+}
+const fake = await new Promise<{ url: string }>((resolve) => {
+  const server = http.createServer((req, res) => {
+    let body = ""
+    req.on("data", (c) => {
+      body += c
+    })
+    req.on("end", () => {
+      const { input } = JSON.parse(body) as { input: Array<string> }
+      res.writeHead(200, { "content-type": "application/json" })
+      res.end(JSON.stringify({ data: input.map((text, index) => ({ index, embedding: vector(text) })) }))
+    })
+  })
+  server.listen(0, "127.0.0.1", () => {
+    server.unref()
+    resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` })
+  })
+})
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), "keel-gt-ann-"))
+const topics = ["network", "install", "build", "cache", "proxy", "port"]
+const guides = initRepo(root, "guides")
+commitFiles(
+  guides,
+  Object.fromEntries(
+    Array.from({ length: 36 }, (_, i) => {
+      // Each guide's words differ in kind or in count, so no two vectors tie (ties may order either way).
+      const topic = topics[i % topics.length]!
+      const aside = `${topics[(i + 1) % topics.length]} `.repeat(Math.floor(i / topics.length))
+      return [`guide/${topic}-${i}.md`, `# ${topic} ${i}\n\nNotes about the ${topic}, part ${i}. ${aside}\n`]
+    })
+  ),
+  "guides"
+)
+const phones = initRepo(root, "phones")
+commitFiles(phones, { "phone.md": "# Devices\n\nOpen the page on your phone over the network.\n" }, "phones")
+const registry = initRepo(root, "registry")
+commitFiles(
+  registry,
+  {
+    "sources.yml": "version: 1\nsources:\n  - { name: guides, url: ../guides }\n  - { name: phones, url: ../phones }\n"
+  },
+  "registry"
+)
+const dataDir = path.join(root, "data")
+const annDir = path.join(dataDir, "groundtruth", "ann")
+
+// A graph file a crashed build left behind: its process (this child) is gone.
+const deadPid = spawnSync(process.execPath, ["-e", "0"]).pid
+fs.mkdirSync(annDir, { recursive: true })
+fs.writeFileSync(path.join(annDir, `graph-${deadPid}-1-x.usearch`), "partial")
+
+const statusOf = Retriever.use((r) => r.denseStatus)
+const untilGraph = Effect.gen(function* () {
+  for (let i = 0; i < 200; i++) {
+    const status: DenseStatus = yield* statusOf
+    if (status.search === "graph") return status
+    yield* Effect.sleep("50 millis")
+  }
+  return yield* Effect.die(new Error("the graph was not ready within 10 s"))
+})
+const ranking = (query: string, repos?: ReadonlyArray<string>) =>
+  Retriever.use((r) => r.retrieve(query, { limit: 5, repos })).pipe(
+    Effect.map((hits) => hits.map((h) => `${h.repo}/${h.path}:${h.line}`))
+  )
+
+layer(
+  HttpTest({
+    settings: { dataDir },
+    env: {
+      GT_REGISTRY_REPO: registry,
+      GT_EMBEDDINGS_URL: fake.url,
+      GT_EMBEDDINGS_MODEL: "fake-ann",
+      GT_ANN_MIN_VECTORS: "20"
+    }
+  }),
+  // excludeTestServices: the real clock, since the graph is built by a real worker thread.
+  { timeout: "60 seconds", excludeTestServices: true }
+)("dense search from GT_ANN_MIN_VECTORS vectors on", (it) => {
+  it.effect("a crashed build's graph file is removed when the service starts", () =>
+    Effect.sync(() => assert.deepStrictEqual(fs.existsSync(annDir) ? fs.readdirSync(annDir) : [], []))
+  )
+
+  it.effect("answers exactly until the graph is built in the background, then ranks the same through it", () =>
+    Effect.gen(function* () {
+      yield* Ingester.use((i) => i.ingest({}))
+      const before = yield* statusOf
+      assert.deepInclude(before, { vectors: 37, search: "exact", building: false, graphError: null })
+      // The first question starts the build (and is answered exactly).
+      const exact = yield* ranking("mobile")
+      assert.strictEqual(exact[0], "phones/phone.md:1")
+      const questions = ["mobile", "proxy settings", "install the package", "cache build files"]
+      const exactAll = yield* Effect.forEach(questions, (q) => ranking(q))
+      const ready = yield* untilGraph
+      assert.deepInclude(ready, { vectors: 37, search: "graph", graphError: null })
+      assert.deepStrictEqual(yield* Effect.forEach(questions, (q) => ranking(q)), exactAll)
+    })
+  )
+
+  it.effect(
+    "a scoped question keeps to its sources (the graph oversampled, exact search when too few are in scope)",
+    () =>
+      Effect.gen(function* () {
+        assert.strictEqual((yield* statusOf).search, "graph")
+        const inPhones = yield* ranking("mobile", ["phones"])
+        assert.deepStrictEqual(inPhones, ["phones/phone.md:1"])
+        const inGuides = yield* ranking("mobile", ["guides"])
+        assert.isAbove(inGuides.length, 0)
+        assert.isTrue(inGuides.every((hit) => hit.startsWith("guides/")))
+      })
+  )
+
+  it.effect("a new index generation drops the old graph: exact again until its own graph is built", () =>
+    Effect.gen(function* () {
+      commitFiles(phones, { "mobile.md": "# Mobile\n\nA phone on the network.\n" }, "more")
+      yield* Ingester.use((i) => i.ingest({}))
+      assert.deepInclude(yield* statusOf, { vectors: 38, search: "exact" })
+      yield* ranking("mobile")
+      assert.deepInclude(yield* untilGraph, { vectors: 38, search: "graph" })
+      assert.includeMembers(yield* ranking("mobile", ["phones"]), ["phones/phone.md:1", "phones/mobile.md:1"])
+    })
+  )
+})
+
+const brokenData = path.join(root, "broken-data")
+fs.mkdirSync(path.join(brokenData, "groundtruth"), { recursive: true })
+// Where graph files would go is a file: every build fails.
+fs.writeFileSync(path.join(brokenData, "groundtruth", "ann"), "not a directory")
+
+layer(
+  HttpTest({
+    settings: { dataDir: brokenData },
+    env: {
+      GT_REGISTRY_REPO: registry,
+      GT_EMBEDDINGS_URL: fake.url,
+      GT_EMBEDDINGS_MODEL: "fake-ann",
+      GT_ANN_MIN_VECTORS: "20"
+    }
+  }),
+  { timeout: "60 seconds", excludeTestServices: true }
+)("a graph that cannot be built", (it) => {
+  it.effect("leaves dense search exact, says why once, and never fails a question", () =>
+    Effect.gen(function* () {
+      yield* Ingester.use((i) => i.ingest({}))
+      const lines: Array<string> = []
+      const logger = Logger.make(({ message }) => lines.push(JSON.stringify(message)))
+      const logged = Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+      assert.include((yield* logged(ranking("mobile")))[0], "phones/")
+      for (let i = 0; i < 100; i++) {
+        if ((yield* statusOf).graphError !== null) break
+        yield* Effect.sleep("50 millis")
+      }
+      const status = yield* statusOf
+      assert.strictEqual(status.search, "exact")
+      assert.include(status.graphError, "cannot create")
+      // Further questions neither retry the build nor fail.
+      assert.include((yield* logged(ranking("mobile")))[0], "phones/")
+      assert.isFalse((yield* statusOf).building)
+      yield* Effect.sleep("200 millis")
+      assert.strictEqual(lines.filter((l) => l.includes("dense graph build failed")).length, 1)
+    })
+  )
+})
