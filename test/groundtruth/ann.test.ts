@@ -6,7 +6,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Logger } from "effect"
-import { AnnBuildFailed, buildAnnGraph, type DenseStatus, Ingester, Retriever } from "keel"
+import { AnnBuildFailed, buildAnnGraph, type DenseStatus, Ingester, openAnnGraph, Retriever } from "keel"
 import { HttpTest } from "../support/http.js"
 import { commitFiles, initRepo } from "./git-fixture.js"
 
@@ -48,7 +48,8 @@ describe("the HNSW graph behind dense search", () => {
       const matrix = unitVectors(count, dims, 11)
       const ids = Int32Array.from({ length: count }, (_, i) => 10_000 + i * 3)
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-ann-"))
-      const graph = yield* buildAnnGraph({ ids, matrix, dims, dir })
+      const file = path.join(dir, "graph-test.usearch")
+      const graph = yield* buildAnnGraph({ ids, matrix, dims, file })
       assert.strictEqual(graph.size, count)
       let found = 0
       const queries = unitVectors(25, dims, 97)
@@ -67,7 +68,13 @@ describe("the HNSW graph behind dense search", () => {
       }
       // HNSW is approximate; at this size and search breadth it misses (almost) nothing.
       assert.isAtLeast(found / 250, 0.98)
-      // The graph file is mapped, then unlinked: nothing stays behind in the directory.
+      // The graph is kept under its name (no temporary file left), and mapping it again answers the same.
+      assert.deepStrictEqual(fs.readdirSync(dir), ["graph-test.usearch"])
+      const kept = yield* openAnnGraph(file, dims, count)
+      const q = queries.subarray(0, dims)
+      assert.deepStrictEqual(kept?.search(q, 10).ids, graph.search(q, 10).ids)
+      // A file that does not hold what the index holds is never used, and is removed.
+      assert.isUndefined(yield* openAnnGraph(file, dims, count + 1))
       assert.deepStrictEqual(fs.readdirSync(dir), [])
     })
   )
@@ -77,7 +84,12 @@ describe("the HNSW graph behind dense search", () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-ann-"))
       // Three ids, but vectors for two and a half of them.
       const failed = yield* Effect.flip(
-        buildAnnGraph({ ids: Int32Array.of(1, 2, 3), matrix: new Float32Array(10), dims: 4, dir })
+        buildAnnGraph({
+          ids: Int32Array.of(1, 2, 3),
+          matrix: new Float32Array(10),
+          dims: 4,
+          file: path.join(dir, "g.usearch")
+        })
       )
       assert.instanceOf(failed, AnnBuildFailed)
       assert.deepStrictEqual(fs.readdirSync(dir), [])
@@ -144,11 +156,12 @@ commitFiles(
 const dataDir = path.join(root, "data")
 const annDir = path.join(dataDir, "groundtruth", "ann")
 
-// A graph file a crashed build left behind: its process (this child) is gone.
+// A build's temporary file a crash left behind: its process (this child) is gone.
 const deadPid = spawnSync(process.execPath, ["-e", "0"]).pid
 fs.mkdirSync(annDir, { recursive: true })
-fs.writeFileSync(path.join(annDir, `graph-${deadPid}-1-x.usearch`), "partial")
+fs.writeFileSync(path.join(annDir, `building-${deadPid}-1-x.usearch`), "partial")
 
+const graphFiles = () => fs.readdirSync(annDir).filter((name) => name.startsWith("graph-"))
 const statusOf = Retriever.use((r) => r.denseStatus)
 const untilGraph = Effect.gen(function* () {
   for (let i = 0; i < 200; i++) {
@@ -176,7 +189,7 @@ layer(
   // excludeTestServices: the real clock, since the graph is built by a real worker thread.
   { timeout: "60 seconds", excludeTestServices: true }
 )("dense search from GT_ANN_MIN_VECTORS vectors on", (it) => {
-  it.effect("a crashed build's graph file is removed when the service starts", () =>
+  it.effect("a crashed build's temporary file is removed when the service starts", () =>
     Effect.sync(() => assert.deepStrictEqual(fs.existsSync(annDir) ? fs.readdirSync(annDir) : [], []))
   )
 
@@ -193,6 +206,19 @@ layer(
       const ready = yield* untilGraph
       assert.deepInclude(ready, { vectors: 37, search: "graph", graphError: null })
       assert.deepStrictEqual(yield* Effect.forEach(questions, (q) => ranking(q)), exactAll)
+      assert.strictEqual(graphFiles().length, 1)
+    })
+  )
+
+  it.effect("the graph is kept: a service started again over the same index maps it instead of building", () =>
+    Effect.gen(function* () {
+      const restarted = yield* Effect.gen(function* () {
+        const retriever = yield* Retriever
+        assert.strictEqual((yield* retriever.denseStatus).search, "exact")
+        yield* retriever.retrieve("mobile")
+        return yield* retriever.denseStatus
+      }).pipe(Effect.provide(Retriever.Default))
+      assert.deepInclude(restarted, { vectors: 37, search: "graph", building: false })
     })
   )
 
@@ -215,7 +241,11 @@ layer(
       yield* Ingester.use((i) => i.ingest({}))
       assert.deepInclude(yield* statusOf, { vectors: 38, search: "exact" })
       yield* ranking("mobile")
+      const before = graphFiles()
       assert.deepInclude(yield* untilGraph, { vectors: 38, search: "graph" })
+      // The new generation's graph replaced the old one's on disk.
+      assert.strictEqual(graphFiles().length, 1)
+      assert.notDeepEqual(graphFiles(), before)
       assert.includeMembers(yield* ranking("mobile", ["phones"]), ["phones/phone.md:1", "phones/mobile.md:1"])
     })
   )

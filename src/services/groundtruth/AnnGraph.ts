@@ -58,22 +58,63 @@ const graphOf = (index: Index): AnnGraph => ({
   }
 })
 
+const newIndex = (dims: number) => {
+  const { Index, MetricKind, ScalarKind } = usearch()
+  return new Index({
+    dimensions: dims,
+    metric: MetricKind.IP,
+    connectivity: ANN_SETTINGS.connectivity,
+    expansion_add: ANN_SETTINGS.expansionAdd,
+    expansion_search: ANN_SETTINGS.expansionSearch,
+    quantization: ScalarKind.F32,
+    multi: false
+  })
+}
+
+/**
+ * Where the graph of one set of vectors is kept: named by `fingerprint` (a digest of the model, the chunk ids
+ * and their content digests, see VectorIndex), so a restart over the same index finds its graph, and a graph
+ * is never used for vectors it was not built from.
+ */
+export const annGraphFile = (dir: string, fingerprint: string) =>
+  path.join(dir, `graph-${fingerprint.slice(0, 32)}-c${ANN_SETTINGS.connectivity}.usearch`)
+
+/**
+ * Maps a kept graph into this process (memory-mapped, not read: instant at any size). Absent, unreadable or
+ * not holding `size` vectors of `dims` dimensions: undefined (an unusable file is removed), and the caller builds.
+ */
+export const openAnnGraph = (file: string, dims: number, size: number) =>
+  Effect.sync((): AnnGraph | undefined => {
+    if (!fs.existsSync(file)) return undefined
+    try {
+      const index = newIndex(dims)
+      index.view(file)
+      if (Number(index.size()) === size && Number(index.dimensions()) === dims) return graphOf(index)
+    } catch {
+      // Truncated or foreign: built again below.
+    }
+    fs.rmSync(file, { force: true })
+    return undefined
+  })
+
 /**
  * Builds an HNSW graph (USearch) over `matrix` (row i is the unit vector of chunk `ids[i]`) in a worker
- * thread, saves it under `dir` and maps it into this process (memory-mapped, then the file is unlinked:
- * the mapping outlives the name, and a crash leaves no index behind that could be mistaken for current).
+ * thread, into a temporary file renamed to `file` once complete (a crash never leaves a partial graph under
+ * a graph's name), then maps it. Other graphs in the directory — earlier generations — are removed: a
+ * process still using one keeps its mapping.
  */
 export const buildAnnGraph = (input: {
   readonly ids: Int32Array
   readonly matrix: Float32Array
   readonly dims: number
-  readonly dir: string
+  readonly file: string
 }) => {
-  const file = path.join(input.dir, `graph-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}.usearch`)
+  const dir = path.dirname(input.file)
+  const temp = path.join(dir, `building-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}.usearch`)
   return Effect.gen(function* () {
     yield* Effect.try({
-      try: () => fs.mkdirSync(input.dir, { recursive: true }),
-      catch: (error) => new AnnBuildFailed({ detail: `cannot create ${input.dir}: ${String(error)}` })
+      try: () => fs.mkdirSync(dir, { recursive: true }),
+      catch: (error) => new AnnBuildFailed({ detail: `cannot create ${dir}: ${String(error)}` })
     })
     yield* Effect.async<void, AnnBuildFailed>((resume) => {
       const worker = new Worker(BUILDER, {
@@ -83,7 +124,7 @@ export const buildAnnGraph = (input: {
           ids: input.ids,
           matrix: input.matrix,
           dims: input.dims,
-          file,
+          file: temp,
           ...ANN_SETTINGS
         }
       })
@@ -95,26 +136,21 @@ export const buildAnnGraph = (input: {
       worker.once("exit", (code) => resume(Effect.fail(new AnnBuildFailed({ detail: `builder exited (${code})` }))))
       return Effect.promise(() => worker.terminate())
     })
-    return yield* Effect.try({
-      try: () => {
-        const { Index, MetricKind, ScalarKind } = usearch()
-        const index = new Index({
-          dimensions: input.dims,
-          metric: MetricKind.IP,
-          connectivity: ANN_SETTINGS.connectivity,
-          expansion_add: ANN_SETTINGS.expansionAdd,
-          expansion_search: ANN_SETTINGS.expansionSearch,
-          quantization: ScalarKind.F32,
-          multi: false
-        })
-        index.view(file)
-        return graphOf(index)
-      },
-      catch: (error) => new AnnBuildFailed({ detail: `cannot map the graph: ${String(error)}` })
+    yield* Effect.try({
+      try: () => fs.renameSync(temp, input.file),
+      catch: (error) => new AnnBuildFailed({ detail: `cannot keep the graph: ${String(error)}` })
     })
-  }).pipe(Effect.ensuring(Effect.sync(() => fs.rmSync(file, { force: true }))))
+    const graph = yield* openAnnGraph(input.file, input.dims, input.ids.length)
+    if (graph === undefined) return yield* new AnnBuildFailed({ detail: "the built graph could not be mapped" })
+    yield* Effect.sync(() => {
+      for (const name of fs.readdirSync(dir)) {
+        if (name.startsWith("graph-") && path.join(dir, name) !== input.file)
+          fs.rmSync(path.join(dir, name), { force: true })
+      }
+    })
+    return graph
+  }).pipe(Effect.ensuring(Effect.sync(() => fs.rmSync(temp, { force: true }))))
 }
-
 const isAlive = (pid: number) => {
   try {
     process.kill(pid, 0)
@@ -124,7 +160,7 @@ const isAlive = (pid: number) => {
   }
 }
 
-/** Removes graph files that builds of processes no longer running left behind (they are never reused). */
+/** Removes the temporary files of builds whose process is gone (a crash mid-build). */
 export const clearAnnLeftovers = (dir: string) =>
   Effect.sync(() => {
     let names: Array<string>
@@ -135,7 +171,7 @@ export const clearAnnLeftovers = (dir: string) =>
       return
     }
     for (const name of names) {
-      const pid = /^graph-(\d+)-.*\.usearch$/.exec(name)?.[1]
+      const pid = /^building-(\d+)-.*\.usearch$/.exec(name)?.[1]
       if (pid !== undefined && !isAlive(Number(pid))) fs.rmSync(path.join(dir, name), { force: true })
     }
   })

@@ -1,10 +1,13 @@
+import { createHash } from "node:crypto"
 import type { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { type AnnGraph, buildAnnGraph, clearAnnLeftovers } from "./AnnGraph.js"
+import { type AnnGraph, annGraphFile, buildAnnGraph, clearAnnLeftovers, openAnnGraph } from "./AnnGraph.js"
 import type { EmbedderShape } from "./Embedder.js"
 
 interface Loaded {
   readonly key: string
+  /** A digest of the model and every (chunk id, content digest): what a kept graph must have been built from. */
+  readonly fingerprint: string
   readonly ids: Int32Array
   readonly repos: ReadonlyArray<string>
   readonly repoOf: Uint16Array
@@ -66,8 +69,9 @@ const exactNearest = (index: Loaded, q: Float32Array, allowed: ReadonlySet<numbe
 /**
  * Dense search over every chunk's stored vector (unit length, so a dot product is the cosine), held in
  * memory as one float32 matrix and reloaded when an ingest changed the index. Small indexes are searched
- * exactly by brute force. From `annMinVectors` vectors on, an HNSW graph of the generation is built in a
- * worker thread in the background (exact search answers until it is ready, and whenever its build failed);
+ * exactly by brute force. From `annMinVectors` vectors on, an HNSW graph of the generation is mapped from
+ * its file when one was kept for these very vectors, or built in a worker thread in the background (exact
+ * search answers until it is ready, and whenever its build failed);
  * a scoped question oversamples the graph and falls back to exact search when too few neighbours are in
  * scope. A failing embedder at question time means no dense candidates, with a warning: the lexical
  * ranking answers alone.
@@ -91,9 +95,9 @@ export const makeVectorIndex = (
           SELECT coalesce(max(indexed_at), 0) AS a, coalesce(max(vectors_at), 0) AS b, count(*) AS n FROM gt_sources`
         const key = `${stamp[0]?.a}:${stamp[0]?.b}:${stamp[0]?.n}`
         if (loaded?.key === key) return loaded
-        const rows = yield* sql<{ id: number; repo: string; vector: Uint8Array }>`
-          SELECT c.id, c.repo, v.vector FROM gt_chunks c
-          JOIN gt_vectors v ON v.digest = c.digest AND v.model = ${model}`
+        const rows = yield* sql<{ id: number; repo: string; digest: string; vector: Uint8Array }>`
+          SELECT c.id, c.repo, c.digest, v.vector FROM gt_chunks c
+          JOIN gt_vectors v ON v.digest = c.digest AND v.model = ${model} ORDER BY c.id`
         const dims = rows[0] === undefined ? 0 : rows[0].vector.byteLength / 4
         const usable = rows.filter((r) => r.vector.byteLength === dims * 4)
         const matrix = new Float32Array(usable.length * dims)
@@ -102,7 +106,9 @@ export const makeVectorIndex = (
         const repoIndex = new Map<string, number>()
         const repoOf = new Uint16Array(usable.length)
         const rowOf = new Map<number, number>()
+        const fingerprint = createHash("sha256").update(`${model}\u0000${dims}\u0000`)
         usable.forEach((row, i) => {
+          fingerprint.update(`${row.id}:${row.digest}\n`)
           const bytes = row.vector
           matrix.set(
             new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)),
@@ -118,43 +124,52 @@ export const makeVectorIndex = (
           }
           repoOf[i] = r
         })
-        loaded = { key, ids, repos, repoOf, rowOf, dims, matrix }
+        loaded = { key, fingerprint: fingerprint.digest("hex"), ids, repos, repoOf, rowOf, dims, matrix }
         // The previous generation's graph may name deleted chunks and lacks new ones: exact until rebuilt.
         graph = undefined
         return loaded
       })
 
-    /** Starts the graph build of this generation in the background, once. */
+    /**
+     * The graph of this generation: the one kept from an earlier build of the same vectors (by this process
+     * or one before it), mapped at once; otherwise a build in the background, started once.
+     */
     const ensureGraph = (index: Loaded) =>
-      index.ids.length < options.annMinVectors || building === index.key || failed?.key === index.key
-        ? Effect.void
-        : Effect.gen(function* () {
-            building = index.key
-            yield* buildAnnGraph({ ids: index.ids, matrix: index.matrix, dims: index.dims, dir: options.annDir }).pipe(
-              Effect.tap((built) =>
-                Effect.sync(() => {
-                  if (loaded?.key === index.key) graph = { key: index.key, graph: built }
-                })
-              ),
-              Effect.tapError((error) =>
-                Effect.zipRight(
-                  Effect.sync(() => {
-                    failed = { key: index.key, detail: error.detail }
-                  }),
-                  Effect.logWarning("dense graph build failed; searching vectors exactly").pipe(
-                    Effect.annotateLogs("detail", error.detail)
-                  )
-                )
-              ),
-              Effect.ignore,
-              Effect.ensuring(
-                Effect.sync(() => {
-                  if (building === index.key) building = undefined
-                })
-              ),
-              Effect.forkIn(scope)
+      Effect.gen(function* () {
+        if (index.ids.length < options.annMinVectors || graph?.key === index.key) return
+        if (building === index.key || failed?.key === index.key) return
+        const file = annGraphFile(options.annDir, index.fingerprint)
+        const kept = yield* openAnnGraph(file, index.dims, index.ids.length)
+        if (kept !== undefined) {
+          graph = { key: index.key, graph: kept }
+          return
+        }
+        building = index.key
+        yield* buildAnnGraph({ ids: index.ids, matrix: index.matrix, dims: index.dims, file }).pipe(
+          Effect.tap((built) =>
+            Effect.sync(() => {
+              if (loaded?.key === index.key) graph = { key: index.key, graph: built }
+            })
+          ),
+          Effect.tapError((error) =>
+            Effect.zipRight(
+              Effect.sync(() => {
+                failed = { key: index.key, detail: error.detail }
+              }),
+              Effect.logWarning("dense graph build failed; searching vectors exactly").pipe(
+                Effect.annotateLogs("detail", error.detail)
+              )
             )
-          })
+          ),
+          Effect.ignore,
+          Effect.ensuring(
+            Effect.sync(() => {
+              if (building === index.key) building = undefined
+            })
+          ),
+          Effect.forkIn(scope)
+        )
+      })
 
     /** The ids of the `depth` chunks nearest the question, within `scope` when given; [] without an embedder. */
     const nearest = (question: string, scopeRepos: ReadonlyArray<string> | undefined, depth: number) =>
