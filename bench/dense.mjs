@@ -11,7 +11,8 @@ import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Effect } from "effect"
-import { buildCorpus } from "./gt-corpus.mjs"
+import { buildCorpus, searcher } from "./gt-corpus.mjs"
+import { start } from "./harness.mjs"
 
 const TARGET_CHUNKS = Number(process.env.BENCH_CHUNKS ?? 100_000)
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 300)
@@ -137,6 +138,18 @@ const restart = await withServices(
     return { firstMs, status: yield* retriever.denseStatus }
   })
 )
+// The same through HTTP: a Keel server over the same data (it maps the kept graph at its first question).
+const { child, port } = await start("keel.mjs", {
+  ...base,
+  GT_ANN_MIN_VECTORS: "1",
+  KEEL_DEMO_DATA: "false"
+})
+const client = searcher(port)
+for (const q of queries.slice(0, 20)) await client.search(q) // warm: loads the vectors, maps the graph
+const httpLatencies = []
+for (const q of queries) httpLatencies.push(await client.search(q))
+client.close()
+child.kill("SIGTERM")
 server.close()
 
 const line = (label, latencies) =>
@@ -159,6 +172,7 @@ if (graph.latencies === undefined) {
     const set = new Set(top)
     shared += top.length === 0 ? 1 : other.filter((h) => set.has(h)).length / top.length
   })
+  console.log(line("search through HTTP, embedder on, graph (a Keel server):  ", httpLatencies))
   console.log(
     `restart over the same index: the kept graph ${restart.status.search === "graph" ? "mapped" : "NOT used"} by the first question (${restart.firstMs.toFixed(1)} ms, loading the vectors from SQLite included)`
   )

@@ -4,11 +4,10 @@
 // checked-out files. Sequential queries: latency, not throughput.
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
-import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Effect } from "effect"
-import { buildCorpus } from "./gt-corpus.mjs"
+import { buildCorpus, searcher } from "./gt-corpus.mjs"
 import { start } from "./harness.mjs"
 
 const TARGET_CHUNKS = Number(process.env.BENCH_CHUNKS ?? 100_000)
@@ -58,15 +57,7 @@ const { child, port } = await start(process.env.BENCH_KEEL_SERVER ?? "keel.mjs",
   KEEL_LOG_LEVEL: "warning",
   KEEL_DEMO_DATA: "false"
 })
-const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
-const searchOnce = (q, limit = 10) =>
-  new Promise((resolve) => {
-    const t = process.hrtime.bigint()
-    http.get({ host: "127.0.0.1", port, path: `/search?q=${encodeURIComponent(q)}&limit=${limit}`, agent }, (res) => {
-      res.resume()
-      res.on("end", () => resolve(Number(process.hrtime.bigint() - t) / 1e6))
-    })
-  })
+const { search: searchOnce, close } = searcher(port)
 for (const q of queries.slice(0, 20)) await searchOnce(q) // warm
 const keelLatencies = []
 for (const q of queries) keelLatencies.push(await searchOnce(q))
@@ -74,7 +65,7 @@ for (const q of queries) keelLatencies.push(await searchOnce(q))
 const singleLatencies = []
 for (const q of queries) singleLatencies.push(await searchOnce(q, 1))
 child.kill("SIGTERM")
-agent.destroy()
+close()
 
 const rgLatencies = []
 const rgCorpus = path.join(corpus)

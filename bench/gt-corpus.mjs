@@ -3,6 +3,7 @@
 // registry naming it as the one source; and two-word queries drawn from the same text.
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
+import * as http from "node:http"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { chunkFile } from "keel"
@@ -68,4 +69,24 @@ export const buildCorpus = (work, { targetChunks, queryCount }) => {
   }
   const queries = Array.from({ length: queryCount }, () => `${pick()} ${pick()}`)
   return { corpus, registry, files, chunks, documents: sources.length, queries }
+}
+
+/** Sequential `GET /search` against a Keel server on `port`, one keep-alive connection: each answer's latency (ms). */
+export const searcher = (port) => {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  const search = (q, limit = 10) =>
+    new Promise((resolve, reject) => {
+      const t = process.hrtime.bigint()
+      http
+        .get({ host: "127.0.0.1", port, path: `/search?q=${encodeURIComponent(q)}&limit=${limit}`, agent }, (res) => {
+          res.resume()
+          res.on("end", () =>
+            res.statusCode === 200
+              ? resolve(Number(process.hrtime.bigint() - t) / 1e6)
+              : reject(new Error(`/search answered ${res.statusCode}`))
+          )
+        })
+        .on("error", reject)
+    })
+  return { search, close: () => agent.destroy() }
 }

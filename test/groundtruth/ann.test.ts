@@ -5,8 +5,8 @@ import type { AddressInfo } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Effect, Logger } from "effect"
-import { AnnBuildFailed, buildAnnGraph, type DenseStatus, Ingester, openAnnGraph, Retriever } from "keel"
+import { ConfigProvider, Effect, Layer, Logger } from "effect"
+import { AnnBuildFailed, buildAnnGraph, type DenseStatus, GtConfig, Ingester, openAnnGraph, Retriever } from "keel"
 import { HttpTest } from "../support/http.js"
 import { commitFiles, initRepo } from "./git-fixture.js"
 
@@ -130,11 +130,13 @@ const fake = await new Promise<{ url: string }>((resolve) => {
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "keel-gt-ann-"))
 const topics = ["network", "install", "build", "cache", "proxy", "port"]
+/** More than the 60 dense neighbours a question asks for, so a question scoped to them is answered by the graph. */
+const GUIDES = 90
 const guides = initRepo(root, "guides")
 commitFiles(
   guides,
   Object.fromEntries(
-    Array.from({ length: 36 }, (_, i) => {
+    Array.from({ length: GUIDES }, (_, i) => {
       // Each guide's words differ in kind or in count, so no two vectors tie (ties may order either way).
       const topic = topics[i % topics.length]!
       const aside = `${topics[(i + 1) % topics.length]} `.repeat(Math.floor(i / topics.length))
@@ -156,21 +158,40 @@ commitFiles(
 const dataDir = path.join(root, "data")
 const annDir = path.join(dataDir, "groundtruth", "ann")
 
-// A build's temporary file a crash left behind: its process (this child) is gone.
-const deadPid = spawnSync(process.execPath, ["-e", "0"]).pid
+// Temporary files of builds: one a crash left an hour ago, one another process may be writing right now.
+const otherPid = spawnSync(process.execPath, ["-e", "0"]).pid
 fs.mkdirSync(annDir, { recursive: true })
-fs.writeFileSync(path.join(annDir, `building-${deadPid}-1-x.usearch`), "partial")
+const crashed = path.join(annDir, `building-${otherPid}-aaaa-1-x.usearch`)
+fs.writeFileSync(crashed, "partial")
+fs.utimesSync(crashed, new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000))
+const recent = `building-${otherPid}-bbbb-2-y.usearch`
+fs.writeFileSync(path.join(annDir, recent), "partial")
 
 const graphFiles = () => fs.readdirSync(annDir).filter((name) => name.startsWith("graph-"))
 const statusOf = Retriever.use((r) => r.denseStatus)
 const untilGraph = Effect.gen(function* () {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 600; i++) {
     const status: DenseStatus = yield* statusOf
     if (status.search === "graph") return status
     yield* Effect.sleep("50 millis")
   }
-  return yield* Effect.die(new Error("the graph was not ready within 10 s"))
+  return yield* Effect.die(new Error("the graph was not ready within 30 s"))
 })
+const denseEnv = {
+  GT_REGISTRY_REPO: registry,
+  GT_EMBEDDINGS_URL: fake.url,
+  GT_EMBEDDINGS_MODEL: "fake-ann",
+  GT_ANN_MIN_VECTORS: "20"
+}
+/** The same effect against a second Retriever over the same index that never uses a graph: exact dense search. */
+const exactly = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(
+    Effect.provide(Retriever.Default.pipe(Layer.provide(GtConfig.Default))),
+    Effect.withConfigProvider(
+      ConfigProvider.fromMap(new Map(Object.entries({ ...denseEnv, GT_ANN_MIN_VECTORS: "1000000" })))
+    )
+  )
+const questions = ["mobile", "proxy settings", "install the package", "cache build files", "network port"]
 const ranking = (query: string, repos?: ReadonlyArray<string>) =>
   Retriever.use((r) => r.retrieve(query, { limit: 5, repos })).pipe(
     Effect.map((hits) => hits.map((h) => `${h.repo}/${h.path}:${h.line}`))
@@ -179,34 +200,32 @@ const ranking = (query: string, repos?: ReadonlyArray<string>) =>
 layer(
   HttpTest({
     settings: { dataDir },
-    env: {
-      GT_REGISTRY_REPO: registry,
-      GT_EMBEDDINGS_URL: fake.url,
-      GT_EMBEDDINGS_MODEL: "fake-ann",
-      GT_ANN_MIN_VECTORS: "20"
-    }
+    env: denseEnv
   }),
   // excludeTestServices: the real clock, since the graph is built by a real worker thread.
   { timeout: "60 seconds", excludeTestServices: true }
 )("dense search from GT_ANN_MIN_VECTORS vectors on", (it) => {
-  it.effect("a crashed build's temporary file is removed when the service starts", () =>
-    Effect.sync(() => assert.deepStrictEqual(fs.existsSync(annDir) ? fs.readdirSync(annDir) : [], []))
+  it.effect("a crashed build's temporary file is removed when the service starts; a recent one is not", () =>
+    Effect.sync(() => {
+      assert.deepStrictEqual(fs.readdirSync(annDir), [recent])
+      fs.rmSync(path.join(annDir, recent))
+    })
   )
 
   it.effect("answers exactly until the graph is built in the background, then ranks the same through it", () =>
     Effect.gen(function* () {
       yield* Ingester.use((i) => i.ingest({}))
       const before = yield* statusOf
-      assert.deepInclude(before, { vectors: 37, search: "exact", building: false, graphError: null })
+      assert.deepInclude(before, { vectors: GUIDES + 1, search: "exact", building: false, graphError: null })
       // The first question starts the build (and is answered exactly).
-      const exact = yield* ranking("mobile")
-      assert.strictEqual(exact[0], "phones/phone.md:1")
-      const questions = ["mobile", "proxy settings", "install the package", "cache build files"]
-      const exactAll = yield* Effect.forEach(questions, (q) => ranking(q))
+      const first = yield* ranking("mobile")
+      assert.strictEqual(first[0], "phones/phone.md:1")
       const ready = yield* untilGraph
-      assert.deepInclude(ready, { vectors: 37, search: "graph", graphError: null })
-      assert.deepStrictEqual(yield* Effect.forEach(questions, (q) => ranking(q)), exactAll)
+      assert.deepInclude(ready, { vectors: GUIDES + 1, search: "graph", graphError: null })
       assert.strictEqual(graphFiles().length, 1)
+      const answered = ready.answered.graph
+      for (const q of questions) assert.deepStrictEqual(yield* ranking(q), yield* exactly(ranking(q)))
+      assert.strictEqual((yield* statusOf).answered.graph, answered + questions.length)
     })
   )
 
@@ -218,7 +237,7 @@ layer(
         yield* retriever.retrieve("mobile")
         return yield* retriever.denseStatus
       }).pipe(Effect.provide(Retriever.Default))
-      assert.deepInclude(restarted, { vectors: 37, search: "graph", building: false })
+      assert.deepInclude(restarted, { vectors: GUIDES + 1, search: "graph", building: false })
     })
   )
 
@@ -227,26 +246,48 @@ layer(
     () =>
       Effect.gen(function* () {
         assert.strictEqual((yield* statusOf).search, "graph")
-        const inPhones = yield* ranking("mobile", ["phones"])
-        assert.deepStrictEqual(inPhones, ["phones/phone.md:1"])
-        const inGuides = yield* ranking("mobile", ["guides"])
-        assert.isAbove(inGuides.length, 0)
-        assert.isTrue(inGuides.every((hit) => hit.startsWith("guides/")))
+        // One vector in scope: the oversampled graph finds too few, and exact search answers.
+        const before = (yield* statusOf).answered
+        assert.deepStrictEqual(yield* ranking("mobile", ["phones"]), ["phones/phone.md:1"])
+        assert.deepStrictEqual((yield* statusOf).answered, { ...before, exact: before.exact + 1 })
+        // Ninety in scope: the graph answers, as exact search would.
+        for (const q of questions) {
+          const inGuides = yield* ranking(q, ["guides"])
+          assert.isAbove(inGuides.length, 0)
+          assert.isTrue(inGuides.every((hit) => hit.startsWith("guides/")))
+          assert.deepStrictEqual(inGuides, yield* exactly(ranking(q, ["guides"])))
+        }
+        assert.strictEqual((yield* statusOf).answered.graph, before.graph + questions.length)
       })
   )
 
   it.effect("a new index generation drops the old graph: exact again until its own graph is built", () =>
     Effect.gen(function* () {
+      const before = graphFiles()
       commitFiles(phones, { "mobile.md": "# Mobile\n\nA phone on the network.\n" }, "more")
       yield* Ingester.use((i) => i.ingest({}))
-      assert.deepInclude(yield* statusOf, { vectors: 38, search: "exact" })
+      assert.deepInclude(yield* statusOf, { vectors: GUIDES + 2, search: "exact" })
       yield* ranking("mobile")
-      const before = graphFiles()
-      assert.deepInclude(yield* untilGraph, { vectors: 38, search: "graph" })
+      assert.deepInclude(yield* untilGraph, { vectors: GUIDES + 2, search: "graph" })
       // The new generation's graph replaced the old one's on disk.
       assert.strictEqual(graphFiles().length, 1)
       assert.notDeepEqual(graphFiles(), before)
       assert.includeMembers(yield* ranking("mobile", ["phones"]), ["phones/phone.md:1", "phones/mobile.md:1"])
+    })
+  )
+
+  it.effect("generations that follow each other quickly end with one graph, the last one's", () =>
+    Effect.gen(function* () {
+      const start = (yield* statusOf).vectors
+      for (const n of [1, 2]) {
+        yield* ranking("mobile") // starts (or restarts) a build for what is indexed now
+        commitFiles(phones, { [`quick-${n}.md`]: `# Quick ${n}\n\nThe ${"phone ".repeat(n)}page.\n` }, `quick ${n}`)
+        yield* Ingester.use((i) => i.ingest({}))
+      }
+      yield* ranking("mobile")
+      assert.deepInclude(yield* untilGraph, { vectors: start + 2, search: "graph", graphError: null })
+      assert.strictEqual(graphFiles().length, 1)
+      for (const q of questions) assert.deepStrictEqual(yield* ranking(q), yield* exactly(ranking(q)))
     })
   )
 })
@@ -259,12 +300,7 @@ fs.writeFileSync(path.join(brokenData, "groundtruth", "ann"), "not a directory")
 layer(
   HttpTest({
     settings: { dataDir: brokenData },
-    env: {
-      GT_REGISTRY_REPO: registry,
-      GT_EMBEDDINGS_URL: fake.url,
-      GT_EMBEDDINGS_MODEL: "fake-ann",
-      GT_ANN_MIN_VECTORS: "20"
-    }
+    env: denseEnv
   }),
   { timeout: "60 seconds", excludeTestServices: true }
 )("a graph that cannot be built", (it) => {

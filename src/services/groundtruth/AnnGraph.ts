@@ -85,23 +85,38 @@ export const annGraphFile = (dir: string, fingerprint: string) =>
  */
 export const openAnnGraph = (file: string, dims: number, size: number) =>
   Effect.sync((): AnnGraph | undefined => {
-    if (!fs.existsSync(file)) return undefined
     try {
+      if (!fs.existsSync(file)) return undefined
       const index = newIndex(dims)
       index.view(file)
       if (Number(index.size()) === size && Number(index.dimensions()) === dims) return graphOf(index)
     } catch {
-      // Truncated or foreign: built again below.
+      // Truncated, foreign or unreadable: built again.
     }
-    fs.rmSync(file, { force: true })
+    removeQuietly(file)
     return undefined
   })
+
+/** Best effort: a file that cannot be removed stays (a warning would say nothing the next build won't). */
+const removeQuietly = (file: string) => {
+  try {
+    fs.rmSync(file, { force: true })
+  } catch {
+    // left in place
+  }
+}
+
+/** This process's mark on its temporary files: a later process reusing the pid (PID 1 in a container) differs. */
+const BOOT = Math.random().toString(36).slice(2, 10)
+
+/** A temporary file this old is never a build in progress (one is written only in a build's last seconds). */
+const STALE_TEMPORARY_MILLIS = 10 * 60_000
 
 /**
  * Builds an HNSW graph (USearch) over `matrix` (row i is the unit vector of chunk `ids[i]`) in a worker
  * thread, into a temporary file renamed to `file` once complete (a crash never leaves a partial graph under
- * a graph's name), then maps it. Other graphs in the directory — earlier generations — are removed: a
- * process still using one keeps its mapping.
+ * a graph's name), then maps it. Graphs in the directory older than this build — earlier generations — are
+ * removed: a process still using one keeps its mapping.
  */
 export const buildAnnGraph = (input: {
   readonly ids: Int32Array
@@ -110,24 +125,34 @@ export const buildAnnGraph = (input: {
   readonly file: string
 }) => {
   const dir = path.dirname(input.file)
-  const temp = path.join(dir, `building-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}.usearch`)
+  const startedAt = Date.now()
+  const temp = path.join(
+    dir,
+    `building-${process.pid}-${BOOT}-${startedAt}-${Math.random().toString(36).slice(2)}.usearch`
+  )
   return Effect.gen(function* () {
     yield* Effect.try({
       try: () => fs.mkdirSync(dir, { recursive: true }),
       catch: (error) => new AnnBuildFailed({ detail: `cannot create ${dir}: ${String(error)}` })
     })
     yield* Effect.async<void, AnnBuildFailed>((resume) => {
-      const worker = new Worker(BUILDER, {
-        eval: true,
-        workerData: {
-          usearchPath,
-          ids: input.ids,
-          matrix: input.matrix,
-          dims: input.dims,
-          file: temp,
-          ...ANN_SETTINGS
-        }
-      })
+      let worker: Worker
+      try {
+        worker = new Worker(BUILDER, {
+          eval: true,
+          workerData: {
+            usearchPath,
+            ids: input.ids,
+            matrix: input.matrix,
+            dims: input.dims,
+            file: temp,
+            ...ANN_SETTINGS
+          }
+        })
+      } catch (error) {
+        resume(Effect.fail(new AnnBuildFailed({ detail: `cannot start the builder: ${String(error)}` })))
+        return
+      }
       worker.once("message", (reply: { ok: boolean; detail?: string }) => {
         resume(reply.ok ? Effect.void : Effect.fail(new AnnBuildFailed({ detail: reply.detail ?? "build failed" })))
         void worker.terminate()
@@ -143,35 +168,44 @@ export const buildAnnGraph = (input: {
     const graph = yield* openAnnGraph(input.file, input.dims, input.ids.length)
     if (graph === undefined) return yield* new AnnBuildFailed({ detail: "the built graph could not be mapped" })
     yield* Effect.sync(() => {
-      for (const name of fs.readdirSync(dir)) {
-        if (name.startsWith("graph-") && path.join(dir, name) !== input.file)
-          fs.rmSync(path.join(dir, name), { force: true })
+      for (const name of safeList(dir)) {
+        const other = path.join(dir, name)
+        if (!name.startsWith("graph-") || other === input.file) continue
+        // Only older ones: a newer graph is another process's newer generation.
+        if (modifiedAt(other) < startedAt) removeQuietly(other)
       }
     })
     return graph
-  }).pipe(Effect.ensuring(Effect.sync(() => fs.rmSync(temp, { force: true }))))
+  }).pipe(Effect.ensuring(Effect.sync(() => removeQuietly(temp))))
 }
-const isAlive = (pid: number) => {
+
+const safeList = (dir: string) => {
   try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
+    return fs.readdirSync(dir)
+  } catch {
+    return []
   }
 }
 
-/** Removes the temporary files of builds whose process is gone (a crash mid-build). */
+const modifiedAt = (file: string) => {
+  try {
+    return fs.statSync(file).mtimeMs
+  } catch {
+    return Number.POSITIVE_INFINITY
+  }
+}
+
+/**
+ * Removes the temporary files of builds that cannot be running: ten minutes old (a build writes its file
+ * in its last seconds), or left by an earlier process that had this process's pid.
+ */
 export const clearAnnLeftovers = (dir: string) =>
   Effect.sync(() => {
-    let names: Array<string>
-    try {
-      names = fs.readdirSync(dir)
-    } catch {
-      // No directory yet (or not one): nothing left behind; a build reports what is wrong with it.
-      return
-    }
-    for (const name of names) {
-      const pid = /^building-(\d+)-.*\.usearch$/.exec(name)?.[1]
-      if (pid !== undefined && !isAlive(Number(pid))) fs.rmSync(path.join(dir, name), { force: true })
+    for (const name of safeList(dir)) {
+      const owner = /^building-(\d+)-([a-z0-9]+)-/.exec(name)
+      if (owner === null) continue
+      const file = path.join(dir, name)
+      const earlierSelf = Number(owner[1]) === process.pid && owner[2] !== BOOT
+      if (earlierSelf || Date.now() - modifiedAt(file) > STALE_TEMPORARY_MILLIS) removeQuietly(file)
     }
   })

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto"
 import type { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Cause, Effect, Fiber, Option } from "effect"
 import { type AnnGraph, annGraphFile, buildAnnGraph, clearAnnLeftovers, openAnnGraph } from "./AnnGraph.js"
 import type { EmbedderShape } from "./Embedder.js"
 
@@ -25,6 +25,8 @@ export interface DenseStatus {
   readonly building: boolean
   /** Why the current generation's graph could not be built (exact search instead), if it failed. */
   readonly graphError: string | null
+  /** Questions answered so far by each way (since the service started). */
+  readonly answered: { readonly exact: number; readonly graph: number }
 }
 
 /** A scoped search asks the graph for this many times `depth` neighbours, then keeps the scope's. */
@@ -85,9 +87,12 @@ export const makeVectorIndex = (
     const scope = yield* Effect.scope
     yield* clearAnnLeftovers(options.annDir)
     let loaded: Loaded | undefined
-    let graph: { readonly key: string; readonly graph: AnnGraph } | undefined
-    let building: string | undefined
-    let failed: { readonly key: string; readonly detail: string } | undefined
+    // Graph, build and failure belong to a set of vectors (its fingerprint), not to a load: a reload that
+    // finds the same vectors keeps its graph, and a graph never answers for vectors it was not built from.
+    let graph: { readonly fingerprint: string; readonly graph: AnnGraph } | undefined
+    let building: { readonly fingerprint: string; readonly fiber: Fiber.RuntimeFiber<void> } | undefined
+    let failed: { readonly fingerprint: string; readonly detail: string } | undefined
+    const answered = { exact: 0, graph: 0 }
 
     const load = (model: string) =>
       Effect.gen(function* () {
@@ -124,52 +129,96 @@ export const makeVectorIndex = (
           }
           repoOf[i] = r
         })
-        loaded = { key, fingerprint: fingerprint.digest("hex"), ids, repos, repoOf, rowOf, dims, matrix }
-        // The previous generation's graph may name deleted chunks and lacks new ones: exact until rebuilt.
-        graph = undefined
-        return loaded
+        const next: Loaded = { key, fingerprint: fingerprint.digest("hex"), ids, repos, repoOf, rowOf, dims, matrix }
+        loaded = next
+        // A build for vectors that are no longer the index's is wasted work (and memory): stop it.
+        if (building !== undefined && building.fingerprint !== next.fingerprint) {
+          yield* Fiber.interruptFork(building.fiber)
+          building = undefined
+        }
+        return next
       })
 
+    const recordFailure = (fingerprint: string, detail: string) =>
+      Effect.zipRight(
+        Effect.sync(() => {
+          failed = { fingerprint, detail }
+        }),
+        Effect.logWarning("dense graph build failed; searching vectors exactly").pipe(
+          Effect.annotateLogs("detail", detail)
+        )
+      )
+
     /**
-     * The graph of this generation: the one kept from an earlier build of the same vectors (by this process
-     * or one before it), mapped at once; otherwise a build in the background, started once.
+     * The graph of these vectors: the one kept from an earlier build of the same vectors (by this process or
+     * one before it), mapped at once; otherwise a build in the background, one at a time. Uninterruptible, so
+     * a question cancelled here never leaves a build marked running that was not started.
      */
     const ensureGraph = (index: Loaded) =>
-      Effect.gen(function* () {
-        if (index.ids.length < options.annMinVectors || graph?.key === index.key) return
-        if (building === index.key || failed?.key === index.key) return
-        const file = annGraphFile(options.annDir, index.fingerprint)
-        const kept = yield* openAnnGraph(file, index.dims, index.ids.length)
-        if (kept !== undefined) {
-          graph = { key: index.key, graph: kept }
-          return
-        }
-        building = index.key
-        yield* buildAnnGraph({ ids: index.ids, matrix: index.matrix, dims: index.dims, file }).pipe(
-          Effect.tap((built) =>
-            Effect.sync(() => {
-              if (loaded?.key === index.key) graph = { key: index.key, graph: built }
-            })
-          ),
-          Effect.tapError((error) =>
-            Effect.zipRight(
+      Effect.uninterruptible(
+        Effect.gen(function* () {
+          const { fingerprint } = index
+          if (index.ids.length < options.annMinVectors || graph?.fingerprint === fingerprint) return
+          if (building?.fingerprint === fingerprint || failed?.fingerprint === fingerprint) return
+          const file = annGraphFile(options.annDir, fingerprint)
+          const kept = yield* openAnnGraph(file, index.dims, index.ids.length)
+          if (kept !== undefined) {
+            graph = { fingerprint, graph: kept }
+            return
+          }
+          yield* clearAnnLeftovers(options.annDir)
+          const fiber = yield* buildAnnGraph({ ids: index.ids, matrix: index.matrix, dims: index.dims, file }).pipe(
+            Effect.flatMap((built) =>
               Effect.sync(() => {
-                failed = { key: index.key, detail: error.detail }
-              }),
-              Effect.logWarning("dense graph build failed; searching vectors exactly").pipe(
-                Effect.annotateLogs("detail", error.detail)
-              )
-            )
-          ),
-          Effect.ignore,
-          Effect.ensuring(
-            Effect.sync(() => {
-              if (building === index.key) building = undefined
-            })
-          ),
-          Effect.forkIn(scope)
-        )
-      })
+                graph = { fingerprint, graph: built }
+              })
+            ),
+            Effect.catchAllCause((cause) =>
+              Cause.isInterruptedOnly(cause)
+                ? Effect.void
+                : recordFailure(
+                    fingerprint,
+                    Option.match(Cause.failureOption(cause), {
+                      onNone: () => Cause.pretty(cause).split("\n")[0] ?? "build failed",
+                      onSome: (error) => error.detail
+                    })
+                  )
+            ),
+            Effect.ensuring(
+              Effect.sync(() => {
+                if (building?.fingerprint === fingerprint) building = undefined
+              })
+            ),
+            Effect.forkIn(scope)
+          )
+          building = { fingerprint, fiber }
+        })
+      )
+
+    /** The `depth` ids the graph finds nearest `q` within `allowed`; undefined when it cannot answer. */
+    const throughGraph = (
+      index: Loaded,
+      ready: AnnGraph,
+      q: Float32Array,
+      allowed: ReadonlySet<number> | undefined,
+      depth: number
+    ) => {
+      let found: ReadonlyArray<number>
+      try {
+        found = ready.search(q, Math.min(ready.size, allowed === undefined ? depth : depth * SCOPED_OVERSAMPLING)).ids
+      } catch {
+        return undefined
+      }
+      const kept: Array<number> = []
+      for (const id of found) {
+        const row = index.rowOf.get(id)
+        if (row === undefined || (allowed !== undefined && !allowed.has(index.repoOf[row]!))) continue
+        kept.push(id)
+        if (kept.length === depth) break
+      }
+      // Too few in scope (a small source among big ones): that question is answered exactly.
+      return kept.length >= Math.min(depth, allowed === undefined ? index.ids.length : depth) ? kept : undefined
+    }
 
     /** The ids of the `depth` chunks nearest the question, within `scope` when given; [] without an embedder. */
     const nearest = (question: string, scopeRepos: ReadonlyArray<string> | undefined, depth: number) =>
@@ -190,25 +239,32 @@ export const makeVectorIndex = (
           return [] as Array<number>
         }
         yield* ensureGraph(index)
-        const allowed = scopeRepos === undefined ? undefined : new Set(scopeRepos.map((r) => index.repos.indexOf(r)))
-        const ready = graph?.key === index.key ? graph.graph : undefined
-        if (ready === undefined) return exactNearest(index, q, allowed, depth)
-        if (allowed === undefined) return ready.search(q, depth).ids
-        const inScope = ready
-          .search(q, Math.min(ready.size, depth * SCOPED_OVERSAMPLING))
-          .ids.filter((id) => allowed.has(index.repoOf[index.rowOf.get(id) ?? -1] ?? -1))
-        return inScope.length >= depth ? inScope.slice(0, depth) : exactNearest(index, q, allowed, depth)
+        const allowed =
+          scopeRepos === undefined
+            ? undefined
+            : new Set(scopeRepos.map((r) => index.repos.indexOf(r)).filter((r) => r >= 0))
+        const ready = graph?.fingerprint === index.fingerprint ? graph.graph : undefined
+        const approximate = ready === undefined ? undefined : throughGraph(index, ready, q, allowed, depth)
+        if (approximate !== undefined) {
+          answered.graph++
+          return approximate
+        }
+        answered.exact++
+        return exactNearest(index, q, allowed, depth)
       })
 
     /** What dense search would use for the current index (loads it; never embeds or starts a build). */
     const status: Effect.Effect<DenseStatus> = Effect.gen(function* () {
-      if (embedder === "none") return { vectors: 0, search: "none", building: false, graphError: null } as const
+      if (embedder === "none") {
+        return { vectors: 0, search: "none", building: false, graphError: null, answered: { ...answered } } as const
+      }
       const index = yield* load(embedder.model).pipe(Effect.orDie)
       return {
         vectors: index.ids.length,
-        search: graph?.key === index.key ? "graph" : "exact",
-        building: building === index.key,
-        graphError: failed?.key === index.key ? failed.detail : null
+        search: graph?.fingerprint === index.fingerprint ? "graph" : "exact",
+        building: building?.fingerprint === index.fingerprint,
+        graphError: failed?.fingerprint === index.fingerprint ? failed.detail : null,
+        answered: { ...answered }
       } as const
     })
 
