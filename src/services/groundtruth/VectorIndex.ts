@@ -90,7 +90,8 @@ export const makeVectorIndex = (
     // Graph, build and failure belong to a set of vectors (its fingerprint), not to a load: a reload that
     // finds the same vectors keeps its graph, and a graph never answers for vectors it was not built from.
     let graph: { readonly fingerprint: string; readonly graph: AnnGraph } | undefined
-    let building: { readonly fingerprint: string; readonly fiber: Fiber.RuntimeFiber<void> } | undefined
+    // `fiber` is filled in right after the fork; a build that ends first has already cleared `building`.
+    let building: { readonly fingerprint: string; fiber: Fiber.RuntimeFiber<void> | undefined } | undefined
     let failed: { readonly fingerprint: string; readonly detail: string } | undefined
     const answered = { exact: 0, graph: 0 }
 
@@ -133,7 +134,7 @@ export const makeVectorIndex = (
         loaded = next
         // A build for vectors that are no longer the index's is wasted work (and memory): stop it.
         if (building !== undefined && building.fingerprint !== next.fingerprint) {
-          yield* Fiber.interruptFork(building.fiber)
+          if (building.fiber !== undefined) yield* Fiber.interruptFork(building.fiber)
           building = undefined
         }
         return next
@@ -167,10 +168,16 @@ export const makeVectorIndex = (
             return
           }
           yield* clearAnnLeftovers(options.annDir)
-          const fiber = yield* buildAnnGraph({ ids: index.ids, matrix: index.matrix, dims: index.dims, file }).pipe(
+          const token: { readonly fingerprint: string; fiber: Fiber.RuntimeFiber<void> | undefined } = {
+            fingerprint,
+            fiber: undefined
+          }
+          building = token
+          token.fiber = yield* buildAnnGraph({ ids: index.ids, matrix: index.matrix, dims: index.dims, file }).pipe(
             Effect.flatMap((built) =>
               Effect.sync(() => {
-                graph = { fingerprint, graph: built }
+                // A build that finished after the index moved on must not displace the newer set's graph.
+                if (loaded?.fingerprint === fingerprint) graph = { fingerprint, graph: built }
               })
             ),
             Effect.catchAllCause((cause) =>
@@ -186,12 +193,11 @@ export const makeVectorIndex = (
             ),
             Effect.ensuring(
               Effect.sync(() => {
-                if (building?.fingerprint === fingerprint) building = undefined
+                if (building === token) building = undefined
               })
             ),
             Effect.forkIn(scope)
           )
-          building = { fingerprint, fiber }
         })
       )
 
