@@ -10,6 +10,7 @@ import * as fs from "node:fs"
 import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
+import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Effect } from "effect"
 import { buildCorpus, searcher } from "./gt-corpus.mjs"
 import { start } from "./harness.mjs"
@@ -132,10 +133,14 @@ const restart = await withServices(
   { GT_EMBEDDINGS_URL: embeddingsUrl, GT_ANN_MIN_VECTORS: "1" },
   Effect.gen(function* () {
     const retriever = yield* keel.Retriever
+    // How long the process could not answer anything else while the first question read the index.
+    const delay = monitorEventLoopDelay({ resolution: 5 })
+    delay.enable()
     const t = process.hrtime.bigint()
     yield* retriever.search(queries[0], { limit: 10 })
     const firstMs = Number(process.hrtime.bigint() - t) / 1e6
-    return { firstMs, status: yield* retriever.denseStatus }
+    delay.disable()
+    return { firstMs, stallMs: delay.max / 1e6, status: yield* retriever.denseStatus }
   })
 )
 // The same through HTTP: a Keel server over the same data (it maps the kept graph at its first question).
@@ -174,7 +179,7 @@ if (graph.latencies === undefined) {
   })
   console.log(line("search through HTTP, embedder on, graph (a Keel server):  ", httpLatencies))
   console.log(
-    `restart over the same index: the kept graph ${restart.status.search === "graph" ? "mapped" : "NOT used"} by the first question (${restart.firstMs.toFixed(1)} ms, loading the vectors from SQLite included)`
+    `restart over the same index: the kept graph ${restart.status.search === "graph" ? "mapped" : "NOT used"} by the first question (${restart.firstMs.toFixed(1)} ms, loading the vectors from SQLite included; longest event-loop stall meanwhile ${restart.stallMs.toFixed(1)} ms)`
   )
   const dense = (xs) => percentile(xs, 0.5) - percentile(lexical.latencies, 0.5)
   console.log(

@@ -175,7 +175,7 @@ export * from "./services/groundtruth/SourceChunker.js"
 export * from "./services/groundtruth/Sources.js"
 export * from "./services/groundtruth/StructuredChunker.js"
 export * from "./services/groundtruth/Terms.js"
-export type { DenseStatus } from "./services/groundtruth/VectorIndex.js"
+export { type DenseStatus, makeVectorIndex } from "./services/groundtruth/VectorIndex.js"
 // Marketplace services
 export * from "./services/market/Agents.js"
 export * from "./services/market/ApiKeys.js"

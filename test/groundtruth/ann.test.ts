@@ -4,9 +4,20 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
+import { SqlClient } from "@effect/sql"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Logger } from "effect"
-import { AnnBuildFailed, buildAnnGraph, type DenseStatus, GtConfig, Ingester, openAnnGraph, Retriever } from "keel"
+import {
+  AnnBuildFailed,
+  buildAnnGraph,
+  type DenseStatus,
+  Embedder,
+  GtConfig,
+  Ingester,
+  makeVectorIndex,
+  openAnnGraph,
+  Retriever
+} from "keel"
 import { HttpTest } from "../support/http.js"
 import { commitFiles, initRepo } from "./git-fixture.js"
 
@@ -227,6 +238,23 @@ layer(
       for (const q of questions) assert.deepStrictEqual(yield* ranking(q), yield* exactly(ranking(q)))
       assert.strictEqual((yield* statusOf).answered.graph, answered + questions.length)
     })
+  )
+
+  it.effect("the index is read in pages, and reads the same vectors as in one", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const embedder = yield* Embedder
+        const exactOnly = { annMinVectors: 1_000_000, annDir }
+        const paged = yield* makeVectorIndex(sql, embedder, { ...exactOnly, pageRows: 7 })
+        const whole = yield* makeVectorIndex(sql, embedder, { ...exactOnly, pageRows: 100_000 })
+        for (const q of questions) {
+          assert.deepStrictEqual(yield* paged.nearest(q, undefined, 60), yield* whole.nearest(q, undefined, 60))
+          assert.deepStrictEqual(yield* paged.nearest(q, ["phones"], 5), yield* whole.nearest(q, ["phones"], 5))
+        }
+        assert.strictEqual((yield* paged.status).vectors, (yield* whole.status).vectors)
+      })
+    )
   )
 
   it.effect("the graph is kept: a service started again over the same index maps it instead of building", () =>

@@ -81,10 +81,16 @@ const exactNearest = (index: Loaded, q: Float32Array, allowed: ReadonlySet<numbe
 export const makeVectorIndex = (
   sql: SqlClient.SqlClient,
   embedder: EmbedderShape | "none",
-  options: { readonly annMinVectors: number; readonly annDir: string }
+  options: {
+    readonly annMinVectors: number
+    readonly annDir: string
+    /** Vectors read per statement when the index is (re)loaded. */
+    readonly pageRows?: number
+  }
 ) =>
   Effect.gen(function* () {
     const scope = yield* Effect.scope
+    const pageRows = Math.max(1, options.pageRows ?? 4096)
     yield* clearAnnLeftovers(options.annDir)
     let loaded: Loaded | undefined
     // Graph, build and failure belong to a set of vectors (its fingerprint), not to a load: a reload that
@@ -95,49 +101,108 @@ export const makeVectorIndex = (
     let failed: { readonly fingerprint: string; readonly detail: string } | undefined
     const answered = { exact: 0, graph: 0 }
 
+    const stampKey = Effect.map(
+      sql<{ a: number; b: number; n: number }>`
+        SELECT coalesce(max(indexed_at), 0) AS a, coalesce(max(vectors_at), 0) AS b, count(*) AS n FROM gt_sources`,
+      (stamp) => `${stamp[0]?.a}:${stamp[0]?.b}:${stamp[0]?.n}`
+    )
+
+    /**
+     * Every stored vector of `model`, read in pages of `pageRows` with a yield between them: reading 100k
+     * vectors takes seconds, and in one statement it would stall every other request of the process that long.
+     */
+    const readIndex = (model: string, key: string) =>
+      Effect.gen(function* () {
+        const ids: Array<number> = []
+        const repoList: Array<string> = []
+        const repoIndex = new Map<string, number>()
+        const repoOfList: Array<number> = []
+        const parts: Array<Float32Array> = []
+        const fingerprint = createHash("sha256").update(`${model}\u0000`)
+        let dims = 0
+        let after = -1
+        for (;;) {
+          const page = yield* sql<{ id: number; repo: string; digest: string; vector: Uint8Array }>`
+            SELECT c.id, c.repo, c.digest, v.vector FROM gt_chunks c
+            JOIN gt_vectors v ON v.digest = c.digest AND v.model = ${model}
+            WHERE c.id > ${after} ORDER BY c.id LIMIT ${pageRows}`
+          if (dims === 0 && page[0] !== undefined) {
+            dims = page[0].vector.byteLength / 4
+            fingerprint.update(`${dims}\u0000`)
+          }
+          const usable = page.filter((row) => row.vector.byteLength === dims * 4)
+          const matrix = new Float32Array(usable.length * dims)
+          usable.forEach((row, i) => {
+            fingerprint.update(`${row.id}:${row.digest}\n`)
+            const bytes = row.vector
+            // Copied out: a blob's bytes need not start at a multiple of 4 of their buffer.
+            matrix.set(
+              new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)),
+              i * dims
+            )
+            ids.push(Number(row.id))
+            let r = repoIndex.get(row.repo)
+            if (r === undefined) {
+              r = repoList.length
+              repoList.push(row.repo)
+              repoIndex.set(row.repo, r)
+            }
+            repoOfList.push(r)
+          })
+          parts.push(matrix)
+          if (page.length < pageRows) break
+          after = Number(page[page.length - 1]!.id)
+          yield* Effect.yieldNow()
+        }
+        const matrix = new Float32Array(ids.length * dims)
+        let at = 0
+        for (const part of parts) {
+          matrix.set(part, at)
+          at += part.length
+        }
+        const rowOf = new Map(ids.map((id, i) => [id, i] as const))
+        return {
+          key,
+          fingerprint: fingerprint.digest("hex"),
+          ids: Int32Array.from(ids),
+          repos: repoList,
+          repoOf: Uint16Array.from(repoOfList),
+          rowOf,
+          dims,
+          matrix
+        } satisfies Loaded
+      })
+
+    // One reload at a time: questions arriving during a reload wait for it instead of reading everything again.
+    const reloading = yield* Effect.makeSemaphore(1)
+
     const load = (model: string) =>
       Effect.gen(function* () {
-        const stamp = yield* sql<{ a: number; b: number; n: number }>`
-          SELECT coalesce(max(indexed_at), 0) AS a, coalesce(max(vectors_at), 0) AS b, count(*) AS n FROM gt_sources`
-        const key = `${stamp[0]?.a}:${stamp[0]?.b}:${stamp[0]?.n}`
+        const key = yield* stampKey
         if (loaded?.key === key) return loaded
-        const rows = yield* sql<{ id: number; repo: string; digest: string; vector: Uint8Array }>`
-          SELECT c.id, c.repo, c.digest, v.vector FROM gt_chunks c
-          JOIN gt_vectors v ON v.digest = c.digest AND v.model = ${model} ORDER BY c.id`
-        const dims = rows[0] === undefined ? 0 : rows[0].vector.byteLength / 4
-        const usable = rows.filter((r) => r.vector.byteLength === dims * 4)
-        const matrix = new Float32Array(usable.length * dims)
-        const ids = new Int32Array(usable.length)
-        const repos: Array<string> = []
-        const repoIndex = new Map<string, number>()
-        const repoOf = new Uint16Array(usable.length)
-        const rowOf = new Map<number, number>()
-        const fingerprint = createHash("sha256").update(`${model}\u0000${dims}\u0000`)
-        usable.forEach((row, i) => {
-          fingerprint.update(`${row.id}:${row.digest}\n`)
-          const bytes = row.vector
-          matrix.set(
-            new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)),
-            i * dims
-          )
-          ids[i] = Number(row.id)
-          rowOf.set(ids[i]!, i)
-          let r = repoIndex.get(row.repo)
-          if (r === undefined) {
-            r = repos.length
-            repos.push(row.repo)
-            repoIndex.set(row.repo, r)
-          }
-          repoOf[i] = r
-        })
-        const next: Loaded = { key, fingerprint: fingerprint.digest("hex"), ids, repos, repoOf, rowOf, dims, matrix }
-        loaded = next
-        // A build for vectors that are no longer the index's is wasted work (and memory): stop it.
-        if (building !== undefined && building.fingerprint !== next.fingerprint) {
-          if (building.fiber !== undefined) yield* Fiber.interruptFork(building.fiber)
-          building = undefined
-        }
-        return next
+        return yield* reloading.withPermits(1)(
+          Effect.gen(function* () {
+            let current = yield* stampKey
+            if (loaded?.key === current) return loaded
+            // The pages are separate reads: an ingest committed between them shows as a new stamp, and the
+            // index is read again (at most three times; then the last read serves, and the next question
+            // finds the stamp moved and reads once more).
+            let next = yield* readIndex(model, current)
+            for (let attempt = 1; attempt < 3; attempt++) {
+              const settled = yield* stampKey
+              if (settled === current) break
+              current = settled
+              next = yield* readIndex(model, current)
+            }
+            loaded = next
+            // A build for vectors that are no longer the index's is wasted work (and memory): stop it.
+            if (building !== undefined && building.fingerprint !== next.fingerprint) {
+              if (building.fiber !== undefined) yield* Fiber.interruptFork(building.fiber)
+              building = undefined
+            }
+            return next
+          })
+        )
       })
 
     const recordFailure = (fingerprint: string, detail: string) =>
