@@ -17,6 +17,15 @@ interface Loaded {
   readonly matrix: Float32Array
 }
 
+/**
+ * A turn of the event loop: other requests' I/O and timers run. (`Effect.yieldNow` only yields to other
+ * fibers, which may all run before the event loop gets a turn.)
+ */
+const toEventLoop = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
 /** How dense search answers right now: exact brute force, or the graph of the current index generation. */
 export interface DenseStatus {
   readonly vectors: number
@@ -90,7 +99,7 @@ export const makeVectorIndex = (
 ) =>
   Effect.gen(function* () {
     const scope = yield* Effect.scope
-    const pageRows = Math.max(1, options.pageRows ?? 4096)
+    const pageRows = Math.max(1, options.pageRows ?? 1024)
     yield* clearAnnLeftovers(options.annDir)
     let loaded: Loaded | undefined
     // Graph, build and failure belong to a set of vectors (its fingerprint), not to a load: a reload that
@@ -152,7 +161,7 @@ export const makeVectorIndex = (
           parts.push(matrix)
           if (page.length < pageRows) break
           after = Number(page[page.length - 1]!.id)
-          yield* Effect.yieldNow()
+          yield* toEventLoop
         }
         const matrix = new Float32Array(ids.length * dims)
         let at = 0
