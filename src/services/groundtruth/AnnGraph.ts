@@ -22,10 +22,10 @@ const usearch = () => createRequire(import.meta.url)(usearchPath) as typeof impo
  */
 const BUILDER = `
 const { parentPort, workerData } = require("node:worker_threads")
-const { usearchPath, ids, matrix, dims, file, connectivity, expansionAdd, expansionSearch } = workerData
+const { usearchPath, config, ids, matrix, file } = workerData
 try {
   const { Index } = require(usearchPath)
-  const index = new Index({ dimensions: dims, metric: "ip", connectivity, expansion_add: expansionAdd, expansion_search: expansionSearch })
+  const index = new Index(config)
   const keys = new BigUint64Array(ids.length)
   for (let i = 0; i < ids.length; i++) keys[i] = BigInt(ids[i])
   if (ids.length > 0) index.add(keys, matrix, 1)
@@ -58,9 +58,10 @@ const graphOf = (index: Index): AnnGraph => ({
   }
 })
 
-const newIndex = (dims: number) => {
-  const { Index, MetricKind, ScalarKind } = usearch()
-  return new Index({
+/** The one index configuration, for the builder thread and for mapping what it built. */
+const indexConfig = (dims: number) => {
+  const { MetricKind, ScalarKind } = usearch()
+  return {
     dimensions: dims,
     metric: MetricKind.IP,
     connectivity: ANN_SETTINGS.connectivity,
@@ -68,8 +69,10 @@ const newIndex = (dims: number) => {
     expansion_search: ANN_SETTINGS.expansionSearch,
     quantization: ScalarKind.F32,
     multi: false
-  })
+  }
 }
+
+const newIndex = (dims: number) => new (usearch().Index)(indexConfig(dims))
 
 /**
  * Where the graph of one set of vectors is kept: named by `fingerprint` (a digest of the model, the chunk ids
@@ -140,14 +143,7 @@ export const buildAnnGraph = (input: {
       try {
         worker = new Worker(BUILDER, {
           eval: true,
-          workerData: {
-            usearchPath,
-            ids: input.ids,
-            matrix: input.matrix,
-            dims: input.dims,
-            file: temp,
-            ...ANN_SETTINGS
-          }
+          workerData: { usearchPath, config: indexConfig(input.dims), ids: input.ids, matrix: input.matrix, file: temp }
         })
       } catch (error) {
         resume(Effect.fail(new AnnBuildFailed({ detail: `cannot start the builder: ${String(error)}` })))

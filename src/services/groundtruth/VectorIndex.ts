@@ -297,7 +297,8 @@ export const makeVectorIndex = (
         if (kept.length === depth) break
       }
       // Too few in scope (a small source among big ones): that question is answered exactly.
-      return kept.length >= Math.min(depth, allowed === undefined ? index.ids.length : depth) ? kept : undefined
+      const needed = allowed === undefined ? Math.min(depth, index.ids.length) : depth
+      return kept.length >= needed ? kept : undefined
     }
 
     /** The ids of the `depth` chunks nearest the question, within `scope` when given; [] without an embedder. */
