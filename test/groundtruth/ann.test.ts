@@ -1,7 +1,5 @@
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
-import * as http from "node:http"
-import type { AddressInfo } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
@@ -19,6 +17,7 @@ import {
   Retriever
 } from "keel"
 import { HttpTest } from "../support/http.js"
+import { serveFakeEmbeddings } from "./fake-embeddings.js"
 import { commitFiles, initRepo } from "./git-fixture.js"
 
 /** Deterministic pseudo-random unit vectors (a seeded LCG), so every run checks the same graph. */
@@ -108,36 +107,11 @@ describe("the HNSW graph behind dense search", () => {
   )
 })
 
-/**
- * A local OpenAI-compatible embeddings server whose model is a bag of words over a small vocabulary with
- * synonyms folded ("mobile" is "phone"), so passages sharing no word with a question are reachable only by vector.
- */
-const vocabulary = ["phone", "network", "page", "install", "package", "build", "files", "cache", "proxy", "port"]
-const vector = (text: string) => {
-  const v = vocabulary.map((_, i) => 0.01 * (i + 1))
-  for (const word of text.toLowerCase().match(/[a-z]+/g) ?? []) {
-    const at = vocabulary.indexOf(word === "mobile" ? "phone" : word)
-    if (at >= 0) v[at]! += 1
-  }
-  return v
-}
-const fake = await new Promise<{ url: string }>((resolve) => {
-  const server = http.createServer((req, res) => {
-    let body = ""
-    req.on("data", (c) => {
-      body += c
-    })
-    req.on("end", () => {
-      const { input } = JSON.parse(body) as { input: Array<string> }
-      res.writeHead(200, { "content-type": "application/json" })
-      res.end(JSON.stringify({ data: input.map((text, index) => ({ index, embedding: vector(text) })) }))
-    })
-  })
-  server.listen(0, "127.0.0.1", () => {
-    server.unref()
-    resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` })
-  })
-})
+/** Bag-of-words vectors with synonyms folded, and a distinct base per dimension (so no vector is flat). */
+const fake = await serveFakeEmbeddings(
+  ["phone", "network", "page", "install", "package", "build", "files", "cache", "proxy", "port"],
+  (i) => 0.01 * (i + 1)
+)
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "keel-gt-ann-"))
 const topics = ["network", "install", "build", "cache", "proxy", "port"]

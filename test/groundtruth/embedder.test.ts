@@ -1,6 +1,4 @@
 import * as fs from "node:fs"
-import * as http from "node:http"
-import type { AddressInfo } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
@@ -9,47 +7,15 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, Logger } from "effect"
 import { Retriever } from "keel"
 import { HttpTest } from "../support/http.js"
+import { serveFakeEmbeddings } from "./fake-embeddings.js"
 import { commitFiles, initRepo } from "./git-fixture.js"
 
-/**
- * A local OpenAI-compatible embeddings server. Its "model" is a bag of words over a ten-word vocabulary in which
- * "mobile" and "phone" are one word, so a question can reach a passage it shares no word with only
- * through the vectors. It records every input, and fails on demand.
- */
-const fake = await new Promise<{ url: string; inputs: Array<string>; failing: boolean }>((resolve) => {
-  const state = { url: "", inputs: [] as Array<string>, failing: false }
-  const vocabulary = ["phone", "network", "page", "local", "install", "package", "npm", "build", "files", "dist"]
-  const vector = (text: string) => {
-    const v = vocabulary.map(() => 0.01)
-    for (const word of text.toLowerCase().match(/[a-z]+/g) ?? []) {
-      const at = vocabulary.indexOf(word === "mobile" ? "phone" : word)
-      if (at >= 0) v[at]! += 1
-    }
-    return v
-  }
-  const server = http.createServer((req, res) => {
-    let body = ""
-    req.on("data", (c) => {
-      body += c
-    })
-    req.on("end", () => {
-      if (state.failing) {
-        res.writeHead(503, { "content-type": "application/json" })
-        res.end('{"error":"overloaded"}')
-        return
-      }
-      const { input } = JSON.parse(body) as { input: Array<string> }
-      state.inputs.push(...input)
-      res.writeHead(200, { "content-type": "application/json" })
-      res.end(JSON.stringify({ data: input.map((text, index) => ({ index, embedding: vector(text) })) }))
-    })
-  })
-  server.listen(0, "127.0.0.1", () => {
-    state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`
-    server.unref()
-    resolve(state)
-  })
-})
+// "mobile" and "phone" are one word to this model: a question can reach a passage it shares no word with
+// only through the vectors.
+const fake = await serveFakeEmbeddings(
+  ["phone", "network", "page", "local", "install", "package", "npm", "build", "files", "dist"],
+  () => 0.01
+)
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "keel-gt-embed-"))
 const docs = initRepo(root, "docs")
