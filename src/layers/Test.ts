@@ -16,7 +16,7 @@ import { MemoryServiceManager, makeMemoryServiceManager } from "../services/flee
 import { ServiceManager } from "../services/fleet/units/ServiceManager.js"
 import { AppConfig, type AppSettings } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
-import { migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
+import { migrationsLayer, sqliteFromConfig, sqliteMemory } from "../services/platform/Database.js"
 import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js"
 import { MemoryObjectStoreLayer } from "../services/platform/objects/MemoryObjectStore.js"
 import { embeddedVault } from "../services/platform/vault/EmbeddedVault.js"
@@ -53,11 +53,19 @@ export const SqlTest = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sq
 /** The embedded vault on the test database, sealed under a key made for this process (no key file). */
 export const VaultTest = embeddedVault({ masterKey: new Uint8Array(randomBytes(32)) })
 
+/**
+ * The domain services on the test database: in memory, or on the file `databaseFile` names (what the server
+ * runs on, the hot paths' second connection included).
+ */
 export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
   DomainServices.pipe(
     Layer.provideMerge(VaultTest),
     Layer.provideMerge(MemoryObjectStoreLayer),
-    Layer.provideMerge(SqlTest),
+    Layer.provideMerge(
+      (overrides.databaseFile ?? ":memory:") === ":memory:"
+        ? SqlTest
+        : migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteFromConfig))
+    ),
     Layer.provideMerge(AppConfigTest(overrides))
   )
 

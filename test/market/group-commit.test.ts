@@ -1,3 +1,6 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
@@ -41,7 +44,17 @@ const setup = Effect.gen(function* () {
   return { trading: yield* Trading, ledger }
 }).pipe(Effect.orDie)
 
-describe("group commit: a ticker's queued trades in one transaction", () => {
+/** A fresh database: in memory (statements through the client's connection) or a file (the hot connection). */
+const inMemory = () => ServicesTest()
+const onFile = () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-group-"))
+  return ServicesTest({ dataDir: dir, databaseFile: path.join(dir, "keel.db") })
+}
+
+describe.each([
+  ["in memory", inMemory],
+  ["on a database file", onFile]
+])("group commit: a ticker's queued trades in one transaction (%s)", (_where, services) => {
   it.effect("a refused trade inside a batch changes nothing and does not fail its neighbours", () =>
     Effect.gen(function* () {
       const { trading, ledger } = yield* setup
@@ -67,7 +80,7 @@ describe("group commit: a ticker's queued trades in one transaction", () => {
       assert.strictEqual(yield* ledger.balance(walletAccount(W2), COIN), toUnits("97"))
       assert.isTrue((yield* ledger.balance(walletAccount(W2), "GRP")) > 0n)
       assert.deepStrictEqual((yield* ledger.audit()).problems, [])
-    }).pipe(Effect.provide(ServicesTest()))
+    }).pipe(Effect.provide(services()))
   )
 
   it.effect("a group keeps arrival order: each buy pays the price its predecessors left", () =>
@@ -80,12 +93,12 @@ describe("group commit: a ticker's queued trades in one transaction", () => {
       const sequential = yield* Effect.gen(function* () {
         const { trading } = yield* setup
         return yield* Effect.forEach([buy(W1, "5"), buy(W2, "5"), buy(W3, "5")], (order) => trading.trade(order))
-      }).pipe(Effect.provide(ServicesTest()))
+      }).pipe(Effect.provide(services()))
       assert.deepStrictEqual(
         exits.map((exit) => (Exit.isSuccess(exit) ? exit.value.receipt : undefined)),
         sequential.map((outcome) => outcome.receipt)
       )
-    }).pipe(Effect.provide(ServicesTest()))
+    }).pipe(Effect.provide(services()))
   )
 
   it.effect("an idempotent retry inside the same group replays the first receipt and trades once", () =>
@@ -102,6 +115,6 @@ describe("group commit: a ticker's queued trades in one transaction", () => {
       assert.strictEqual(after.trades - before.trades, 1)
       assert.strictEqual(after.keys - before.keys, 1)
       assert.strictEqual(yield* ledger.balance(walletAccount(W1), COIN), toUnits("98"))
-    }).pipe(Effect.provide(ServicesTest()))
+    }).pipe(Effect.provide(services()))
   )
 })

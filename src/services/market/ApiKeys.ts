@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import { sha256Hex } from "../platform/Digest.js"
+import { SqlDirect } from "../platform/SqlDirect.js"
 import { agentNotFound, InvalidInput, UnknownApiKey } from "./Errors.js"
 import { checksumAddress, isAddress } from "./WalletSignature.js"
 
@@ -56,6 +57,7 @@ const toInfo = (row: KeyRow): ApiKeyInfo => ({
 export class ApiKeys extends Effect.Service<ApiKeys>()("market/ApiKeys", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const direct = yield* SqlDirect
 
     const create = Effect.fn("ApiKeys.create")(function* (owner: { wallet?: string; agent?: string }) {
       if ((owner.wallet === undefined) === (owner.agent === undefined))
@@ -120,34 +122,18 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("market/ApiKeys", {
      * (≈ 130 µs a request through the sql template). Only live keys are kept, so a key created anywhere works
      * at once. A revoke through this service empties the cache (and `generation` stops a lookup that raced
      * it from putting the key back); a revoke by another process on the same database file (`ctl market
-     * keys revoke` on the server's data dir) changes SQLite's `PRAGMA data_version`, which every
-     * authentication reads first: the cache is dropped before the next request is served.
+     * keys revoke` on the server's data dir) is a commit by another process, which every authentication
+     * checks for first (`SqlDirect.otherCommits`, SQLite's `PRAGMA data_version`): the cache is dropped
+     * before the next request is served.
      */
     const live = new Map<string, Principal>()
-    let seenVersion: number | undefined
     let generation = 0
-    /*
-     * `PRAGMA data_version` counts *other* connections' commits, so it is read on the SqlClient's own
-     * connection — under its lock, as the client's statements are: inside a transaction that another request
-     * holds open on that connection, the counter is frozen at the transaction's snapshot, and a revoke
-     * committed meanwhile would go unseen until it ends. The statement itself is written out (no compile, no
-     * span): through the `sql` template it cost ≈ 100 µs a request in the server.
-     */
-    const dataVersion = Effect.scoped(
-      Effect.flatMap(sql.reserve, (connection) => connection.execute("PRAGMA data_version", [], undefined))
-    ).pipe(
-      Effect.map((rows) => Number((rows[0] as { data_version?: number } | undefined)?.data_version ?? -1)),
-      Effect.orDie
-    )
+    const otherCommits = yield* direct.otherCommits
 
     /** The principal a live key acts for, or undefined for an unknown or revoked key. */
     const authenticate = (key: string) =>
       Effect.gen(function* () {
-        const version = yield* dataVersion
-        if (version !== seenVersion) {
-          live.clear()
-          seenVersion = version
-        }
+        if (yield* otherCommits) live.clear()
         const hash = hashKey(key)
         const cached = live.get(hash)
         if (cached !== undefined) return cached
@@ -161,5 +147,6 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("market/ApiKeys", {
       })
 
     return { create, list, revoke, authenticate } as const
-  })
+  }),
+  dependencies: [SqlDirect.Default]
 }) {}

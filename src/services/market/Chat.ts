@@ -1,7 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
+import { SqlDirect } from "../platform/SqlDirect.js"
+import type { SyncStatements } from "../platform/SyncSql.js"
 import { AgentCannotChat, agentNotFound } from "./Errors.js"
-import { MarketEvents } from "./MarketEvents.js"
+import { appendEvent, MarketEvents } from "./MarketEvents.js"
 import { pageOf } from "./Paging.js"
 
 /** `chat` is what agents post; `system` and `trade` lines are written by the platform itself. */
@@ -42,23 +44,36 @@ const toMessage = (row: ChatRow): ChatMessage => ({
   created_at: new Date(Number(row.created_at)).toISOString()
 })
 
+/** Writes a chat line and its stream event on `db`, inside its transaction (a synchronous hot-path body). */
+export const writeLine = (
+  db: SyncStatements,
+  sender: { readonly ticker: string; readonly name: string },
+  message: string,
+  type: MessageType,
+  now: number
+): ChatMessage => {
+  const rows = db.all<ChatRow>(
+    `INSERT INTO market_chat (sender_ticker, sender_name, message, message_type, created_at)
+    VALUES (?, ?, ?, ?, ?) RETURNING *`,
+    [sender.ticker, sender.name, message, type, now]
+  )
+  const created = toMessage(rows[0]!)
+  appendEvent(db, "chat", created, now)
+  return created
+}
+
 /** The marketplace chat: agents' messages and the platform's own lines, newest first. */
 export class Chat extends Effect.Service<Chat>()("market/Chat", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const direct = yield* SqlDirect
     const events = yield* MarketEvents
 
-    /** Writes a line and its stream event inside the caller's transaction. */
+    /** Writes a line and its stream event atomically (inside the caller's transaction when there is one). */
     const write = (sender: { ticker: string; name: string }, message: string, type: MessageType) =>
-      Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        const rows =
-          yield* sql<ChatRow>`INSERT INTO market_chat (sender_ticker, sender_name, message, message_type, created_at)
-          VALUES (${sender.ticker}, ${sender.name}, ${message}, ${type}, ${now}) RETURNING *`
-        const created = toMessage(rows[0]!)
-        yield* events.append("chat", created)
-        return created
-      }).pipe(Effect.orDie)
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        direct.transactionSync((db) => writeLine(db, sender, message, type, now))
+      ).pipe(Effect.orDie)
 
     /** An agent's own message; bankrupt and retired agents are silenced. */
     const post = Effect.fn("Chat.post")(function* (ticker: string, message: string) {
@@ -98,5 +113,6 @@ export class Chat extends Effect.Service<Chat>()("market/Chat", {
     const list = (options: { limit: number; before?: number | undefined }) => Effect.map(page(options), (p) => p.items)
 
     return { post, platformLine, list, page } as const
-  })
+  }),
+  dependencies: [SqlDirect.Default]
 }) {}

@@ -1,8 +1,8 @@
 import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
-import { hotSpan } from "../platform/HotSpan.js"
 import { placeholders, SqlDirect } from "../platform/SqlDirect.js"
+import { refuse, type SyncStatements } from "../platform/SyncSql.js"
 import { checksumAddress } from "./WalletSignature.js"
 
 /** The platform coin; a token's asset is its ticker. */
@@ -54,6 +54,74 @@ export const exactIntegers = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 /** System accounts may go negative (issuance is minus the supply); everyone else never does. */
 const mayGoNegative = (account: string) => account.startsWith("system:")
 
+export interface Posted {
+  readonly id: number
+  /** The balance of `account` in `asset` after this entry (only for pairs the entry touched). */
+  readonly balanceAfter: (account: string, asset: string) => bigint
+}
+
+const overdraft = (leg: { readonly account: string; readonly asset: string }) =>
+  new InsufficientFunds({
+    code: leg.asset === COIN ? "INSUFFICIENT_FUNDS" : "INSUFFICIENT_TOKENS",
+    account: displayAccount(leg.account),
+    asset: leg.asset,
+    detail: `${displayAccount(leg.account)} holds too little ${leg.asset}`
+  })
+
+/**
+ * Appends one entry and moves the balances it projects, on `db` inside its transaction (which must roll back
+ * when this throws). Refuses (`refuse`) an unbalanced entry or an overdraft. Answers the entry id and the new
+ * balance of every (account, asset) the entry touched.
+ */
+export const postEntry = (
+  db: SyncStatements,
+  kind: string,
+  reference: string,
+  legs: ReadonlyArray<Leg>,
+  now: number
+): Posted => {
+  const sums = new Map<string, bigint>()
+  for (const leg of legs) sums.set(leg.asset, (sums.get(leg.asset) ?? 0n) + leg.amount)
+  for (const [asset, sum] of sums) {
+    if (sum !== 0n) refuse(new UnbalancedEntry({ asset, detail: `legs of ${asset} sum to ${sum}, not 0` }))
+  }
+  const net = new Map<string, Leg>()
+  for (const leg of legs) {
+    const key = `${leg.account}\u0000${leg.asset}`
+    net.set(key, { ...leg, amount: (net.get(key)?.amount ?? 0n) + leg.amount })
+  }
+  const moves = [...net.values()]
+  // SQLite holds 64-bit integers; no account can hold 2^62 nano-units (supplies are far smaller), so a leg
+  // that large is an overdraft of its debit side, refused here before any statement sees it.
+  const huge = moves.find((l) => l.amount > MAX_LEG || l.amount < -MAX_LEG)
+  if (huge !== undefined) refuse(overdraft(moves.find((l) => l.amount < 0n && !mayGoNegative(l.account)) ?? huge))
+  // One upsert for every balance; an overdraft shows in what it returns, and the caller's rollback undoes it.
+  const moved = db.all<{ account: string; asset: string; balance: bigint }>(
+    `INSERT INTO ledger_balances (account, asset, balance) VALUES ${placeholders(3, moves.length)}
+    ON CONFLICT (account, asset) DO UPDATE SET balance = ledger_balances.balance + excluded.balance
+    RETURNING account, asset, balance`,
+    moves.flatMap((l) => [l.account, l.asset, l.amount])
+  )
+  const balances = new Map<string, bigint>()
+  for (const row of moved) {
+    const after = BigInt(row.balance)
+    if (after < 0n && !mayGoNegative(row.account)) refuse(overdraft(row))
+    balances.set(`${row.account}\u0000${row.asset}`, after)
+  }
+  const id = Number(
+    db.all<{ id: bigint }>("INSERT INTO ledger_entries (kind, reference, created_at) VALUES (?, ?, ?) RETURNING id", [
+      kind,
+      reference,
+      now
+    ])[0]!.id
+  )
+  db.run(
+    `INSERT INTO ledger_legs (entry_id, account, asset, amount) VALUES ${placeholders(4, legs.length)}`,
+    legs.flatMap((l) => [id, l.account, l.asset, l.amount])
+  )
+  return { id, balanceAfter: (account, asset) => balances.get(`${account}\u0000${asset}`) ?? 0n }
+}
+
 /**
  * The double-entry ledger: every balance change is an entry whose legs sum to zero per asset,
  * appended to the journal in the same transaction that updates the balances it projects.
@@ -72,81 +140,20 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
       )
 
     /**
-     * Appends one entry and moves the balances it projects, inside the caller's transaction (which
-     * must roll back on failure). Refuses an unbalanced entry or an overdraft. Answers the entry id
-     * and the new balance of every (account, asset) the entry touched.
+     * Appends one entry and moves the balances it projects: a savepoint of the caller's transaction, or a
+     * transaction of its own. Refuses an unbalanced entry or an overdraft (nothing of the entry stays).
      */
-    const postWithin = hotSpan("Ledger.postWithin")(function* (
-      kind: string,
-      reference: string,
-      legs: ReadonlyArray<Leg>
-    ) {
-      const sums = new Map<string, bigint>()
-      for (const leg of legs) sums.set(leg.asset, (sums.get(leg.asset) ?? 0n) + leg.amount)
-      for (const [asset, sum] of sums) {
-        if (sum !== 0n) return yield* new UnbalancedEntry({ asset, detail: `legs of ${asset} sum to ${sum}, not 0` })
-      }
-      const net = new Map<string, Leg>()
-      for (const leg of legs) {
-        const key = `${leg.account}\u0000${leg.asset}`
-        net.set(key, { ...leg, amount: (net.get(key)?.amount ?? 0n) + leg.amount })
-      }
-      const moves = [...net.values()]
-      // SQLite holds 64-bit integers; no account can hold 2^62 nano-units (supplies are far smaller), so a
-      // leg that large is an overdraft of its debit side, refused here before any statement sees it.
-      const huge = moves.find((l) => l.amount > MAX_LEG || l.amount < -MAX_LEG)
-      if (huge !== undefined) {
-        const debit = moves.find((l) => l.amount < 0n && !mayGoNegative(l.account)) ?? huge
-        return yield* new InsufficientFunds({
-          code: debit.asset === COIN ? "INSUFFICIENT_FUNDS" : "INSUFFICIENT_TOKENS",
-          account: displayAccount(debit.account),
-          asset: debit.asset,
-          detail: `${displayAccount(debit.account)} holds too little ${debit.asset}`
-        })
-      }
-      const now = yield* Clock.currentTimeMillis
-      const db = yield* direct.current
-      // One upsert for every balance; an overdraft shows in what it returns, and the caller's rollback undoes it.
-      const moved = yield* db.all<{ account: string; asset: string; balance: bigint | number }>(
-        `INSERT INTO ledger_balances (account, asset, balance) VALUES ${placeholders(3, moves.length)}
-        ON CONFLICT (account, asset) DO UPDATE SET balance = ledger_balances.balance + excluded.balance
-        RETURNING account, asset, balance`,
-        moves.flatMap((l) => [l.account, l.asset, l.amount])
+    const postWithin = (kind: string, reference: string, legs: ReadonlyArray<Leg>) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        direct.transactionSync<Posted, InsufficientFunds | UnbalancedEntry>((db) =>
+          postEntry(db, kind, reference, legs, now)
+        )
       )
-      const balances = new Map<string, bigint>()
-      for (const row of moved) {
-        const after = BigInt(row.balance)
-        if (after < 0n && !mayGoNegative(row.account)) {
-          return yield* new InsufficientFunds({
-            code: row.asset === COIN ? "INSUFFICIENT_FUNDS" : "INSUFFICIENT_TOKENS",
-            account: displayAccount(row.account),
-            asset: row.asset,
-            detail: `${displayAccount(row.account)} holds too little ${row.asset}`
-          })
-        }
-        balances.set(`${row.account}\u0000${row.asset}`, after)
-      }
-      const entry = yield* db.all<{ id: number | bigint }>(
-        "INSERT INTO ledger_entries (kind, reference, created_at) VALUES (?, ?, ?) RETURNING id",
-        [kind, reference, now]
-      )
-      const id = Number(entry[0]!.id)
-      yield* db.run(
-        `INSERT INTO ledger_legs (entry_id, account, asset, amount) VALUES ${placeholders(4, legs.length)}`,
-        legs.flatMap((l) => [id, l.account, l.asset, l.amount])
-      )
-      return {
-        id,
-        /** The balance of `account` in `asset` after this entry (only for pairs the entry touched). */
-        balanceAfter: (account: string, asset: string) => balances.get(`${account}\u0000${asset}`) ?? 0n
-      }
-    }, exactIntegers)
 
-    /** Posts one entry atomically in its own transaction; on failure nothing changes. */
+    /** Posts one entry atomically (its own transaction, or a savepoint of the caller's); on failure nothing changes. */
     const post = (kind: string, reference: string, legs: ReadonlyArray<Leg>) =>
       postWithin(kind, reference, legs).pipe(
         Effect.map((posted) => posted.id),
-        sql.withTransaction,
         Effect.catchTag("SqlError", Effect.die)
       )
 

@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Option, PubSub, Queue, Stream } from "effect"
 import { Shutdown } from "../platform/Shutdown.js"
 import { SqlDirect } from "../platform/SqlDirect.js"
+import type { SyncStatements } from "../platform/SyncSql.js"
 
 export type MarketEventKind = "trade" | "chat"
 
@@ -17,6 +18,10 @@ const KEEPALIVE = Duration.seconds(15)
 
 const frame = (event: MarketEvent) => `id: ${event.seq}\nevent: ${event.kind}\ndata: ${event.payload}\n\n`
 
+/** Appends an event on `db`, inside its transaction (a synchronous hot-path body). */
+export const appendEvent = (db: SyncStatements, kind: MarketEventKind, payload: unknown, now: number) =>
+  db.run("INSERT INTO market_events (kind, payload, created_at) VALUES (?, ?, ?)", [kind, JSON.stringify(payload), now])
+
 /**
  * The marketplace's event outbox: trades and chat messages are appended in the transaction that
  * commits them, so a stream resumed from an id (`Last-Event-ID`) misses nothing and sees nothing
@@ -29,17 +34,11 @@ export class MarketEvents extends Effect.Service<MarketEvents>()("market/MarketE
     const shutdown = yield* Shutdown
     const commits = yield* PubSub.sliding<void>(1)
 
-    /** Appends inside the caller's transaction; call `committed` once it has committed. */
+    /** Appends atomically (inside the caller's transaction when there is one); call `committed` once it has committed. */
     const append = (kind: MarketEventKind, payload: unknown) =>
-      Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        const db = yield* direct.current
-        yield* db.run("INSERT INTO market_events (kind, payload, created_at) VALUES (?, ?, ?)", [
-          kind,
-          JSON.stringify(payload),
-          now
-        ])
-      }).pipe(Effect.orDie)
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        direct.transactionSync((db) => appendEvent(db, kind, payload, now))
+      ).pipe(Effect.orDie)
 
     const committed = PubSub.publish(commits, undefined).pipe(Effect.asVoid)
 

@@ -2,8 +2,10 @@ import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect } from "effect"
 import { SqlDirect } from "../platform/SqlDirect.js"
+import { refuse, type SyncStatements } from "../platform/SyncSql.js"
 import { BPS, type CurveState, quoteBuy, quoteSell } from "./BondingCurve.js"
 import {
+  type AgentNotFound,
   AgentNotTrading,
   agentNotFound,
   CurveComplete,
@@ -11,7 +13,7 @@ import {
   SlippageExceeded,
   TradeTooSmall
 } from "./Errors.js"
-import { COIN, exactIntegers as exact, Ledger, type Leg, type UnbalancedEntry } from "./Ledger.js"
+import { COIN, type InsufficientFunds, Ledger, type Leg, postEntry, type UnbalancedEntry } from "./Ledger.js"
 import { UNIT } from "./Units.js"
 
 export interface MarketSettings {
@@ -61,6 +63,224 @@ export interface TradeResult {
   readonly walletCoinAfter: bigint
 }
 
+/** Why a trade was refused (nothing of it was done). */
+export type TradeRefusal =
+  | AgentNotFound
+  | AgentNotTrading
+  | CurveComplete
+  | TradeTooSmall
+  | OrderNotFilled
+  | SlippageExceeded
+  | InsufficientFunds
+
+/** A token's curve and its agent's status (null for a bare curve launched without an agent), read on `db`. */
+export const marketOf = (db: SyncStatements, ticker: string) => {
+  const row = db.all<{ virtual_coin: bigint; virtual_token: bigint; real_token: bigint; status: string | null }>(
+    `SELECT c.virtual_coin, c.virtual_token, c.real_token, a.status FROM market_curves c
+    LEFT JOIN market_agents a ON a.ticker = c.ticker WHERE c.ticker = ?`,
+    [ticker]
+  )[0]
+  if (row === undefined) return refuse(agentNotFound(ticker))
+  return {
+    curve: {
+      virtualCoin: BigInt(row.virtual_coin),
+      virtualToken: BigInt(row.virtual_token),
+      realToken: BigInt(row.real_token)
+    } satisfies CurveState,
+    status: row.status
+  }
+}
+
+/** A token trades while its agent runs; a bare curve (library use) always trades. */
+const tradableCurve = (db: SyncStatements, ticker: string) => {
+  const { curve, status } = marketOf(db, ticker)
+  if (status !== null && status !== "running")
+    refuse(
+      new AgentNotTrading({
+        code: "AGENT_NOT_TRADING",
+        ticker,
+        agent_status: status,
+        detail: `${ticker} is ${status}: its token does not trade`
+      })
+    )
+  return curve
+}
+
+const splitFee = (fee: bigint, settings: MarketSettings) => {
+  const agent = (fee * settings.agentShareBps) / BPS // rounds down: the remainder is the platform's
+  return { agent, treasury: fee - agent }
+}
+
+/**
+ * The shared tail of a buy and a sell: one journal entry (the trade's legs plus the fee split between agent
+ * and treasury), the curve moved, the trade recorded.
+ */
+const settle = (
+  db: SyncStatements,
+  wallet: string,
+  trade: Omit<TradeResult, "entryId" | "tradeId" | "agentFee" | "createdAt" | "walletCoinAfter">,
+  legs: ReadonlyArray<Leg>,
+  settings: MarketSettings,
+  now: number
+): TradeResult => {
+  const split = splitFee(trade.fee, settings)
+  const posted = postEntry(
+    db,
+    trade.side,
+    trade.ticker,
+    [
+      ...legs,
+      { account: agentAccount(trade.ticker), asset: COIN, amount: split.agent },
+      { account: TREASURY, asset: COIN, amount: split.treasury }
+    ],
+    now
+  )
+  db.run("UPDATE market_curves SET virtual_coin = ?, virtual_token = ?, real_token = ? WHERE ticker = ?", [
+    trade.next.virtualCoin,
+    trade.next.virtualToken,
+    trade.next.realToken,
+    trade.ticker
+  ])
+  // A curve launched without an agent (library use) has no row here, and nothing to credit.
+  db.run("UPDATE market_agents SET total_revenue = total_revenue + ? WHERE ticker = ?", [split.agent, trade.ticker])
+  const row = db.all<{ id: bigint }>(
+    `INSERT INTO market_trades
+    (ticker, wallet, side, coin, tokens, fee, entry_id, created_at, virtual_coin_after, virtual_token_after)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+    [
+      trade.ticker,
+      wallet,
+      trade.side,
+      trade.coin,
+      trade.tokens,
+      trade.fee,
+      posted.id,
+      now,
+      trade.next.virtualCoin,
+      trade.next.virtualToken
+    ]
+  )
+  return {
+    ...trade,
+    entryId: posted.id,
+    tradeId: Number(row[0]!.id),
+    agentFee: split.agent,
+    createdAt: now,
+    walletCoinAfter: posted.balanceAfter(wallet, COIN)
+  }
+}
+
+/**
+ * Spends up to `coinIn` on `ticker` for `wallet` (a ledger account), on `db` inside its transaction (which
+ * must roll back when this refuses); `minTokensOut` guards against slippage, `fillOrKill` refuses a partial
+ * fill.
+ */
+export const buyIn = (
+  db: SyncStatements,
+  order: {
+    readonly ticker: string
+    readonly wallet: string
+    readonly coinIn: bigint
+    readonly settings: MarketSettings
+    readonly minTokensOut: bigint
+    readonly fillOrKill: boolean
+  },
+  now: number
+): TradeResult => {
+  const { ticker, wallet, settings } = order
+  const curve = tradableCurve(db, ticker)
+  if (curve.realToken <= 0n)
+    refuse(
+      new CurveComplete({
+        code: "CURVE_COMPLETE",
+        ticker,
+        detail: `${ticker} is sold out: its curve has no tokens left to buy`
+      })
+    )
+  const quote = quoteBuy(curve, order.coinIn, settings.feeBps)
+  if (quote === undefined)
+    return refuse(new TradeTooSmall({ code: "TRADE_TOO_SMALL", detail: "the amount buys no token" }))
+  if (order.fillOrKill && quote.partial)
+    refuse(
+      new OrderNotFilled({
+        code: "ORDER_NOT_FILLED",
+        detail: "fill_or_kill: the curve can fill only part of this buy; nothing was traded"
+      })
+    )
+  if (quote.tokensOut < order.minTokensOut)
+    refuse(
+      new SlippageExceeded({
+        code: "SLIPPAGE_EXCEEDED",
+        detail: "the trade would give fewer tokens than min_tokens_out"
+      })
+    )
+  return settle(
+    db,
+    wallet,
+    {
+      ticker,
+      side: "buy",
+      coin: quote.cost,
+      curveCoin: quote.net,
+      tokens: quote.tokensOut,
+      fee: quote.fee,
+      partial: quote.partial,
+      next: quote.next
+    },
+    [
+      { account: wallet, asset: COIN, amount: -quote.cost },
+      { account: curveAccount(ticker), asset: COIN, amount: quote.net },
+      { account: curveAccount(ticker), asset: ticker, amount: -quote.tokensOut },
+      { account: wallet, asset: ticker, amount: quote.tokensOut }
+    ],
+    settings,
+    now
+  )
+}
+
+/** Sells `tokensIn` of `ticker` for `wallet` on `db` inside its transaction; `minCoinOut` guards against slippage. */
+export const sellIn = (
+  db: SyncStatements,
+  order: {
+    readonly ticker: string
+    readonly wallet: string
+    readonly tokensIn: bigint
+    readonly settings: MarketSettings
+    readonly minCoinOut: bigint
+  },
+  now: number
+): TradeResult => {
+  const { ticker, wallet, tokensIn, settings } = order
+  const curve = tradableCurve(db, ticker)
+  const quote = quoteSell(curve, tokensIn, settings.feeBps)
+  if (quote === undefined)
+    return refuse(new TradeTooSmall({ code: "TRADE_TOO_SMALL", detail: "the tokens are worth no coin" }))
+  if (quote.coinOut < order.minCoinOut)
+    refuse(new SlippageExceeded({ code: "SLIPPAGE_EXCEEDED", detail: "the trade would pay less than min_coin_out" }))
+  return settle(
+    db,
+    wallet,
+    {
+      ticker,
+      side: "sell",
+      coin: quote.coinOut,
+      curveCoin: quote.gross,
+      tokens: tokensIn,
+      fee: quote.fee,
+      partial: false,
+      next: quote.next
+    },
+    [
+      { account: wallet, asset: ticker, amount: -tokensIn },
+      { account: curveAccount(ticker), asset: ticker, amount: tokensIn },
+      { account: curveAccount(ticker), asset: COIN, amount: -quote.gross },
+      { account: wallet, asset: COIN, amount: quote.coinOut }
+    ],
+    settings,
+    now
+  )
+}
+
 /**
  * Token markets on bonding curves, settled in the ledger: one transaction per trade holds the curve
  * update, the journal entry (coin and token legs, fee split between agent and treasury) and the trade row.
@@ -71,53 +291,9 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
     const direct = yield* SqlDirect
     const ledger = yield* Ledger
 
-    /** The curve and its agent's status (null for a bare curve launched without an agent). */
-    const market = (ticker: string) =>
-      exact(
-        Effect.flatMap(direct.current, (db) =>
-          db.all<{ virtual_coin: bigint; virtual_token: bigint; real_token: bigint; status: string | null }>(
-            `SELECT c.virtual_coin, c.virtual_token, c.real_token, a.status FROM market_curves c
-            LEFT JOIN market_agents a ON a.ticker = c.ticker WHERE c.ticker = ?`,
-            [ticker]
-          )
-        )
-      ).pipe(
-        Effect.orDie,
-        Effect.flatMap((rows) =>
-          rows[0] === undefined
-            ? Effect.fail(agentNotFound(ticker))
-            : Effect.succeed({
-                curve: {
-                  virtualCoin: BigInt(rows[0].virtual_coin),
-                  virtualToken: BigInt(rows[0].virtual_token),
-                  realToken: BigInt(rows[0].real_token)
-                } satisfies CurveState,
-                status: rows[0].status
-              })
-        )
-      )
-
-    /**
-     * A token's curve now: part of the caller's transaction, or a read transaction of its own (a plain
-     * BEGIN, since a read needs no write lock), which is what gives `market` its statements.
-     */
+    /** A token's curve now (a read on the client's connection, or in the caller's transaction). */
     const curveOf = (ticker: string) =>
-      sql.withTransaction(Effect.map(market(ticker), (m) => m.curve)).pipe(Effect.catchTag("SqlError", Effect.die))
-
-    /** A token trades while its agent runs; a bare curve (library use) always trades. */
-    const tradable = (ticker: string) =>
-      Effect.flatMap(market(ticker), ({ curve, status }) =>
-        status === null || status === "running"
-          ? Effect.succeed(curve)
-          : Effect.fail(
-              new AgentNotTrading({
-                code: "AGENT_NOT_TRADING",
-                ticker,
-                agent_status: status,
-                detail: `${ticker} is ${status}: its token does not trade`
-              })
-            )
-      )
+      direct.readSync((db) => marketOf(db, ticker).curve).pipe(Effect.catchTag("SqlError", Effect.die))
 
     /** Creates a token's curve and issues its sellable supply to the curve. */
     const launch = Effect.fn("TokenMarket.launch")(function* (ticker: string, curve: CurveState = defaultLaunch) {
@@ -134,183 +310,31 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
       }).pipe(sql.withTransaction, Effect.catchTags({ SqlError: Effect.die, UnbalancedEntry: Effect.die }))
     })
 
-    const splitFee = (fee: bigint, settings: MarketSettings) => {
-      const agent = (fee * settings.agentShareBps) / BPS // rounds down: the remainder is the platform's
-      return { agent, treasury: fee - agent }
-    }
-
-    /**
-     * The shared tail of a buy and a sell: one journal entry (the trade's legs plus the fee split between
-     * agent and treasury), the curve moved, the trade recorded. Runs inside the trade's transaction.
-     */
-    const settle = (
-      wallet: string,
-      trade: Omit<TradeResult, "entryId" | "tradeId" | "agentFee" | "createdAt" | "walletCoinAfter">,
-      legs: ReadonlyArray<Leg>,
-      settings: MarketSettings
-    ) =>
-      Effect.gen(function* () {
-        const split = splitFee(trade.fee, settings)
-        const posted = yield* ledger.postWithin(trade.side, trade.ticker, [
-          ...legs,
-          { account: agentAccount(trade.ticker), asset: COIN, amount: split.agent },
-          { account: TREASURY, asset: COIN, amount: split.treasury }
-        ])
-        const db = yield* direct.current
-        yield* db.run("UPDATE market_curves SET virtual_coin = ?, virtual_token = ?, real_token = ? WHERE ticker = ?", [
-          trade.next.virtualCoin,
-          trade.next.virtualToken,
-          trade.next.realToken,
-          trade.ticker
-        ])
-        // A curve launched without an agent (library use) has no row here, and nothing to credit.
-        yield* db.run("UPDATE market_agents SET total_revenue = total_revenue + ? WHERE ticker = ?", [
-          split.agent,
-          trade.ticker
-        ])
-        const now = yield* Clock.currentTimeMillis
-        const row = yield* db.all<{ id: number | bigint }>(
-          `INSERT INTO market_trades
-          (ticker, wallet, side, coin, tokens, fee, entry_id, created_at, virtual_coin_after, virtual_token_after)
-          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-          [
-            trade.ticker,
-            wallet,
-            trade.side,
-            trade.coin,
-            trade.tokens,
-            trade.fee,
-            posted.id,
-            now,
-            trade.next.virtualCoin,
-            trade.next.virtualToken
-          ]
-        )
-        return {
-          ...trade,
-          entryId: posted.id,
-          tradeId: Number(row[0]!.id),
-          agentFee: split.agent,
-          createdAt: now,
-          walletCoinAfter: posted.balanceAfter(wallet, COIN)
-        } satisfies TradeResult
-      })
-
-    /**
-     * Spends up to `coinIn` on `ticker`, inside the caller's transaction (which must roll back on
-     * failure); `minTokensOut` guards against slippage.
-     */
-    const buyWithin = (
-      ticker: string,
-      wallet: string,
-      coinIn: bigint,
-      settings: MarketSettings,
-      minTokensOut = 0n,
-      fillOrKill = false
-    ) =>
-      Effect.gen(function* () {
-        const curve = yield* tradable(ticker)
-        if (curve.realToken <= 0n) {
-          return yield* new CurveComplete({
-            code: "CURVE_COMPLETE",
-            ticker,
-            detail: `${ticker} is sold out: its curve has no tokens left to buy`
-          })
-        }
-        const quote = quoteBuy(curve, coinIn, settings.feeBps)
-        if (quote === undefined) {
-          return yield* new TradeTooSmall({ code: "TRADE_TOO_SMALL", detail: "the amount buys no token" })
-        }
-        if (fillOrKill && quote.partial) {
-          return yield* new OrderNotFilled({
-            code: "ORDER_NOT_FILLED",
-            detail: "fill_or_kill: the curve can fill only part of this buy; nothing was traded"
-          })
-        }
-        if (quote.tokensOut < minTokensOut) {
-          return yield* new SlippageExceeded({
-            code: "SLIPPAGE_EXCEEDED",
-            detail: "the trade would give fewer tokens than min_tokens_out"
-          })
-        }
-        return yield* settle(
-          wallet,
-          {
-            ticker,
-            side: "buy",
-            coin: quote.cost,
-            curveCoin: quote.net,
-            tokens: quote.tokensOut,
-            fee: quote.fee,
-            partial: quote.partial,
-            next: quote.next
-          },
-          [
-            { account: wallet, asset: COIN, amount: -quote.cost },
-            { account: curveAccount(ticker), asset: COIN, amount: quote.net },
-            { account: curveAccount(ticker), asset: ticker, amount: -quote.tokensOut },
-            { account: wallet, asset: ticker, amount: quote.tokensOut }
-          ],
-          settings
-        )
-      })
-
-    /** Sells `tokensIn` of `ticker` inside the caller's transaction; `minCoinOut` guards against slippage. */
-    const sellWithin = (ticker: string, wallet: string, tokensIn: bigint, settings: MarketSettings, minCoinOut = 0n) =>
-      Effect.gen(function* () {
-        const curve = yield* tradable(ticker)
-        const quote = quoteSell(curve, tokensIn, settings.feeBps)
-        if (quote === undefined) {
-          return yield* new TradeTooSmall({ code: "TRADE_TOO_SMALL", detail: "the tokens are worth no coin" })
-        }
-        if (quote.coinOut < minCoinOut) {
-          return yield* new SlippageExceeded({
-            code: "SLIPPAGE_EXCEEDED",
-            detail: "the trade would pay less than min_coin_out"
-          })
-        }
-        return yield* settle(
-          wallet,
-          {
-            ticker,
-            side: "sell",
-            coin: quote.coinOut,
-            curveCoin: quote.gross,
-            tokens: tokensIn,
-            fee: quote.fee,
-            partial: false,
-            next: quote.next
-          },
-          [
-            { account: wallet, asset: ticker, amount: -tokensIn },
-            { account: curveAccount(ticker), asset: ticker, amount: tokensIn },
-            { account: curveAccount(ticker), asset: COIN, amount: -quote.gross },
-            { account: wallet, asset: COIN, amount: quote.coinOut }
-          ],
-          settings
-        )
-      })
-
-    const atomically = <A, E extends { readonly _tag: string }, R>(
-      effect: Effect.Effect<A, E | SqlError | UnbalancedEntry, R>
-    ) =>
-      effect.pipe(
-        sql.withTransaction,
-        Effect.catchIf(
-          (e): e is SqlError | UnbalancedEntry => e._tag === "SqlError" || e._tag === "UnbalancedEntry",
-          Effect.die
-        )
+    /** An unbalanced entry or a failed statement is a defect here, not a refusal a caller could act on. */
+    const atomically = <A>(effect: Effect.Effect<A, TradeRefusal | UnbalancedEntry | SqlError>) =>
+      Effect.catchIf(
+        effect,
+        (e): e is SqlError | UnbalancedEntry => e._tag === "SqlError" || e._tag === "UnbalancedEntry",
+        Effect.die
       )
 
-    /** A buy in its own transaction: nothing changes on failure. */
+    /** A buy in its own transaction (or a savepoint of the caller's): nothing changes on failure. */
     const buy = (ticker: string, wallet: string, coinIn: bigint, settings: MarketSettings, minTokensOut = 0n) =>
-      atomically(buyWithin(ticker, wallet, coinIn, settings, minTokensOut)).pipe(Effect.withSpan("TokenMarket.buy"))
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        direct.transactionSync<TradeResult, TradeRefusal | UnbalancedEntry>((db) =>
+          buyIn(db, { ticker, wallet, coinIn, settings, minTokensOut, fillOrKill: false }, now)
+        )
+      ).pipe(atomically, Effect.withSpan("TokenMarket.buy"))
 
-    /** A sell in its own transaction: nothing changes on failure. */
+    /** A sell in its own transaction (or a savepoint of the caller's): nothing changes on failure. */
     const sell = (ticker: string, wallet: string, tokensIn: bigint, settings: MarketSettings, minCoinOut = 0n) =>
-      atomically(sellWithin(ticker, wallet, tokensIn, settings, minCoinOut)).pipe(Effect.withSpan("TokenMarket.sell"))
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        direct.transactionSync<TradeResult, TradeRefusal | UnbalancedEntry>((db) =>
+          sellIn(db, { ticker, wallet, tokensIn, settings, minCoinOut }, now)
+        )
+      ).pipe(atomically, Effect.withSpan("TokenMarket.sell"))
 
-    return { launch, buy, sell, buyWithin, sellWithin, curve: curveOf } as const
+    return { launch, buy, sell, curve: curveOf } as const
   }),
   dependencies: [SqlDirect.Default]
 }) {}

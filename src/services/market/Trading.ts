@@ -1,14 +1,15 @@
-import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Exit, Schema } from "effect"
 import { sha256Hex } from "../platform/Digest.js"
 import { hotSpan } from "../platform/HotSpan.js"
-import { SqlDirect } from "../platform/SqlDirect.js"
+import { SqlDirect, savepointSync } from "../platform/SqlDirect.js"
+import { Refused, refuse, type SyncStatements } from "../platform/SyncSql.js"
 import { type Principal, principalId } from "./ApiKeys.js"
-import { Chat } from "./Chat.js"
+import { writeLine } from "./Chat.js"
 import { IdempotencyKeyReused } from "./Errors.js"
+import type { UnbalancedEntry } from "./Ledger.js"
 import { MarketConfig } from "./MarketConfig.js"
-import { MarketEvents } from "./MarketEvents.js"
-import { TokenMarket, type TradeResult, walletAccount } from "./TokenMarket.js"
+import { appendEvent, MarketEvents } from "./MarketEvents.js"
+import { buyIn, sellIn, type TradeRefusal, type TradeResult, walletAccount } from "./TokenMarket.js"
 import { fromUnits, toUnits } from "./Units.js"
 import { checksumAddress } from "./WalletSignature.js"
 
@@ -140,51 +141,59 @@ export const tradeEvent = (wallet: string, trade: TradeResult) => ({
 /**
  * A trade as the API sees it: the agent must be trading, an Idempotency-Key replays the first
  * result instead of trading twice, and the trade, its stream event, its chat line and the key are
- * committed in one transaction.
+ * committed in one transaction. A trade is one synchronous step on the database (`SqlDirect.transactionSync`).
  */
 export class Trading extends Effect.Service<Trading>()("market/Trading", {
   effect: Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
     const direct = yield* SqlDirect
     const config = yield* MarketConfig
-    const market = yield* TokenMarket
-    const chat = yield* Chat
     const events = yield* MarketEvents
 
-    const replay = (order: TradeOrder, now: number) =>
-      Effect.gen(function* () {
-        if (order.idempotency === undefined) return undefined
-        const { fingerprint, key, principal } = order.idempotency
-        const db = yield* direct.current
-        const rows = yield* db
-          .all<{ fingerprint: string; response: string }>(
-            `SELECT fingerprint, response FROM market_idempotency
-            WHERE principal = ? AND key = ? AND created_at > ?`,
-            [principal, key, now - IDEMPOTENCY_TTL_MILLIS]
-          )
-          .pipe(Effect.orDie)
-        const row = rows[0]
-        if (row === undefined) return undefined
-        if (row.fingerprint !== fingerprint) {
-          return yield* new IdempotencyKeyReused({
+    /** The receipt this Idempotency-Key answered before, if it did (and the same trade is asked again). */
+    const replay = (db: SyncStatements, order: TradeOrder, now: number) => {
+      if (order.idempotency === undefined) return undefined
+      const { fingerprint, key, principal } = order.idempotency
+      const row = db.all<{ fingerprint: string; response: string }>(
+        `SELECT fingerprint, response FROM market_idempotency
+        WHERE principal = ? AND key = ? AND created_at > ?`,
+        [principal, key, now - IDEMPOTENCY_TTL_MILLIS]
+      )[0]
+      if (row === undefined) return undefined
+      if (row.fingerprint !== fingerprint)
+        refuse(
+          new IdempotencyKeyReused({
             code: "IDEMPOTENCY_KEY_REUSED",
             detail: "this Idempotency-Key was used for a different request"
           })
-        }
-        return JSON.parse(row.response) as TradeReceipt
-      })
+        )
+      return JSON.parse(row.response) as TradeReceipt
+    }
 
-    const execute = (order: TradeOrder) =>
+    const execute = (db: SyncStatements, order: TradeOrder, now: number) =>
       order.side === "buy"
-        ? market.buyWithin(
-            order.ticker,
-            walletAccount(order.wallet),
-            order.amount,
-            config.settings,
-            order.minimum,
-            order.fillOrKill === true
+        ? buyIn(
+            db,
+            {
+              ticker: order.ticker,
+              wallet: walletAccount(order.wallet),
+              coinIn: order.amount,
+              settings: config.settings,
+              minTokensOut: order.minimum,
+              fillOrKill: order.fillOrKill === true
+            },
+            now
           )
-        : market.sellWithin(order.ticker, walletAccount(order.wallet), order.amount, config.settings, order.minimum)
+        : sellIn(
+            db,
+            {
+              ticker: order.ticker,
+              wallet: walletAccount(order.wallet),
+              tokensIn: order.amount,
+              settings: config.settings,
+              minCoinOut: order.minimum
+            },
+            now
+          )
 
     const receiptOf = (trade: TradeResult, balance: bigint): TradeReceipt => {
       const common = {
@@ -203,30 +212,54 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
         : { ...common, coin_received: fromUnits(trade.coin), tokens_sold: fromUnits(trade.tokens), partial: false }
     }
 
-    /** One trade inside the caller's transaction; a refusal or a defect leaves it as it was. */
-    const tradeWithin = (order: TradeOrder, now: number) =>
-      Effect.gen(function* () {
-        const replayed = yield* replay(order, now)
-        if (replayed !== undefined) return { receipt: replayed, replayed: true } satisfies TradeOutcome
-        const trade = yield* execute(order)
-        const receipt = receiptOf(trade, trade.walletCoinAfter)
-        yield* events.append("trade", tradeEvent(order.wallet, trade))
-        if (trade.coin >= config.chatTradeMin) yield* tradeLine(order.wallet, trade)
-        if (order.idempotency !== undefined) {
-          const { fingerprint, key, principal } = order.idempotency
-          const db = yield* direct.current
-          yield* db.run(
-            `INSERT OR REPLACE INTO market_idempotency (principal, key, fingerprint, response, created_at)
-            VALUES (?, ?, ?, ?, ?)`,
-            [principal, key, fingerprint, JSON.stringify(receipt), now]
-          )
-        }
-        return { receipt, replayed: false } satisfies TradeOutcome
-      }).pipe(direct.transaction, Effect.catchTags({ SqlError: Effect.die, UnbalancedEntry: Effect.die }))
+    /** The chat line of a large trade, when its token has an agent. */
+    const tradeLine = (db: SyncStatements, wallet: string, trade: TradeResult, now: number) => {
+      const agent = db.all<{ name: string }>("SELECT name FROM market_agents WHERE ticker = ?", [trade.ticker])[0]
+      if (agent === undefined) return
+      const who = `${checksumAddress(wallet).slice(0, 8)}…`
+      const verb = trade.side === "buy" ? "bought" : "sold"
+      writeLine(
+        db,
+        { ticker: trade.ticker, name: agent.name },
+        `${who} ${verb} ${fromUnits(trade.tokens)} ${trade.ticker} for ${fromUnits(trade.coin)} coin`,
+        "trade",
+        now
+      )
+    }
+
+    /** One trade on `db` inside its transaction (which rolls back when this throws). */
+    const tradeIn = (db: SyncStatements, order: TradeOrder, now: number): TradeOutcome => {
+      const replayed = replay(db, order, now)
+      if (replayed !== undefined) return { receipt: replayed, replayed: true }
+      const trade = execute(db, order, now)
+      const receipt = receiptOf(trade, trade.walletCoinAfter)
+      appendEvent(db, "trade", tradeEvent(order.wallet, trade), now)
+      if (trade.coin >= config.chatTradeMin) tradeLine(db, order.wallet, trade, now)
+      if (order.idempotency !== undefined) {
+        const { fingerprint, key, principal } = order.idempotency
+        db.run(
+          `INSERT OR REPLACE INTO market_idempotency (principal, key, fingerprint, response, created_at)
+          VALUES (?, ?, ?, ?, ?)`,
+          [principal, key, fingerprint, JSON.stringify(receipt), now]
+        )
+      }
+      return { receipt, replayed: false }
+    }
+
+    /**
+     * A refusal as the order's failure; anything else thrown (a failed statement, an unbalanced entry: a bug)
+     * as its defect.
+     */
+    const exitOf = (thrown: unknown): Exit.Exit<never, TradeRefusal | IdempotencyKeyReused> =>
+      thrown instanceof Refused && thrown.error._tag !== "UnbalancedEntry" ? Exit.fail(thrown.error) : Exit.die(thrown)
 
     const trade = hotSpan("Trading.trade")(function* (order: TradeOrder) {
       const now = yield* Clock.currentTimeMillis
-      const outcome = yield* tradeWithin(order, now)
+      const outcome = yield* direct
+        .transactionSync<TradeOutcome, TradeRefusal | IdempotencyKeyReused | UnbalancedEntry>((db) =>
+          tradeIn(db, order, now)
+        )
+        .pipe(Effect.catchTags({ SqlError: Effect.die, UnbalancedEntry: Effect.die }))
       if (!outcome.replayed) yield* events.committed
       return outcome
     })
@@ -241,25 +274,18 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const exits = yield* direct
-          .transaction(Effect.forEach(orders, (order) => Effect.exit(tradeWithin(order, now))))
+          .transactionSync((db) =>
+            orders.map((order): Exit.Exit<TradeOutcome, TradeRefusal | IdempotencyKeyReused> => {
+              try {
+                return Exit.succeed(savepointSync(db, () => tradeIn(db, order, now)))
+              } catch (thrown) {
+                return exitOf(thrown)
+              }
+            })
+          )
           .pipe(Effect.catchTag("SqlError", Effect.die))
         if (exits.some((exit) => Exit.isSuccess(exit) && !exit.value.replayed)) yield* events.committed
         return exits
-      })
-
-    const tradeLine = (wallet: string, trade: TradeResult) =>
-      Effect.gen(function* () {
-        const rows = yield* sql<{ name: string }>`SELECT name FROM market_agents WHERE ticker = ${trade.ticker}`.pipe(
-          Effect.orDie
-        )
-        if (rows[0] === undefined) return
-        const who = `${checksumAddress(wallet).slice(0, 8)}…`
-        const verb = trade.side === "buy" ? "bought" : "sold"
-        yield* chat.platformLine(
-          { ticker: trade.ticker, name: rows[0].name },
-          `${who} ${verb} ${fromUnits(trade.tokens)} ${trade.ticker} for ${fromUnits(trade.coin)} coin`,
-          "trade"
-        )
       })
 
     return { trade, tradeBatch } as const

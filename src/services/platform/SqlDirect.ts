@@ -1,9 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Exit } from "effect"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { Effect, Exit, Option } from "effect"
+import { openHotConnection, Refused, type SqlParam, type SyncStatements, syncOn } from "./SyncSql.js"
 
-export type SqlParam = string | number | bigint | boolean | null | Uint8Array
+export type { SqlParam } from "./SyncSql.js"
 
 /** Written-out SQL on one connection: `?` placeholders, parameters in order. */
 export interface DirectStatements {
@@ -45,8 +47,9 @@ const on = (conn: Connection): DirectStatements => ({
  * and a body run inside an existing transaction becomes a savepoint of that one.
  */
 export class SqlDirect extends Effect.Service<SqlDirect>()("platform/SqlDirect", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const hot = yield* hotConnectionOf(sql)
 
     const topLevel = <A, E, R>(body: (db: DirectStatements) => Effect.Effect<A, E, R>) =>
       Effect.uninterruptibleMask((restore) =>
@@ -116,6 +119,158 @@ export class SqlDirect extends Effect.Service<SqlDirect>()("platform/SqlDirect",
         : Effect.dieMessage("SqlDirect.current used outside a transaction: the caller must open one")
     )
 
-    return { transaction, current } as const
+    /** The caller's open transaction as synchronous statements (a defect outside one). */
+    const currentSync = Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (open) =>
+      open._tag === "Some"
+        ? Effect.succeed(syncOn(open.value[0]))
+        : Effect.dieMessage("SqlDirect.currentSync used outside a transaction: the caller must open one")
+    )
+
+    /**
+     * Runs the synchronous `body` in one transaction: all of it commits, or none of it. `refuse(error)` inside
+     * the body rolls it back and fails with `error`; a statement's `SqlError` rolls it back and fails with it;
+     * anything else thrown rolls it back and is a defect. Inside a caller's transaction the body is a savepoint
+     * of that one. Otherwise, on a database file, it runs on the hot connection while this process's client
+     * connection is held (nothing else of ours can write meanwhile), in one synchronous step; an in-memory
+     * database runs it on the client's connection.
+     */
+    const transactionSync = <A, E = never>(body: (db: SyncStatements) => A): Effect.Effect<A, E | SqlError> =>
+      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (open) =>
+        open._tag === "Some"
+          ? attempt<A, E>(() => savepointSync(syncOn(open.value[0]), body))
+          : Effect.scoped(
+              Effect.flatMap(sql.reserve, (conn) =>
+                attempt<A, E>(() => topLevelSync(hot === undefined ? syncOn(conn) : hot.statements, body))
+              )
+            )
+      )
+
+    /**
+     * Runs the synchronous `body` (reads) on the client's connection: in the caller's transaction when there is
+     * one, else holding the connection for its duration. Thrown refusals and errors as `transactionSync`.
+     */
+    const readSync = <A, E = never>(body: (db: SyncStatements) => A): Effect.Effect<A, E | SqlError> =>
+      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (open) =>
+        open._tag === "Some"
+          ? attempt<A, E>(() => body(syncOn(open.value[0])))
+          : Effect.scoped(Effect.flatMap(sql.reserve, (conn) => attempt<A, E>(() => body(syncOn(conn)))))
+      )
+
+    /**
+     * Whether another process may have committed to the database since the previous call: `PRAGMA
+     * data_version` moves on a connection when any *other* connection commits. With the hot connection that
+     * includes our own other connection, so a commit counts as another process's only once both connections
+     * have seen one (another process's commit moves both); a false alarm costs a cache refill, never a missed
+     * change. The client's counter is read under its lock: inside a transaction another request holds open on
+     * that connection, it is frozen at the transaction's snapshot.
+     */
+    const otherCommits = Effect.sync(() => {
+      let seen: { client: number; hot: number } | undefined
+      let movedClient = false
+      let movedHot = false
+      return Effect.scoped(
+        Effect.flatMap(sql.reserve, (connection) => connection.execute("PRAGMA data_version", [], undefined))
+      ).pipe(
+        Effect.map((rows) => {
+          const now = {
+            client: Number((rows[0] as { data_version?: number } | undefined)?.data_version ?? -1),
+            hot: hot?.dataVersion() ?? 0
+          }
+          if (seen === undefined) {
+            seen = now
+            return true
+          }
+          movedClient ||= now.client !== seen.client
+          movedHot ||= hot === undefined || now.hot !== seen.hot
+          seen = now
+          if (!(movedClient && movedHot)) return false
+          movedClient = false
+          movedHot = false
+          return true
+        }),
+        Effect.orDie
+      )
+    })
+
+    return { transaction, current, transactionSync, currentSync, readSync, otherCommits } as const
   })
 }) {}
+
+/**
+ * The hot connection of a SQLite database file (none for an in-memory or read-only database, or another
+ * dialect), with the client connection's own settings.
+ */
+const hotConnectionOf = (sql: SqlClient.SqlClient) =>
+  Effect.gen(function* () {
+    const sqlite = yield* Effect.serviceOption(SqliteClient.SqliteClient)
+    if (Option.isNone(sqlite)) return undefined
+    const { filename, readonly } = sqlite.value.config
+    if (readonly === true || filename === ":memory:" || filename === "") return undefined
+    const settings: Record<string, number> = {}
+    for (const [name, column] of [
+      ["busy_timeout", "timeout"],
+      ["synchronous", "synchronous"],
+      ["cache_size", "cache_size"],
+      ["mmap_size", "mmap_size"]
+    ] as const) {
+      const rows = yield* sql.unsafe<Record<string, number | bigint>>(`PRAGMA ${name}`)
+      const value = rows[0]?.[column]
+      if (value !== undefined) settings[name] = Number(value)
+    }
+    return yield* openHotConnection(filename, settings)
+  }).pipe(Effect.orDie)
+
+/** A synchronous body's outcome as an effect: `Refused` → its failure, `SqlError` → failure, else a defect. */
+const attempt = <A, E>(body: () => A): Effect.Effect<A, E | SqlError> => {
+  try {
+    return Effect.succeed(body())
+  } catch (thrown) {
+    if (thrown instanceof Refused) return Effect.fail(thrown.error as E)
+    if (isSqlError(thrown)) return Effect.fail(thrown)
+    return Effect.die(thrown)
+  }
+}
+
+const isSqlError = (thrown: unknown): thrown is SqlError =>
+  typeof thrown === "object" && thrown !== null && (thrown as { _tag?: unknown })._tag === "SqlError"
+
+/** BEGIN IMMEDIATE … COMMIT around `body`; whatever `body` throws rolls it back and is thrown on. */
+const topLevelSync = <A>(db: SyncStatements, body: (db: SyncStatements) => A): A => {
+  db.run("BEGIN IMMEDIATE")
+  let result: A
+  try {
+    result = body(db)
+  } catch (thrown) {
+    db.run("ROLLBACK")
+    throw thrown
+  }
+  try {
+    db.run("COMMIT")
+  } catch (thrown) {
+    // A commit refused (another process holds the lock past the busy timeout) rolls back too.
+    try {
+      db.run("ROLLBACK")
+    } catch {}
+    throw thrown
+  }
+  return result
+}
+
+/**
+ * `body` in a savepoint of the transaction `db` is in: whatever it throws rolls back to the savepoint, leaves
+ * the enclosing transaction as it was, and is thrown on. (Savepoints nest by name: `ROLLBACK TO` and `RELEASE`
+ * act on the latest one of that name, so one name serves every depth.)
+ */
+export const savepointSync = <A>(db: SyncStatements, body: (db: SyncStatements) => A): A => {
+  const name = "keel_sync"
+  db.run(`SAVEPOINT ${name}`)
+  try {
+    const result = body(db)
+    db.run(`RELEASE ${name}`)
+    return result
+  } catch (thrown) {
+    db.run(`ROLLBACK TO ${name}`)
+    db.run(`RELEASE ${name}`)
+    throw thrown
+  }
+}
