@@ -88,4 +88,28 @@ describe("API key authentication with its cache of live keys", () => {
       assert.strictEqual(yield* keys.authenticate("keel_not_a_key_yet"), undefined)
     }).pipe(Effect.provide(layer))
   })
+
+  it.effect("the key-change counter moves on an update or delete of a key by any process, and on nothing else", () => {
+    const { file, layer } = onFile()
+    return Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const keys = yield* ApiKeys
+      const counter = sql<{ n: number }>`SELECT n FROM market_api_key_changes WHERE id = 1`.pipe(
+        Effect.map((rows) => Number(rows[0]!.n))
+      )
+      const start = yield* counter
+      const { key, info } = yield* keys.create({ wallet: WALLET })
+      yield* sql`INSERT INTO market_events (kind, payload, created_at) VALUES ('trade', '{}', 1)`
+      assert.strictEqual(yield* counter, start, "a new key or another write does not move it")
+      assert.deepStrictEqual(yield* keys.authenticate(key), { kind: "wallet", address: WALLET })
+      const other = new Database(file)
+      try {
+        other.prepare("DELETE FROM market_api_keys WHERE id = ?").run(info.id)
+      } finally {
+        other.close()
+      }
+      assert.strictEqual(yield* counter, start + 1)
+      assert.strictEqual(yield* keys.authenticate(key), undefined, "a key deleted by another process is refused")
+    }).pipe(Effect.provide(layer))
+  })
 })

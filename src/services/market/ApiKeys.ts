@@ -121,19 +121,26 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("market/ApiKeys", {
      * Live keys this process has seen, by hash: a request's key is looked up once, not on every request
      * (≈ 130 µs a request through the sql template). Only live keys are kept, so a key created anywhere works
      * at once. A revoke through this service empties the cache (and `generation` stops a lookup that raced
-     * it from putting the key back); a revoke by another process on the same database file (`ctl market
-     * keys revoke` on the server's data dir) is a commit by another process, which every authentication
-     * checks for first (`SqlDirect.otherCommits`, SQLite's `PRAGMA data_version`): the cache is dropped
-     * before the next request is served.
+     * it from putting the key back). A revoke by another process on the same database file (`ctl market keys
+     * revoke` on the server's data dir) moves `market_api_key_changes`, a counter that triggers move on every
+     * update or delete of a key, whoever makes it; every authentication reads it first (`readLatest`: the
+     * latest commit, whatever transaction another request holds open) and forgets every key when it moved.
      */
     const live = new Map<string, Principal>()
     let generation = 0
-    const otherCommits = yield* direct.otherCommits
+    let seenChanges: bigint | undefined
+    const keyChanges = direct
+      .readLatest((db) => db.all<{ n: bigint }>("SELECT n FROM market_api_key_changes WHERE id = 1")[0]?.n ?? -1n)
+      .pipe(Effect.orDie)
 
     /** The principal a live key acts for, or undefined for an unknown or revoked key. */
     const authenticate = (key: string) =>
       Effect.gen(function* () {
-        if (yield* otherCommits) live.clear()
+        const changes = yield* keyChanges
+        if (changes !== seenChanges) {
+          live.clear()
+          seenChanges = changes
+        }
         const hash = hashKey(key)
         const cached = live.get(hash)
         if (cached !== undefined) return cached

@@ -293,7 +293,9 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
 
     /** A token's curve now (a read on the client's connection, or in the caller's transaction). */
     const curveOf = (ticker: string) =>
-      direct.readSync((db) => marketOf(db, ticker).curve).pipe(Effect.catchTag("SqlError", Effect.die))
+      direct
+        .readSync<CurveState, AgentNotFound>((db) => marketOf(db, ticker).curve)
+        .pipe(Effect.catchTag("SqlError", Effect.die))
 
     /** Creates a token's curve and issues its sellable supply to the curve. */
     const launch = Effect.fn("TokenMarket.launch")(function* (ticker: string, curve: CurveState = defaultLaunch) {

@@ -1,7 +1,7 @@
 import { Clock, Effect, Exit, Schema } from "effect"
 import { sha256Hex } from "../platform/Digest.js"
 import { hotSpan } from "../platform/HotSpan.js"
-import { SqlDirect, savepointSync } from "../platform/SqlDirect.js"
+import { SqlDirect, savepointSync, TransactionLost } from "../platform/SqlDirect.js"
 import { Refused, refuse, type SyncStatements } from "../platform/SyncSql.js"
 import { type Principal, principalId } from "./ApiKeys.js"
 import { writeLine } from "./Chat.js"
@@ -251,7 +251,11 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
      * as its defect.
      */
     const exitOf = (thrown: unknown): Exit.Exit<never, TradeRefusal | IdempotencyKeyReused> =>
-      thrown instanceof Refused && thrown.error._tag !== "UnbalancedEntry" ? Exit.fail(thrown.error) : Exit.die(thrown)
+      !(thrown instanceof Refused)
+        ? Exit.die(thrown)
+        : thrown.error._tag === "UnbalancedEntry"
+          ? Exit.die(thrown.error)
+          : Exit.fail(thrown.error)
 
     const trade = hotSpan("Trading.trade")(function* (order: TradeOrder) {
       const now = yield* Clock.currentTimeMillis
@@ -279,6 +283,8 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
               try {
                 return Exit.succeed(savepointSync(db, () => tradeIn(db, order, now)))
               } catch (thrown) {
+                // SQLite rolled the whole group back: the orders after this one must not run outside it.
+                if (thrown instanceof TransactionLost) throw thrown
                 return exitOf(thrown)
               }
             })

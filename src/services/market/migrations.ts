@@ -117,6 +117,18 @@ export const marketMigrations: DomainMigrations = {
         source TEXT NOT NULL
       )`
       yield* sql`CREATE INDEX market_coin_prices_by_time ON market_coin_prices (at)`
+    }),
+    // A counter every change of a key moves (a revoke, an edit, a delete; by any connection or process), so
+    // the server's memory of live keys knows when to forget them (ApiKeys). Creating a key needs no signal:
+    // only keys already seen live are remembered.
+    "0004_api_key_changes": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE market_api_key_changes (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL)`
+      yield* sql`INSERT INTO market_api_key_changes (id, n) VALUES (1, 0)`
+      yield* sql.unsafe(`CREATE TRIGGER market_api_keys_updated AFTER UPDATE ON market_api_keys
+        BEGIN UPDATE market_api_key_changes SET n = n + 1 WHERE id = 1; END`)
+      yield* sql.unsafe(`CREATE TRIGGER market_api_keys_deleted AFTER DELETE ON market_api_keys
+        BEGIN UPDATE market_api_key_changes SET n = n + 1 WHERE id = 1; END`)
     })
   }
 }

@@ -157,42 +157,15 @@ export class SqlDirect extends Effect.Service<SqlDirect>()("platform/SqlDirect",
       )
 
     /**
-     * Whether another process may have committed to the database since the previous call: `PRAGMA
-     * data_version` moves on a connection when any *other* connection commits. With the hot connection that
-     * includes our own other connection, so a commit counts as another process's only once both connections
-     * have seen one (another process's commit moves both); a false alarm costs a cache refill, never a missed
-     * change. The client's counter is read under its lock: inside a transaction another request holds open on
-     * that connection, it is frozen at the transaction's snapshot.
+     * Runs the synchronous `body` (reads) against the latest committed state: on the hot connection, which
+     * never holds a transaction between steps, so it needs no lock and no transaction another request holds
+     * open on the client's connection can hide a commit from it; without one (in memory), on the client's
+     * connection under its lock, as `readSync`.
      */
-    const otherCommits = Effect.sync(() => {
-      let seen: { client: number; hot: number } | undefined
-      let movedClient = false
-      let movedHot = false
-      return Effect.scoped(
-        Effect.flatMap(sql.reserve, (connection) => connection.execute("PRAGMA data_version", [], undefined))
-      ).pipe(
-        Effect.map((rows) => {
-          const now = {
-            client: Number((rows[0] as { data_version?: number } | undefined)?.data_version ?? -1),
-            hot: hot?.dataVersion() ?? 0
-          }
-          if (seen === undefined) {
-            seen = now
-            return true
-          }
-          movedClient ||= now.client !== seen.client
-          movedHot ||= hot === undefined || now.hot !== seen.hot
-          seen = now
-          if (!(movedClient && movedHot)) return false
-          movedClient = false
-          movedHot = false
-          return true
-        }),
-        Effect.orDie
-      )
-    })
+    const readLatest = <A, E = never>(body: (db: SyncStatements) => A): Effect.Effect<A, E | SqlError> =>
+      hot === undefined ? readSync<A, E>(body) : Effect.suspend(() => attempt<A, E>(() => body(hot.statements)))
 
-    return { transaction, current, transactionSync, currentSync, readSync, otherCommits } as const
+    return { transaction, current, transactionSync, currentSync, readSync, readLatest } as const
   })
 }) {}
 
@@ -206,11 +179,14 @@ const hotConnectionOf = (sql: SqlClient.SqlClient) =>
     if (Option.isNone(sqlite)) return undefined
     const { filename, readonly } = sqlite.value.config
     if (readonly === true || filename === ":memory:" || filename === "") return undefined
+    // Its page cache stays SQLite's default (2 MB): a trade touches a few pages, and in WAL mode each
+    // connection's cache is dropped when the other commits, so the client's large one (sized for search
+    // indexes) would only be refilled for nothing. Other per-connection setup (functions, extensions) is not
+    // copied: the hot paths use none.
     const settings: Record<string, number> = {}
     for (const [name, column] of [
       ["busy_timeout", "timeout"],
       ["synchronous", "synchronous"],
-      ["cache_size", "cache_size"],
       ["mmap_size", "mmap_size"]
     ] as const) {
       const rows = yield* sql.unsafe<Record<string, number | bigint>>(`PRAGMA ${name}`)
@@ -240,20 +216,27 @@ const topLevelSync = <A>(db: SyncStatements, body: (db: SyncStatements) => A): A
   let result: A
   try {
     result = body(db)
-  } catch (thrown) {
-    db.run("ROLLBACK")
-    throw thrown
-  }
-  try {
     db.run("COMMIT")
   } catch (thrown) {
-    // A commit refused (another process holds the lock past the busy timeout) rolls back too.
+    // Also a commit refused (another process holds the lock past the busy timeout). An error that made SQLite
+    // roll the transaction back itself (a full disk, an I/O error) makes this ROLLBACK fail: what is thrown
+    // on is the original error.
     try {
       db.run("ROLLBACK")
     } catch {}
     throw thrown
   }
   return result
+}
+
+/**
+ * Thrown out of a savepoint whose rollback failed: SQLite has already rolled the whole transaction back (a
+ * full disk, an I/O error), so nothing after it may run as if inside it. `cause` is what failed in the body.
+ */
+export class TransactionLost extends Error {
+  constructor(override readonly cause: unknown) {
+    super("the transaction was rolled back by SQLite after a failed statement", { cause })
+  }
 }
 
 /**
@@ -269,8 +252,12 @@ export const savepointSync = <A>(db: SyncStatements, body: (db: SyncStatements) 
     db.run(`RELEASE ${name}`)
     return result
   } catch (thrown) {
-    db.run(`ROLLBACK TO ${name}`)
-    db.run(`RELEASE ${name}`)
+    try {
+      db.run(`ROLLBACK TO ${name}`)
+      db.run(`RELEASE ${name}`)
+    } catch {
+      throw thrown instanceof TransactionLost ? thrown : new TransactionLost(thrown)
+    }
     throw thrown
   }
 }

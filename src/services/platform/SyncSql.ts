@@ -55,22 +55,21 @@ export const syncOn = (conn: Connection): SyncStatements => {
 
 /**
  * A second connection to the database file, for the synchronous hot paths: better-sqlite3's own statements
- * (≈ 1 µs of overhead each). It is only ever used while its user holds the `SqlClient`'s one connection
- * (`sql.reserve`), so the two never hold transactions at the same time in this process: the SQLite file
- * still sees one writer at a time from Keel, as before.
+ * (≈ 1 µs of overhead each). Its transactions run only while their caller holds the `SqlClient`'s one
+ * connection (`sql.reserve`), so the two never hold transactions at the same time in this process: the
+ * SQLite file still sees one writer at a time from Keel, as before. Being synchronous, a transaction on it is
+ * always over before anything else runs, so a plain read on it (`SqlDirect.readLatest`) needs no lock.
  */
 export interface HotConnection {
   readonly statements: SyncStatements
-  /** `PRAGMA data_version` of this connection: it moves when any other connection commits. */
-  readonly dataVersion: () => number
 }
 
 /** Prepared statements kept per connection; past this many distinct texts the cache starts over. */
 const PREPARED_KEPT = 500
 
 /**
- * Opens the hot connection with the settings the client's connection runs with (read from it, so the two
- * cannot drift): busy timeout, `synchronous`, cache and map sizes. Closed with `scope`.
+ * Opens the hot connection with `settings` (pragmas, read from the client's connection so the two cannot drift).
+ * Closed with its scope.
  */
 export const openHotConnection = (file: string, settings: Readonly<Record<string, number>>) =>
   Effect.acquireRelease(
@@ -110,9 +109,7 @@ export const openHotConnection = (file: string, settings: Readonly<Record<string
         statements: {
           all: (text, params = []) => execute(text, params),
           run: (text, params = []) => void execute(text, params)
-        },
-        // Prepared once: `db.pragma` prepares its statement on every call.
-        dataVersion: () => Number(statement("PRAGMA data_version").pluck().get())
+        }
       }
     })
   )
