@@ -16,10 +16,11 @@ import { MemoryServiceManager, makeMemoryServiceManager } from "../services/flee
 import { ServiceManager } from "../services/fleet/units/ServiceManager.js"
 import { AppConfig, type AppSettings } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
-import { migrationsLayer, sqliteFromConfig, sqliteMemory } from "../services/platform/Database.js"
+import { migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
 import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js"
 import { MemoryObjectStoreLayer } from "../services/platform/objects/MemoryObjectStore.js"
 import { embeddedVault } from "../services/platform/vault/EmbeddedVault.js"
+import { SqlLive } from "./Live.js"
 import { AllMigrations } from "./Migrations.js"
 import { DomainServices, HostReach, ReconcilerServices, WorkflowsLive } from "./Services.js"
 
@@ -61,11 +62,7 @@ export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
   DomainServices.pipe(
     Layer.provideMerge(VaultTest),
     Layer.provideMerge(MemoryObjectStoreLayer),
-    Layer.provideMerge(
-      (overrides.databaseFile ?? ":memory:") === ":memory:"
-        ? SqlTest
-        : migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteFromConfig))
-    ),
+    Layer.provideMerge((overrides.databaseFile ?? ":memory:") === ":memory:" ? SqlTest : SqlLive),
     Layer.provideMerge(AppConfigTest(overrides))
   )
 

@@ -119,12 +119,18 @@ export class SqlDirect extends Effect.Service<SqlDirect>()("platform/SqlDirect",
         : Effect.dieMessage("SqlDirect.current used outside a transaction: the caller must open one")
     )
 
-    /** The caller's open transaction as synchronous statements (a defect outside one). */
-    const currentSync = Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (open) =>
-      open._tag === "Some"
-        ? Effect.succeed(syncOn(open.value[0]))
-        : Effect.dieMessage("SqlDirect.currentSync used outside a transaction: the caller must open one")
-    )
+    /**
+     * `run` on the client's connection: the caller's open transaction's (`inTransaction`), or the connection
+     * reserved for the duration of `run`.
+     */
+    const onClient = <A, E>(
+      run: (conn: Connection, inTransaction: boolean) => Effect.Effect<A, E>
+    ): Effect.Effect<A, E | SqlError> =>
+      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (open) =>
+        open._tag === "Some"
+          ? run(open.value[0], true)
+          : Effect.scoped(Effect.flatMap(sql.reserve, (conn) => run(conn, false)))
+      )
 
     /**
      * Runs the synchronous `body` in one transaction: all of it commits, or none of it. `refuse(error)` inside
@@ -135,14 +141,12 @@ export class SqlDirect extends Effect.Service<SqlDirect>()("platform/SqlDirect",
      * database runs it on the client's connection.
      */
     const transactionSync = <A, E = never>(body: (db: SyncStatements) => A): Effect.Effect<A, E | SqlError> =>
-      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (open) =>
-        open._tag === "Some"
-          ? attempt<A, E>(() => savepointSync(syncOn(open.value[0]), body))
-          : Effect.scoped(
-              Effect.flatMap(sql.reserve, (conn) =>
-                attempt<A, E>(() => topLevelSync(hot === undefined ? syncOn(conn) : hot.statements, body))
-              )
-            )
+      onClient((conn, inTransaction) =>
+        attempt<A, E>(() =>
+          inTransaction
+            ? savepointSync(syncOn(conn), body)
+            : topLevelSync(hot === undefined ? syncOn(conn) : hot.statements, body)
+        )
       )
 
     /**
@@ -150,11 +154,7 @@ export class SqlDirect extends Effect.Service<SqlDirect>()("platform/SqlDirect",
      * one, else holding the connection for its duration. Thrown refusals and errors as `transactionSync`.
      */
     const readSync = <A, E = never>(body: (db: SyncStatements) => A): Effect.Effect<A, E | SqlError> =>
-      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (open) =>
-        open._tag === "Some"
-          ? attempt<A, E>(() => body(syncOn(open.value[0])))
-          : Effect.scoped(Effect.flatMap(sql.reserve, (conn) => attempt<A, E>(() => body(syncOn(conn)))))
-      )
+      onClient((conn) => attempt<A, E>(() => body(syncOn(conn))))
 
     /**
      * Runs the synchronous `body` (reads) against the latest committed state: on the hot connection, which
@@ -165,7 +165,7 @@ export class SqlDirect extends Effect.Service<SqlDirect>()("platform/SqlDirect",
     const readLatest = <A, E = never>(body: (db: SyncStatements) => A): Effect.Effect<A, E | SqlError> =>
       hot === undefined ? readSync<A, E>(body) : Effect.suspend(() => attempt<A, E>(() => body(hot.statements)))
 
-    return { transaction, current, transactionSync, currentSync, readSync, readLatest } as const
+    return { transaction, current, transactionSync, readSync, readLatest } as const
   })
 }) {}
 
