@@ -84,6 +84,29 @@ describe("the ctl process", () => {
     expect(await exitOf(server.child)).toEqual({ code: 0, signal: null })
   }, 40_000)
 
+  it("ctl serve on a port already taken exits 1 and says which address is in use", async () => {
+    const taken = http.createServer()
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve))
+    const port = (taken.address() as { port: number }).port
+    try {
+      const child = spawn(process.execPath, [ctlBin, "serve", "--port", String(port)], {
+        env: { PATH: process.env.PATH ?? "", KEEL_DATA_DIR: path.join(tempDir(), "data"), KEEL_DEMO_DATA: "false" },
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      children.push(child)
+      let stderr = ""
+      child.stderr?.setEncoding("utf8").on("data", (chunk) => {
+        stderr += chunk
+      })
+      expect(await exitOf(child)).toEqual({ code: 1, signal: null })
+      expect(stderr).toContain("EADDRINUSE")
+      expect(stderr).toContain(`127.0.0.1:${port}`)
+      expect(stderr).not.toMatch(/ctl: \s*$/)
+    } finally {
+      taken.close()
+    }
+  }, 40_000)
+
   it("SIGTERM with an event stream open: the stream ends cleanly and the process exits 0", async () => {
     const server = await startServer([ctlBin, "serve", "--port", "0"], {
       KEEL_DATA_DIR: path.join(tempDir(), "data"),

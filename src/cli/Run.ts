@@ -16,6 +16,25 @@ export const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
   return Option.isSome(failure) && ValidationError.isValidationError(failure.value) ? 2 : 1
 }
 
+const textOf = (value: unknown, member: "detail" | "message") =>
+  typeof value === "object" && value !== null && member in value
+    ? String((value as Record<string, unknown>)[member])
+    : ""
+
+/**
+ * A failure as one line: its `detail`, else its `message`, else what caused it (the platform's `ServeError`
+ * carries no message of its own: `listen EADDRINUSE: address already in use 127.0.0.1:8080` is its cause's).
+ */
+export const failureLine = (error: unknown): string => {
+  const own = textOf(error, "detail") || textOf(error, "message")
+  if (own !== "") return own
+  const cause = typeof error === "object" && error !== null ? (error as { cause?: unknown }).cause : undefined
+  const caused = textOf(cause, "message")
+  const tag = textOf(error, "_tag" as "detail")
+  if (caused !== "") return tag === "" ? caused : `${tag}: ${caused}`
+  return typeof error === "object" && error !== null ? tag || "failed" : String(error)
+}
+
 /** One line on stderr for failures the CLI did not already explain (usage errors print their own help). */
 const report = (cause: Cause.Cause<unknown>) => {
   const failure = Cause.failureOption(cause)
@@ -23,13 +42,7 @@ const report = (cause: Cause.Cause<unknown>) => {
     const error = failure.value
     if (ValidationError.isValidationError(error) || error instanceof ExitWith) return Effect.void
     if (ConfigError.isConfigError(error)) return Console.error(`ctl: invalid configuration: ${String(error)}`)
-    const detail =
-      typeof error === "object" && error !== null && "detail" in error
-        ? String((error as { detail: unknown }).detail)
-        : typeof error === "object" && error !== null && "message" in error
-          ? String((error as { message: unknown }).message)
-          : String(error)
-    return Console.error(`ctl: ${detail}`)
+    return Console.error(`ctl: ${failureLine(error)}`)
   }
   if (Cause.isInterruptedOnly(cause)) return Effect.void
   return Console.error(`ctl: unexpected failure\n${Cause.pretty(cause)}`)

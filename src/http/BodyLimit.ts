@@ -3,6 +3,7 @@ import { HttpIncomingMessage, HttpMethod, HttpServerRequest, type HttpServerResp
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Deferred, Effect, Option } from "effect"
 import { problemResponse } from "./Problem.js"
+import { routePath } from "./RoutePath.js"
 
 /** How much of a refused body we read and discard so the client sees the answer instead of a reset. */
 const DRAIN_MAX_BYTES = 64 * 1024 * 1024
@@ -57,7 +58,7 @@ export const makeJsonDepthScanner = (maxDepth: number) => {
 export const jsonTooDeep = (text: string | Uint8Array, maxDepth = MAX_JSON_DEPTH) =>
   makeJsonDepthScanner(maxDepth)(typeof text === "string" ? Buffer.from(text, "utf8") : text)
 
-type Refusal = "too-large" | "too-deep" | "media-type"
+type Refusal = "too-large" | "too-deep" | "media-type" | "not-json"
 
 interface BodyWatch {
   /** Why the body was refused, as soon as it is (synchronously known, unlike the promises). */
@@ -181,8 +182,23 @@ const refusalResponse = (refusal: Refusal, limit: number, maxDepth: number, clos
         "request bodies are JSON; multipart/form-data and application/x-www-form-urlencoded are not accepted",
         headers ? { headers } : {}
       )
+    case "not-json":
+      return problemResponse(
+        415,
+        "UNSUPPORTED_MEDIA_TYPE",
+        "request bodies are JSON: send them with Content-Type: application/json",
+        headers ? { headers } : {}
+      )
   }
 }
+
+/**
+ * A declared Content-Type that is not JSON. The platform decodes a body by its Content-Type: JSON sent as
+ * `text/plain` would reach the route as one string, and as `application/vnd.api+json` as no fields at all, so
+ * the route's refusal would name the wrong thing. No Content-Type at all is read as JSON.
+ */
+const isNotJson = (contentType: string | undefined) =>
+  contentType !== undefined && (contentType.split(";")[0] ?? "").trim().toLowerCase() !== "application/json"
 
 /**
  * The form encodings the platform would decode into fields instead of JSON. No Keel route takes one, and
@@ -202,6 +218,12 @@ export interface BodyGuardOptions {
    * has its size counted but is neither scanned for nesting nor refused for a form Content-Type.
    */
   readonly isJson?: (path: string) => boolean
+  /**
+   * Whether the JSON route at a path reads its body as JSON whatever its Content-Type (the collectors, which
+   * browsers' `sendBeacon` feeds as `text/plain`). Every other JSON route refuses a body declared as anything
+   * but `application/json` (415). None by default.
+   */
+  readonly anyContentType?: (path: string) => boolean
 }
 
 /**
@@ -211,7 +233,8 @@ export interface BodyGuardOptions {
  * - arrays and objects nested deeper than `maxJsonDepth` → 400 `JSON_TOO_DEEP`, counted on the bytes as
  *   they arrive, so nothing deeper ever reaches a JSON parser, a decoder or an error formatter;
  * - a form-encoded body (multipart/form-data, application/x-www-form-urlencoded) → 415
- *   `UNSUPPORTED_MEDIA_TYPE`: no Keel route takes one (see isFormEncoded).
+ *   `UNSUPPORTED_MEDIA_TYPE`: no Keel route takes one (see isFormEncoded); so is a body declared as
+ *   anything but `application/json`, except on the routes that take JSON whatever its type (`anyContentType`).
  * Every Keel route that takes a body takes JSON (the collectors whatever the Content-Type), so every
  * body is scanned. A route that answers without reading its body (a GET, a refusal before decoding)
  * still has its body received, counted and scanned before the answer leaves, so the outcome does not
@@ -228,7 +251,7 @@ export const bodyLimitMiddleware =
       // request's context (`provideService` copies every service in it).
       const route = app.pipe(HttpIncomingMessage.withMaxBodySize(Option.none()))
       const request = yield* HttpServerRequest.HttpServerRequest
-      const path = request.url.split("?")[0] ?? request.url
+      const path = routePath(request.url)
       const limit = typeof limitFor === "number" ? limitFor : limitFor(path)
       const json = options.isJson?.(path) ?? true
       const maxDepth = json ? (options.maxJsonDepth ?? MAX_JSON_DEPTH) : Number.POSITIVE_INFINITY
@@ -237,6 +260,8 @@ export const bodyLimitMiddleware =
       const declared = lengthHeader === undefined ? 0 : Number(lengthHeader)
       const hasBody = chunked || declared > 0
       const formEncoded = json && isFormEncoded(request.headers["content-type"])
+      const notJson =
+        json && !formEncoded && !options.anyContentType?.(path) && isNotJson(request.headers["content-type"])
       // No body at all (Node frames a Content-Length body exactly): nothing to guard, except a form
       // encoding on a method that takes a body (the multipart reader would wait forever for it).
       if (!hasBody) {
@@ -250,7 +275,7 @@ export const bodyLimitMiddleware =
         req,
         limit,
         maxDepth,
-        !chunked && declared > limit ? "too-large" : formEncoded ? "media-type" : undefined
+        !chunked && declared > limit ? "too-large" : formEncoded ? "media-type" : notJson ? "not-json" : undefined
       )
       const answerRefusal = (refusal: Refusal) =>
         Effect.gen(function* () {

@@ -1,5 +1,6 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Config, Effect } from "effect"
+import { routePath } from "./RoutePath.js"
 
 /** Which configured origin list a route follows. */
 export type CorsSurface = "marketplace" | "product"
@@ -69,8 +70,6 @@ export const corsOriginsFromConfig = Effect.gen(function* () {
   } satisfies CorsOrigins
 })
 
-const pathOf = (url: string) => url.split("?")[0] ?? url
-
 /**
  * CORS on the routes browsers call directly. With `*` any origin may read (no credentials: the API's
  * credentials are headers, never cookies); with a list, only those origins are echoed back (`Vary:
@@ -82,7 +81,7 @@ export const corsMiddleware =
   <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const path = pathOf(request.url)
+      const path = routePath(request.url)
       const route = routes.find((r) => (r.path.endsWith("/*") ? path.startsWith(r.path.slice(0, -1)) : r.path === path))
       if (route === undefined) return yield* app
       const allowed = origins[route.surface]

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from "node:http"
 import { HttpServerError, HttpServerRequest, HttpServerResponse, Multipart } from "@effect/platform"
 import { Cause, Effect, Option, Schema } from "effect"
-import { withoutValue, withoutValues } from "../services/platform/Validation.js"
+import { plainExpectation, relevantIssues, withoutValue, withoutValues } from "../services/platform/Validation.js"
 
 /**
  * The one error body of every Keel HTTP surface (RFC 9457 problem details).
@@ -68,6 +68,9 @@ export const problem = (
   code
 })
 
+/** `text` cut to `max` characters (an ellipsis marks the cut), for echoing client input in a detail. */
+const shortened = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max)}…`)
+
 export const problemResponse = (
   status: number,
   code: string,
@@ -91,11 +94,16 @@ export interface FieldError {
   readonly message: string
 }
 
-/** Decode issues that name the field and what it must be, never the value sent (it may be a secret). */
+/**
+ * Decode issues that name the field and what it must be, never the value sent (it may be a secret); the
+ * "Expected undefined" twin of an optional field's real issue is left out.
+ */
 const fieldErrors = (issues: ReadonlyArray<DecodeIssue>): Array<FieldError> =>
-  issues.map((issue) => ({
-    path: (Array.isArray(issue.path) ? issue.path : []).map(String).join("."),
-    message: withoutValue(String(issue.message))
+  relevantIssues(
+    issues.map((issue) => ({ path: Array.isArray(issue.path) ? issue.path : [], message: String(issue.message) }))
+  ).map((issue) => ({
+    path: issue.path.map(String).join("."),
+    message: plainExpectation(withoutValue(issue.message))
   }))
 
 const describeFieldErrors = (errors: ReadonlyArray<FieldError>) => {
@@ -219,7 +227,7 @@ export const problemMiddleware = <E, R>(app: Effect.Effect<HttpServerResponse.Ht
     if (contentType.startsWith(PROBLEM_CONTENT_TYPE)) return response
     const fallback =
       response.status === 404
-        ? `no route for ${request.method} ${request.url.split("?")[0]}`
+        ? `no route for ${request.method} ${shortened(request.url.split("?")[0] ?? "", 200)}`
         : response.status >= 500
           ? "the server failed to handle the request; it has been logged"
           : statusTitle(response.status)

@@ -113,6 +113,9 @@ const docsIndex = (surfaces: ReadonlyArray<SurfaceName>) =>
 /** The object API's bodies are bytes of any kind (streamed to the store), not JSON. */
 const OBJECT_ROUTES = "/api/objects/"
 
+/** The collectors read JSON whatever the Content-Type (`sendBeacon` sends `text/plain`; docs/analytics.md). */
+const COLLECTOR_ROUTES = new Set(["/api/analytics/web/collect", "/api/analytics/mobile/collect"])
+
 /** Per-route body limits: the collectors have their own, smaller ones; objects KEEL_OBJECT_MAX_BYTES. */
 const routeBodyLimits = (defaultLimit: number, product: ProductConfig, objectLimit: number) => {
   const limits = new Map([
@@ -138,7 +141,8 @@ const globalMiddleware = (bodyLimit: (path: string) => number, origins: CorsOrig
         problemMiddleware(
           bodyLimitMiddleware(bodyLimit, {
             // Raw bytes (objects), and the reconcile path, which refuses any body itself (400).
-            isJson: (path) => !path.startsWith(OBJECT_ROUTES) && path !== "/api/host/storage-root-reconcile"
+            isJson: (path) => !path.startsWith(OBJECT_ROUTES) && path !== "/api/host/storage-root-reconcile",
+            anyContentType: (path) => COLLECTOR_ROUTES.has(path)
           })(fastPaths(app))
         )
       ) as Effect.Effect<
@@ -148,6 +152,13 @@ const globalMiddleware = (bodyLimit: (path: string) => number, origins: CorsOrig
       >,
     { global: true }
   )
+
+/**
+ * The router's settings: the platform's (trailing and duplicate slashes ignored, static segments in any case;
+ * `routePath` reads a URL the same way), with path parameters up to 256 characters instead of 100, so that a
+ * blog slug or surface of up to 128 characters (docs/blog.md) reaches its route.
+ */
+export const ROUTER_CONFIG = { maxParamLength: 256 } as const
 
 export interface ServeOptions {
   readonly surfaces?: ReadonlyArray<SurfaceName>
@@ -225,7 +236,10 @@ export const httpServer = (options: ServeOptions & { readonly host?: string; rea
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const config = yield* AppConfig
-      return HttpLayerRouter.serve(httpRoutes(options), { disableLogger: !config.requestLog }).pipe(
+      return HttpLayerRouter.serve(httpRoutes(options), {
+        disableLogger: !config.requestLog,
+        routerConfig: ROUTER_CONFIG
+      }).pipe(
         Layer.provide(
           nodeServer({
             host: options.host ?? config.httpHost,

@@ -118,9 +118,18 @@ describe("the JSON depth scanner", () => {
   })
 })
 
-layer(HttpTest({ settings: { bodyLimitBytes: LIMIT }, env: { KEEL_COLLECT_SITES: SITE } }), {
-  timeout: "60 seconds"
-})("the body guard", (it) => {
+/** The web collector's own limit here, below the other routes' LIMIT, so a route read as another one shows. */
+const WEB_COLLECT_LIMIT = 16 * 1024
+
+layer(
+  HttpTest({
+    settings: { bodyLimitBytes: LIMIT },
+    env: { KEEL_COLLECT_SITES: SITE, KEEL_COLLECT_WEB_BODY_LIMIT: String(WEB_COLLECT_LIMIT) }
+  }),
+  {
+    timeout: "60 seconds"
+  }
+)("the body guard", (it) => {
   it.effect("a ~6 KB body of nested arrays is 400 JSON_TOO_DEEP on every JSON route of every surface", () =>
     Effect.gen(function* () {
       for (const [method, path] of JSON_ROUTES) {
@@ -280,6 +289,48 @@ layer(HttpTest({ settings: { bodyLimitBytes: LIMIT }, env: { KEEL_COLLECT_SITES:
       }
       const health = yield* send("GET", "/api/health", "")
       assert.strictEqual(health.status, 200)
+    })
+  )
+
+  it.effect("a JSON body declared as anything but application/json is 415, except on the collectors", () =>
+    Effect.gen(function* () {
+      const question = JSON.stringify({ question: "what is a lease?" })
+      for (const contentType of ["text/plain", "application/vnd.api+json", "text/plain; x=application/json"]) {
+        const response = yield* send("POST", "/ask", question, { contentType })
+        const body = assertProblem(response, 415, "UNSUPPORTED_MEDIA_TYPE")
+        assert.include(String(body.detail), "application/json")
+      }
+      // Parameters of the JSON type are fine (the route answers; its own refusal is not a 415).
+      const withCharset = yield* send("POST", "/ask", "{}", { contentType: "application/json; charset=utf-8" })
+      assert.notStrictEqual(withCharset.status, 415)
+      // sendBeacon's text/plain still reaches the collector, which reads JSON whatever the type.
+      const beacon = yield* send(
+        "POST",
+        "/api/analytics/web/collect",
+        JSON.stringify({ site_id: SITE, events: [{ event_id: "ct-1", name: "page_view", visitor_id: "v" }] }),
+        { contentType: "text/plain;charset=UTF-8" }
+      )
+      assert.strictEqual(beacon.status, 202, beacon.body)
+    })
+  )
+
+  it.effect("another spelling of a path (trailing or doubled slash, upper case) meets the same limits", () =>
+    Effect.gen(function* () {
+      // The router answers these spellings on the same route: the guard must read them the same way.
+      const events = Array.from({ length: 100 }, (_, i) => ({ event_id: `spell-${i}`, name: "x".repeat(200) }))
+      const big = JSON.stringify({ site_id: SITE, events })
+      assert.isAbove(Buffer.byteLength(big), WEB_COLLECT_LIMIT)
+      assert.isBelow(Buffer.byteLength(big), LIMIT)
+      for (const path of [
+        "/api/analytics/web/collect",
+        "/api/analytics/web/collect/",
+        "/API/Analytics/Web/Collect",
+        "/api//analytics/web/collect",
+        "/api/analytics/web/%63ollect"
+      ]) {
+        const body = assertProblem(yield* send("POST", path, big), 413, "PAYLOAD_TOO_LARGE")
+        assert.strictEqual(body.limit_bytes, WEB_COLLECT_LIMIT, path)
+      }
     })
   )
 

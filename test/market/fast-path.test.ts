@@ -142,6 +142,18 @@ const script = (
     { label: "not JSON", path: "/api/tokens/FAST/buy", headers: key(w1.key), body: `{"user_id": ` },
     { label: "no amount", path: "/api/tokens/FAST/buy", headers: key(w1.key), body: json({ user_id: w1.address }) },
     {
+      label: "a buy with the sell side's guard (an unknown member)",
+      path: "/api/tokens/FAST/buy",
+      headers: key(w1.key),
+      body: json({ user_id: w1.address, amount: 0.1, min_coin_out: 1_000_000 })
+    },
+    {
+      label: "a buy at another spelling of its path",
+      path: "/api/tokens/FAST/buy/",
+      headers: key(w1.key),
+      body: json({ user_id: w1.address, amount: 0.1 })
+    },
+    {
       label: "negative amount",
       path: "/api/tokens/FAST/sell",
       headers: key(w1.key),

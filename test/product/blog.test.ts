@@ -172,7 +172,12 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("GET /ap
         getJson("/api/public/blog/news/scheduled"),
         getJson("/api/public/blog/news/nope"),
         getJson("/api/public/blog/nowhere/post-01"),
-        getJson("/api/public/blog/nowhere")
+        getJson("/api/public/blog/nowhere"),
+        // Whatever the shape of a slug or surface no post has (upper case, underscores, up to 200 characters).
+        getJson("/api/public/blog/news/Sticky-Experiments"),
+        getJson("/api/public/blog/news/sticky_experiments"),
+        getJson(`/api/public/blog/news/${"a".repeat(120)}`),
+        getJson(`/api/public/blog/${"s".repeat(200)}`)
       ])
       for (const answer of answers) {
         assert.strictEqual(answer.status, 404)

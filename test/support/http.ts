@@ -2,7 +2,15 @@ import * as Net from "node:net"
 import { HttpLayerRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { type ConfigError, ConfigProvider, Duration, Effect, Layer } from "effect"
-import { type AppSettings, AppTest, type FastPath, httpRoutes, nodeServer, type ServeOptions } from "keel"
+import {
+  type AppSettings,
+  AppTest,
+  type FastPath,
+  httpRoutes,
+  nodeServer,
+  ROUTER_CONFIG,
+  type ServeOptions
+} from "keel"
 
 /**
  * Keel's own Node server (as `ctl serve` runs it: its parser-error answers, its shutdown) on a random port,
@@ -28,7 +36,11 @@ export const HttpTest = (
     readonly env?: Record<string, string>
   } = {}
 ) =>
-  HttpLayerRouter.serve(httpRoutes(options), { disableLogger: true, disableListenLog: true }).pipe(
+  HttpLayerRouter.serve(httpRoutes(options), {
+    disableLogger: true,
+    disableListenLog: true,
+    routerConfig: ROUTER_CONFIG
+  }).pipe(
     // The application graph stays visible to the tests (SqlClient, services) beside the HttpClient.
     Layer.provideMerge(options.app ?? AppTest(options.settings)),
     Layer.provideMerge(TestServer),

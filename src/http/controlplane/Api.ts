@@ -11,6 +11,7 @@ import { InvalidObjectKey, ObjectStoreError } from "../../services/platform/obje
 import { StorageFenced } from "../../services/platform/objects/StorageFence.js"
 import { VaultDenied, VaultForbidden } from "../../services/platform/vault/Vault.js"
 import { problemOpenApi } from "../ProblemContract.js"
+import { RequestStruct } from "../RequestSchema.js"
 
 export const StoredBeaconAnswer = Schema.Struct({
   host: Schema.String,
@@ -56,7 +57,7 @@ export class ObjectsApi extends HttpApiGroup.make("objects")
   .add(
     HttpApiEndpoint.get("list", "/objects")
       .setUrlParams(
-        Schema.Struct({
+        RequestStruct({
           prefix: Schema.optional(Schema.String),
           cursor: Schema.optional(Schema.String),
           limit: Schema.optional(
@@ -262,7 +263,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.post("startProbe", "/workflows/fleet-probe")
       .setHeaders(Bearer)
       .setPayload(
-        Schema.Struct({
+        RequestStruct({
           host: Schema.String,
           request_id: Schema.optional(
             Schema.String.pipe(
@@ -298,7 +299,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
   .add(
     HttpApiEndpoint.post("startReleaseRun", "/workflows/release-run")
       .setHeaders(Bearer)
-      .setPayload(Schema.Struct({ run_id: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{32}$/)) }))
+      .setPayload(RequestStruct({ run_id: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{32}$/)) }))
       .addSuccess(ReleaseRunStarted, { status: 202 })
       .addError(ReleaseRunNotFound)
       .annotate(
@@ -428,7 +429,7 @@ export class HandoffQueueApi extends HttpApiGroup.make("handoffQueue")
       .setPath(QueueTarget)
       .setHeaders(Bearer)
       .setPayload(
-        Schema.Struct({
+        RequestStruct({
           transaction: Schema.String.pipe(Schema.minLength(1)),
           /** The caller's own bound, in seconds; the target's storage.drain_timeout_seconds caps it. */
           timeout_seconds: Schema.optional(Schema.Int.pipe(Schema.nonNegative()))
@@ -446,7 +447,7 @@ export class HandoffQueueApi extends HttpApiGroup.make("handoffQueue")
   .add(
     HttpApiEndpoint.get("cancelled", "/fleet/queue/targets/:target/cancelled")
       .setPath(QueueTarget)
-      .setUrlParams(Schema.Struct({ transaction: Schema.String.pipe(Schema.minLength(1)) }))
+      .setUrlParams(RequestStruct({ transaction: Schema.String.pipe(Schema.minLength(1)) }))
       .setHeaders(Bearer)
       .addSuccess(
         Schema.Struct({
@@ -505,7 +506,7 @@ export class JobsApi extends HttpApiGroup.make("jobs")
     HttpApiEndpoint.post("submit", "/fleet/jobs")
       .setHeaders(Bearer)
       .setPayload(
-        Schema.Struct({
+        RequestStruct({
           kind: Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,31}$/)),
           target: Schema.String.pipe(Schema.minLength(1)),
           argv: Schema.Array(Schema.String.pipe(Schema.maxLength(4096))).pipe(Schema.minItems(1), Schema.maxItems(64)),
@@ -523,7 +524,7 @@ export class JobsApi extends HttpApiGroup.make("jobs")
     HttpApiEndpoint.get("job", "/fleet/jobs/:id")
       .setPath(Schema.Struct({ id: Schema.String }))
       .setUrlParams(
-        Schema.Struct({
+        RequestStruct({
           cursor: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative())),
           limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
         })

@@ -6,6 +6,7 @@ import { IngestResult, SourceRegistryRefused, UnknownRef, UnknownRepo } from "..
 import { RepoRecord, SearchResult } from "../../services/groundtruth/Retriever.js"
 import { HealthApi } from "../Health.js"
 import { problemOpenApi } from "../ProblemContract.js"
+import { RequestStruct } from "../RequestSchema.js"
 
 export class GtUnauthorized extends Schema.TaggedError<GtUnauthorized>()(
   "GtUnauthorized",
@@ -23,7 +24,7 @@ export class GroundTruthReadApi extends HttpApiGroup.make("read")
   .add(
     HttpApiEndpoint.get("search", "/search")
       .setUrlParams(
-        Schema.Struct({
+        RequestStruct({
           q: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(1000)),
           repo: Schema.optional(Schema.String),
           limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 50)))
@@ -39,7 +40,7 @@ export class GroundTruthReadApi extends HttpApiGroup.make("read")
 export class GroundTruthIngestApi extends HttpApiGroup.make("ingest")
   .add(
     HttpApiEndpoint.post("repo", "/ingest/repo")
-      .setPayload(Schema.Struct({ repo: Schema.optional(Schema.String), ref: Schema.optional(Schema.String) }))
+      .setPayload(RequestStruct({ repo: Schema.optional(Schema.String), ref: Schema.optional(Schema.String) }))
       .addSuccess(IngestResult)
       .addError(UnknownRepo)
       .addError(UnknownRef)
@@ -57,7 +58,7 @@ export class GroundTruthAskApi extends HttpApiGroup.make("ask")
   .add(
     HttpApiEndpoint.post("ask", "/ask")
       .setPayload(
-        Schema.Struct({
+        RequestStruct({
           question: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2000)),
           k: Schema.optional(Schema.Int.pipe(Schema.between(1, 20))),
           scope: Schema.optionalWith(Schema.Struct({ repos: Schema.optional(Schema.Array(Schema.String)) }), {
@@ -84,7 +85,7 @@ export class GroundTruthAssetsApi extends HttpApiGroup.make("assets")
   .add(
     HttpApiEndpoint.get("list", "/assets")
       .setUrlParams(
-        Schema.Struct({
+        RequestStruct({
           product: Schema.optional(Schema.String),
           kind: Schema.optional(Schema.String),
           q: Schema.optional(Schema.String)

@@ -19,6 +19,7 @@ import {
 import { InsufficientFunds } from "../../services/market/Ledger.js"
 import { BuyResult, SellResult } from "../../services/market/Trading.js"
 import { problemOpenApi } from "../ProblemContract.js"
+import { RequestStruct, StrictRequestStruct } from "../RequestSchema.js"
 
 /** Who the request acts for, when its endpoint class needs credentials (set by MarketGate). */
 export class Caller extends Context.Tag("market/Caller")<Caller, { readonly principal: Principal | undefined }>() {}
@@ -196,7 +197,7 @@ const tradeEndpoint = <const Side extends "buy" | "sell", Guard extends Schema.S
 ) =>
   HttpApiEndpoint.post(side, `/tokens/:ticker/${side}`)
     .setPath(Schema.Struct({ ticker: Ticker }))
-    .setPayload(Schema.Struct({ user_id: WalletAddress, amount: Amount, ...guard }))
+    .setPayload(StrictRequestStruct({ user_id: WalletAddress, amount: Amount, ...guard }))
     .setHeaders(IdempotencyHeader)
     .addSuccess(success)
     .addError(AgentNotFound)
@@ -247,7 +248,7 @@ export class TokensApi extends HttpApiGroup.make("tokens")
 export class CoinApi extends HttpApiGroup.make("coin")
   .add(
     HttpApiEndpoint.get("balance", "/coin/balance")
-      .setUrlParams(Schema.Struct({ user_id: WalletAddress }))
+      .setUrlParams(RequestStruct({ user_id: WalletAddress }))
       .addSuccess(Schema.Struct({ balance: Schema.Number }))
       .addError(Forbidden)
       .annotate(OpenApi.Description, "The wallet's coin balance; the caller must prove the wallet. Authenticated.")
@@ -255,7 +256,7 @@ export class CoinApi extends HttpApiGroup.make("coin")
   .add(
     HttpApiEndpoint.get("history", "/coin/history")
       .setUrlParams(
-        Schema.Struct({
+        RequestStruct({
           period: Schema.optional(Schema.Literal("1h", "24h", "7d", "30d", "all")),
           limit: Schema.optional(Limit(1000, 100)),
           sampling: Schema.optional(
@@ -282,7 +283,7 @@ export class ChatApi extends HttpApiGroup.make("chat")
   .add(
     HttpApiEndpoint.get("list", "/chat")
       .setUrlParams(
-        Schema.Struct({
+        RequestStruct({
           limit: Schema.optional(Limit(200, 50)),
           before: Schema.optional(
             QueryInteger(
@@ -302,7 +303,7 @@ export class ChatApi extends HttpApiGroup.make("chat")
   .add(
     HttpApiEndpoint.post("post", "/chat")
       .setPayload(
-        Schema.Struct({
+        RequestStruct({
           message: Schema.String.pipe(
             Schema.minLength(1),
             Schema.maxLength(2000),

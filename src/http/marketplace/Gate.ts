@@ -7,13 +7,17 @@ import { RateLimits } from "../../services/market/RateLimits.js"
 import { WalletAuth } from "../../services/market/WalletAuth.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import { TrustedProxies } from "../../services/platform/TrustedProxies.js"
+import { routePath } from "../RoutePath.js"
 import { MarketGate } from "./Api.js"
 
 export type EndpointClass = "public" | "authenticated" | "trading"
 
 const TRADE_PATH = /^\/api\/tokens\/[^/]+\/(buy|sell)$/
 
-/** The seed's three rate-limit classes; trading is buy and sell, authenticated what needs a caller. */
+/**
+ * The seed's three rate-limit classes; trading is buy and sell, authenticated what needs a caller. `path` is
+ * a `routePath`: the router's reading of the URL, so `/api/tokens/X/buy/` is a trade too.
+ */
 export const endpointClass = (method: string, path: string): EndpointClass => {
   if (method === "POST" && TRADE_PATH.test(path)) return "trading"
   if ((method === "GET" && path === "/api/coin/balance") || (method === "POST" && path === "/api/chat"))
@@ -92,7 +96,7 @@ export const MarketGateLive = Layer.effect(
 
     return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const cls = endpointClass(request.method, request.url.split("?")[0] ?? "")
+      const cls = endpointClass(request.method, routePath(request.url))
       // Behind a trusted proxy, the client it names; otherwise the socket's peer (headers are not evidence).
       const ip = proxies.clientAddress(Option.getOrUndefined(request.remoteAddress), request.headers)
       const credentials = cls === "public" ? undefined : yield* authenticate(request)

@@ -21,6 +21,7 @@ import {
 } from "../../services/product/ReadoutSchemas.js"
 import { HealthApi } from "../Health.js"
 import { problemOpenApi } from "../ProblemContract.js"
+import { RequestStruct } from "../RequestSchema.js"
 
 const Param = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))
 
@@ -49,7 +50,7 @@ const experimentIdParam = HttpApiSchema.param("id", Param)
 export class ExperimentsApi extends HttpApiGroup.make("experiments")
   .add(
     HttpApiEndpoint.get("assign", "/experiments/assign")
-      .setUrlParams(Schema.Struct({ app_id: Param, platform: Param, surface: Param, subject: Param }))
+      .setUrlParams(RequestStruct({ app_id: Param, platform: Param, surface: Param, subject: Param }))
       .setHeaders(ClientKeyHeader)
       .addSuccess(Assignment)
       .addError(InvalidClientKey)
@@ -63,7 +64,7 @@ export class ExperimentsApi extends HttpApiGroup.make("experiments")
   .add(
     HttpApiEndpoint.get("results")`/experiments/${experimentIdParam}/results`
       .setUrlParams(
-        Schema.Struct({
+        RequestStruct({
           metric: Param.annotations({ description: "the analytics event name that counts as a conversion" }),
           ...readoutDates
         })
@@ -102,7 +103,7 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
   .add(
     HttpApiEndpoint.get("summary", "/analytics/summary")
       .setUrlParams(
-        Schema.Struct({
+        RequestStruct({
           site: Param,
           ...readoutDates,
           interval: Schema.optional(Schema.String.annotations({ description: "day (default) or hour" })),
@@ -125,7 +126,7 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
 export class OnboardingApi extends HttpApiGroup.make("onboarding")
   .add(
     HttpApiEndpoint.get("bundle", "/onboarding/bundle")
-      .setUrlParams(Schema.Struct({ app_id: Param, platform: Param, subject: Param }))
+      .setUrlParams(RequestStruct({ app_id: Param, platform: Param, subject: Param }))
       .setHeaders(
         Schema.Struct({
           "x-client-key": Schema.optional(Schema.String),
@@ -151,7 +152,8 @@ export class OnboardingApi extends HttpApiGroup.make("onboarding")
   )
   .annotate(OpenApi.Title, "Onboarding") {}
 
-const SlugParam = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]{0,127}$/))
+/** Any text: a slug or surface no post has (whatever its shape) is the same 404 POST_NOT_FOUND (docs/blog.md). */
+const SlugParam = Schema.String
 const surfaceParam = HttpApiSchema.param("surface", SlugParam)
 const slugParam = HttpApiSchema.param("slug", SlugParam)
 const CacheHeaders = Schema.Struct({ "if-none-match": Schema.optional(Schema.String) })
@@ -160,7 +162,7 @@ export class BlogApi extends HttpApiGroup.make("blog")
   .add(
     HttpApiEndpoint.get("list")`/public/blog/${surfaceParam}`
       .setUrlParams(
-        Schema.Struct({
+        RequestStruct({
           page: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1))),
           limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int()))
         })

@@ -44,11 +44,24 @@ export const withoutValues = (input: string) => {
 }
 
 /**
+ * What a value must be, in place of the decoder's rendering of a whole struct, record or array schema
+ * (`Expected { readonly user_id: …; … }`), which is a schema dump, not a message (docs/errors.md).
+ */
+export const plainExpectation = (message: string) =>
+  message.startsWith("Expected { ")
+    ? "must be a JSON object"
+    : message.startsWith("Expected ReadonlyArray<") || message.startsWith("Expected readonly [")
+      ? "must be a JSON array"
+      : message
+
+/**
  * Drops the noise of optional fields: for `field?: T` a wrong value fails both `T` and `undefined`, and
  * the second ("Expected undefined, actual …") says nothing when another issue names the same field or a
  * field inside it.
  */
-const relevantIssues = (issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>) =>
+export const relevantIssues = <I extends { readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>(
+  issues: ReadonlyArray<I>
+) =>
   issues.filter((issue) => {
     if (!issue.message.startsWith("Expected undefined")) return true
     const here = issue.path.join(".")
@@ -78,6 +91,6 @@ export const formatIssues = (
     .slice(0, options.limit ?? Number.POSITIVE_INFINITY)
     .map(
       (issue) =>
-        `${options.prefix ?? ""}${issue.path.length === 0 ? (options.root ?? "(root)") : issue.path.join(".")}: ${options.withoutValues === true ? withoutValue(issue.message) : issue.message}`
+        `${options.prefix ?? ""}${issue.path.length === 0 ? (options.root ?? "(root)") : issue.path.join(".")}: ${plainExpectation(options.withoutValues === true ? withoutValue(issue.message) : issue.message)}`
     )
     .join("; ")
