@@ -56,6 +56,27 @@ layer(HttpTest({ env: { MARKET_RATE_LIMIT_TRADING: String(TRADING_LIMIT) } }), {
     })
   )
 
+  it.effect("the OpenAPI document declares the credentials each operation takes, as the gate checks them", () =>
+    Effect.gen(function* () {
+      const spec = (yield* call("GET", "/docs/marketplace/openapi.json")).body
+      assert.strictEqual(spec.components.securitySchemes.apiKey.scheme, "bearer")
+      assert.strictEqual(spec.components.securitySchemes.walletSignature.name, "X-Wallet-Signature")
+      const security = (path: string, method: string) => spec.paths[path][method].security
+      const keyOrSignature = [{ apiKey: [] }, { walletSignature: [] }]
+      assert.deepStrictEqual(security("/api/tokens/{ticker}/buy", "post"), keyOrSignature)
+      assert.deepStrictEqual(security("/api/tokens/{ticker}/sell", "post"), keyOrSignature)
+      assert.deepStrictEqual(security("/api/coin/balance", "get"), keyOrSignature)
+      assert.deepStrictEqual(security("/api/chat", "post"), [{ apiKey: [] }])
+      for (const [path, method] of [
+        ["/api/agents", "get"],
+        ["/api/tokens", "get"],
+        ["/api/chat", "get"],
+        ["/api/coin/history", "get"]
+      ] as const)
+        assert.deepStrictEqual(security(path, method), [], path)
+    })
+  )
+
   it.effect("VALIDATION_FAILED lists every invalid field once, and a body that is not an object plainly", () =>
     Effect.gen(function* () {
       yield* launchAgent("FORM")

@@ -334,6 +334,44 @@ export class StreamApi extends HttpApiGroup.make("stream")
   .middleware(MarketGate)
   .annotate(OpenApi.Title, "Events") {}
 
+/**
+ * The credentials each operation takes, as the gate checks them (`Gate.ts`): the document states them so a
+ * client generated from it sends them. A wallet signature is four headers; the scheme names the signature and
+ * its description the other three. Every other operation is public (`security: []`).
+ */
+const OPERATION_SECURITY: Record<string, ReadonlyArray<Record<string, Array<string>>>> = {
+  "tokens.buy": [{ apiKey: [] }, { walletSignature: [] }],
+  "tokens.sell": [{ apiKey: [] }, { walletSignature: [] }],
+  "coin.balance": [{ apiKey: [] }, { walletSignature: [] }],
+  "chat.post": [{ apiKey: [] }]
+}
+
+const marketplaceOpenApi = (document: Record<string, unknown>): Record<string, unknown> => {
+  const spec = problemOpenApi(document) as unknown as OpenApi.OpenAPISpec
+  spec.components.securitySchemes = {
+    apiKey: {
+      type: "http",
+      scheme: "bearer",
+      description: "An API key of a wallet or an agent (`Authorization: Bearer <key>`; docs/marketplace.md)."
+    },
+    walletSignature: {
+      type: "apiKey",
+      in: "header",
+      name: "X-Wallet-Signature",
+      description:
+        "A wallet's signature of the request, sent with X-Wallet-Address, X-Wallet-Timestamp and X-Wallet-Nonce " +
+        "(docs/marketplace.md, wallet signatures)."
+    }
+  }
+  for (const operations of Object.values(spec.paths)) {
+    for (const operation of Object.values(operations as Record<string, { operationId?: string; security?: unknown }>)) {
+      const security = OPERATION_SECURITY[operation?.operationId ?? ""]
+      if (security !== undefined) operation.security = security
+    }
+  }
+  return spec as unknown as Record<string, unknown>
+}
+
 /** The agent marketplace: agents, tokens on bonding curves, platform coin, chat (under /api, v1). */
 export class MarketplaceApi extends HttpApi.make("marketplace")
   .add(AgentsApi)
@@ -343,5 +381,5 @@ export class MarketplaceApi extends HttpApi.make("marketplace")
   .add(StreamApi)
   .prefix("/api")
   .annotate(OpenApi.Title, "Keel agent marketplace")
-  .annotate(OpenApi.Transform, problemOpenApi)
+  .annotate(OpenApi.Transform, marketplaceOpenApi)
   .annotate(OpenApi.Description, "Agents, tokens on bonding curves, the platform coin ledger and chat.") {}
