@@ -101,7 +101,17 @@ layer(HttpTest({ settings: { dataDir: fixture.dir } }), { timeout: "60 seconds" 
 
   it.effect("a timestamp string that is not a date rejects its event (it was a 500)", () =>
     Effect.gen(function* () {
-      const events = ["yesterday", "\ud800", "2026-13-45T99:00:00Z"].map((timestamp, i) => ({
+      // Neither a date nor an RFC 3339 date-time with its zone: what Date.parse would still have read included.
+      const looseForms = [
+        "March 7, 2026",
+        "1",
+        "2026",
+        "Tue, 01 Dec 2026 10:00:00 GMT",
+        "2026-02-30T00:00:00Z",
+        "2026-11-27T10:00:00",
+        "2026-11-27"
+      ]
+      const events = ["yesterday", "\ud800", "2026-13-45T99:00:00Z", ...looseForms].map((timestamp, i) => ({
         event_id: `bad-date-${i}`,
         subject: "fresh-install-2",
         step: "welcome",
@@ -112,7 +122,7 @@ layer(HttpTest({ settings: { dataDir: fixture.dir } }), { timeout: "60 seconds" 
       assert.strictEqual(answer.body.accepted, 0)
       assert.deepStrictEqual(
         (answer.body.rejected as Array<{ index: number }>).map((r) => r.index),
-        [0, 1, 2]
+        events.map((_, i) => i)
       )
     })
   )

@@ -4,6 +4,7 @@ import { GroupCommit } from "../platform/GroupCommit.js"
 import { hotSpan } from "../platform/HotSpan.js"
 import { placeholders, type SqlParam } from "../platform/SqlDirect.js"
 import { formatIssues, BoundedText as Text } from "../platform/Validation.js"
+import { EventTimestamp, eventMillis } from "./EventTime.js"
 import { ProductConfig } from "./ProductConfig.js"
 import { pageExpression, referrerHostExpression, utmSourceExpression } from "./ReadoutSql.js"
 
@@ -21,17 +22,10 @@ export const Utm = Schema.Struct({
 })
 
 /** Epoch milliseconds, or an ISO 8601 date-time string. */
-const Timestamp = Schema.Union(
-  Schema.Number.pipe(Schema.int(), Schema.nonNegative()),
-  Schema.String.pipe(
-    Schema.filter((s) => !Number.isNaN(Date.parse(s)) || "expected an ISO 8601 date-time or epoch milliseconds")
-  )
-)
-
 export const AnalyticsEvent = Schema.Struct({
   event_id: Text(MAX.id),
   name: Text(MAX.name),
-  timestamp: Timestamp,
+  timestamp: EventTimestamp,
   visitor_id: Text(MAX.id),
   session_id: Schema.optional(Text(MAX.id)),
   url: Schema.optional(Text(MAX.url)),
@@ -100,8 +94,7 @@ const EVENT_COLUMN_LIST = EVENT_COLUMNS.join(", ")
 const ATTRIBUTION_COLUMN_LIST = ATTRIBUTION_COLUMNS.join(", ")
 
 /** An event's time in epoch milliseconds, whichever form the client sent. */
-const occurredAt = (event: AnalyticsEvent) =>
-  typeof event.timestamp === "number" ? event.timestamp : Date.parse(event.timestamp)
+const occurredAt = (event: AnalyticsEvent) => eventMillis(event.timestamp)
 
 const describe = (error: ParseResult.ParseError) => formatIssues(error, { limit: 3, withoutValues: true })
 

@@ -3,6 +3,7 @@ import { Clock, Effect, Either, Schema } from "effect"
 import { weakEtag } from "../platform/Etag.js"
 import { formatIssues, BoundedText as Text } from "../platform/Validation.js"
 import { Assigner, Assignment } from "./Assigner.js"
+import { EventTimestamp, eventMillis } from "./EventTime.js"
 
 export class OnboardingBundle extends Schema.Class<OnboardingBundle>("OnboardingBundle")({
   app_id: Schema.String,
@@ -15,8 +16,7 @@ export const OnboardingEvent = Schema.Struct({
   event_id: Text(128),
   subject: Text(256),
   step: Text(200),
-  // A string that is not a date is refused here (Schema.DateFromString would pass it on as an Invalid Date).
-  timestamp: Schema.Union(Schema.Number.pipe(Schema.int(), Schema.nonNegative()), Schema.Date),
+  timestamp: EventTimestamp,
   props: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 })
 
@@ -85,7 +85,7 @@ export class Onboarding extends Effect.Service<Onboarding>()("product/Onboarding
           event_id: event.event_id,
           subject: event.subject,
           step: event.step,
-          occurred_at: typeof event.timestamp === "number" ? event.timestamp : event.timestamp.getTime(),
+          occurred_at: eventMillis(event.timestamp),
           props: event.props ? JSON.stringify(event.props) : null,
           received_at: now
         })
