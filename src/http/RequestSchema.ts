@@ -15,3 +15,15 @@ export const StrictRequestStruct = ((...args: Parameters<typeof Schema.Struct>) 
   Schema.Struct(...args).annotations({
     parseOptions: { errors: "all", onExcessProperty: "error" }
   })) as typeof Schema.Struct
+
+/**
+ * A decimal integer written in a query, path or header parameter: digits, an optional sign. What
+ * `NumberFromString` alone would also read as a number — `0x2`, `1e1`, ` 1`, `1.0`, `Infinity` — is refused
+ * (400 VALIDATION_FAILED), not reinterpreted.
+ */
+export const DecimalIntegerString = Schema.String.pipe(
+  Schema.pattern(/^-?[0-9]{1,16}$/, { message: () => "must be a decimal integer" })
+)
+
+/** A parameter's decimal integer as a number (refine it further with `Schema.int()`, bounds, …). */
+export const IntegerFromString = Schema.compose(DecimalIntegerString, Schema.NumberFromString)

@@ -145,6 +145,13 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("GET /ap
       assert.strictEqual(bad.status, 400)
       assert.strictEqual(bad.body.code, "VALIDATION_FAILED")
       assert.strictEqual((yield* getJson("/api/public/blog/news?page=0")).status, 400)
+      // Only decimal digits are an integer: what Number() would also read is refused, not reinterpreted.
+      for (const query of ["page=0x2", "limit=1e1", "page=%201", "limit=2.0", "page=Infinity"]) {
+        const refused = yield* getJson(`/api/public/blog/news?${query}`)
+        assert.strictEqual(refused.status, 400, query)
+        assert.strictEqual(refused.body.errors[0].message, "must be a decimal integer", query)
+      }
+      assert.strictEqual((yield* getJson("/api/public/blog/news?page=02")).body.meta.pagination.page, 2)
     })
   )
 

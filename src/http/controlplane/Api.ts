@@ -11,7 +11,7 @@ import { InvalidObjectKey, ObjectStoreError } from "../../services/platform/obje
 import { StorageFenced } from "../../services/platform/objects/StorageFence.js"
 import { VaultDenied, VaultForbidden } from "../../services/platform/vault/Vault.js"
 import { problemOpenApi } from "../ProblemContract.js"
-import { RequestStruct } from "../RequestSchema.js"
+import { IntegerFromString, RequestStruct } from "../RequestSchema.js"
 
 export const StoredBeaconAnswer = Schema.Struct({
   host: Schema.String,
@@ -61,7 +61,7 @@ export class ObjectsApi extends HttpApiGroup.make("objects")
           prefix: Schema.optional(Schema.String),
           cursor: Schema.optional(Schema.String),
           limit: Schema.optional(
-            Schema.NumberFromString.pipe(
+            IntegerFromString.pipe(
               Schema.int(),
               Schema.between(1, 1000),
               Schema.annotations({ message: () => "must be an integer from 1 to 1000" })
@@ -525,8 +525,8 @@ export class JobsApi extends HttpApiGroup.make("jobs")
       .setPath(Schema.Struct({ id: Schema.String }))
       .setUrlParams(
         RequestStruct({
-          cursor: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative())),
-          limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
+          cursor: Schema.optional(IntegerFromString.pipe(Schema.int(), Schema.nonNegative())),
+          limit: Schema.optional(IntegerFromString.pipe(Schema.int(), Schema.between(1, 1000)))
         })
       )
       .setHeaders(Bearer)

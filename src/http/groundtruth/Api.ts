@@ -6,7 +6,7 @@ import { IngestResult, SourceRegistryRefused, UnknownRef, UnknownRepo } from "..
 import { RepoRecord, SearchResult } from "../../services/groundtruth/Retriever.js"
 import { HealthApi } from "../Health.js"
 import { problemOpenApi } from "../ProblemContract.js"
-import { RequestStruct } from "../RequestSchema.js"
+import { IntegerFromString, RequestStruct } from "../RequestSchema.js"
 
 export class GtUnauthorized extends Schema.TaggedError<GtUnauthorized>()(
   "GtUnauthorized",
@@ -27,7 +27,7 @@ export class GroundTruthReadApi extends HttpApiGroup.make("read")
         RequestStruct({
           q: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(1000)),
           repo: Schema.optional(Schema.String),
-          limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 50)))
+          limit: Schema.optional(IntegerFromString.pipe(Schema.int(), Schema.between(1, 50)))
         })
       )
       .addSuccess(SearchResult)
@@ -79,7 +79,7 @@ export class GroundTruthAskApi extends HttpApiGroup.make("ask")
 
 const productParam = HttpApiSchema.param("product", Schema.String)
 const kindParam = HttpApiSchema.param("kind", Schema.String)
-const indexParam = HttpApiSchema.param("assetIndex", Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative()))
+const indexParam = HttpApiSchema.param("assetIndex", IntegerFromString.pipe(Schema.int(), Schema.nonNegative()))
 
 export class GroundTruthAssetsApi extends HttpApiGroup.make("assets")
   .add(

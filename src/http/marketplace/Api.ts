@@ -19,7 +19,7 @@ import {
 import { InsufficientFunds } from "../../services/market/Ledger.js"
 import { BuyResult, SellResult } from "../../services/market/Trading.js"
 import { problemOpenApi } from "../ProblemContract.js"
-import { RequestStruct, StrictRequestStruct } from "../RequestSchema.js"
+import { DecimalIntegerString, IntegerFromString, RequestStruct, StrictRequestStruct } from "../RequestSchema.js"
 
 /** Who the request acts for, when its endpoint class needs credentials (set by MarketGate). */
 export class Caller extends Context.Tag("market/Caller")<Caller, { readonly principal: Principal | undefined }>() {}
@@ -39,7 +39,7 @@ export class MarketGate extends HttpApiMiddleware.Tag<MarketGate>()("MarketGate"
  */
 const QueryInteger = (bounds: { min: number; max: number; byDefault?: number }, description: string, message: string) =>
   Schema.compose(
-    Schema.String.annotations({
+    DecimalIntegerString.annotations({
       description,
       jsonSchema: {
         type: "integer",
@@ -324,7 +324,7 @@ export class ChatApi extends HttpApiGroup.make("chat")
 export class StreamApi extends HttpApiGroup.make("stream")
   .add(
     HttpApiEndpoint.get("events", "/stream")
-      .setHeaders(Schema.Struct({ "last-event-id": Schema.optional(Schema.NumberFromString.pipe(Schema.int())) }))
+      .setHeaders(Schema.Struct({ "last-event-id": Schema.optional(IntegerFromString.pipe(Schema.int())) }))
       .addSuccess(Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })))
       .annotate(
         OpenApi.Description,

@@ -21,7 +21,7 @@ import {
 } from "../../services/product/ReadoutSchemas.js"
 import { HealthApi } from "../Health.js"
 import { problemOpenApi } from "../ProblemContract.js"
-import { RequestStruct } from "../RequestSchema.js"
+import { IntegerFromString, RequestStruct } from "../RequestSchema.js"
 
 const Param = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))
 
@@ -108,7 +108,7 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
           ...readoutDates,
           interval: Schema.optional(Schema.String.annotations({ description: "day (default) or hour" })),
           limit: Schema.optional(
-            Schema.NumberFromString.annotations({ description: "rows of each top list, 1..100 (default 10)" })
+            IntegerFromString.annotations({ description: "rows of each top list, 1..100 (default 10)" })
           )
         })
       )
@@ -163,8 +163,8 @@ export class BlogApi extends HttpApiGroup.make("blog")
     HttpApiEndpoint.get("list")`/public/blog/${surfaceParam}`
       .setUrlParams(
         RequestStruct({
-          page: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1))),
-          limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int()))
+          page: Schema.optional(IntegerFromString.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1))),
+          limit: Schema.optional(IntegerFromString.pipe(Schema.int()))
         })
       )
       .setHeaders(CacheHeaders)
