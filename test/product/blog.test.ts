@@ -204,6 +204,12 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("GET /ap
       const again = yield* getJson("/api/public/blog/news/post-01", { "if-none-match": etag })
       assert.strictEqual(again.status, 304)
       assert.isNull(again.body)
+      // RFC 9110: weak comparison (the tag without W/ matches), `*`, and a list naming it.
+      for (const ifNoneMatch of [etag.slice(2), "*", `"other", ${etag}`]) {
+        const conditional = yield* getJson("/api/public/blog/news/post-01", { "if-none-match": ifNoneMatch })
+        assert.strictEqual(conditional.status, 304, ifNoneMatch)
+      }
+      assert.strictEqual((yield* getJson("/api/public/blog/news/post-01", { "if-none-match": '"other"' })).status, 200)
       const list = yield* getJson("/api/public/blog/news")
       assert.strictEqual(
         (yield* getJson("/api/public/blog/news", { "if-none-match": list.headers.etag ?? "" })).status,

@@ -54,6 +54,10 @@ layer(HttpTest({ settings: { dataDir: fixture.dir } }), { timeout: "60 seconds" 
       const again = yield* get(path, { "x-client-key": CLIENT_KEY, "if-none-match": etag ?? "" })
       assert.strictEqual(again.status, 304)
       assert.isNull(again.body)
+      // The 304 carries the 200's caching rule, so a cache keeps revalidating.
+      assert.strictEqual(again.headers["cache-control"], "private, no-cache")
+      const any = yield* get(path, { "x-client-key": CLIENT_KEY, "if-none-match": "*" })
+      assert.strictEqual(any.status, 304)
       const other = yield* get("/api/onboarding/bundle?app_id=demo-ios&platform=ios&subject=etag-2")
       assert.strictEqual(other.status, 200)
     })

@@ -91,12 +91,12 @@ export const OnboardingLive = HttpApiBuilder.group(ProductApi, "onboarding", (ha
           urlParams.subject,
           headers["x-client-key"]
         )
+        // A 304 carries the headers the 200 would (RFC 9110 §15.4.5): the validator and the caching rule.
+        const cacheHeaders = { etag, "cache-control": "private, no-cache" }
         if (etagMatches(headers["if-none-match"], etag))
-          return HttpServerResponse.empty({ status: 304, headers: { etag } })
+          return HttpServerResponse.empty({ status: 304, headers: cacheHeaders })
         const encoded = yield* Schema.encode(OnboardingBundle)(bundle).pipe(Effect.orDie)
-        return yield* HttpServerResponse.json(encoded, {
-          headers: { etag, "cache-control": "private, no-cache" }
-        }).pipe(Effect.orDie)
+        return yield* HttpServerResponse.json(encoded, { headers: cacheHeaders }).pipe(Effect.orDie)
       })
     )
     .handle("events", ({ headers, payload }) =>
