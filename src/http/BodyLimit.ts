@@ -195,10 +195,13 @@ const refusalResponse = (refusal: Refusal, limit: number, maxDepth: number, clos
 /**
  * A declared Content-Type that is not JSON. The platform decodes a body by its Content-Type: JSON sent as
  * `text/plain` would reach the route as one string, and as `application/vnd.api+json` as no fields at all, so
- * the route's refusal would name the wrong thing. No Content-Type at all is read as JSON.
+ * the route's refusal would name the wrong thing. No Content-Type at all (or an empty one) is read as JSON.
  */
-const isNotJson = (contentType: string | undefined) =>
-  contentType !== undefined && (contentType.split(";")[0] ?? "").trim().toLowerCase() !== "application/json"
+const isNotJson = (contentType: string | undefined) => {
+  const type = (contentType?.split(";")[0] ?? "").trim().toLowerCase()
+  // An empty header is no Content-Type (the platform reads the body as JSON).
+  return type !== "" && type !== "application/json"
+}
 
 /**
  * The form encodings the platform would decode into fields instead of JSON. No Keel route takes one, and

@@ -22,7 +22,8 @@ export const StrictRequestStruct = ((...args: Parameters<typeof Schema.Struct>) 
  * (400 VALIDATION_FAILED), not reinterpreted.
  */
 export const DecimalIntegerString = Schema.String.pipe(
-  Schema.pattern(/^-?[0-9]{1,16}$/, { message: () => "must be a decimal integer" })
+  // At most 15 digits: every such integer is exact as a number.
+  Schema.pattern(/^[+-]?[0-9]{1,15}$/, { message: () => "must be a decimal integer" })
 )
 
 /** A parameter's decimal integer as a number (refine it further with `Schema.int()`, bounds, …). */

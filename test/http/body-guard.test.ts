@@ -326,7 +326,9 @@ layer(
         "/api/analytics/web/collect/",
         "/API/Analytics/Web/Collect",
         "/api//analytics/web/collect",
-        "/api/analytics/web/%63ollect"
+        "/api/analytics/web/%63ollect",
+        // A full URL in the request line, as clients speaking to a forward proxy send it.
+        "http://localhost/api/analytics/web/collect"
       ]) {
         const body = assertProblem(yield* send("POST", path, big), 413, "PAYLOAD_TOO_LARGE")
         assert.strictEqual(body.limit_bytes, WEB_COLLECT_LIMIT, path)

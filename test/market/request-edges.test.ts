@@ -1,3 +1,4 @@
+import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { HttpTest } from "../support/http.js"
@@ -26,6 +27,17 @@ layer(HttpTest({ env: { MARKET_RATE_LIMIT_TRADING: String(TRADING_LIMIT) } }), {
       assert.strictEqual(anonymous.status, 401)
       const balance = yield* call("GET", `/api/coin/balance/?user_id=${wallet.address}`, { bearer: wallet.key })
       assert.strictEqual(balance.status, 200, JSON.stringify(balance.body))
+      // The router answers a HEAD with the GET route: it is authenticated and counted as the GET is.
+      const client = yield* HttpClient.HttpClient
+      const head = yield* client
+        .execute(
+          HttpClientRequest.head(`/api/coin/balance?user_id=${wallet.address}`).pipe(
+            HttpClientRequest.bearerToken(wallet.key)
+          )
+        )
+        .pipe(Effect.scoped, Effect.orDie)
+      assert.strictEqual(head.status, 200)
+      assert.strictEqual(head.headers["x-ratelimit-limit"], "500")
     })
   )
 
@@ -96,7 +108,7 @@ layer(HttpTest({ env: { MARKET_RATE_LIMIT_TRADING: String(TRADING_LIMIT) } }), {
       for (const text of ["[]", "null", "5"]) {
         const notObject = yield* call("POST", "/api/tokens/FORM/buy", { bearer: wallet.key, rawBody: text })
         assert.strictEqual(notObject.status, 400, text)
-        assert.strictEqual(notObject.body.detail, "(root): must be a JSON object", text)
+        assert.strictEqual(notObject.body.detail, "(root): must be an object", text)
         assert.notInclude(JSON.stringify(notObject.body), "readonly")
       }
     })

@@ -156,14 +156,18 @@ layer(HttpTest({ surfaces: ["vault", "controlplane"], env: { KEEL_REGISTRY: regi
         [JSON.stringify({ ...credential, secret: true }), "secret", "string"],
         [JSON.stringify({ ...credential, grant_id: { secret: SECRET } }), "grant_id", "string"],
         [JSON.stringify({ ...credential, consumer: SECRET_NUMBER }), "consumer", "string"],
-        [JSON.stringify({ ...credential, scope: { actions: SECRET, hosts: [], items: [] } }), "scope.actions", "Array"],
+        [
+          JSON.stringify({ ...credential, scope: { actions: SECRET, hosts: [], items: [] } }),
+          "scope.actions",
+          "must be an array"
+        ],
         [
           JSON.stringify({ ...credential, scope: { actions: [SECRET_NUMBER], hosts: [], items: [] } }),
           "scope.actions.0",
           "string"
         ],
         [JSON.stringify({ grant_id: credential.grant_id, consumer: credential.consumer }), "secret", "missing"],
-        [JSON.stringify(SECRET), "(root)", "Expected"]
+        [JSON.stringify(SECRET), "(root)", "must be an object"]
       ]
       const { logs, result } = yield* capturingLogs(
         Effect.forEach(cases, ([body]) => send("POST", "/v1/vault/token", body))

@@ -20,8 +20,9 @@ const TRADE_PATH = /^\/api\/tokens\/[^/]+\/(buy|sell)$/
  */
 export const endpointClass = (method: string, path: string): EndpointClass => {
   if (method === "POST" && TRADE_PATH.test(path)) return "trading"
-  if ((method === "GET" && path === "/api/coin/balance") || (method === "POST" && path === "/api/chat"))
-    return "authenticated"
+  // The router answers a HEAD with the GET route: it needs what the GET needs.
+  const read = method === "GET" || method === "HEAD"
+  if ((read && path === "/api/coin/balance") || (method === "POST" && path === "/api/chat")) return "authenticated"
   return "public"
 }
 

@@ -49,9 +49,9 @@ export const withoutValues = (input: string) => {
  */
 export const plainExpectation = (message: string) =>
   message.startsWith("Expected { ")
-    ? "must be a JSON object"
+    ? "must be an object"
     : message.startsWith("Expected ReadonlyArray<") || message.startsWith("Expected readonly [")
-      ? "must be a JSON array"
+      ? "must be an array"
       : message
 
 /**
