@@ -16,7 +16,7 @@ export const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
   return Option.isSome(failure) && ValidationError.isValidationError(failure.value) ? 2 : 1
 }
 
-const textOf = (value: unknown, member: "detail" | "message") =>
+const textOf = (value: unknown, member: string) =>
   typeof value === "object" && value !== null && member in value
     ? String((value as Record<string, unknown>)[member])
     : ""
@@ -30,7 +30,7 @@ export const failureLine = (error: unknown): string => {
   if (own !== "") return own
   const cause = typeof error === "object" && error !== null ? (error as { cause?: unknown }).cause : undefined
   const caused = textOf(cause, "message")
-  const tag = textOf(error, "_tag" as "detail")
+  const tag = textOf(error, "_tag")
   if (caused !== "") return tag === "" ? caused : `${tag}: ${caused}`
   return typeof error === "object" && error !== null ? tag || "failed" : String(error)
 }

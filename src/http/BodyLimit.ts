@@ -192,13 +192,16 @@ const refusalResponse = (refusal: Refusal, limit: number, maxDepth: number, clos
   }
 }
 
+/** A Content-Type's media type, without its parameters, lower-case (`""` for none). */
+const mediaType = (contentType: string | undefined) => (contentType?.split(";")[0] ?? "").trim().toLowerCase()
+
 /**
  * A declared Content-Type that is not JSON. The platform decodes a body by its Content-Type: JSON sent as
  * `text/plain` would reach the route as one string, and as `application/vnd.api+json` as no fields at all, so
  * the route's refusal would name the wrong thing. No Content-Type at all (or an empty one) is read as JSON.
  */
 const isNotJson = (contentType: string | undefined) => {
-  const type = (contentType?.split(";")[0] ?? "").trim().toLowerCase()
+  const type = mediaType(contentType)
   // An empty header is no Content-Type (the platform reads the body as JSON).
   return type !== "" && type !== "application/json"
 }
@@ -209,7 +212,7 @@ const isNotJson = (contentType: string | undefined) => {
  * JSON text sent as a form becomes one field whose name is the whole body (which a refusal then names).
  */
 const isFormEncoded = (contentType: string | undefined) => {
-  const type = contentType?.trimStart().toLowerCase() ?? ""
+  const type = mediaType(contentType)
   return type.startsWith("multipart/") || type.startsWith("application/x-www-form-urlencoded")
 }
 

@@ -21,7 +21,6 @@ export const Utm = Schema.Struct({
   term: Schema.optional(Text(MAX.utm))
 })
 
-/** Epoch milliseconds, or an ISO 8601 date-time string. */
 export const AnalyticsEvent = Schema.Struct({
   event_id: Text(MAX.id),
   name: Text(MAX.name),
