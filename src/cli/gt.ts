@@ -42,12 +42,17 @@ const ingest = Command.make(
           Effect.catchTags({
             UnknownRepo: (e) => Effect.fail(new CommandFailed({ detail: e.detail })),
             UnknownRef: (e) => Effect.fail(new CommandFailed({ detail: e.detail })),
-            SourceRegistryRefused: (e) => Effect.fail(new CommandFailed({ detail: e.detail }))
+            SourceRegistryRefused: (e) => Effect.fail(new CommandFailed({ detail: e.detail })),
+            SourceRegistryUnavailable: (e) => Effect.fail(new CommandFailed({ detail: e.detail })),
+            SourceDisabled: (e) => Effect.fail(new CommandFailed({ detail: e.detail }))
           })
         )
       yield* emit(json, result, (r) =>
         [
           ...(r.registry_refused ? [`registry refused (last good one in force): ${r.registry_refused}`] : []),
+          ...(r.sources_removed.length > 0
+            ? [`index dropped (no longer enabled in the registry): ${r.sources_removed.join(", ")}`]
+            : []),
           table(
             ["REPO", "COMMIT", "FILES", "SKIPPED", "CHUNKS", "MS", "ERROR"],
             r.sources.map((s) => [

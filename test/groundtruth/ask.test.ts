@@ -133,13 +133,28 @@ layer(
       const { body } = yield* ask("How do I install fastify?")
       assert.strictEqual(body.mode, "generated")
       assert.isFalse(body.missing)
-      assert.strictEqual(body.answer, "Run npm install fastify [1]; Node 20 is needed [1]. See also .")
+      assert.strictEqual(body.answer, "Run npm install fastify [1]; Node 20 is needed [1]. See also.")
       assert.strictEqual(body.citations.length, 1)
       const request = fakeLlm.requests.at(-1)!
       assert.strictEqual(request.url, "/v1/chat/completions")
       assert.strictEqual(request.auth, "Bearer sk-test-secret")
       assert.strictEqual(request.body.model, "test-model")
       assert.include(request.body.messages[1]?.content ?? "", "[1] fastify/README.md:")
+    })
+  )
+
+  it.effect("citations come in the order the answer first cites them, markers renumbered to match", () =>
+    Effect.gen(function* () {
+      fakeLlm.reply = { status: 200, content: "Nothing." }
+      const passages = (yield* ask("How do I install fastify?")).body.citations
+      assert.isAtLeast(passages.length, 2)
+      fakeLlm.reply = { status: 200, content: "Use [2] first, then [1]; again [2]." }
+      const { body } = yield* ask("How do I install fastify?")
+      assert.strictEqual(body.answer, "Use [1] first, then [2]; again [1].")
+      assert.deepStrictEqual(
+        body.citations.map((c: { path: string; line: number }) => `${c.path}:${c.line}`),
+        [passages[1], passages[0]].map((c: { path: string; line: number }) => `${c.path}:${c.line}`)
+      )
     })
   )
 

@@ -438,7 +438,7 @@ layer(
   it.effect("ground truth (/search, /ask, /ingest/repo, /assets)", () =>
     fuzz({
       json: [
-        { method: "POST", path: "/ask", template: { question: "what is keel?", scope: { repos: [] } } },
+        { method: "POST", path: "/ask", template: { question: "what is keel?", scope: {} } },
         { method: "POST", path: "/ingest/repo", template: { ref: "main" } }
       ],
       query: [

@@ -376,10 +376,22 @@ layer(
       )
       yield* g("/search", { method: "GET", url: "/search?q=x&repo=nope" }, 404, "UNKNOWN_REPO")
       const ingest = (body: unknown) => ({ method: "POST", url: "/ingest/repo", body: json(body) })
+      // Unreachable before any registry was accepted: unavailable, not refused.
+      fs.renameSync(gtRegistry, `${gtRegistry}.away`)
+      yield* g("/ingest/repo", ingest({}), 503, "REGISTRY_UNAVAILABLE")
+      fs.renameSync(`${gtRegistry}.away`, gtRegistry)
       const refused = yield* g("/ingest/repo", ingest({}), 422, "REGISTRY_REFUSED")
       assert.strictEqual(refused.body.fields[0]?.path, "version")
-      commitFiles(gtRegistry, { "sources.yml": "version: 1\nsources:\n  - { name: docs, url: ../docs }\n" }, "valid")
+      commitFiles(
+        gtRegistry,
+        {
+          "sources.yml":
+            "version: 1\nsources:\n  - { name: docs, url: ../docs }\n  - { name: calls, url: ../docs, kind: transcript }\n"
+        },
+        "valid"
+      )
       yield* g("/ingest/repo", ingest({ repo: "docs", ref: "no-such-ref" }), 422, "UNKNOWN_REF")
+      yield* g("/ingest/repo", ingest({ repo: "calls" }), 409, "SOURCE_DISABLED")
       yield* g("/assets/{product}/{kind}", { method: "GET", url: "/assets/nope/logo" }, 404, "ASSET_NOT_FOUND")
     })
   )

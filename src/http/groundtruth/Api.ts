@@ -2,11 +2,18 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchem
 import { Schema } from "effect"
 import { AskAnswer } from "../../services/groundtruth/Answerer.js"
 import { AssetNotFound, AssetRecord } from "../../services/groundtruth/BrandAssets.js"
-import { IngestResult, SourceRegistryRefused, UnknownRef, UnknownRepo } from "../../services/groundtruth/Ingester.js"
+import {
+  IngestResult,
+  SourceDisabled,
+  SourceRegistryRefused,
+  SourceRegistryUnavailable,
+  UnknownRef,
+  UnknownRepo
+} from "../../services/groundtruth/Ingester.js"
 import { RepoRecord, SearchResult } from "../../services/groundtruth/Retriever.js"
 import { HealthApi } from "../Health.js"
 import { problemOpenApi } from "../ProblemContract.js"
-import { IntegerFromString, RequestStruct } from "../RequestSchema.js"
+import { IntegerFromString, RequestStruct, StrictRequestStruct } from "../RequestSchema.js"
 
 export class GtUnauthorized extends Schema.TaggedError<GtUnauthorized>()(
   "GtUnauthorized",
@@ -40,15 +47,23 @@ export class GroundTruthReadApi extends HttpApiGroup.make("read")
 export class GroundTruthIngestApi extends HttpApiGroup.make("ingest")
   .add(
     HttpApiEndpoint.post("repo", "/ingest/repo")
-      .setPayload(RequestStruct({ repo: Schema.optional(Schema.String), ref: Schema.optional(Schema.String) }))
+      .setPayload(
+        StrictRequestStruct({
+          repo: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+          ref: Schema.optional(Schema.String.pipe(Schema.minLength(1)))
+        })
+      )
       .addSuccess(IngestResult)
       .addError(UnknownRepo)
       .addError(UnknownRef)
       .addError(SourceRegistryRefused)
+      .addError(SourceDisabled)
+      .addError(SourceRegistryUnavailable)
       .annotate(
         OpenApi.Description,
-        "Ingests the named source (all enabled sources without repo) at ref (its branch without ref). Per source: " +
-          "{repo, commit, previous_commit, files_indexed, files_skipped, chunks, duration_ms, error}."
+        "Ingests the named source (all enabled sources without repo) at ref (its branch without ref), and drops the " +
+          "index of every source no longer enabled in the registry (sources_removed). Per source: {repo, commit, " +
+          "previous_commit, files_indexed, files_deleted, files_skipped, chunks, duration_ms, error}."
       )
   )
   .middleware(GroundTruthAuth)
@@ -58,12 +73,14 @@ export class GroundTruthAskApi extends HttpApiGroup.make("ask")
   .add(
     HttpApiEndpoint.post("ask", "/ask")
       .setPayload(
-        RequestStruct({
+        // Strict: a misspelt scope member ("repo", "scope.repo") would silently widen the question to every source.
+        StrictRequestStruct({
           question: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2000)),
           k: Schema.optional(Schema.Int.pipe(Schema.between(1, 20))),
-          scope: Schema.optionalWith(Schema.Struct({ repos: Schema.optional(Schema.Array(Schema.String)) }), {
-            default: () => ({})
-          })
+          scope: Schema.optionalWith(
+            Schema.Struct({ repos: Schema.optional(Schema.Array(Schema.String).pipe(Schema.minItems(1))) }),
+            { default: () => ({}) }
+          )
         })
       )
       .addSuccess(AskAnswer)

@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
 import { Answerer } from "../../services/groundtruth/Answerer.js"
 import { BrandAssets } from "../../services/groundtruth/BrandAssets.js"
@@ -23,12 +23,17 @@ export const GroundTruthAuthLive = Layer.effect(
     if (config.tokens.size === 0) {
       yield* Effect.logWarning("GT_TOKENS is not set: the ground-truth surface answers loopback clients only")
     }
+    // RFC 9110: a 401 names the scheme that would be accepted.
+    const challenge = HttpApp.appendPreResponseHandler((_request, response) =>
+      Effect.succeed(HttpServerResponse.setHeader(response, "www-authenticate", 'Bearer realm="keel-groundtruth"'))
+    )
     return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       if (config.tokens.size === 0) {
         // Behind a trusted proxy (KEEL_TRUSTED_PROXIES), the client it names counts, not the proxy's own address.
         const remote = proxies.clientAddress(Option.getOrUndefined(request.remoteAddress), request.headers)
         if (isLoopbackHost(remote)) return
+        yield* challenge
         return yield* new GtUnauthorized({
           code: "UNAUTHORIZED",
           detail: "no GT_TOKENS configured: loopback clients only"
@@ -36,6 +41,7 @@ export const GroundTruthAuthLive = Layer.effect(
       }
       const token = bearerToken(request.headers.authorization)
       if (token === undefined || !config.tokens.has(token)) {
+        yield* challenge
         return yield* new GtUnauthorized({ code: "UNAUTHORIZED", detail: "a valid bearer token is required" })
       }
     })

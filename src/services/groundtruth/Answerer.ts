@@ -144,9 +144,10 @@ export class Answerer extends Effect.Service<Answerer>()("groundtruth/Answerer",
       if (generated.right.trim() === MODEL_NOT_COVERED) {
         return new AskAnswer({ mode: "generated", answer: NOT_COVERED, missing: true, citations: [] })
       }
-      const cited = [...new Set([...generated.right.matchAll(/\[(\d+)\]/g)].map((m) => Number(m[1])))]
-        .filter((n) => n >= 1 && n <= citations.length)
-        .sort((a, b) => a - b)
+      // In the order first cited (a Set keeps first occurrences in order).
+      const cited = [...new Set([...generated.right.matchAll(/\[(\d+)\]/g)].map((m) => Number(m[1])))].filter(
+        (n) => n >= 1 && n <= citations.length
+      )
       if (cited.length === 0) {
         yield* Effect.logWarning("language model answer cited no source; answering extractively")
         return extractive
@@ -164,9 +165,9 @@ export class Answerer extends Effect.Service<Answerer>()("groundtruth/Answerer",
       // Citations are returned in the order first cited and the answer's markers renumbered to match;
       // a marker naming no source is removed rather than left pointing nowhere.
       const renumber = new Map(cited.map((n, i) => [n, i + 1]))
-      const answer = generated.right.replace(/\[(\d+)\]/g, (_m, n: string) => {
+      const answer = generated.right.replace(/(\s*)\[(\d+)\]/g, (_m, space: string, n: string) => {
         const to = renumber.get(Number(n))
-        return to === undefined ? "" : `[${to}]`
+        return to === undefined ? "" : `${space}[${to}]`
       })
       return new AskAnswer({
         mode: "generated",

@@ -7,7 +7,7 @@ import { GitMirror, stripCredentials, type TreeEntry } from "../platform/GitMirr
 import { type Chunk, chunkFile, isBinary } from "./Chunker.js"
 import { Embedder } from "./Embedder.js"
 import { GtConfig } from "./GtConfig.js"
-import { type Source, Sources } from "./Sources.js"
+import { type Registry, type Source, Sources } from "./Sources.js"
 import { stems, words } from "./Terms.js"
 
 export class UnknownRepo extends Schema.TaggedError<UnknownRepo>()(
@@ -28,6 +28,20 @@ export class SourceRegistryRefused extends Schema.TaggedError<SourceRegistryRefu
     fields: Schema.Array(FieldProblem)
   },
   HttpApiSchema.annotations({ status: 422 })
+) {}
+
+/** The registry could not be fetched and none was ever accepted: nothing to ingest from, try again later. */
+export class SourceRegistryUnavailable extends Schema.TaggedError<SourceRegistryUnavailable>()(
+  "SourceRegistryUnavailable",
+  { code: Schema.Literal("REGISTRY_UNAVAILABLE"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
+/** The source named is in the registry with `enabled: false` (a transcript unless enabled): never ingested. */
+export class SourceDisabled extends Schema.TaggedError<SourceDisabled>()(
+  "SourceDisabled",
+  { code: Schema.Literal("SOURCE_DISABLED"), repo: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 409 })
 ) {}
 
 /** The `ref` asked for names no commit of the source. */
@@ -65,7 +79,9 @@ export type SourceIngest = typeof SourceIngest.Type
 export class IngestResult extends Schema.Class<IngestResult>("IngestResult")({
   registry_commit: Schema.NullOr(Schema.String),
   registry_refused: Schema.NullOr(Schema.String),
-  sources: Schema.Array(SourceIngest)
+  sources: Schema.Array(SourceIngest),
+  /** Sources whose index was dropped by this ingest: removed from the registry, or disabled there. */
+  sources_removed: Schema.Array(Schema.String)
 }) {}
 
 export interface IngestProgress {
@@ -115,6 +131,9 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
     const sources = yield* Sources
     const sql = yield* SqlClient.SqlClient
     const embedder = yield* Embedder
+    // One ingest at a time per process: two at once raced on the same git mirrors (a clone into a
+    // directory the other was creating, a ref lock held by the other's fetch) and read every file twice.
+    const oneAtATime = yield* Effect.makeSemaphore(1)
 
     /** Document frequencies move with the chunks: one upsert per stem, rows at zero removed. */
     const applyFrequencies = (delta: Map<string, number>) =>
@@ -126,6 +145,55 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
         }
         yield* sql`DELETE FROM gt_terms WHERE df <= 0`
       })
+
+    type IndexedRow = {
+      readonly id: number
+      readonly heading: string
+      readonly content: string
+      readonly terms: string
+    }
+
+    /** A chunk's stems counted into a document-frequency delta. */
+    const tally = (frequencies: Map<string, number>, row: Omit<IndexedRow, "id">, by: number) => {
+      for (const s of stems(`${row.heading}\n${row.content}\n${row.terms}`))
+        frequencies.set(s, (frequencies.get(s) ?? 0) + by)
+    }
+
+    /** Deletes indexed chunks (and their full-text rows), counting their stems out of `frequencies`. */
+    const dropChunks = (stale: ReadonlyArray<IndexedRow>, frequencies: Map<string, number>) =>
+      Effect.gen(function* () {
+        for (const row of stale) tally(frequencies, row, -1)
+        const ids = stale.map((r) => r.id)
+        for (let i = 0; i < ids.length; i += INSERT_BATCH) {
+          const batch = ids.slice(i, i + INSERT_BATCH)
+          yield* sql`DELETE FROM gt_chunks_fts WHERE ${sql.in("rowid", batch)}`
+          yield* sql`DELETE FROM gt_chunks WHERE ${sql.in("id", batch)}`
+        }
+      })
+
+    /**
+     * The registry decides what is served: the index of a source that left the registry, or is disabled
+     * there, is dropped (its chunks, their document frequencies, its row), each in one transaction.
+     */
+    const retireSources = (registry: Registry) =>
+      Effect.gen(function* () {
+        const live = new Set(registry.sources.filter((s) => s.enabled).map((s) => s.name))
+        const indexed = yield* sql<{ name: string }>`SELECT name FROM gt_sources ORDER BY name`
+        const retired = indexed.map((r) => r.name).filter((name) => !live.has(name))
+        for (const name of retired) {
+          yield* Effect.gen(function* () {
+            const frequencies = new Map<string, number>()
+            const stale = yield* sql<IndexedRow>`SELECT id, heading, content, terms FROM gt_chunks WHERE repo = ${name}`
+            yield* dropChunks(stale, frequencies)
+            yield* applyFrequencies(frequencies)
+            yield* sql`DELETE FROM gt_sources WHERE name = ${name}`
+          }).pipe(sql.withTransaction)
+          yield* Effect.logInfo("source no longer enabled in the registry; its index was dropped").pipe(
+            Effect.annotateLogs({ repo: name })
+          )
+        }
+        return retired
+      }).pipe(Effect.orDie)
 
     /** Vectors for this source's chunks that have none for the embedder's model (new or changed ones). */
     const embedMissing = (repo: string) =>
@@ -265,25 +333,18 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
             yield* onProgress({ repo: source.name, done, total: toIndex!.length })
         }
         const now = yield* Clock.currentTimeMillis
+        const unselected = new Set<string>()
         // The swap: one transaction per source.
         const chunkCount = yield* Effect.gen(function* () {
-          type StaleRow = { id: number; heading: string; content: string; terms: string }
+          type StaleRow = IndexedRow & { readonly path: string }
           const stale = full
-            ? yield* sql<StaleRow>`SELECT id, heading, content, terms FROM gt_chunks WHERE repo = ${source.name}`
-            : yield* sql<StaleRow>`SELECT id, heading, content, terms FROM gt_chunks
+            ? yield* sql<StaleRow>`SELECT id, path, heading, content, terms FROM gt_chunks WHERE repo = ${source.name}`
+            : yield* sql<StaleRow>`SELECT id, path, heading, content, terms FROM gt_chunks
                 WHERE repo = ${source.name} AND ${sql.in("path", toDelete!.length > 0 ? toDelete! : [""])}`
+          // A full re-read (new globs, new chunker) drops what the selection no longer holds: deleted files too.
+          if (full) for (const row of stale) if (!selected.has(row.path)) unselected.add(row.path)
           const frequencies = new Map<string, number>()
-          const tally = (row: { heading: string; content: string; terms: string }, by: number) => {
-            for (const s of stems(`${row.heading}\n${row.content}\n${row.terms}`))
-              frequencies.set(s, (frequencies.get(s) ?? 0) + by)
-          }
-          for (const row of stale) tally(row, -1)
-          const ids = stale.map((r) => r.id)
-          for (let i = 0; i < ids.length; i += INSERT_BATCH) {
-            const batch = ids.slice(i, i + INSERT_BATCH)
-            yield* sql`DELETE FROM gt_chunks_fts WHERE ${sql.in("rowid", batch)}`
-            yield* sql`DELETE FROM gt_chunks WHERE ${sql.in("id", batch)}`
-          }
+          yield* dropChunks(stale, frequencies)
           const rows = files.flatMap((file) => {
             const fileWords = pathWords(file.path)
             return file.chunks.map((chunk) => ({
@@ -298,7 +359,7 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
               digest: sha256Hex(embeddingText(file.path, chunk.heading, chunk.content))
             }))
           })
-          for (const row of rows) tally(row, 1)
+          for (const row of rows) tally(frequencies, row, 1)
           for (let i = 0; i < rows.length; i += INSERT_BATCH) {
             const batch = rows.slice(i, i + INSERT_BATCH)
             const inserted = yield* sql<{ id: number }>`INSERT INTO gt_chunks ${sql.insert(batch)} RETURNING id`
@@ -333,7 +394,7 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
           commit,
           previous_commit: previous?.indexed_commit ?? null,
           files_indexed: files.length,
-          files_deleted: toDelete!.filter((p) => !selected.has(p)).length,
+          files_deleted: full ? unselected.size : toDelete!.filter((p) => !selected.has(p)).length,
           files_skipped: skipped.binary + skipped.too_large + skipped.symlink + skipped.not_a_file,
           skipped,
           chunks: chunkCount,
@@ -349,11 +410,17 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
       )
 
     /** Every enabled source, or the one named; at its branch, or at `ref`. */
-    const ingest = Effect.fn("Ingester.ingest")(function* (
+    const ingestNow = Effect.fn("Ingester.ingest")(function* (
       request: { readonly repo?: string | undefined; readonly ref?: string | undefined },
-      onProgress: (p: IngestProgress) => Effect.Effect<void> = () => Effect.void
+      onProgress: (p: IngestProgress) => Effect.Effect<void>
     ) {
       const registry = yield* sources.load()
+      if (registry.commit === null && registry.refused !== null && registry.unreachable === true) {
+        return yield* new SourceRegistryUnavailable({
+          code: "REGISTRY_UNAVAILABLE",
+          detail: `the source registry could not be fetched, and none was ever accepted: ${registry.refused}`
+        })
+      }
       if (registry.commit === null && registry.refused !== null) {
         return yield* new SourceRegistryRefused({
           code: "REGISTRY_REFUSED",
@@ -370,6 +437,13 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
             detail: `no source named ${request.repo} in the registry`
           })
         }
+        if (!source.enabled) {
+          return yield* new SourceDisabled({
+            code: "SOURCE_DISABLED",
+            repo: source.name,
+            detail: `source ${source.name} is disabled in the registry${source.kind === "transcript" ? " (a transcript is disabled unless enabled: true)" : ""}`
+          })
+        }
         chosen = [source]
       } else {
         chosen = registry.sources.filter((s) => s.enabled)
@@ -382,6 +456,7 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
         if (attempt._tag === "Left" && attempt.left._tag === "UnknownRef") return yield* attempt.left
         prepared.push(Either.mapLeft(attempt, (error) => (error._tag === "GitFailed" ? error.detail : "")))
       }
+      const removed = registry.commit === null ? [] : yield* retireSources(registry)
       const results: Array<SourceIngest> = []
       for (const [i, source] of chosen.entries()) {
         const ready = prepared[i]!
@@ -394,9 +469,15 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
       return new IngestResult({
         registry_commit: registry.commit,
         registry_refused: registry.refused,
-        sources: results
+        sources: results,
+        sources_removed: removed
       })
     })
+
+    const ingest = (
+      request: { readonly repo?: string | undefined; readonly ref?: string | undefined },
+      onProgress: (p: IngestProgress) => Effect.Effect<void> = () => Effect.void
+    ) => oneAtATime.withPermits(1)(ingestNow(request, onProgress))
 
     return { ingest } as const
   })

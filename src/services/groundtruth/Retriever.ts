@@ -172,7 +172,7 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
       const conjunctive = yield* lexical(all, scope).pipe(Effect.orDie)
       lists.push({ ids: conjunctive, weight: 1 })
       // The OR query widens a narrow AND; when every word already matched enough passages, it adds noise and time.
-      if (any !== undefined && any !== all && conjunctive.length < RERANK_DEPTH) {
+      if (any !== undefined && any !== all && conjunctive.length < Math.max(RERANK_DEPTH, limit)) {
         lists.push({ ids: yield* lexical(any, scope).pipe(Effect.orDie), weight: 1 })
         if (named.size > 0 && (scope === undefined || named.size < scope.length)) {
           lists.push({ ids: yield* lexical(any, [...named]).pipe(Effect.orDie), weight: 0.5 })
@@ -180,7 +180,8 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
       }
       const dense = yield* vectors.nearest(query, scope, DENSE_DEPTH)
       if (dense.length > 0) lists.push({ ids: dense, weight: config.embeddings?.weight ?? 1 })
-      const fused = [...reciprocalRankFusion(lists)].sort((a, b) => b[1] - a[1]).slice(0, RERANK_DEPTH)
+      // A limit above the rerank depth reranks that many: `limit` is how many hits come back when that many match.
+      const fused = [...reciprocalRankFusion(lists)].sort((a, b) => b[1] - a[1]).slice(0, Math.max(RERANK_DEPTH, limit))
       if (fused.length === 0) return [] as Array<RankedHit>
       const best = fused[0]![1]
       const profile = yield* profileOf(query, named).pipe(Effect.orDie)

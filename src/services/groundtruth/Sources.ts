@@ -59,6 +59,8 @@ export interface Registry {
   readonly sources: ReadonlyArray<Source>
   /** Set when the newest registry was refused and the last good one is in force. */
   readonly refused: string | null
+  /** The newest registry could not be fetched at all (git failed), rather than read and refused. */
+  readonly unreachable?: boolean
 }
 
 export class RegistryRefused extends Data.TaggedError("RegistryRefused")<{ readonly detail: string }> {}
@@ -170,10 +172,13 @@ export class Sources extends Effect.Service<Sources>()("groundtruth/Sources", {
       )
       if (Either.isLeft(attempt)) {
         const detail = attempt.left.detail
-        yield* Effect.logWarning("source registry refused; the last good one stays in force").pipe(
-          Effect.annotateLogs("detail", detail)
-        )
-        return yield* lastGood(detail)
+        const inForce = yield* lastGood(detail)
+        yield* Effect.logWarning(
+          inForce.commit === null
+            ? "source registry refused, and none was ever accepted"
+            : "source registry refused; the last good one stays in force"
+        ).pipe(Effect.annotateLogs("detail", detail))
+        return { ...inForce, unreachable: attempt.left._tag === "GitFailed" } satisfies Registry
       }
       const now = yield* Clock.currentTimeMillis
       yield* sql`INSERT INTO gt_registry (id, commit_sha, text, loaded_at) VALUES (1, ${attempt.right.commit}, ${attempt.right.text}, ${now})

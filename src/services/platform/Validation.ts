@@ -48,7 +48,7 @@ export const withoutValues = (input: string) => {
  * (`Expected { readonly user_id: …; … }`), which is a schema dump, not a message (docs/errors.md).
  */
 export const plainExpectation = (message: string) =>
-  message.startsWith("Expected { ")
+  message.startsWith("Expected { ") || message.startsWith("Expected Struct")
     ? "must be an object"
     : message.startsWith("Expected ReadonlyArray<") || message.startsWith("Expected readonly [")
       ? "must be an array"
