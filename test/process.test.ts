@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import * as os from "node:os"
@@ -181,6 +181,16 @@ describe("the ctl process", () => {
 })
 
 describe("the package entry", () => {
+  it("disk-cleanup --print-units --settings-file PATH reaches ctl (Node 20 takes --env-file for itself)", () => {
+    const settings = path.join(tempDir(), "cleanup.env")
+    const run = spawnSync(process.execPath, [ctlBin, "disk-cleanup", "--print-units", "--settings-file", settings], {
+      encoding: "utf8",
+      env: { PATH: process.env.PATH ?? "", KEEL_DATA_DIR: path.join(tempDir(), "data") }
+    })
+    expect(run.status, run.stderr).toBe(0)
+    expect(run.stdout).toContain(`EnvironmentFile=${settings}`)
+  }, 40_000)
+
   it('import("keel") exports the library and starts nothing, opens nothing, listens on nothing', async () => {
     const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
       const child = spawn(process.execPath, [path.join(root, "test", "fixtures", "import-probe.mjs")], {

@@ -105,7 +105,8 @@ const diskCleanup = Command.make(
       Options.optional
     ),
     group: Options.text("group").pipe(Options.optional),
-    envFile: Options.text("env-file").pipe(
+    // Not --env-file: Node 20 reads --env-file anywhere on its command line, before ctl sees it.
+    envFile: Options.text("settings-file").pipe(
       Options.withDescription("Where the systemd unit reads its settings (default /etc/keel/disk-cleanup.env)"),
       Options.optional
     ),

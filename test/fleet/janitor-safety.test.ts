@@ -4,7 +4,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { CACHEDIR_SIGNATURE, DiskMeter, Janitor, kernelLocked } from "keel"
+import { CACHEDIR_SIGNATURE, DiskMeter, FleetRegistry, Janitor, kernelLocked } from "keel"
 import { janitorTestLayer } from "../support/janitor.js"
 
 // The janitor's safety defects, each reproduced on a real tree with the pass as `ctl disk-cleanup --once`
@@ -321,6 +321,21 @@ describe("janitor policy: never silently the default", () => {
       assert.strictEqual(report.outcome, "invalid_or_unavailable_policy")
       assert.isNotNull(report.detail)
     }).pipe(Effect.provide(janitorLayer({ KEEL_REGISTRY: path.join(dir, "missing.yml") })))
+  })
+
+  it.live("a registry that was readable once and is gone now deletes nothing: no pass on a remembered policy", () => {
+    const dir = temp("keel-policy-")
+    const registry = registryWith(dir, build(dir))
+    const cache = cacheDir(path.join(dir, "proj", "target"))
+    return Effect.gen(function* () {
+      // Another command read it while it was there: the last valid snapshot now holds its policy.
+      yield* (yield* FleetRegistry).read()
+      fs.rmSync(registry)
+      const report = yield* (yield* Janitor).pass({ writer: "watch", toTarget: true })
+      assert.strictEqual(report.outcome, "invalid_or_unavailable_policy")
+      assert.deepStrictEqual(report.deleted, [])
+      assert.isTrue(fs.existsSync(cache))
+    }).pipe(Effect.provide(janitorLayer({ KEEL_REGISTRY: registry })))
   })
 
   it.live("the report says which target and which registry the policy came from", () => {

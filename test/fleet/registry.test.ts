@@ -226,6 +226,28 @@ describe("the fleet registry", () => {
     }).pipe(Effect.provide(RegistryTest({ KEEL_REGISTRY: registryFile })))
   )
 
+  it.effect("a snapshot of another source is never answered, not even as cached history", () =>
+    Effect.gen(function* () {
+      const registry = yield* FleetRegistry
+      const objects = yield* ObjectGateway
+      fs.writeFileSync(registryFile, example)
+      const current = yield* registry.read()
+      // The snapshot a differently configured process (or a mistyped KEEL_REGISTRY) left behind.
+      const stored = yield* objects.getJson(LAST_VALID_KEY)
+      const other = {
+        ...(Option.getOrThrow(stored) as object),
+        source: { kind: "file", location: "/elsewhere/registry.yml" }
+      }
+      yield* objects.putJson(LAST_VALID_KEY, other)
+      fs.rmSync(registryFile)
+      const refused = yield* Effect.flip(registry.read({ allowCached: true }))
+      assert.strictEqual(refused._tag, "FleetRegistryUnavailable")
+      // Its own snapshot is still history it may answer.
+      yield* objects.putJson(LAST_VALID_KEY, { ...other, source: current.source })
+      assert.strictEqual((yield* registry.read({ allowCached: true })).freshness, "cached")
+    }).pipe(Effect.provide(RegistryTest({ KEEL_REGISTRY: registryFile })))
+  )
+
   it.effect("a git source is read at the configured ref, and the commit is recorded", () =>
     Effect.gen(function* () {
       const registry = yield* FleetRegistry

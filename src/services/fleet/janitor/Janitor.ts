@@ -213,7 +213,8 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
      */
     const policyFor = (host: string) =>
       Effect.gen(function* () {
-        const snapshot = yield* registry.read({ allowCached: true, record: false }).pipe(Effect.either)
+        // A current read only: deleting on the strength of a remembered registry is not a risk worth taking.
+        const snapshot = yield* registry.read({ record: false }).pipe(Effect.either)
         if (snapshot._tag === "Left") return { ok: false, why: snapshot.left.detail } as const
         const { freshness, registry: document, source } = snapshot.right
         const target = document.targets.find((t) => t.name === host)

@@ -198,6 +198,19 @@ export class FleetRegistry extends Effect.Service<FleetRegistry>()("fleet/FleetR
       return snapshot
     })
 
+    /** Whether a snapshot's source is the one configured now: same file, or same repository, ref and path. */
+    const isConfiguredSource = (source: FleetRegistrySource) => {
+      if (Option.isNone(location)) return false
+      const where = location.value
+      if (!isGitUrl(where)) return source.kind === "file" && source.location === where
+      return (
+        source.kind === "git" &&
+        source.location === stripCredentials(where) &&
+        source.ref === Option.getOrElse(ref, () => "HEAD") &&
+        source.path === filePath
+      )
+    }
+
     /** The last valid snapshot, as history. */
     const lastValid = Effect.gen(function* () {
       const stored = yield* objects.getJson(LAST_VALID_KEY).pipe(Effect.orElseSucceed(() => Option.none()))
@@ -229,7 +242,9 @@ export class FleetRegistry extends Effect.Service<FleetRegistry>()("fleet/FleetR
           Effect.gen(function* () {
             if (options.allowCached !== true) return yield* error
             const snapshot = yield* lastValid
-            if (Option.isNone(snapshot)) return yield* error
+            // History of the configured source only: a snapshot of another file or repository (the setting
+            // changed, or mistyped) would act on a registry nobody configured.
+            if (Option.isNone(snapshot) || !isConfiguredSource(snapshot.value.source)) return yield* error
             const cached: FleetRegistrySnapshot = {
               ...snapshot.value,
               freshness: "cached",
