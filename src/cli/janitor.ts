@@ -237,7 +237,8 @@ const reclaim = Command.make(
   ({ apply, dryRun, here, json, reason, target }) =>
     Effect.gen(function* () {
       if (apply === dryRun) return yield* new CommandFailed({ detail: "say --dry-run or --apply" })
-      if (apply && Option.isNone(reason)) return yield* new CommandFailed({ detail: "--apply needs --reason" })
+      if (apply && Option.getOrElse(reason, () => "").trim() === "")
+        return yield* new CommandFailed({ detail: "--apply needs --reason with some text (why, for the record)" })
       if (!here && target !== (yield* Janitor).host) {
         const args = [
           "reclaim",

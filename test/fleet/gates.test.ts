@@ -160,6 +160,22 @@ describe("admission gates", () => {
     }).pipe(Effect.provide(GatesTest({ KEEL_REGISTRY: registryFile })))
   )
 
+  it.live(
+    "capacity bytes that are not JSON are an invalid document too: reported, not quoted, the report complete",
+    () =>
+      Effect.gen(function* () {
+        const objects = yield* ObjectGateway
+        yield* objects.putJson(beaconKey("forge-1"), beacon("forge-1", new Date().toISOString()))
+        yield* objects.put(capacityKey("forge-1"), new TextEncoder().encode("garbage-bytes\n"))
+        const report = yield* (yield* Gates).report("forge-1")
+        assert.isTrue(report.complete, JSON.stringify(report.observations))
+        const capacity = report.observations[3]!
+        assert.strictEqual(capacity.state, "error")
+        assert.strictEqual(capacity.error, "invalid document state/capacity/forge-1.json: not JSON")
+        assert.strictEqual(report.pressure_source, "host_disk_measurement")
+      }).pipe(Effect.provide(GatesTest({ KEEL_REGISTRY: registryFile })))
+  )
+
   it.live("incomplete reports: an absent beacon, an unknown host (the disk read is skipped, never absent)", () =>
     Effect.gen(function* () {
       const gates = yield* Gates

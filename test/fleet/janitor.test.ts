@@ -939,6 +939,20 @@ describe("ctl space and ctl disk-cleanup, as real processes", () => {
     assert.deepStrictEqual([treeDigest(build), treeDigest(state)], before)
   }, 60_000)
 
+  it("reclaim --apply with a blank reason is refused: exit 1, nothing deleted", () => {
+    const { build, env } = setup()
+    const before = treeDigest(build)
+    for (const reason of ["", "   "]) {
+      const run = spawnSync(process.execPath, [ctl, "space", "reclaim", "jan", "--apply", "--reason", reason], {
+        env,
+        encoding: "utf8"
+      })
+      assert.strictEqual(run.status, 1, run.stderr)
+      assert.include(run.stderr, "--apply needs --reason")
+    }
+    assert.strictEqual(treeDigest(build), before)
+  }, 60_000)
+
   it("reclaim --apply records the reason and the result on the host; space report shows the pass", () => {
     const { build, env } = setup()
     const applied = JSON.parse(

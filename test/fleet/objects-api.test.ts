@@ -235,6 +235,36 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
     })
   )
 
+  it.effect("every spelling of the /api/objects/ prefix the router accepts names the same key", () =>
+    Effect.gen(function* () {
+      const token = yield* opsToken
+      for (const spelling of ["/API/OBJECTS/", "/api//objects/", "/Api/Objects/", "/%61pi/objects/"]) {
+        const put = yield* send("PUT", `${spelling}state/spelling/Key.json`, { token, body: spelling })
+        assert.strictEqual(put.status, 200, spelling)
+        assert.strictEqual(put.json.key, "state/spelling/Key.json", spelling)
+        const got = yield* send("GET", `${spelling}state/spelling/Key.json`, { token })
+        assert.strictEqual(got.status, 200, spelling)
+      }
+    })
+  )
+
+  it.effect("a beacon is never written or deleted through the object API: only PUT /api/host-health validates it", () =>
+    Effect.gen(function* () {
+      const token = yield* tokenOf("beacon-forge-1", ["host-health-write"], ["forge-1"])
+      for (const method of ["PUT", "DELETE"] as const) {
+        const refused = yield* send(method, "/api/objects/host_health/forge-1.json", {
+          token,
+          ...(method === "PUT" ? { body: "not a beacon" } : {})
+        })
+        assert.strictEqual(refused.status, 403, method)
+        assert.strictEqual(refused.json.code, "OBJECT_WRITE_UNAUTHORIZED")
+        assert.include(refused.json.detail, "/api/host-health")
+      }
+      const reader = yield* opsToken
+      assert.strictEqual((yield* send("GET", "/api/objects/host_health/forge-1.json", { token: reader })).status, 404)
+    })
+  )
+
   it.effect("listing pages over 10,000 keys: every key once, in order, by next_cursor and Link", () =>
     Effect.gen(function* () {
       const store = yield* ObjectStore

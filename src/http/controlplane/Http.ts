@@ -77,7 +77,26 @@ const conditionOf = (headers: {
       ? { kind: "match", sha256: headers["if-match"].replace(/"/g, "") }
       : { kind: "always" }
 
-const OBJECTS_PATH = "/api/objects/"
+/**
+ * The part of a request path after its `/api/objects/` prefix, as sent: the prefix read as the router reads it
+ * (a full URL's scheme and host skipped, repeated slashes, any case, percent-encoded letters), the key untouched.
+ */
+export const encodedObjectKey = (url: string) => {
+  const pathname = (url.charCodeAt(0) === 47 ? url : url.replace(/^https?:\/\/[^/]*/, "")).split(/[?#]/)[0] ?? ""
+  const segments = pathname.split("/")
+  let at = 0
+  for (const name of ["api", "objects"]) {
+    while (at < segments.length && segments[at] === "") at++
+    const segment = segments[at] ?? ""
+    let decoded = segment
+    try {
+      decoded = decodeURIComponent(segment)
+    } catch {}
+    if (decoded.toLowerCase() !== name) return pathname
+    at++
+  }
+  return segments.slice(at).join("/")
+}
 
 /**
  * The key as the client wrote it: the request path after /api/objects/, percent-decoded. The router's own
@@ -87,8 +106,7 @@ const OBJECTS_PATH = "/api/objects/"
 const objectKeyOf: Effect.Effect<string, InvalidObjectKey, HttpServerRequest.HttpServerRequest> = Effect.gen(
   function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const pathname = request.url.split("?")[0] ?? ""
-    const encoded = pathname.slice(pathname.indexOf(OBJECTS_PATH) + OBJECTS_PATH.length)
+    const encoded = encodedObjectKey(request.url)
     try {
       return decodeURIComponent(encoded)
     } catch {

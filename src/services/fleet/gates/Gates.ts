@@ -133,16 +133,23 @@ export class Gates extends Effect.Service<Gates>()("fleet/Gates", {
 
     const report = Effect.fn("Gates.report")(function* (host: string) {
       const now = yield* Clock.currentTimeMillis
+      // Bytes that are not JSON are an invalid document like JSON of the wrong shape (never quoted: a host
+      // wrote them); only a store that cannot answer is a failed read.
       const readJson = <A, I>(key: string, schema: Schema.Schema<A, I>) =>
-        objects.getJson(key).pipe(
-          Effect.flatMap((found) =>
-            Option.isNone(found)
-              ? Effect.succeed<Reading<A>>({ state: "absent" })
-              : Schema.decodeUnknown(schema)(found.value).pipe(
-                  Effect.map((value): Reading<A> => ({ state: "complete", value })),
-                  Effect.mapError((error) => ({ detail: `${INVALID} ${key}: ${error.message.split("\n")[0]}` }))
-                )
-          )
+        objects.get(key).pipe(
+          Effect.flatMap((found) => {
+            if (Option.isNone(found)) return Effect.succeed<Reading<A>>({ state: "absent" })
+            let parsed: unknown
+            try {
+              parsed = JSON.parse(new TextDecoder().decode(found.value.bytes))
+            } catch {
+              return Effect.fail({ detail: `${INVALID} ${key}: not JSON` })
+            }
+            return Schema.decodeUnknown(schema)(parsed).pipe(
+              Effect.map((value): Reading<A> => ({ state: "complete", value })),
+              Effect.mapError((error) => ({ detail: `${INVALID} ${key}: ${error.message.split("\n")[0]}` }))
+            )
+          })
         )
 
       const registryRead = observe(

@@ -1,6 +1,6 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Effect, Option, Schema, type Stream } from "effect"
-import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
+import { ObjectGateway, ObjectWriteUnauthorized } from "../../platform/objects/ObjectGateway.js"
 import { checkKey, type ObjectHead, type WriteCondition } from "../../platform/objects/ObjectStore.js"
 import { ActionAuthority, type ActionNeed } from "../grants/ActionAuthority.js"
 
@@ -67,6 +67,21 @@ export class ObjectAccess extends Effect.Service<ObjectAccess>()("fleet/ObjectAc
     const allowKey = (token: string | undefined, key: string, mode: "read" | "write") =>
       Effect.zipRight(allow(token, key, mode), checkKey(key))
 
+    /**
+     * A beacon is written only through PUT /api/host-health, which validates it against the registry and never
+     * stores one older than the stored one; raw bytes here would bypass both (and a delete, the rollback guard).
+     */
+    const beaconsElsewhere = (key: string) =>
+      HOST_OBJECT.test(key)
+        ? Effect.fail(
+            new ObjectWriteUnauthorized({
+              code: "OBJECT_WRITE_UNAUTHORIZED",
+              key,
+              detail: `${key} is a host's beacon: it is written through PUT /api/host-health (validated, never older than the stored one) and cleared with ctl host beacon clear`
+            })
+          )
+        : Effect.void
+
     const notFound = (key: string) => new ObjectNotFound({ code: "OBJECT_NOT_FOUND", key, detail: `no object ${key}` })
 
     const head = Effect.fn("ObjectAccess.head")(function* (token: string | undefined, key: string) {
@@ -88,6 +103,7 @@ export class ObjectAccess extends Effect.Service<ObjectAccess>()("fleet/ObjectAc
       condition: WriteCondition
     ) {
       yield* allowKey(token, key, "write")
+      yield* beaconsElsewhere(key)
       const outcome = yield* gateway.write(key, body, condition)
       if (!outcome.written && condition.kind !== "always") {
         const current = Option.getOrNull(Option.map(outcome.head, (h) => h.sha256))
@@ -108,6 +124,7 @@ export class ObjectAccess extends Effect.Service<ObjectAccess>()("fleet/ObjectAc
 
     const remove = Effect.fn("ObjectAccess.delete")(function* (token: string | undefined, key: string) {
       yield* allowKey(token, key, "write")
+      yield* beaconsElsewhere(key)
       if (!(yield* gateway.delete(key))) return yield* notFound(key)
     })
 
