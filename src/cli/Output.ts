@@ -1,5 +1,6 @@
-import { Options } from "@effect/cli"
-import { Console, Data, Effect, ParseResult, Schema } from "effect"
+import { HelpDoc, Options, ValidationError } from "@effect/cli"
+import { Console, Data, Effect, Either, ParseResult, Schema } from "effect"
+import { codeFromTag } from "../http/Problem.js"
 
 export const json = Options.boolean("json").pipe(Options.withDescription("Print machine-readable JSON on stdout"))
 
@@ -9,20 +10,40 @@ export class CommandFailed extends Data.TaggedError("CommandFailed")<{ readonly 
 /** Ends the command with this exact exit code (a remote command's), after its output was shown. */
 export class ExitWith extends Data.TaggedError("ExitWith")<{ readonly code: number }> {}
 
+/**
+ * Whether this process already printed a JSON document on stdout: a `--json` command that fails after its answer
+ * (a partial result) must not get a second document; one that fails before any gets its `{"error": …}` from main.
+ */
+let printedJson = false
+export const jsonPrinted = () => printedJson
+/** A new command line (ctl runs one per process; tests run many in one). */
+export const forgetPrintedJson = Effect.sync(() => {
+  printedJson = false
+})
+
+/** Prints one JSON document on stdout (pretty unless `compact`). */
+export const printJson = (value: unknown, options: { readonly compact?: boolean } = {}) =>
+  Effect.zipRight(
+    Effect.sync(() => {
+      printedJson = true
+    }),
+    Console.log(options.compact === true ? JSON.stringify(value) : JSON.stringify(value, null, 2))
+  )
+
 /** Prints `value` as JSON, or its human rendering. */
 export const emit = <A>(asJson: boolean, value: A, human: (value: A) => string) =>
-  Console.log(asJson ? JSON.stringify(value, null, 2) : human(value))
+  asJson ? printJson(value) : Console.log(human(value))
 
 /**
  * Turns a typed error carrying a `detail` into a CommandFailed (and, with --json, a JSON error on stdout
- * whose `code` is the error's stable UPPER_SNAKE code when it has one, else its tag).
+ * whose `code` is the error's stable UPPER_SNAKE code, or its tag in that form: `UnknownTarget` → `UNKNOWN_TARGET`).
  */
 export const failWith =
   (asJson: boolean) =>
   <E extends { readonly _tag: string; readonly detail: string; readonly code?: string }>(error: E) =>
     Effect.zipRight(
       asJson
-        ? Console.log(JSON.stringify({ error: { code: error.code ?? error._tag, detail: error.detail } }))
+        ? printJson({ error: { code: error.code ?? codeFromTag(error._tag), detail: error.detail } }, { compact: true })
         : Effect.void,
       Effect.fail(new CommandFailed({ detail: error.detail }))
     )
@@ -55,3 +76,19 @@ export const DurationText = Schema.String.pipe(
     encode: (millis) => ParseResult.succeed(`${millis}ms`)
   })
 )
+
+/** A `ctl` option taking a duration ("30s", "5m"): a bad one is a usage error in one sentence, not a schema tree. */
+export const durationOption = (name: string) =>
+  Options.text(name).pipe(
+    Options.mapEffect((text) =>
+      Either.match(Schema.decodeEither(DurationText)(text), {
+        onLeft: () =>
+          Effect.fail(
+            ValidationError.invalidValue(
+              HelpDoc.p(`--${name}: expected a duration such as 30s, 5m, 2h, 1d (got "${text}")`)
+            )
+          ),
+        onRight: Effect.succeed
+      })
+    )
+  )

@@ -1,12 +1,13 @@
 import { ValidationError } from "@effect/cli"
 import { NodeContext } from "@effect/platform-node"
 import { Cause, ConfigError, Console, Effect, Exit, Layer, Option } from "effect"
+import { codeFromTag } from "../http/Problem.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { loggerFromConfig } from "../services/platform/Logging.js"
 import { packageVersion } from "../services/platform/Package.js"
 import { ctl, runCtl } from "./Cli.js"
 import { type CommandNode, commandTree, groupHelp } from "./Help.js"
-import { ExitWith } from "./Output.js"
+import { ExitWith, forgetPrintedJson, jsonPrinted, printJson } from "./Output.js"
 
 /** Exit codes: 0 ok (and a clean shutdown on SIGTERM/SIGINT), 1 failure, 2 usage. */
 export const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
@@ -35,14 +36,28 @@ export const failureLine = (error: unknown): string => {
   return typeof error === "object" && error !== null ? tag || "failed" : String(error)
 }
 
+/**
+ * With `--json`, a failure that printed nothing on stdout yet still answers one document there:
+ * `{"error": {"code", "detail"}}` (the error's own UPPER_SNAKE code, else its tag in that form).
+ */
+const jsonFailure = (error: unknown, asJson: boolean) => {
+  if (!asJson || jsonPrinted()) return Effect.void
+  const own = textOf(error, "code")
+  const tag = textOf(error, "_tag")
+  return printJson(
+    { error: { code: own || codeFromTag(tag || "Failed"), detail: failureLine(error) } },
+    { compact: true }
+  )
+}
+
 /** One line on stderr for failures the CLI did not already explain (usage errors print their own help). */
-const report = (cause: Cause.Cause<unknown>) => {
+const report = (cause: Cause.Cause<unknown>, asJson: boolean) => {
   const failure = Cause.failureOption(cause)
   if (Option.isSome(failure)) {
     const error = failure.value
     if (ValidationError.isValidationError(error) || error instanceof ExitWith) return Effect.void
     if (ConfigError.isConfigError(error)) return Console.error(`ctl: invalid configuration: ${String(error)}`)
-    return Console.error(`ctl: ${failureLine(error)}`)
+    return Effect.zipRight(jsonFailure(error, asJson), Console.error(`ctl: ${failureLine(error)}`))
   }
   if (Cause.isInterruptedOnly(cause)) return Effect.void
   return Console.error(`ctl: unexpected failure\n${Cause.pretty(cause)}`)
@@ -147,5 +162,10 @@ export const ctlMain = (given: ReadonlyArray<string>) => {
     return Console.error(`ctl: ${unknown}`).pipe(Effect.zipRight(Effect.fail(new ExitWith({ code: 2 }))))
   const help = groupHelpFor(argv.slice(2))
   if (help !== undefined) return Console.log(help)
-  return runCtl(argv).pipe(Effect.provide(MainLive), Effect.tapErrorCause(report))
+  const end = argv.indexOf("--")
+  const asJson = (end === -1 ? argv : argv.slice(0, end)).includes("--json")
+  return Effect.zipRight(forgetPrintedJson, runCtl(argv)).pipe(
+    Effect.provide(MainLive),
+    Effect.tapErrorCause((cause) => report(cause, asJson))
+  )
 }

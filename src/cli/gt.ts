@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { ServicesLive } from "../layers/Live.js"
 import { Ingester, type IngestProgress } from "../services/groundtruth/Ingester.js"
 import { Retriever } from "../services/groundtruth/Retriever.js"
-import { CommandFailed, emit, json, table } from "./Output.js"
+import { CommandFailed, emit, failWith, json, table } from "./Output.js"
 
 /** A one-line progress bar on stderr when it is a terminal; nothing otherwise. */
 const progressBar = (progress: IngestProgress) =>
@@ -40,11 +40,11 @@ const ingest = Command.make(
         )
         .pipe(
           Effect.catchTags({
-            UnknownRepo: (e) => Effect.fail(new CommandFailed({ detail: e.detail })),
-            UnknownRef: (e) => Effect.fail(new CommandFailed({ detail: e.detail })),
-            SourceRegistryRefused: (e) => Effect.fail(new CommandFailed({ detail: e.detail })),
-            SourceRegistryUnavailable: (e) => Effect.fail(new CommandFailed({ detail: e.detail })),
-            SourceDisabled: (e) => Effect.fail(new CommandFailed({ detail: e.detail }))
+            UnknownRepo: failWith(json),
+            UnknownRef: failWith(json),
+            SourceRegistryRefused: failWith(json),
+            SourceRegistryUnavailable: failWith(json),
+            SourceDisabled: failWith(json)
           })
         )
       yield* emit(json, result, (r) =>

@@ -8,7 +8,7 @@ import { handoffDir } from "../services/fleet/handoff/HandoffFiles.js"
 import { type ReconcilePhase, ReconcilePhases, StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { controlPlaneAccess } from "./fleet.js"
-import { CommandFailed, ExitWith, failWith, json } from "./Output.js"
+import { CommandFailed, ExitWith, failWith, json, printJson } from "./Output.js"
 
 interface Answer {
   readonly exit_code: number
@@ -105,7 +105,11 @@ export const storageRootReconcile = Command.make(
         )
       )) as Answer & { code?: string; detail?: string }
       if (response.status !== 200) {
-        if (json) yield* Console.log(JSON.stringify({ error: { code: body.code, detail: body.detail } }))
+        if (json)
+          yield* printJson(
+            { error: { code: body.code ?? `HTTP_${response.status}`, detail: body.detail } },
+            { compact: true }
+          )
         return yield* new CommandFailed({ detail: `${body.code ?? response.status}: ${body.detail ?? ""}` })
       }
       yield* show(json, target, transaction, phase, body)

@@ -2,15 +2,14 @@ import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
 import { ServicesLive } from "../layers/Live.js"
 import { type Lease, LeaseHolder, LeaseKey, Leases } from "../services/platform/Leases.js"
-import { DurationText, emit, failWith, iso, json, table } from "./Output.js"
+import { durationOption, emit, failWith, iso, json, table } from "./Output.js"
 
 const key = Args.text({ name: "KEY" }).pipe(Args.withSchema(LeaseKey), Args.withDescription("The lease key"))
 const holder = Options.text("holder").pipe(
   Options.withSchema(LeaseHolder),
   Options.withDescription("Who holds the lease (a host, a run id, a person)")
 )
-const ttl = Options.text("ttl").pipe(
-  Options.withSchema(DurationText),
+const ttl = durationOption("ttl").pipe(
   Options.withDefault(5 * 60_000),
   Options.withDescription("How long the lease lasts unless renewed: 30s, 5m, 2h (default 5m)")
 )

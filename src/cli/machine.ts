@@ -69,10 +69,20 @@ const logs = Command.make(
       const queue = yield* JobQueue
       yield* queue.get(id).pipe(Effect.catchAll(failWith(json)))
       if (limit < 1 || limit > 10_000) return yield* new CommandFailed({ detail: "--limit must be 1..10000" })
+      if (cursor < 0) return yield* new CommandFailed({ detail: "--cursor must be 0 or more" })
       let next = cursor
       for (;;) {
         const page = yield* queue.output(id, next, limit)
-        if (json) yield* emit(true, { lines: page.lines, next_cursor: page.next }, () => "")
+        // The same field names as GET /api/fleet/jobs/<id>/output answers.
+        if (json)
+          yield* emit(
+            true,
+            {
+              lines: page.lines.map((l) => ({ line_no: l.lineNo, stream: l.stream, line: l.line })),
+              next_cursor: page.next
+            },
+            () => ""
+          )
         else for (const line of page.lines) yield* emit(false, line.line, (l) => l)
         next = page.next
         if (!follow) {

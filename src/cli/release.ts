@@ -19,7 +19,7 @@ import { type StepResult, TagRelease } from "../services/fleet/releases/TagRelea
 import { generateKeyPair } from "../services/platform/vault/Ed25519.js"
 import { Vault } from "../services/platform/vault/Vault.js"
 import { controlPlaneAccess } from "./fleet.js"
-import { CommandFailed, ExitWith, emit, failWith, json } from "./Output.js"
+import { CommandFailed, ExitWith, emit, failWith, json, printJson } from "./Output.js"
 
 const line = (release: SyncedRelease) =>
   `${release.outcome.padEnd(8)} ${release.product} ${release.version}${release.problems.map((p) => `\n         ${p.code}: ${p.detail}`).join("")}`
@@ -37,7 +37,7 @@ const sync = Command.make(
       const report = yield* (yield* CatalogMaintenance)
         .sync(root, (release) => (json ? Effect.void : Console.log(line(release))))
         .pipe(Effect.catchTag("ReleaseAuthorityUnavailable", failWith(json)))
-      if (json) yield* Console.log(JSON.stringify(report, null, 2))
+      if (json) yield* printJson(report)
       else
         yield* Console.log(
           `${report.releases.length} release(s): ${report.releases.filter((r) => r.outcome === "imported").length} imported, ${report.releases.filter((r) => r.outcome === "present").length} present, ${report.releases.filter((r) => r.outcome === "refused").length} refused`
@@ -277,7 +277,7 @@ const build = Command.make(
         secret: (reference) => retryTransient(readVaultField(access.vaultUrl, access.token, reference), within)
       }).pipe(Effect.mapError(asFailure))
       // Always one JSON line, and always the last line on stdout: the run reads the output's coordinates there.
-      yield* Console.log(JSON.stringify(answer))
+      yield* printJson(answer, { compact: true })
     })
 ).pipe(
   Command.withDescription(

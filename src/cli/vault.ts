@@ -4,7 +4,7 @@ import { ServicesLive } from "../layers/Live.js"
 import { GrantIssuer } from "../services/fleet/grants/GrantIssuer.js"
 import { parseItemInput } from "../services/platform/vault/ItemInput.js"
 import { type Grant, Vault } from "../services/platform/vault/Vault.js"
-import { CommandFailed, DurationText, emit, failWith, iso, json, table } from "./Output.js"
+import { CommandFailed, durationOption, emit, failWith, iso, json, table } from "./Output.js"
 
 /** Secret values come on stdin, never in argv. */
 const readStdin = Effect.tryPromise({
@@ -116,8 +116,7 @@ const create = Command.make(
       Options.repeated,
       Options.withDescription("A registry target its actions cover (repeatable)")
     ),
-    ttl: Options.text("ttl").pipe(
-      Options.withSchema(DurationText),
+    ttl: durationOption("ttl").pipe(
       Options.withDefault(30 * 86_400_000),
       Options.withDescription("How long the grant lives: 1h, 30d (default 30d)")
     ),

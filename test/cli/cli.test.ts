@@ -153,6 +153,35 @@ describe("ctl", () => {
     })
   )
 
+  it.effect("a bad duration is a usage error in one sentence (exit 2), not a schema tree", () =>
+    Effect.gen(function* () {
+      const run = yield* runCli(["lease", "acquire", "x:y", "--holder", "a", "--ttl", "bogus"], {
+        KEEL_DATA_DIR: freshDataDir()
+      })
+      assert.strictEqual(run.exitCode, 2)
+      assert.include(run.stderr + run.stdout, '--ttl: expected a duration such as 30s, 5m, 2h, 1d (got "bogus")')
+      assert.notInclude(run.stderr + run.stdout, "Transformation")
+    })
+  )
+
+  it.live("with --json, every failure answers one {error: {code, detail}} document on stdout, never two", () =>
+    Effect.gen(function* () {
+      const env = { KEEL_DATA_DIR: freshDataDir() }
+      yield* runCli(["lease", "acquire", "janitor:web-2", "--holder", "alice", "--ttl", "5m"], env)
+      const refused = yield* runCli(["lease", "acquire", "janitor:web-2", "--holder", "bob", "--json"], env)
+      assert.strictEqual(refused.exitCode, 1)
+      const answer = JSON.parse(refused.stdout) as { error: { code: string; detail: string } }
+      assert.match(answer.error.code, /^[A-Z][A-Z0-9_]*$/)
+      assert.include(answer.error.detail, "held by alice")
+      const revoked = yield* runCli(["vault", "grant", "revoke", "grant_nope", "--json"], env)
+      assert.strictEqual(revoked.exitCode, 1)
+      assert.match((JSON.parse(revoked.stdout) as { error: { code: string } }).error.code, /^[A-Z][A-Z0-9_]*$/)
+      // Without --json: the reason on stderr only.
+      const plain = yield* runCli(["vault", "grant", "revoke", "grant_nope"], env)
+      assert.strictEqual(plain.stdout, "")
+    })
+  )
+
   it.live("lease acquire/list/release: a second holder is refused with exit 1 and a one-line reason", () =>
     Effect.gen(function* () {
       const env = { KEEL_DATA_DIR: freshDataDir() }

@@ -243,6 +243,10 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
         })
         assert.strictEqual(mounts.status, 400)
         assert.match(mounts.body.detail, /^disks\.0\.mount: \/mnt\/undeclared is not a declared mount of forge-2/)
+        const disk = { mount: "/", total_bytes: 1, free_bytes: 1, available_bytes: 1, error: null }
+        const twice = yield* put({ ...beacon("forge-2", at(62_500)), disks: [disk, disk] })
+        assert.strictEqual(twice.status, 400)
+        assert.match(twice.body.detail, /^disks\.1\.mount: \/ is listed twice/)
 
         // A future-dated beacon stored before the check: honest beacons are not refused forever.
         const objects = yield* ObjectGateway

@@ -245,6 +245,13 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
         const got = yield* send("GET", `${spelling}state/spelling/Key.json`, { token })
         assert.strictEqual(got.status, 200, spelling)
       }
+      // A bare ';' ends the path for the router: refused, never read as another key; encoded it is part of the key.
+      const semicolon = yield* send("PUT", "/api/objects/state/spelling/a;b.json", { token, body: "x" })
+      assert.strictEqual(semicolon.status, 400)
+      assert.strictEqual(semicolon.json.code, "INVALID_OBJECT_KEY")
+      const encoded = yield* send("PUT", "/api/objects/state/spelling/a%3Bb.json?x=1", { token, body: "x" })
+      assert.strictEqual(encoded.status, 200)
+      assert.strictEqual(encoded.json.key, "state/spelling/a;b.json")
     })
   )
 

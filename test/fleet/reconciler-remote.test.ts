@@ -173,7 +173,7 @@ describe.skipIf(!sshdAvailable)("the reconciler through a control plane and an s
       "error" in o ? o.error.code : o.services.find((s: { name: string }) => s.name === "worker").execution.status
     )
     assert.include(statuses, "succeeded")
-    for (const status of statuses) assert.oneOf(status, ["succeeded", "TickInProgress", "skipped"])
+    for (const status of statuses) assert.oneOf(status, ["succeeded", "TICK_IN_PROGRESS", "skipped"])
 
     // GET /api/fleet/services answers what `ctl service list --json` prints.
     const listed = JSON.parse(ctl(["service", "list", "--json"]))

@@ -84,5 +84,16 @@ describe("globs and queries", () => {
       weights
     )
     assert.isTrue(canonicalTranscript._tag === "Left" && canonicalTranscript.left.includes("never canonical"))
+    // A problem quoting a huge value is one line, not the value.
+    const long = parseSources(
+      `version: 1\nsources:\n  - name: a\n    url: x\n    description: ${"x".repeat(2001)}\n`,
+      "/r",
+      weights
+    )
+    assert.isTrue(long._tag === "Left")
+    if (long._tag === "Left") {
+      assert.include(long.left, "sources.0.description")
+      assert.isAtMost(long.left.length, 400)
+    }
   })
 })

@@ -4,8 +4,8 @@ import * as path from "node:path"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { assert, layer } from "@effect/vitest"
-import { Effect } from "effect"
-import { stems } from "keel"
+import { Deferred, Effect, Fiber, Option } from "effect"
+import { Ingester, stems } from "keel"
 import { HttpTest } from "../support/http.js"
 import { buildCorpus, commitFiles, initRepo } from "./git-fixture.js"
 
@@ -107,6 +107,26 @@ layer(
     })
   )
 
+  it.effect("a refused registry retires nothing, even when the one kept in force no longer reads", () =>
+    Effect.gen(function* () {
+      commitFiles(corpus.registry, { "sources.yml": corpus.sources("# plain\n") }, "plain")
+      yield* ingest()
+      const sql = yield* SqlClient.SqlClient
+      const before = yield* sql<{ n: number }>`SELECT count(*) AS n FROM gt_chunks`
+      // The stored registry stops validating (a trust tier removed from the settings, say)…
+      const stored = yield* sql<{ text: string }>`SELECT text FROM gt_registry WHERE id = 1`
+      yield* sql`UPDATE gt_registry SET text = ${stored[0]!.text.replace("trust: canonical", "trust: gold")} WHERE id = 1`
+      // …and the newest one is refused: nothing is in force that could say a source left.
+      commitFiles(corpus.registry, { "sources.yml": corpus.sources("  - name: fastify\n    url: ../fastify\n") }, "bad")
+      const answer = yield* ingest()
+      assert.isNotNull(answer.body.registry_refused)
+      assert.deepStrictEqual(answer.body.sources_removed, [])
+      const after = yield* sql<{ n: number }>`SELECT count(*) AS n FROM gt_chunks`
+      assert.strictEqual(Number(after[0]!.n), Number(before[0]!.n))
+      yield* sql`UPDATE gt_registry SET text = ${stored[0]!.text} WHERE id = 1`
+    })
+  )
+
   it.effect("a glob change counts the files that left the index as deleted", () =>
     Effect.gen(function* () {
       commitFiles(corpus.registry, { "sources.yml": corpus.sources(guides()) }, "guides again")
@@ -142,7 +162,53 @@ layer(
         assert.strictEqual(result.status, 200)
         for (const source of result.body.sources) assert.isNull(source.error, source.error)
       }
+      // One after another: exactly one of them indexed the new source; each later one found it indexed at
+      // that commit and had nothing to do (overlapping ingests would each have read it from scratch).
+      const answers = results.map((r) => r.body.sources.find((s: { repo: string }) => s.repo === "fresh"))
+      const first = answers.filter((s) => s.previous_commit === null)
+      assert.lengthOf(first, 1, JSON.stringify(answers))
+      assert.strictEqual(first[0].files_indexed, 1)
+      for (const later of answers.filter((s) => s.previous_commit !== null)) {
+        assert.strictEqual(later.previous_commit, first[0].commit)
+        assert.strictEqual(later.files_indexed, 0)
+      }
       yield* assertFrequenciesExact
+    })
+  )
+
+  it.effect("an ingest waits while another is running: it starts only when the first has finished", () =>
+    Effect.gen(function* () {
+      const ingester = yield* Ingester
+      const waiting = initRepo(corpus.root, "waiting")
+      commitFiles(waiting, { "README.md": "# Waiting\n\none ingest at a time\n" }, "waiting")
+      commitFiles(
+        corpus.registry,
+        { "sources.yml": corpus.sources("  - name: waiting\n    url: ../waiting\n") },
+        "a source to wait on"
+      )
+      const gate = yield* Deferred.make<void>()
+      let firstProgress = false
+      // The first ingest stops at its first progress report (before its index swap) until the gate opens.
+      const first = yield* Effect.fork(
+        ingester.ingest({ repo: "waiting" }, () =>
+          Effect.zipRight(
+            Effect.sync(() => {
+              firstProgress = true
+            }),
+            Deferred.await(gate)
+          )
+        )
+      )
+      for (let i = 0; i < 500 && !firstProgress; i++) yield* Effect.sleep("10 millis")
+      assert.isTrue(firstProgress)
+      const second = yield* Effect.fork(ingester.ingest({ repo: "waiting" }))
+      yield* Effect.sleep("300 millis")
+      assert.isTrue(Option.isNone(yield* Fiber.poll(second)), "the second ingest ran beside the first")
+      yield* Deferred.succeed(gate, undefined)
+      const [a, b] = [yield* Fiber.join(first), yield* Fiber.join(second)]
+      assert.strictEqual(a.sources[0]!.files_indexed, 1)
+      assert.strictEqual(b.sources[0]!.previous_commit, a.sources[0]!.commit)
+      assert.strictEqual(b.sources[0]!.files_indexed, 0)
     })
   )
 
@@ -228,7 +294,9 @@ layer(
       const answer = yield* ingest()
       assert.strictEqual(answer.status, 503)
       assert.strictEqual(answer.body.code, "REGISTRY_UNAVAILABLE")
-      assert.notInclude(answer.body.detail, TOKEN)
+      // git's own words (paths on the server) stay in the log.
+      assert.notInclude(answer.body.detail, nowhere)
+      assert.notInclude(answer.body.detail, "fatal")
     })
   )
 })

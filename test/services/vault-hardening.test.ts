@@ -223,6 +223,25 @@ layer(HttpTest({ surfaces: ["vault", "controlplane"], env: { KEEL_REGISTRY: regi
     })
   )
 
+  it.effect("an incomplete credential lists every missing or invalid field, never quoting a value", () =>
+    Effect.gen(function* () {
+      const empty = yield* send("POST", "/v1/vault/token", "{}")
+      assert.strictEqual(empty.status, 400, empty.text)
+      assert.sameMembers(
+        JSON.parse(empty.text).errors.map((e: { path: string }) => e.path),
+        ["grant_id", "consumer", "secret"]
+      )
+      const wrong = yield* send("POST", "/v1/vault/token", JSON.stringify({ grant_id: 7, secret: [SECRET] }))
+      assert.strictEqual(wrong.status, 400, wrong.text)
+      assert.sameMembers(
+        JSON.parse(wrong.text).errors.map((e: { path: string }) => e.path),
+        ["grant_id", "consumer", "secret"]
+      )
+      assert.notInclude(wrong.text, SECRET.slice(0, 8))
+      assertNoStore(wrong.headers, "{}")
+    })
+  )
+
   it.effect("a body that is not JSON is a 400 that does not quote it", () =>
     Effect.gen(function* () {
       for (const body of [

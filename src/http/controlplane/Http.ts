@@ -107,6 +107,14 @@ const objectKeyOf: Effect.Effect<string, InvalidObjectKey, HttpServerRequest.Htt
   function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const encoded = encodedObjectKey(request.url)
+    // The router reads a bare ';' as the end of the path: the key it routed by would not be the key named here.
+    if (encoded.includes(";")) {
+      return yield* new InvalidObjectKey({
+        code: "INVALID_OBJECT_KEY",
+        key: encoded,
+        detail: "a ';' in an object key must be percent-encoded (%3B)"
+      })
+    }
     try {
       return decodeURIComponent(encoded)
     } catch {

@@ -31,7 +31,8 @@ const Segment = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,
 export class VaultTokensApi extends HttpApiGroup.make("tokens")
   .add(
     HttpApiEndpoint.post("exchange", "/token")
-      .setPayload(GrantCredential)
+      // Every invalid field listed at once, as every other request body (docs/errors.md).
+      .setPayload(GrantCredential.annotations({ parseOptions: { errors: "all" } }))
       .addSuccess(TokenAnswer)
       .addError(VaultDenied)
       .annotate(OpenApi.Description, "Exchanges a grant credential for a short-lived token scoped to that grant.")

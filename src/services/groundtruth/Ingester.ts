@@ -418,7 +418,8 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
       if (registry.commit === null && registry.refused !== null && registry.unreachable === true) {
         return yield* new SourceRegistryUnavailable({
           code: "REGISTRY_UNAVAILABLE",
-          detail: `the source registry could not be fetched, and none was ever accepted: ${registry.refused}`
+          detail:
+            "the source registry could not be fetched (git's reason is in the server log), and none was ever accepted; try again"
         })
       }
       if (registry.commit === null && registry.refused !== null) {
@@ -456,7 +457,9 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
         if (attempt._tag === "Left" && attempt.left._tag === "UnknownRef") return yield* attempt.left
         prepared.push(Either.mapLeft(attempt, (error) => (error._tag === "GitFailed" ? error.detail : "")))
       }
-      const removed = registry.commit === null ? [] : yield* retireSources(registry)
+      // Only a registry this load accepted retires anything: the one kept in force after a refusal was already
+      // applied when it was accepted (and re-read under changed settings it may list nothing at all).
+      const removed = registry.commit !== null && registry.refused === null ? yield* retireSources(registry) : []
       const results: Array<SourceIngest> = []
       for (const [i, source] of chosen.entries()) {
         const ready = prepared[i]!

@@ -161,7 +161,13 @@ export class Sources extends Effect.Service<Sources>()("groundtruth/Sources", {
       const attempt = yield* Effect.either(
         Effect.gen(function* () {
           const dir = yield* GitMirror.sync(repo, config.mirrorsDir)
-          const commit = yield* GitMirror.resolve(dir, config.registryRef)
+          // A ref that names nothing is the registry's configuration at fault, not the network: refused, not unreachable.
+          const commit = yield* GitMirror.resolve(dir, config.registryRef).pipe(
+            Effect.mapError(
+              () =>
+                new RegistryRefused({ detail: `GT_REGISTRY_REF ${config.registryRef ?? "(default)"} names no commit` })
+            )
+          )
           const bytes = yield* GitMirror.show(dir, commit, "sources.yml")
           if (bytes === undefined) return yield* new RegistryRefused({ detail: `sources.yml is missing at ${commit}` })
           const text = bytes.toString("utf8")

@@ -73,6 +73,10 @@ export const relevantIssues = <I extends { readonly path: ReadonlyArray<Property
     )
   })
 
+/** An issue quoting a long value (a 2 000-character description) says what is wrong in a line, not the value. */
+const ISSUE_MAX = 300
+const atMost = (max: number, text: string) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`)
+
 /**
  * A decode failure as one line: `path.to.field: message; …`, the first `limit` issues. Every refusal
  * of input (registries, front matter, batches, events) names its fields the same way.
@@ -91,6 +95,6 @@ export const formatIssues = (
     .slice(0, options.limit ?? Number.POSITIVE_INFINITY)
     .map(
       (issue) =>
-        `${options.prefix ?? ""}${issue.path.length === 0 ? (options.root ?? "(root)") : issue.path.join(".")}: ${plainExpectation(options.withoutValues === true ? withoutValue(issue.message) : issue.message)}`
+        `${options.prefix ?? ""}${issue.path.length === 0 ? (options.root ?? "(root)") : issue.path.join(".")}: ${atMost(ISSUE_MAX, plainExpectation(options.withoutValues === true ? withoutValue(issue.message) : issue.message))}`
     )
     .join("; ")

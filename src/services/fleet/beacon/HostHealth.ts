@@ -103,6 +103,13 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
           detail: `disks.${undeclared}.mount: ${beacon.disks[undeclared]!.mount} is not a declared mount of ${beacon.host} (${target.mounts.join(", ")})`
         })
       }
+      const twice = beacon.disks.findIndex((d, i) => beacon.disks.findIndex((e) => e.mount === d.mount) !== i)
+      if (twice >= 0) {
+        return yield* new BeaconInvalid({
+          code: "BEACON_INVALID",
+          detail: `disks.${twice}.mount: ${beacon.disks[twice]!.mount} is listed twice (one entry per declared mount)`
+        })
+      }
       const key = beaconKey(beacon.host)
       const stored = yield* objects.getJson(key).pipe(Effect.orElseSucceed(() => Option.none()))
       if (Option.isSome(stored)) {

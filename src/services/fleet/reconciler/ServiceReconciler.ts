@@ -382,7 +382,9 @@ export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("flee
         return yield* new UnknownService({
           detail:
             matches.length === 0
-              ? `${target === undefined ? "no target" : target} declares no service named ${name}`
+              ? target === undefined
+                ? `no target declares a service named ${name}`
+                : `${target} declares no service named ${name}`
               : `${name} is declared on ${matches.map((m) => m.target.name).join(", ")}: name one with --target`
         })
       })

@@ -69,11 +69,11 @@ export class ObjectGateway extends Effect.Service<ObjectGateway>()("platform/Obj
         return immutable.some((prefix) => key.startsWith(prefix))
       })
 
-    const refuseOverwrite = (key: string) =>
+    const refuseOverwrite = (key: string, why = "already holds other bytes") =>
       new ImmutableObjectWrite({
         code: "NON_IMMUTABLE_RELEASE_WRITE",
         key,
-        detail: `${key} is under an immutable prefix and already holds other bytes`
+        detail: `${key} is under an immutable prefix and ${why}`
       })
 
     /**
@@ -106,7 +106,7 @@ export class ObjectGateway extends Effect.Service<ObjectGateway>()("platform/Obj
     ) {
       const isImmutable = yield* authorize(key)
       if (!isImmutable) return yield* store.write(key, body, condition)
-      if (condition.kind === "match") return yield* refuseOverwrite(key)
+      if (condition.kind === "match") return yield* refuseOverwrite(key, "never changes (no If-Match)")
       const outcome = yield* store.write(key, body, { kind: "absent" })
       if (outcome.written || condition.kind === "absent") return outcome
       if (Option.isSome(outcome.head) && outcome.head.value.sha256 === outcome.received.sha256) return outcome
@@ -114,7 +114,7 @@ export class ObjectGateway extends Effect.Service<ObjectGateway>()("platform/Obj
     })
 
     const remove = Effect.fn("ObjectGateway.delete")(function* (key: string) {
-      if (yield* authorize(key)) return yield* refuseOverwrite(key)
+      if (yield* authorize(key)) return yield* refuseOverwrite(key, "is never deleted")
       return yield* store.delete(key)
     })
 
