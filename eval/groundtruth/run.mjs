@@ -267,7 +267,7 @@ const fmt = (x) => x.toFixed(2)
 const lines = [
   `corpus: ${repos.length} repositories, ${report.ingested.sources.reduce((s, r) => s + r.files_indexed, 0)} files, ${chunks} chunks (ingest ${(report.ingestMs / 1000).toFixed(1)} s); ${answerable.length} answerable + ${unanswerable.length} unanswerable questions; ${embedder}`,
   `keel /search ranking: R@1 ${fmt(search.r1)}  R@5 ${fmt(search.r5)}  MRR@10 ${fmt(search.mrr10)}`,
-  `keel candidates (the 30 reranked): R@20 ${fmt(report.deepRanks.filter((r) => r !== undefined && r <= 20).length / answerable.length)}  R@30 ${fmt(report.deepRanks.filter((r) => r !== undefined).length / answerable.length)}`,
+  `keel deeper (limit 50, 50 reranked): R@20 ${fmt(report.deepRanks.filter((r) => r !== undefined && r <= 20).length / answerable.length)}  R@30 ${fmt(report.deepRanks.filter((r) => r !== undefined && r <= 30).length / answerable.length)}  R@50 ${fmt(report.deepRanks.filter((r) => r !== undefined).length / answerable.length)}`,
   `keel /ask citations:  R@1 ${fmt(ask.r1)}  R@5 ${fmt(ask.r5)}  MRR@10 ${fmt(ask.mrr10)}`,
   `keel abstention: flagged ${report.flagged.unanswerable}/${unanswerable.length} unanswerable (recall ${fmt(abstention.recall)}), precision ${fmt(abstention.precision)}, answerable wrongly flagged ${report.flagged.answerable}/${answerable.length}`,
   `keel /ask latency (library): p50 ${fmt(percentile(report.latencies, 0.5))} ms  p99 ${fmt(percentile(report.latencies, 0.99))} ms`,
