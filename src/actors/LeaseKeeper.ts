@@ -33,11 +33,7 @@ export const LeaseKeeperLive = LeaseKeeper.toLayer(
     const leases = yield* Leases
     const { entityId: key } = yield* Entity.CurrentAddress
     return LeaseKeeper.of({
-      Acquire: ({ payload }) =>
-        leases.acquire(key, payload.holder, payload.ttlMillis).pipe(
-          // Another holder's LeaseNotHeld cannot occur on acquire; keep the protocol's error narrow.
-          Effect.catchTag("LeaseNotHeld", (e) => Effect.die(e))
-        ),
+      Acquire: ({ payload }) => leases.acquire(key, payload.holder, payload.ttlMillis),
       Renew: ({ payload }) => leases.renew(key, payload.holder, payload.ttlMillis),
       Release: ({ payload }) => leases.release(key, payload.holder),
       Status: () => Effect.map(leases.get(key), (lease) => (lease._tag === "Some" ? lease.value : null))

@@ -30,7 +30,7 @@ const acquire = Command.make("acquire", { key, holder, ttl, json }, ({ holder, j
   Leases.pipe(
     Effect.flatMap((leases) => leases.acquire(key, holder, ttl)),
     Effect.flatMap((lease) => emit(json, toJson(lease), () => describe(lease))),
-    Effect.catchTags({ LeaseHeld: failWith(json), LeaseNotHeld: failWith(json) })
+    Effect.catchTags({ LeaseHeld: failWith(json) })
   )
 ).pipe(Command.withDescription("Take a lease, or extend it if you already hold it; fails while another holds it"))
 

@@ -5,6 +5,7 @@ import { GroundTruthApi } from "./groundtruth/Api.js"
 import { MarketplaceApi } from "./marketplace/Api.js"
 import { problemAwareClient } from "./ProblemContract.js"
 import { ProductApi } from "./product/Api.js"
+import { VaultApi } from "./vault/Api.js"
 
 type ClientOptions = {
   readonly baseUrl?: string
@@ -33,6 +34,8 @@ export const productClient = (options: ClientOptions = {}) =>
   HttpApiClient.make(ProductApi, opts(problemAwareClient(ProductApi), options))
 export const controlPlaneClient = (options: ClientOptions = {}) =>
   HttpApiClient.make(ControlPlaneApi, opts(problemAwareClient(ControlPlaneApi), options))
+export const vaultClient = (options: ClientOptions = {}) =>
+  HttpApiClient.make(VaultApi, opts(problemAwareClient(VaultApi), options))
 
 export type GroundTruthClient = Effect.Effect.Success<ReturnType<typeof groundTruthClient>>
 export type ProductClient = Effect.Effect.Success<ReturnType<typeof productClient>>

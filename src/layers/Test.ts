@@ -1,6 +1,9 @@
 import { randomBytes } from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { ClusterWorkflowEngine } from "@effect/cluster"
-import { Duration, Layer } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive, TradeSender } from "../actors/MarketAgent.js"
 import { HandoffEngineInProcess, StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
@@ -44,9 +47,24 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   ...overrides
 })
 
-/** Settings for tests and embedders: an in-memory database and nothing on disk. */
+/**
+ * Settings for tests and embedders: an in-memory database. What can only be files (the ground truth's git
+ * mirrors, a janitor's state) goes to `dataDir`: without one given, a fresh temporary directory removed when
+ * the layer is released (never a fixed path: a process running as root would create it).
+ */
 export const AppConfigTest = (overrides: Partial<AppSettings> = {}) =>
-  Layer.succeed(AppConfig, AppConfig.make(testSettings(overrides)))
+  overrides.dataDir !== undefined
+    ? Layer.succeed(AppConfig, AppConfig.make(testSettings(overrides)))
+    : Layer.scoped(
+        AppConfig,
+        Effect.map(
+          Effect.acquireRelease(
+            Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "keel-test-"))),
+            (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+          ),
+          (dataDir) => AppConfig.make(testSettings({ ...overrides, dataDir }))
+        )
+      )
 
 /** Real SQLite, in memory, with every migration applied. */
 export const SqlTest = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteMemory))

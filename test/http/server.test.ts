@@ -11,7 +11,7 @@ import {
 } from "@effect/platform"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
-import { AppTest, Database, groundTruthClient, Health, productClient, SurfaceNames } from "keel"
+import { AppTest, Database, groundTruthClient, Health, productClient, SurfaceNames, vaultClient } from "keel"
 import { chunkedBody, HttpTest, rawRequest } from "../support/http.js"
 
 // A JSON endpoint of the test's own, to drive the shared middleware with payloads.
@@ -108,6 +108,12 @@ layer(HttpTest({ extraRoutes: ProbeRoutes, settings: { bodyLimitBytes: BODY_LIMI
         const groundTruth = yield* groundTruthClient()
         assert.deepStrictEqual({ ...(yield* product.health.health()) }, { status: "ok" })
         assert.deepStrictEqual({ ...(yield* groundTruth.health.health()) }, { status: "ok" })
+        // The vault's client too: a refusal comes back as the contract's error class.
+        const vault = yield* vaultClient()
+        const denied = yield* Effect.flip(
+          vault.tokens.exchange({ payload: { grant_id: "grant_nope", consumer: "nobody", secret: "wrong" } })
+        )
+        assert.strictEqual(denied._tag, "VaultDenied")
       })
     )
 

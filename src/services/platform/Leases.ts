@@ -93,8 +93,9 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
       })
 
     /** Takes the lease, or extends it when `holder` already has it; fails with LeaseHeld otherwise. */
-    const acquire = Effect.fn("Leases.acquire")(
-      function* (key: string, holder: string, ttl: Duration.DurationInput) {
+    /** The conditional upsert: the lease, or undefined when another holder has it. */
+    const upsert = (key: string, holder: string, ttl: Duration.DurationInput) =>
+      Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const expires = now + Duration.toMillis(ttl)
         const rows = yield* sql<LeaseRow>`
@@ -111,8 +112,19 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
         WHERE leases.holder = excluded.holder OR leases.expires_at <= ${now}
         RETURNING *`
         const row = rows[0]
-        if (row !== undefined) return fromRow(row)
-        return yield* Effect.flatMap(heldBy(key, holder), Effect.fail)
+        return row === undefined ? undefined : fromRow(row)
+      })
+
+    const acquire = Effect.fn("Leases.acquire")(
+      function* (key: string, holder: string, ttl: Duration.DurationInput) {
+        // A lease that lapses between the refused upsert and the read of its holder is simply tried again:
+        // acquire fails only with LeaseHeld.
+        for (;;) {
+          const taken = yield* upsert(key, holder, ttl)
+          if (taken !== undefined) return taken
+          const why = yield* Effect.flip(heldBy(key, holder))
+          if (why._tag === "LeaseHeld") return yield* Effect.fail(why)
+        }
       },
       Effect.catchTag("SqlError", Effect.die)
     )
