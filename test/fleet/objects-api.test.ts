@@ -255,6 +255,38 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
     })
   )
 
+  it.effect(
+    "a release's published files are never written here: a token cannot burn a version before its publication",
+    () =>
+      Effect.gen(function* () {
+        const token = yield* opsToken
+        for (const file of [
+          "release.json",
+          "release.sig",
+          "release.tar.gz",
+          "qualification.json",
+          "source-revision.json"
+        ]) {
+          const refused = yield* send("PUT", `/api/objects/releases/keel/9.9.9/${file}`, { token, body: "x" })
+          assert.strictEqual(refused.status, 403, file)
+          assert.strictEqual(refused.json.code, "OBJECT_WRITE_UNAUTHORIZED")
+        }
+        assert.strictEqual((yield* send("GET", "/api/objects/releases/keel/9.9.9/release.json", { token })).status, 404)
+      })
+  )
+
+  it.effect("the reconciler's run reports are immutable: written once, never replaced or deleted", () =>
+    Effect.gen(function* () {
+      const token = yield* opsToken
+      const url = "/api/objects/state/autonomy/services/runs/2026-11-27T00-00-00.000Z-abc123.json"
+      assert.strictEqual((yield* send("PUT", url, { token, body: '{"run":1}' })).status, 200)
+      const replaced = yield* send("PUT", url, { token, body: '{"tampered":true}' })
+      assert.strictEqual(replaced.status, 409)
+      assert.strictEqual(replaced.json.code, "NON_IMMUTABLE_RELEASE_WRITE")
+      assert.strictEqual((yield* send("DELETE", url, { token })).status, 409)
+    })
+  )
+
   it.effect("a beacon is never written or deleted through the object API: only PUT /api/host-health validates it", () =>
     Effect.gen(function* () {
       const token = yield* tokenOf("beacon-forge-1", ["host-health-write"], ["forge-1"])

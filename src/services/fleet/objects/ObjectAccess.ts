@@ -3,6 +3,7 @@ import { Effect, Option, Schema, type Stream } from "effect"
 import { ObjectGateway, ObjectWriteUnauthorized } from "../../platform/objects/ObjectGateway.js"
 import { checkKey, type ObjectHead, type WriteCondition } from "../../platform/objects/ObjectStore.js"
 import { ActionAuthority, type ActionNeed } from "../grants/ActionAuthority.js"
+import { PUBLISHED_FILES } from "../releases/ReleasePublisher.js"
 
 export class ObjectNotFound extends Schema.TaggedError<ObjectNotFound>()(
   "ObjectNotFound",
@@ -30,6 +31,7 @@ export interface ObjectPage {
 }
 
 const HOST_OBJECT = /^host_health\/([^/]+)\.json$/
+const RELEASE_FILE = /^releases\/[^/]+\/[^/]+\/([^/]+)$/
 const HOST_STATE = /^state\/(capacity|janitor)\/([^/]+)\.json$/
 
 /**
@@ -82,6 +84,24 @@ export class ObjectAccess extends Effect.Service<ObjectAccess>()("fleet/ObjectAc
           )
         : Effect.void
 
+    /**
+     * A version's published files (`source-revision.json`, the archive, qualification, signature and `release.json`,
+     * the commit marker) are written only by its signed, ordered publication in the control plane: one written
+     * here first would make that publication conflict, and an immutable object can never be taken back.
+     */
+    const publicationElsewhere = (key: string) => {
+      const file = RELEASE_FILE.exec(key)?.[1]
+      return file !== undefined && (PUBLISHED_FILES as ReadonlyArray<string>).includes(file)
+        ? Effect.fail(
+            new ObjectWriteUnauthorized({
+              code: "OBJECT_WRITE_UNAUTHORIZED",
+              key,
+              detail: `${key} is a published release file: only the release's signed publication writes it (ctl release submit)`
+            })
+          )
+        : Effect.void
+    }
+
     const notFound = (key: string) => new ObjectNotFound({ code: "OBJECT_NOT_FOUND", key, detail: `no object ${key}` })
 
     const head = Effect.fn("ObjectAccess.head")(function* (token: string | undefined, key: string) {
@@ -104,6 +124,7 @@ export class ObjectAccess extends Effect.Service<ObjectAccess>()("fleet/ObjectAc
     ) {
       yield* allowKey(token, key, "write")
       yield* beaconsElsewhere(key)
+      yield* publicationElsewhere(key)
       const outcome = yield* gateway.write(key, body, condition)
       if (!outcome.written && condition.kind !== "always") {
         const current = Option.getOrNull(Option.map(outcome.head, (h) => h.sha256))

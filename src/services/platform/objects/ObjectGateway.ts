@@ -43,7 +43,8 @@ export class ObjectGateway extends Effect.Service<ObjectGateway>()("platform/Obj
     const store = yield* ObjectStore
     const fence = yield* Effect.serviceOption(StorageFence)
     const writable = yield* prefixList("KEEL_OBJECT_PREFIXES", "host_health/,state/,release-runs/,releases/")
-    const immutable = yield* prefixList("KEEL_OBJECT_IMMUTABLE_PREFIXES", "releases/")
+    // Releases, and the reconciler's run reports (immutable records: each run id is written once).
+    const immutable = yield* prefixList("KEEL_OBJECT_IMMUTABLE_PREFIXES", "releases/,state/autonomy/services/runs/")
 
     const authorize = (key: string) =>
       Effect.gen(function* () {
