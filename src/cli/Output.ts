@@ -1,11 +1,17 @@
 import { HelpDoc, Options, ValidationError } from "@effect/cli"
-import { Console, Data, Effect, Either, ParseResult, Schema } from "effect"
+import { Console, Data, Effect, Either, ParseResult, Schema, SchemaAST } from "effect"
 import { codeFromTag } from "../http/Problem.js"
 
 export const json = Options.boolean("json").pipe(Options.withDescription("Print machine-readable JSON on stdout"))
 
-/** A command failed for a reason the user can act on; main prints `detail` and exits 1. */
-export class CommandFailed extends Data.TaggedError("CommandFailed")<{ readonly detail: string }> {}
+/**
+ * A command failed for a reason the user can act on; main prints `detail` and exits 1 (with `--json`, `code` —
+ * when the reason has one, e.g. the control plane's — else `COMMAND_FAILED`).
+ */
+export class CommandFailed extends Data.TaggedError("CommandFailed")<{
+  readonly detail: string
+  readonly code?: string
+}> {}
 
 /** Ends the command with this exact exit code (a remote command's), after its output was shown. */
 export class ExitWith extends Data.TaggedError("ExitWith")<{ readonly code: number }> {}
@@ -88,7 +94,37 @@ export const durationOption = (name: string) =>
               HelpDoc.p(`--${name}: expected a duration such as 30s, 5m, 2h, 1d (got "${text}")`)
             )
           ),
-        onRight: Effect.succeed
+        onRight: (millis) =>
+          millis > 0
+            ? Effect.succeed(millis)
+            : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name}: must be longer than 0 (got "${text}")`)))
       })
     )
   )
+
+/**
+ * Decodes a command-line value with a schema; a refusal is a usage error in one line naming the argument and
+ * what it must be (its `description` annotation when it has one), never the value or a schema tree.
+ */
+const decodeOrSay =
+  <A>(schema: Schema.Schema<A, string>, name: string) =>
+  (text: string): Effect.Effect<A, string> =>
+    Either.match(Schema.decodeEither(schema)(text), {
+      onLeft: () => {
+        const described = SchemaAST.getDescriptionAnnotation(schema.ast)
+        return Effect.fail(`${name}: must be ${described._tag === "Some" ? described.value : "a valid value"}`)
+      },
+      onRight: Effect.succeed
+    })
+
+/** For `Args.mapEffect`. */
+export const decodeArgument =
+  <A>(schema: Schema.Schema<A, string>, name: string) =>
+  (text: string) =>
+    Effect.mapError(decodeOrSay(schema, name)(text), (message) => HelpDoc.p(message))
+
+/** For `Options.mapEffect`. */
+export const decodeOption =
+  <A>(schema: Schema.Schema<A, string>, name: string) =>
+  (text: string) =>
+    Effect.mapError(decodeOrSay(schema, name)(text), (message) => ValidationError.invalidValue(HelpDoc.p(message)))

@@ -2,6 +2,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { controlPlaneClient } from "../http/Clients.js"
+import { codeFromTag } from "../http/Problem.js"
 import { configuredAccess } from "../services/fleet/objects/ObjectApiClient.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { CommandFailed, ExitWith, emit, json } from "./Output.js"
@@ -34,10 +35,12 @@ export const controlPlane = Effect.gen(function* () {
 /** A refusal of the control plane as one line (its code and detail), or a transport failure. */
 export const refused = (error: unknown) => {
   const e = error as { code?: string; detail?: string; message?: string; _tag?: string }
-  return new CommandFailed({
-    detail:
-      e.code !== undefined ? `${e.code}: ${e.detail ?? ""}` : `the control plane: ${e.message ?? e._tag ?? "failed"}`
-  })
+  return e.code !== undefined
+    ? new CommandFailed({ code: e.code, detail: `${e.code}: ${e.detail ?? ""}` })
+    : new CommandFailed({
+        code: e._tag === undefined || e._tag === "RequestError" ? "CONTROL_PLANE_UNREACHABLE" : codeFromTag(e._tag),
+        detail: `the control plane: ${e.message ?? e._tag ?? "failed"}`
+      })
 }
 
 const probe = Command.make(

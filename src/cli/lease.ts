@@ -2,11 +2,14 @@ import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
 import { ServicesLive } from "../layers/Live.js"
 import { type Lease, LeaseHolder, LeaseKey, Leases } from "../services/platform/Leases.js"
-import { durationOption, emit, failWith, iso, json, table } from "./Output.js"
+import { decodeArgument, decodeOption, durationOption, emit, failWith, iso, json, table } from "./Output.js"
 
-const key = Args.text({ name: "KEY" }).pipe(Args.withSchema(LeaseKey), Args.withDescription("The lease key"))
+const key = Args.text({ name: "KEY" }).pipe(
+  Args.mapEffect(decodeArgument(LeaseKey, "KEY")),
+  Args.withDescription("The lease key")
+)
 const holder = Options.text("holder").pipe(
-  Options.withSchema(LeaseHolder),
+  Options.mapEffect(decodeOption(LeaseHolder, "--holder")),
   Options.withDescription("Who holds the lease (a host, a run id, a person)")
 )
 const ttl = durationOption("ttl").pipe(

@@ -1,5 +1,6 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
+import { codeFromTag } from "../http/Problem.js"
 import { ReconcilerOpsLive } from "../layers/Live.js"
 import { thisHostName } from "../services/fleet/Channels.js"
 import { HostUnits, probeUrl } from "../services/fleet/reconciler/HostUnits.js"
@@ -36,6 +37,7 @@ const hereAnswer = <A extends object, E extends { readonly _tag: string; readonl
             {
               ok: false,
               error: {
+                code: "code" in error && typeof error.code === "string" ? error.code : codeFromTag(error._tag),
                 _tag: error._tag,
                 ...("command" in error && typeof error.command === "string" ? { command: error.command } : {}),
                 detail: error.detail
@@ -65,7 +67,11 @@ const hereVerb = (verb: "show" | "ensure" | "kick" | "reassert", service: string
     if (verb === "reassert") return yield* manager.reassertTimer(declared)
     const problem = renderProblem(found.service)
     if (problem !== undefined)
-      return yield* Effect.fail({ _tag: "DeclarationIncomplete", detail: `${service}: ${problem}` })
+      return yield* Effect.fail({
+        _tag: "DeclarationIncomplete",
+        code: "DECLARATION_INCOMPLETE",
+        detail: `${service}: ${problem}`
+      })
     const definition = renderUnit(found.service, found.target.os)
     return verb === "kick" ? yield* manager.kick(definition) : yield* manager.ensure(definition)
   })
@@ -165,19 +171,20 @@ const repair = (verb: "ensure" | "kick" | "reassert", description: string) =>
         Effect.mapError((error) =>
           "detail" in error
             ? {
+                code: "code" in error && typeof error.code === "string" ? error.code : codeFromTag(error._tag),
                 _tag: error._tag,
                 detail: String(error.detail),
                 command: "command" in error ? String(error.command) : undefined
               }
-            : { _tag: "Failed", detail: String(error) }
+            : { code: "FAILED", _tag: "Failed", detail: String(error) }
         ),
         Effect.either
       )
       if (outcome._tag === "Left") {
-        const { _tag, command, detail } = outcome.left
+        const { _tag, code, command, detail } = outcome.left
         yield* emit(
           json,
-          { ok: false, error: { _tag, ...(command === undefined ? {} : { command }), detail } },
+          { ok: false, error: { code, _tag, ...(command === undefined ? {} : { command }), detail } },
           (a) => `${a.error._tag}: ${a.error.detail}`
         )
         return yield* new ExitWith({ code: 1 })

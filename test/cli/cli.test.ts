@@ -161,6 +161,18 @@ describe("ctl", () => {
       assert.strictEqual(run.exitCode, 2)
       assert.include(run.stderr + run.stdout, '--ttl: expected a duration such as 30s, 5m, 2h, 1d (got "bogus")')
       assert.notInclude(run.stderr + run.stdout, "Transformation")
+      const zero = yield* runCli(["lease", "acquire", "x:y", "--holder", "a", "--ttl", "0s"], {
+        KEEL_DATA_DIR: freshDataDir()
+      })
+      assert.strictEqual(zero.exitCode, 2)
+      assert.include(zero.stderr + zero.stdout, "--ttl: must be longer than 0")
+      const badKey = yield* runCli(["lease", "acquire", "bad key!", "--holder", "a"], { KEEL_DATA_DIR: freshDataDir() })
+      assert.strictEqual(badKey.exitCode, 2)
+      assert.include(
+        badKey.stderr + badKey.stdout,
+        "KEY: must be letters, digits and . _ : / -, at most 200 characters"
+      )
+      assert.notInclude(badKey.stderr + badKey.stdout, "bad key!")
     })
   )
 

@@ -7,6 +7,7 @@ import {
   AutonomyControl,
   AutonomyScheduleLive,
   beaconKey,
+  FleetRegistry,
   HostUnits,
   LATEST_REPORT_KEY,
   Leases,
@@ -296,6 +297,27 @@ describe("the first table, executed (EnforceOwned)", () => {
       assert.notInclude(hosts.commands, "alpha: restart keel-api.service")
     }).pipe(Effect.provide(layer))
   })
+
+  it.effect(
+    "an operator's reassert of a service that is not a oneshot timer is refused before the host, never a breaker failure",
+    () => {
+      const { hosts, layer } = setup()
+      return Effect.gen(function* () {
+        yield* healthyFleet(hosts)
+        const reconciler = yield* ServiceReconciler
+        const before = hosts.commands.length
+        for (let i = 0; i < 4; i++) {
+          const refused = yield* Effect.flip(reconciler.operate("reassert", "api", "alpha"))
+          assert.deepInclude(refused, { _tag: "ServiceOperationRefused", code: "REASSERT_REFUSED" })
+        }
+        const incomplete = yield* Effect.flip(reconciler.operate("ensure", "legacy", "alpha"))
+        assert.deepInclude(incomplete, { _tag: "ServiceOperationRefused", code: "DECLARATION_INCOMPLETE" })
+        assert.strictEqual(hosts.commands.length, before, "nothing ran on the host")
+        const policy = reconciler.policyOf(yield* (yield* FleetRegistry).read())
+        assert.strictEqual((yield* (yield* AutonomyControl).breaker("alpha", policy)).failures, 0)
+      }).pipe(Effect.provide(layer))
+    }
+  )
 
   it.effect(
     "a declaration without program → declaration_incomplete, refused; recovery-managed units are left alone",

@@ -359,6 +359,12 @@ describe("ctl release submit", () => {
     const norecipe = submit(f, bare, "1.0.0")
     assert.strictEqual(norecipe.code, 1)
     assert.strictEqual(norecipe.json.error.code, "SUBMIT_REFUSED")
+    // A directory that is not a git work tree at all is the source's problem, not a missing recipe.
+    const plain = path.join(f.dir, "plain")
+    fs.mkdirSync(plain)
+    const notGit = submit(f, plain, "1.0.0")
+    assert.strictEqual(notGit.code, 1)
+    assert.strictEqual(notGit.json.error.code, "SOURCE_REFUSED")
     // A recipe naming a secret the registry does not allow (agent.skarbiec.secret_fields).
     const greedy = path.join(f.dir, "greedy")
     writeSource(greedy, 0, { OTHER: "build-secrets#other" })

@@ -540,6 +540,14 @@ layer(
         404,
         "RELEASE_RUN_NOT_FOUND"
       )
+      // Not a run id at all (a path of its own): no such run, never a store error.
+      yield* expectProblem(
+        "controlplane",
+        "/api/workflows/release-run/{run_id}",
+        { method: "GET", url: "/api/workflows/release-run/..%2F..%2Fx", headers: bearer(reader) },
+        404,
+        "RELEASE_RUN_NOT_FOUND"
+      )
 
       // The storage-root handoff's reconcile path.
       const reconcile = "/api/host/storage-root-reconcile"

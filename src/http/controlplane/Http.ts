@@ -257,6 +257,13 @@ export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", 
     const runs = yield* RunRecords
     const recordOf = (runId: string) =>
       Effect.gen(function* () {
+        // A run id names objects: what is not one (32 hexadecimal digits) names no run, and is never looked up.
+        if (!/^[0-9a-f]{32}$/.test(runId))
+          return yield* new ReleaseRunNotFound({
+            code: "RELEASE_RUN_NOT_FOUND",
+            run_id: runId.slice(0, 80),
+            detail: "no such release run: a run id is 32 hexadecimal digits"
+          })
         const found = yield* runs.read(runId).pipe(Effect.orDie)
         if (Option.isNone(found))
           return yield* new ReleaseRunNotFound({

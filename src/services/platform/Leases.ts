@@ -6,7 +6,11 @@ export const LeaseKey = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/),
   Schema.annotations({ description: "letters, digits and . _ : / -, at most 200 characters" })
 )
-export const LeaseHolder = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
+export const LeaseHolder = Schema.String.pipe(
+  Schema.minLength(1),
+  Schema.maxLength(200),
+  Schema.annotations({ description: "1 to 200 characters" })
+)
 
 /**
  * A time-bounded exclusive claim on a key. `fence` grows by one with every new holder (never on a

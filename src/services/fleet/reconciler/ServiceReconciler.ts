@@ -69,6 +69,12 @@ export class UnknownService extends Schema.TaggedError<UnknownService>()("Unknow
   detail: Schema.String
 }) {}
 
+/** An operator's repair that cannot apply to this declaration: refused before the host is touched (never a breaker failure). */
+export class ServiceOperationRefused extends Schema.TaggedError<ServiceOperationRefused>()("ServiceOperationRefused", {
+  code: Schema.Literal("DECLARATION_INCOMPLETE", "REASSERT_REFUSED"),
+  detail: Schema.String
+}) {}
+
 /**
  * The service reconciler (seed 002, "Unit state and service reconciliation"): joins each declared unit's row in
  * its host's newest beacon with a fresh endpoint sweep and host probes, decides (`decideUnit`), executes what
@@ -379,6 +385,8 @@ export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("flee
             .map((s) => ({ target: t, service: s }))
         )
         if (matches.length === 1) return matches[0]!
+        if (target !== undefined && !snapshot.registry.targets.some((t) => t.name === target))
+          return yield* new UnknownService({ detail: `${target} is not a target of the registry` })
         return yield* new UnknownService({
           detail:
             matches.length === 0
@@ -397,8 +405,15 @@ export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("flee
       Effect.gen(function* () {
         const snapshot = yield* registry.read({ allowCached: true })
         const found = yield* declared(name, target)
+        if (verb === "reassert" && found.service.kind !== "oneshot-timer") {
+          return yield* new ServiceOperationRefused({
+            code: "REASSERT_REFUSED",
+            detail: `${name} is a ${found.service.kind}, not a oneshot-timer: reassert re-enables a timer; use ensure or kick`
+          })
+        }
         const problem = verb === "reassert" ? undefined : renderProblem(found.service)
-        if (problem !== undefined) return yield* new UnknownService({ detail: `${name}: ${problem}` })
+        if (problem !== undefined)
+          return yield* new ServiceOperationRefused({ code: "DECLARATION_INCOMPLETE", detail: `${name}: ${problem}` })
         const key = serviceLeaseKey(found.target.name, name)
         yield* leases.acquire(key, holder, "10 minutes")
         const declaredUnit = { name, unit: found.service.unit, program: found.service.program }

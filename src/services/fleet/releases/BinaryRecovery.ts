@@ -18,6 +18,7 @@ import { canonicalBytes } from "./CanonicalJson.js"
 import { ReleaseAuthority } from "./ReleaseAuthority.js"
 import { type ReleaseReader, releaseKey, verifyRelease } from "./ReleaseManifest.js"
 import { objectStoreReader } from "./ReleaseReaders.js"
+import { VERSION_PATTERN } from "./ReleaseRun.js"
 
 /** The request cannot start: unknown target, no `ctl` binary declared, no registry. Nothing changed. */
 export class RecoveryRefused extends Schema.TaggedError<RecoveryRefused>()("RecoveryRefused", {
@@ -224,6 +225,11 @@ export class BinaryRecovery extends Effect.Service<BinaryRecovery>()("fleet/Bina
           } satisfies RecoveryAnswer
         }
         const version = request.release.value
+        // A version names objects in the store: one that is not a version is the caller's mistake, never a lookup.
+        if (!VERSION_PATTERN.test(version))
+          return yield* refused(
+            `${JSON.stringify(version.slice(0, 80))} is not a version (letters, digits, . + _ -; at most 64, starting with a letter or digit)`
+          )
         const binaryName = request.binary ?? TOOL_BINARY
         const binary = target.binaries.find((b) => b.name === binaryName)
         if (binary === undefined)

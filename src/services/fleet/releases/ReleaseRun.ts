@@ -22,7 +22,7 @@ import {
   runIdOf,
   runKeys
 } from "./RunRecords.js"
-import { archiveSource, commitTime, committedFile } from "./SourceArchive.js"
+import { archiveSource, checkSourceTop, commitTime, committedFile } from "./SourceArchive.js"
 
 /** The submit cannot start: a bad version or channel, no recipe, no builder for its platform. Nothing was written. */
 export class SubmitRefused extends Schema.TaggedError<SubmitRefused>()("SubmitRefused", {
@@ -372,6 +372,8 @@ export class ReleaseRun extends Effect.Service<ReleaseRun>()("fleet/ReleaseRun",
           const recipeFile = request.recipeFile ?? RECIPE_FILE
           if (!/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/.test(recipeFile) || recipeFile.split("/").includes(".."))
             return yield* refused(`${recipeFile} is not a relative path inside the tree`)
+          // Not a work tree's top is the source's problem (SOURCE_REFUSED), not a missing recipe.
+          yield* checkSourceTop(request.source)
           const headRecipe = yield* recipeAt(request.source, "HEAD", recipeFile)
           const dir = yield* spool
           const archive = path.join(dir, "source.tar.gz")

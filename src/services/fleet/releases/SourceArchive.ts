@@ -71,7 +71,8 @@ const git = (cwd: string, args: ReadonlyArray<string>, out?: string) =>
  * whose entries would carry the current time) with `tar.umask=0022` and `core.autocrlf=false`, under the prefix
  * `<product>-<version>/`: the same commit gives the same bytes with the same git. No remote is ever contacted.
  */
-export const archiveSource = (source: string, product: string, version: string, out: string) =>
+/** Refused unless `source` is the top of a git work tree (what every read of a release's source assumes). */
+export const checkSourceTop = (source: string) =>
   Effect.gen(function* () {
     const refused = (detail: string) => new SourceRefused({ code: "SOURCE_REFUSED", detail })
     const root = path.resolve(source)
@@ -80,6 +81,13 @@ export const archiveSource = (source: string, product: string, version: string, 
     if (top.code !== 0) return yield* refused(`${root} is not a git work tree: ${top.stderr}`)
     if (fs.realpathSync(top.stdout.trim()) !== fs.realpathSync(root))
       return yield* refused(`${root} is inside the work tree ${top.stdout.trim()}: give its top`)
+    return root
+  })
+
+export const archiveSource = (source: string, product: string, version: string, out: string) =>
+  Effect.gen(function* () {
+    const refused = (detail: string) => new SourceRefused({ code: "SOURCE_REFUSED", detail })
+    const root = yield* checkSourceTop(source)
     const head = yield* git(root, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
     if (head.code !== 0) return yield* refused(`${root} has no commit: commit the tree first`)
     const status = yield* git(root, ["status", "--porcelain=v1", "--untracked-files=all"])
