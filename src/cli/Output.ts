@@ -40,6 +40,15 @@ export const printJson = (value: unknown, options: { readonly compact?: boolean 
 export const emit = <A>(asJson: boolean, value: A, human: (value: A) => string) =>
   asJson ? printJson(value) : Console.log(human(value))
 
+/** An error's stable code: its own UPPER_SNAKE `code` when it carries one, else its tag in that form. */
+export const errorCode = (error: unknown): string => {
+  const { _tag, code } = (typeof error === "object" && error !== null ? error : {}) as {
+    readonly _tag?: unknown
+    readonly code?: unknown
+  }
+  return typeof code === "string" && code !== "" ? code : codeFromTag(typeof _tag === "string" ? _tag : "Failed")
+}
+
 /**
  * Turns a typed error carrying a `detail` into a CommandFailed (and, with --json, a JSON error on stdout
  * whose `code` is the error's stable UPPER_SNAKE code, or its tag in that form: `UnknownTarget` → `UNKNOWN_TARGET`).
@@ -48,9 +57,7 @@ export const failWith =
   (asJson: boolean) =>
   <E extends { readonly _tag: string; readonly detail: string; readonly code?: string }>(error: E) =>
     Effect.zipRight(
-      asJson
-        ? printJson({ error: { code: error.code ?? codeFromTag(error._tag), detail: error.detail } }, { compact: true })
-        : Effect.void,
+      asJson ? printJson({ error: { code: errorCode(error), detail: error.detail } }, { compact: true }) : Effect.void,
       Effect.fail(new CommandFailed({ detail: error.detail }))
     )
 

@@ -1,13 +1,12 @@
 import { ValidationError } from "@effect/cli"
 import { NodeContext } from "@effect/platform-node"
 import { Cause, ConfigError, Console, Effect, Exit, Layer, Option } from "effect"
-import { codeFromTag } from "../http/Problem.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { loggerFromConfig } from "../services/platform/Logging.js"
 import { packageVersion } from "../services/platform/Package.js"
 import { ctl, runCtl } from "./Cli.js"
 import { type CommandNode, commandTree, groupHelp } from "./Help.js"
-import { ExitWith, forgetPrintedJson, jsonPrinted, printJson } from "./Output.js"
+import { ExitWith, errorCode, forgetPrintedJson, jsonPrinted, printJson } from "./Output.js"
 
 /** Exit codes: 0 ok (and a clean shutdown on SIGTERM/SIGINT), 1 failure, 2 usage. */
 export const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
@@ -42,12 +41,7 @@ export const failureLine = (error: unknown): string => {
  */
 const jsonFailure = (error: unknown, asJson: boolean) => {
   if (!asJson || jsonPrinted()) return Effect.void
-  const own = textOf(error, "code")
-  const tag = textOf(error, "_tag")
-  return printJson(
-    { error: { code: own || codeFromTag(tag || "Failed"), detail: failureLine(error) } },
-    { compact: true }
-  )
+  return printJson({ error: { code: errorCode(error), detail: failureLine(error) } }, { compact: true })
 }
 
 /** One line on stderr for failures the CLI did not already explain (usage errors print their own help). */

@@ -1,6 +1,5 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
-import { codeFromTag } from "../http/Problem.js"
 import { ReconcilerOpsLive } from "../layers/Live.js"
 import { thisHostName } from "../services/fleet/Channels.js"
 import { HostUnits, probeUrl } from "../services/fleet/reconciler/HostUnits.js"
@@ -9,7 +8,7 @@ import type { ServiceReport, ServiceRow } from "../services/fleet/reconciler/Ser
 import { ServiceViews } from "../services/fleet/reconciler/ServiceViews.js"
 import { ServiceManager } from "../services/fleet/units/ServiceManager.js"
 import { renderProblem, renderUnit } from "../services/fleet/units/UnitRender.js"
-import { CommandFailed, ExitWith, emit, failWith, json, table } from "./Output.js"
+import { CommandFailed, ExitWith, emit, errorCode, failWith, json, table } from "./Output.js"
 
 const name = Args.text({ name: "NAME" }).pipe(Args.withDescription("The service's name in the registry"))
 const targetOption = Options.text("target").pipe(
@@ -37,7 +36,7 @@ const hereAnswer = <A extends object, E extends { readonly _tag: string; readonl
             {
               ok: false,
               error: {
-                code: "code" in error && typeof error.code === "string" ? error.code : codeFromTag(error._tag),
+                code: errorCode(error),
                 _tag: error._tag,
                 ...("command" in error && typeof error.command === "string" ? { command: error.command } : {}),
                 detail: error.detail
@@ -171,7 +170,7 @@ const repair = (verb: "ensure" | "kick" | "reassert", description: string) =>
         Effect.mapError((error) =>
           "detail" in error
             ? {
-                code: "code" in error && typeof error.code === "string" ? error.code : codeFromTag(error._tag),
+                code: errorCode(error),
                 _tag: error._tag,
                 detail: String(error.detail),
                 command: "command" in error ? String(error.command) : undefined

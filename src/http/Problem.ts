@@ -1,7 +1,13 @@
 import { STATUS_CODES } from "node:http"
 import { HttpServerError, HttpServerRequest, HttpServerResponse, Multipart } from "@effect/platform"
 import { Cause, Effect, Option, Schema } from "effect"
-import { plainExpectation, relevantIssues, withoutValue, withoutValues } from "../services/platform/Validation.js"
+import {
+  plainExpectation,
+  relevantIssues,
+  shortened,
+  withoutValue,
+  withoutValues
+} from "../services/platform/Validation.js"
 
 /**
  * The one error body of every Keel HTTP surface (RFC 9457 problem details).
@@ -67,9 +73,6 @@ export const problem = (
   detail,
   code
 })
-
-/** `text` cut to `max` characters (an ellipsis marks the cut), for echoing client input in a detail. */
-const shortened = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max)}…`)
 
 export const problemResponse = (
   status: number,

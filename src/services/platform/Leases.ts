@@ -96,7 +96,6 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
         )
       })
 
-    /** Takes the lease, or extends it when `holder` already has it; fails with LeaseHeld otherwise. */
     /** The conditional upsert: the lease, or undefined when another holder has it. */
     const upsert = (key: string, holder: string, ttl: Duration.DurationInput) =>
       Effect.gen(function* () {
@@ -119,6 +118,7 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
         return row === undefined ? undefined : fromRow(row)
       })
 
+    /** Takes the lease, or extends it when `holder` already has it; fails with LeaseHeld otherwise. */
     const acquire = Effect.fn("Leases.acquire")(
       function* (key: string, holder: string, ttl: Duration.DurationInput) {
         // A lease that lapses between the refused upsert and the read of its holder is simply tried again:

@@ -74,8 +74,10 @@ export const relevantIssues = <I extends { readonly path: ReadonlyArray<Property
   })
 
 /** An issue quoting a long value (a 2 000-character description) says what is wrong in a line, not the value. */
-const ISSUE_MAX = 300
-const atMost = (max: number, text: string) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`)
+const ISSUE_KEPT = 299 // with the mark, at most 300 characters
+
+/** `text` cut to `max` characters (an ellipsis marks the cut), for echoing input in a message. */
+export const shortened = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max)}…`)
 
 /**
  * A decode failure as one line: `path.to.field: message; …`, the first `limit` issues. Every refusal
@@ -95,6 +97,6 @@ export const formatIssues = (
     .slice(0, options.limit ?? Number.POSITIVE_INFINITY)
     .map(
       (issue) =>
-        `${options.prefix ?? ""}${issue.path.length === 0 ? (options.root ?? "(root)") : issue.path.join(".")}: ${atMost(ISSUE_MAX, plainExpectation(options.withoutValues === true ? withoutValue(issue.message) : issue.message))}`
+        `${options.prefix ?? ""}${issue.path.length === 0 ? (options.root ?? "(root)") : issue.path.join(".")}: ${shortened(plainExpectation(options.withoutValues === true ? withoutValue(issue.message) : issue.message), ISSUE_KEPT)}`
     )
     .join("; ")

@@ -70,36 +70,22 @@ export class ObjectAccess extends Effect.Service<ObjectAccess>()("fleet/ObjectAc
       Effect.zipRight(allow(token, key, mode), checkKey(key))
 
     /**
-     * A beacon is written only through PUT /api/host-health, which validates it against the registry and never
-     * stores one older than the stored one; raw bytes here would bypass both (and a delete, the rollback guard).
+     * Keys the object API never writes, because another writer owns them and a raw write would bypass its
+     * rules: a beacon (PUT /api/host-health validates it against the registry and never stores an older one; a
+     * delete would undo that guard), and a version's published files (`source-revision.json`, the archive,
+     * qualification, signature and `release.json`, the commit marker: written only by the signed, ordered
+     * publication — one written here first would make it conflict, and an immutable object is never taken back).
      */
-    const beaconsElsewhere = (key: string) =>
-      HOST_OBJECT.test(key)
-        ? Effect.fail(
-            new ObjectWriteUnauthorized({
-              code: "OBJECT_WRITE_UNAUTHORIZED",
-              key,
-              detail: `${key} is a host's beacon: it is written through PUT /api/host-health (validated, never older than the stored one) and cleared with ctl host beacon clear`
-            })
-          )
-        : Effect.void
-
-    /**
-     * A version's published files (`source-revision.json`, the archive, qualification, signature and `release.json`,
-     * the commit marker) are written only by its signed, ordered publication in the control plane: one written
-     * here first would make that publication conflict, and an immutable object can never be taken back.
-     */
-    const publicationElsewhere = (key: string) => {
-      const file = RELEASE_FILE.exec(key)?.[1]
-      return file !== undefined && (PUBLISHED_FILES as ReadonlyArray<string>).includes(file)
-        ? Effect.fail(
-            new ObjectWriteUnauthorized({
-              code: "OBJECT_WRITE_UNAUTHORIZED",
-              key,
-              detail: `${key} is a published release file: only the release's signed publication writes it (ctl release submit)`
-            })
-          )
-        : Effect.void
+    const ownedElsewhere = (key: string, mode: "write" | "delete") => {
+      const release = RELEASE_FILE.exec(key)?.[1]
+      const why = HOST_OBJECT.test(key)
+        ? "is a host's beacon: it is written through PUT /api/host-health (validated, never older than the stored one) and cleared with ctl host beacon clear"
+        : mode === "write" && release !== undefined && (PUBLISHED_FILES as ReadonlyArray<string>).includes(release)
+          ? "is a published release file: only the release's signed publication writes it (ctl release submit)"
+          : undefined
+      return why === undefined
+        ? Effect.void
+        : Effect.fail(new ObjectWriteUnauthorized({ code: "OBJECT_WRITE_UNAUTHORIZED", key, detail: `${key} ${why}` }))
     }
 
     const notFound = (key: string) => new ObjectNotFound({ code: "OBJECT_NOT_FOUND", key, detail: `no object ${key}` })
@@ -123,8 +109,7 @@ export class ObjectAccess extends Effect.Service<ObjectAccess>()("fleet/ObjectAc
       condition: WriteCondition
     ) {
       yield* allowKey(token, key, "write")
-      yield* beaconsElsewhere(key)
-      yield* publicationElsewhere(key)
+      yield* ownedElsewhere(key, "write")
       const outcome = yield* gateway.write(key, body, condition)
       if (!outcome.written && condition.kind !== "always") {
         const current = Option.getOrNull(Option.map(outcome.head, (h) => h.sha256))
@@ -145,7 +130,7 @@ export class ObjectAccess extends Effect.Service<ObjectAccess>()("fleet/ObjectAc
 
     const remove = Effect.fn("ObjectAccess.delete")(function* (token: string | undefined, key: string) {
       yield* allowKey(token, key, "write")
-      yield* beaconsElsewhere(key)
+      yield* ownedElsewhere(key, "delete")
       if (!(yield* gateway.delete(key))) return yield* notFound(key)
     })
 
