@@ -7,8 +7,8 @@ import { claimWorker, releaseWorker } from "../services/fleet/handoff/HandoffEng
 import { handoffDir } from "../services/fleet/handoff/HandoffFiles.js"
 import { type ReconcilePhase, ReconcilePhases, StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
-import { controlPlaneAccess } from "./fleet.js"
-import { CommandFailed, ExitWith, failWith, json, printJson } from "./Output.js"
+import { controlPlaneAccess, refused } from "./fleet.js"
+import { CommandFailed, ExitWith, failWith, json } from "./Output.js"
 
 interface Answer {
   readonly exit_code: number
@@ -96,22 +96,15 @@ export const storageRootReconcile = Command.make(
       const request = (phase === "status" ? HttpClientRequest.get : HttpClientRequest.post)(
         `${access.url}/api/host/storage-root-reconcile?${query}`
       ).pipe(HttpClientRequest.bearerToken(access.token))
-      const response = yield* (yield* HttpClient.HttpClient)
-        .execute(request)
-        .pipe(Effect.mapError((error) => new CommandFailed({ detail: `the control plane: ${error.message}` })))
+      const response = yield* (yield* HttpClient.HttpClient).execute(request).pipe(Effect.mapError(refused))
       const body = (yield* response.json.pipe(
         Effect.mapError(
           () => new CommandFailed({ detail: `the control plane answered ${response.status} without JSON` })
         )
       )) as Answer & { code?: string; detail?: string }
-      if (response.status !== 200) {
-        if (json)
-          yield* printJson(
-            { error: { code: body.code ?? `HTTP_${response.status}`, detail: body.detail } },
-            { compact: true }
-          )
-        return yield* new CommandFailed({ detail: `${body.code ?? response.status}: ${body.detail ?? ""}` })
-      }
+      // main prints a refusal's `{"error": …}` under --json, with the control plane's code.
+      if (response.status !== 200)
+        return yield* Effect.fail(refused({ code: body.code ?? `HTTP_${response.status}`, detail: body.detail }))
       yield* show(json, target, transaction, phase, body)
     }).pipe(Effect.scoped, Effect.provide(FetchHttpClient.layer))
 ).pipe(Command.withDescription("A storage-root handoff phase on a target, through the control plane"))

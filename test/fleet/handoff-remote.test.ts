@@ -164,7 +164,7 @@ describe.skipIf(!sshdAvailable)("the storage-root handoff on a target reached ov
     // The writer runs on the target before the handoff (its own service manager).
     ctl(["service", "ensure", "writer", "--here", "--json"], remoteEnv)
 
-    const reconcile = (transaction: string, phase: string) => {
+    const reconcile = (transaction: string, phase: string, grant = "ops.grant") => {
       const result = spawnSync(
         process.execPath,
         [
@@ -183,7 +183,7 @@ describe.skipIf(!sshdAvailable)("the storage-root handoff on a target reached ov
             ...process.env,
             ...controlEnv,
             KEEL_CONTROL_PLANE_URL: url,
-            KEEL_GRANT_FILE: path.join(dir, "ops.grant")
+            KEEL_GRANT_FILE: path.join(dir, grant)
           },
           encoding: "utf8"
         }
@@ -201,6 +201,13 @@ describe.skipIf(!sshdAvailable)("the storage-root handoff on a target reached ov
       }
       throw new Error("the worker is still running")
     }
+
+    // A refusal of the control plane: exit 1, one `{"error": …}` document with its code, one line on stderr.
+    const denied = reconcile("t1", "run", "handoff.grant")
+    assert.strictEqual(denied.code, 1)
+    assert.deepEqual(Object.keys(denied.answer), ["error"])
+    assert.strictEqual(denied.answer.error.code, "STORAGE_RECONCILE_UNAUTHORIZED")
+    assert.match(denied.stderr, /^ctl: STORAGE_RECONCILE_UNAUTHORIZED: .+\n$/)
 
     const accepted = reconcile("t1", "run")
     assert.strictEqual(accepted.code, 0, accepted.stderr)
