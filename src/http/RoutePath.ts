@@ -8,8 +8,12 @@
  * CORS routes, body limits) reads this, so it can never classify a request differently from the route that
  * answers it. Lower-cased: never for reading a parameter's value.
  */
+/** The request target without the scheme and host a full URL in the request line carries (`POST http://host/api/…`). */
+export const originStripped = (url: string): string =>
+  url.charCodeAt(0) === 47 ? url : url.replace(/^https?:\/\/[^/]*/, "")
+
 export const routePath = (url: string): string => {
-  let path = url.charCodeAt(0) === 47 ? url : url.replace(/^https?:\/\/.*?\//, "/")
+  let path = originStripped(url)
   path = path.replace(/\/\/+/g, "/")
   const end = path.slice(1).search(/[?;#]/)
   if (end >= 0) path = path.slice(0, end + 1)

@@ -28,6 +28,7 @@ import {
   ObjectStoreError,
   type WriteCondition
 } from "../../services/platform/objects/ObjectStore.js"
+import { originStripped } from "../RoutePath.js"
 import {
   ControlPlaneApi,
   InvalidReconcileRequest,
@@ -82,7 +83,7 @@ const conditionOf = (headers: {
  * (a full URL's scheme and host skipped, repeated slashes, any case, percent-encoded letters), the key untouched.
  */
 export const encodedObjectKey = (url: string) => {
-  const pathname = (url.charCodeAt(0) === 47 ? url : url.replace(/^https?:\/\/[^/]*/, "")).split(/[?#]/)[0] ?? ""
+  const pathname = originStripped(url).split(/[?#]/)[0] ?? ""
   const segments = pathname.split("/")
   let at = 0
   for (const name of ["api", "objects"]) {
