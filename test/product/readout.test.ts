@@ -4,7 +4,15 @@ import { SqlClient } from "@effect/sql"
 import { assert, describe, it, layer } from "@effect/vitest"
 import Database from "better-sqlite3"
 import { Effect } from "effect"
-import { chiSquareGoodnessOfFit, gammaQ, normalCdf, probabilityToBeat, twoProportionZTest, wilsonInterval } from "keel"
+import {
+  chiSquareGoodnessOfFit,
+  gammaQ,
+  normalCdf,
+  probabilityToBeat,
+  referrerHost,
+  twoProportionZTest,
+  wilsonInterval
+} from "keel"
 import { runCli } from "../support/cli.js"
 import { HttpTest } from "../support/http.js"
 import { registryDir } from "./registry-fixture.js"
@@ -14,6 +22,22 @@ const close = (actual: number | null | undefined, expected: number, tolerance = 
     actual !== null && actual !== undefined && Math.abs(actual - expected) <= tolerance,
     `${what}: ${actual} is not within ${tolerance} of ${expected}`
   )
+
+describe("a referrer's host, as top_referrers groups by it", () => {
+  it("is the URL parser's host: credentials, ports, IPv6 literals and backslashes read as a browser reads them", () => {
+    assert.strictEqual(referrerHost("https://user:pw@www.Evil.com:8080/x"), "evil.com")
+    assert.strictEqual(referrerHost("https://token@example.org/"), "example.org")
+    assert.strictEqual(referrerHost("https://a.com@b.com/"), "b.com")
+    assert.strictEqual(referrerHost("https://[::1]:8080/"), "[::1]")
+    assert.strictEqual(referrerHost("https://d.com\\@e.com/"), "d.com")
+    assert.strictEqual(referrerHost("android-app://com.google.android.gm/"), "com.google.android.gm")
+    assert.strictEqual(referrerHost("news.ycombinator.com/item?id=1"), "news.ycombinator.com")
+    assert.strictEqual(referrerHost("localhost:3000/x"), "localhost")
+    assert.isNull(referrerHost(""))
+    assert.isNull(referrerHost("about:blank"))
+    assert.isNull(referrerHost("http://"))
+  })
+})
 
 describe("readout statistics", () => {
   it("normal distribution function: published table values", () => {
@@ -397,6 +421,39 @@ describe("ctl product", () => {
         assert.strictEqual(JSON.parse(badDate.stdout).error.code, "INVALID_DATE")
         const badInterval = yield* runCli(["product", "summary", "--site", "keel-docs", "--interval", "week"], env)
         assert.strictEqual(badInterval.exitCode, 2)
+      }),
+    60_000
+  )
+
+  it.live(
+    "migration 0006 recomputes the referrer hosts 0005's SQL had read wrongly (credentials, IPv6)",
+    () =>
+      Effect.gen(function* () {
+        const dir = registryDir().dir
+        const env = { KEEL_DATA_DIR: dir, KEEL_DEMO_DATA: "false" }
+        const first = yield* runCli(["product", "summary", "--site", "keel-docs", "--json"], env)
+        assert.strictEqual(first.exitCode, 0, first.stderr)
+        const db = new Database(path.join(dir, "keel.db"))
+        const event = db.prepare(
+          `INSERT INTO analytics_events (site_id, event_id, collector, name, occurred_at, visitor_id, referrer, referrer_host, received_at)
+           VALUES ('keel-docs', ?, 'web', 'pageview', ?, ?, ?, ?, 0)`
+        )
+        // As 0005 stored them, before 0006.
+        event.run("e-1", T0, "v-1", "https://user:pw@www.evil.com:8080/x", "user")
+        event.run("e-2", T0, "v-2", "https://[::1]:8080/", "[")
+        event.run("e-3", T0, "v-3", "https://evil.com/", "evil.com")
+        db.prepare("DELETE FROM keel_migrations_product WHERE name = 'analytics_referrer_host_parsed'").run()
+        db.close()
+
+        const summary = yield* runCli(
+          ["product", "summary", "--site", "keel-docs", "--from", "2026-01-10", "--to", "2026-01-10", "--json"],
+          env
+        )
+        assert.strictEqual(summary.exitCode, 0, summary.stderr)
+        assert.deepStrictEqual(JSON.parse(summary.stdout).top_referrers, [
+          { referrer: "evil.com", visitors: 2, pageviews: 2 },
+          { referrer: "[::1]", visitors: 1, pageviews: 1 }
+        ])
       }),
     60_000
   )

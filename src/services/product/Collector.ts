@@ -6,7 +6,7 @@ import { placeholders, type SqlParam } from "../platform/SqlDirect.js"
 import { formatIssues, BoundedText as Text } from "../platform/Validation.js"
 import { EventTimestamp, eventMillis } from "./EventTime.js"
 import { ProductConfig } from "./ProductConfig.js"
-import { pageExpression, referrerHostExpression, utmSourceExpression } from "./ReadoutSql.js"
+import { pageExpression, referrerHost, utmSourceExpression } from "./ReadoutSql.js"
 
 export const MAX_EVENTS_PER_BATCH = 500
 
@@ -73,7 +73,8 @@ const EVENT_COLUMNS = [
   "referrer",
   "utm",
   "props",
-  "received_at"
+  "received_at",
+  "referrer_host"
 ]
 const ATTRIBUTION_COLUMNS = [
   "site_id",
@@ -166,15 +167,15 @@ const safeJson = (value: unknown) => {
 /** `columnN` of a VALUES list: the value of that event column. */
 const valuesColumn = (column: string) => `column${EVENT_COLUMNS.indexOf(column) + 1}`
 
-/** The readout's derived columns (migration 0005), computed by SQLite from the inserted values. */
-const DERIVED = `${pageExpression(valuesColumn("url"))}, ${referrerHostExpression(valuesColumn("referrer"))}, ${utmSourceExpression(valuesColumn("utm"))}`
+/** The readout's derived columns (migration 0005) SQLite computes from the inserted values (`referrer_host` is a value). */
+const DERIVED = `${pageExpression(valuesColumn("url"))}, ${utmSourceExpression(valuesColumn("utm"))}`
 
 /**
  * The multi-row insert of `rows` events, with their derived columns; a retried event is skipped and not
  * returned. (`WHERE true` tells SQLite's parser that ON CONFLICT belongs to the INSERT.)
  */
 const insertEvents = (rows: number) =>
-  `INSERT INTO analytics_events (${EVENT_COLUMN_LIST}, page, referrer_host, utm_source)
+  `INSERT INTO analytics_events (${EVENT_COLUMN_LIST}, page, utm_source)
   SELECT ${EVENT_COLUMNS.map((c) => valuesColumn(c)).join(", ")}, ${DERIVED}
   FROM (VALUES ${placeholders(EVENT_COLUMNS.length, rows)}) WHERE true
   ON CONFLICT (site_id, event_id) DO NOTHING RETURNING event_id`
@@ -197,7 +198,8 @@ const eventRow = (siteId: string, kind: CollectorKind, now: number, event: Analy
   event.referrer ?? null,
   event.utm ? safeJson(event.utm) : null,
   event.props ? safeJson(event.props) : null,
-  now
+  now,
+  referrerHost(event.referrer)
 ]
 
 /** A visitor's first stored event as its attribution, in ATTRIBUTION_COLUMNS order. */

@@ -17,7 +17,29 @@ export const pageExpression = (url: string) => {
   ELSE coalesce(nullif(substr(${path}, 1, instr(replace(${path}, '#', '?') || '?', '?') - 1), ''), '/') END)`
 }
 
-/** `referrer`'s host, lower-cased, without `www.` (`https://www.News.ycombinator.com/x` → `news.ycombinator.com`). */
+/**
+ * `referrer`'s host as the readout groups by it: the WHATWG URL parser's host (what a browser would show:
+ * credentials, port, path dropped; `https://a.com@b.com/` is `b.com`, `https://[::1]:8080/` is `[::1]`,
+ * `https://d.com\\@e.com/` is `d.com`), lower-case, without a leading `www.`; a referrer without a scheme is
+ * read as `http://…` (`news.ycombinator.com/x`); null when there is no host to read.
+ */
+export const referrerHost = (referrer: string | null | undefined): string | null => {
+  if (referrer === null || referrer === undefined || referrer === "") return null
+  const direct = URL.canParse(referrer) ? new URL(referrer) : undefined
+  // `localhost:3000/x` parses as the scheme `localhost:` without a host: without `://` it is read as http.
+  const parsed =
+    direct?.hostname || referrer.includes("://") || !URL.canParse(`http://${referrer}`)
+      ? direct
+      : new URL(`http://${referrer}`)
+  const host = parsed?.hostname.toLowerCase() ?? ""
+  const bare = host.startsWith("www.") ? host.slice(4) : host
+  return bare === "" ? null : bare
+}
+
+/**
+ * The SQL reading of a referrer's host that migration 0005 backfilled with (kept for that migration's history;
+ * it read credentials and IPv6 literals wrongly, and migration 0006 recomputes the column with `referrerHost`).
+ */
 export const referrerHostExpression = (referrer: string) => {
   const rest = `(CASE WHEN instr(${referrer}, '://') > 0 THEN substr(${referrer}, instr(${referrer}, '://') + 3) ELSE ${referrer} END)`
   const host = `lower(substr(${rest}, 1, instr(replace(replace(replace(${rest}, '?', '/'), '#', '/'), ':', '/') || '/', '/') - 1))`

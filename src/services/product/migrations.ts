@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { DomainMigrations } from "../platform/Database.js"
-import { pageExpression, referrerHostExpression, utmSourceExpression } from "./ReadoutSql.js"
+import { pageExpression, referrerHost, referrerHostExpression, utmSourceExpression } from "./ReadoutSql.js"
 
 export const productMigrations: DomainMigrations = {
   domain: "product",
@@ -108,6 +108,24 @@ export const productMigrations: DomainMigrations = {
         (site_id, occurred_at, name, visitor_id, page, referrer_host, utm_source)`
       // Experiment conversions: does this subject have this event at or after its first exposure?
       yield* sql`CREATE INDEX analytics_events_conversions ON analytics_events (name, visitor_id, occurred_at)`
+    }),
+    "0006_analytics_referrer_host_parsed": Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      // 0005's SQL reading of the host took `user` from `https://user:pw@host/` and `[` from an IPv6
+      // literal: recomputed with the URL parser the collector now uses, in bounded batches.
+      let after = 0
+      for (;;) {
+        const rows = yield* sql<{ id: number; referrer: string; referrer_host: string | null }>`
+          SELECT rowid AS id, referrer, referrer_host FROM analytics_events
+          WHERE rowid > ${after} AND referrer IS NOT NULL ORDER BY rowid LIMIT 1000`
+        if (rows.length === 0) break
+        for (const row of rows) {
+          const host = referrerHost(row.referrer)
+          if (host !== row.referrer_host)
+            yield* sql`UPDATE analytics_events SET referrer_host = ${host} WHERE rowid = ${row.id}`
+        }
+        after = Number(rows[rows.length - 1]!.id)
+      }
     })
   }
 }
