@@ -139,6 +139,15 @@ describe("the client reporter never throws and never rejects", () => {
   })
 })
 
+describe("the client reporter called from plain JavaScript", () => {
+  it("without options, tracks and flushes without throwing", async () => {
+    const reporter = createReporter(undefined as unknown as ReporterOptions)
+    reporter.track("a")
+    await expect(reporter.flush()).resolves.toBeUndefined()
+    await expect(reporter.shutdown()).resolves.toBeUndefined()
+  })
+})
+
 describe("the client reporter's batching", () => {
   it("gives each event its own id, batches by size, keeps a bounded queue, sends keepalive only under 64 KiB", async () => {
     const ok = fakeFetch(() => 202)
@@ -152,12 +161,51 @@ describe("the client reporter's batching", () => {
     expect(sent.map((e) => e.name)).toContain("e39") // the newest are kept when the queue overflows
     expect(ok.calls[0]?.init.keepalive).toBe(true)
     expect(ok.calls[0]?.init.headers).toEqual({ "content-type": "text/plain;charset=UTF-8" })
+  })
 
+  it("keeps every body under 60 KiB of UTF-8 (the collector's 64 KiB default), in as many batches as it takes", async () => {
+    const bytes = (body: unknown) => Buffer.byteLength(String(body))
     const big = fakeFetch(() => 202)
     const heavy = createReporter(base({ fetch: big.fetch, batchSize: 100 }))
-    for (let i = 0; i < 30; i++) heavy.track("big", { pad: "x".repeat(3000) })
+    // 40 events of 700 `€` each: 2,100 bytes of props apiece, 84 KB together, but only 28 K UTF-16 units.
+    for (let i = 0; i < 40; i++) heavy.track(`big-${i}`, { t: "€".repeat(700) })
     await heavy.flush()
-    expect(big.calls[0]?.init.keepalive).toBe(false)
+    expect(big.calls.length).toBeGreaterThan(1)
+    expect(big.calls.every((c) => bytes(c.init.body) < 60 * 1024 && c.init.keepalive === true)).toBe(true)
+    expect(big.calls.flatMap((c) => c.body.events.map((e) => e.name))).toEqual(
+      Array.from({ length: 40 }, (_, i) => `big-${i}`)
+    )
+
+    // One event over the budget alone goes alone (the collector's answer decides), without keepalive.
+    const huge = fakeFetch(() => 202)
+    const lone = createReporter(base({ fetch: huge.fetch }))
+    lone.track("small")
+    lone.track("huge", { pad: "x".repeat(70_000) })
+    lone.track("after")
+    await lone.flush()
+    expect(huge.calls.map((c) => c.body.events.map((e) => e.name))).toEqual([["small"], ["huge"], ["after"]])
+    expect(huge.calls.map((c) => c.init.keepalive)).toEqual([true, false, true])
+  })
+
+  it("on page hide, splits the beacons by bytes too", async () => {
+    const listeners = new Map<string, () => void>()
+    const lifecycle = {
+      addEventListener: (type: string, fn: () => void) => void listeners.set(type, fn),
+      removeEventListener: (type: string) => void listeners.delete(type)
+    }
+    const beacons: Array<string> = []
+    const reporter = createReporter(
+      base({
+        lifecycle,
+        sendBeacon: (_url, data) => Buffer.byteLength(data) < 64 * 1024 && beacons.push(data) > 0
+      })
+    )
+    for (let i = 0; i < 40; i++) reporter.track(`e${i}`, { t: "€".repeat(700) })
+    listeners.get("pagehide")?.()
+    expect(beacons.length).toBeGreaterThan(1)
+    expect(beacons.flatMap((b) => JSON.parse(b).events.map((e: { name: string }) => e.name))).toEqual(
+      Array.from({ length: 40 }, (_, i) => `e${i}`)
+    )
   })
 
   it("on page hide, sends what is queued by beacon", async () => {

@@ -55,8 +55,20 @@ interface QueuedEvent {
   readonly props?: unknown
 }
 
-/** Browsers refuse keepalive bodies above 64 KiB in flight; stay under it. */
+/**
+ * Browsers refuse keepalive and beacon bodies above 64 KiB in flight, and the web collector's default body
+ * limit is 64 KiB: every request body stays under this many bytes (UTF-8), in as many batches as it takes.
+ */
 const KEEPALIVE_BUDGET = 60 * 1024
+
+/** A body's size on the wire: UTF-8 bytes, not UTF-16 code units (`€` is one unit, three bytes). */
+const utf8Bytes = (text: string) => {
+  try {
+    return new TextEncoder().encode(text).length
+  } catch {
+    return text.length * 3 // the most a UTF-16 code unit can take in UTF-8
+  }
+}
 
 const id = (random: () => number) => {
   try {
@@ -115,7 +127,9 @@ const defaultLifecycle = (): EventTargetLike | undefined => {
   return candidate && typeof candidate.addEventListener === "function" ? candidate : undefined
 }
 
-export const createReporter = (options: ReporterOptions): Reporter => {
+export const createReporter = (given: ReporterOptions): Reporter => {
+  // Called from plain JavaScript with nothing: a reporter that reports every send's failure through nothing.
+  const options: ReporterOptions = typeof given === "object" && given !== null ? given : ({} as ReporterOptions)
   const random = options.random ?? Math.random
   const now = options.now ?? Date.now
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)))
@@ -146,13 +160,14 @@ export const createReporter = (options: ReporterOptions): Reporter => {
   /** true: done (sent, or refused for good); false: worth retrying. */
   const sendOnce = async (body: string): Promise<boolean> => {
     const fetch = fetcher()
-    if (fetch === undefined) return true // nothing can send: drop rather than grow for ever
+    // Nothing can send (no fetch, no endpoint): drop rather than grow for ever.
+    if (fetch === undefined || typeof options.endpoint !== "string") return true
     try {
       const response = await fetch(options.endpoint, {
         method: "POST",
         headers: { "content-type": "text/plain;charset=UTF-8" },
         body,
-        keepalive: body.length < KEEPALIVE_BUDGET
+        keepalive: utf8Bytes(body) < KEEPALIVE_BUDGET
       })
       if (response.status >= 500) {
         report(new Error(`collector answered ${response.status}`))
@@ -166,8 +181,25 @@ export const createReporter = (options: ReporterOptions): Reporter => {
     }
   }
 
-  const sendBatch = async (events: ReadonlyArray<QueuedEvent>) => {
-    const body = JSON.stringify({ site_id: options.siteId, events })
+  const encode = (events: ReadonlyArray<QueuedEvent>) => JSON.stringify({ site_id: options.siteId, events })
+
+  /**
+   * The next batch off the queue: at most `batchSize` events whose body stays under the budget, halved until it
+   * does (the rest go back to the queue's front, in order); an event over the budget alone goes alone.
+   */
+  const takeBatch = () => {
+    let events = queue.splice(0, batchSize)
+    let body = encode(events)
+    while (events.length > 1 && utf8Bytes(body) >= KEEPALIVE_BUDGET) {
+      const half = Math.ceil(events.length / 2)
+      queue.unshift(...events.slice(half))
+      events = events.slice(0, half)
+      body = encode(events)
+    }
+    return { events, body }
+  }
+
+  const sendBatch = async (body: string) => {
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       if (await sendOnce(body)) return
       if (attempt < maxAttempts) {
@@ -179,10 +211,7 @@ export const createReporter = (options: ReporterOptions): Reporter => {
   }
 
   const drain = async () => {
-    while (queue.length > 0) {
-      const events = queue.splice(0, batchSize)
-      await sendBatch(events)
-    }
+    while (queue.length > 0) await sendBatch(takeBatch().body)
   }
 
   const flush = (): Promise<void> => {
@@ -207,16 +236,9 @@ export const createReporter = (options: ReporterOptions): Reporter => {
       const beacon = options.sendBeacon ?? defaultBeacon()
       if (beacon === undefined) return void flush()
       while (queue.length > 0) {
-        const events = queue.splice(0, batchSize)
-        let body = JSON.stringify({ site_id: options.siteId, events })
-        let kept = events
-        while (body.length >= KEEPALIVE_BUDGET && kept.length > 1) {
-          queue.unshift(...kept.slice(Math.ceil(kept.length / 2)))
-          kept = kept.slice(0, Math.ceil(kept.length / 2))
-          body = JSON.stringify({ site_id: options.siteId, events: kept })
-        }
+        const { events, body } = takeBatch()
         if (!beacon(options.endpoint, body)) {
-          queue.unshift(...kept)
+          queue.unshift(...events)
           return void flush()
         }
       }
