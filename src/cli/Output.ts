@@ -1,6 +1,7 @@
 import { HelpDoc, Options, ValidationError } from "@effect/cli"
-import { Console, Data, Effect, Either, ParseResult, Schema, SchemaAST } from "effect"
+import { Console, Data, Duration, Effect, Either, ParseResult, Schema, SchemaAST } from "effect"
 import { codeFromTag } from "../http/Problem.js"
+import { parseDuration } from "../services/platform/DurationSetting.js"
 
 export const json = Options.boolean("json").pipe(Options.withDescription("Print machine-readable JSON on stdout"))
 
@@ -74,16 +75,14 @@ export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<Readonl
   return [line(header), ...rows.map(line)].join("\n")
 }
 
-const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
-
-/** "500ms", "30s", "5m", "2h", "1d": the duration syntax of every `ctl` option that takes one. */
+/** "500ms", "30s", "5m", "2h", "1d" (or Effect's "30 seconds"): the duration syntax of every `ctl` option that takes one. */
 export const DurationText = Schema.String.pipe(
   Schema.transformOrFail(Schema.Number, {
     strict: true,
     decode: (text, _, ast) => {
-      const match = /^(\d+)(ms|s|m|h|d)$/.exec(text.trim())
-      return match
-        ? ParseResult.succeed(Number(match[1]) * (units[match[2] ?? "s"] ?? 1000))
+      const duration = parseDuration(text)
+      return duration !== undefined
+        ? ParseResult.succeed(Duration.toMillis(duration))
         : ParseResult.fail(new ParseResult.Type(ast, text, `expected a duration such as 30s, 5m, 2h (got "${text}")`))
     },
     encode: (millis) => ParseResult.succeed(`${millis}ms`)

@@ -1,4 +1,5 @@
 import { Config, ConfigError, Duration, Effect, Either } from "effect"
+import { durationSetting } from "../platform/DurationSetting.js"
 import type { MarketSettings } from "./TokenMarket.js"
 import { toUnits } from "./Units.js"
 
@@ -43,13 +44,13 @@ export class MarketConfig extends Effect.Service<MarketConfig>()("market/MarketC
         trading: yield* perMinute("MARKET_RATE_LIMIT_TRADING", 60)
       },
       /** The rate-limit window (one minute in production; tests may shorten it). */
-      rateWindow: yield* Config.duration("MARKET_RATE_LIMIT_WINDOW").pipe(Config.withDefault(Duration.minutes(1))),
+      rateWindow: yield* durationSetting("MARKET_RATE_LIMIT_WINDOW").pipe(Config.withDefault(Duration.minutes(1))),
       /** Trades of at least this much coin get a `trade` line in the chat. */
       chatTradeMin: yield* coin("MARKET_CHAT_TRADE_MIN", "10"),
       /** How often agents' burn is charged (the amount follows elapsed time, not the tick). */
-      burnInterval: yield* Config.duration("MARKET_BURN_INTERVAL").pipe(Config.withDefault(Duration.minutes(1))),
+      burnInterval: yield* durationSetting("MARKET_BURN_INTERVAL").pipe(Config.withDefault(Duration.minutes(1))),
       /** How often the coin's price is recorded into its history. */
-      priceSampleInterval: yield* Config.duration("MARKET_PRICE_SAMPLE_INTERVAL").pipe(
+      priceSampleInterval: yield* durationSetting("MARKET_PRICE_SAMPLE_INTERVAL").pipe(
         Config.withDefault(Duration.minutes(1))
       ),
       /** The coin's price in the reference currency until an operator sets one. */
@@ -63,7 +64,7 @@ export class MarketConfig extends Effect.Service<MarketConfig>()("market/MarketC
         Config.withDefault(256)
       ),
       /** How far a signed request's timestamp may be from the server's clock. */
-      signatureWindow: yield* Config.duration("MARKET_SIGNATURE_WINDOW").pipe(Config.withDefault(Duration.seconds(300)))
+      signatureWindow: yield* durationSetting("MARKET_SIGNATURE_WINDOW").pipe(Config.withDefault(Duration.seconds(300)))
     } as const
   })
 }) {}

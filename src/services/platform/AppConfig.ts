@@ -1,5 +1,6 @@
 import * as path from "node:path"
 import { Config, Duration, Effect, Schema } from "effect"
+import { durationSetting } from "./DurationSetting.js"
 
 export const LogFormat = Schema.Literal("auto", "pretty", "json", "logfmt")
 export type LogFormat = typeof LogFormat.Type
@@ -20,7 +21,7 @@ export const appConfig = Config.all({
     Config.validate({ message: "must be a positive number of bytes", validation: (n) => n > 0 }),
     Config.withDefault(1024 * 1024)
   ),
-  shutdownGrace: Config.duration("KEEL_SHUTDOWN_GRACE").pipe(Config.withDefault(Duration.seconds(30))),
+  shutdownGrace: durationSetting("KEEL_SHUTDOWN_GRACE").pipe(Config.withDefault(Duration.seconds(30))),
   logFormat: Config.literal("auto", "pretty", "json", "logfmt")("KEEL_LOG_FORMAT").pipe(Config.withDefault("auto")),
   logLevel: Config.literal(
     "all",
@@ -36,8 +37,8 @@ export const appConfig = Config.all({
   sqliteCacheMb: Config.integer("KEEL_SQLITE_CACHE_MB").pipe(Config.withDefault(64)),
   sqliteMmapMb: Config.integer("KEEL_SQLITE_MMAP_MB").pipe(Config.withDefault(256)),
   sqliteSynchronous: Config.literal("normal", "full")("KEEL_SQLITE_SYNCHRONOUS").pipe(Config.withDefault("normal")),
-  sqliteBusyTimeout: Config.duration("KEEL_SQLITE_BUSY_TIMEOUT").pipe(Config.withDefault(Duration.seconds(10))),
-  clusterPollInterval: Config.duration("KEEL_CLUSTER_POLL_INTERVAL").pipe(Config.withDefault(Duration.seconds(1))),
+  sqliteBusyTimeout: durationSetting("KEEL_SQLITE_BUSY_TIMEOUT").pipe(Config.withDefault(Duration.seconds(10))),
+  clusterPollInterval: durationSetting("KEEL_CLUSTER_POLL_INTERVAL").pipe(Config.withDefault(Duration.seconds(1))),
   tracing: Config.boolean("KEEL_TRACING").pipe(Config.withDefault(false))
 })
 

@@ -2,6 +2,7 @@ import * as path from "node:path"
 import { Config, Duration, Effect, Option } from "effect"
 import { thisHostName } from "../fleet/Channels.js"
 import { AppConfig } from "./AppConfig.js"
+import { durationSetting } from "./DurationSetting.js"
 import { stripCredentials } from "./GitMirror.js"
 
 /**
@@ -13,7 +14,7 @@ export const effectiveSettings = Effect.gen(function* () {
   const config = yield* AppConfig
   const text = (name: string) => Config.option(Config.string(name)).pipe(Effect.map(Option.getOrUndefined))
   const duration = (name: string, fallback: Duration.Duration) =>
-    Config.duration(name).pipe(Config.withDefault(fallback), Effect.map(Duration.format))
+    durationSetting(name).pipe(Config.withDefault(fallback), Effect.map(Duration.format))
   const registry = yield* text("KEEL_REGISTRY")
   const vaultKey = yield* Config.option(Config.redacted("KEEL_VAULT_KEY"))
   return {

@@ -1,6 +1,7 @@
 import * as path from "node:path"
 import { Config, Duration, Effect } from "effect"
 import { AppConfig } from "../platform/AppConfig.js"
+import { durationSetting } from "../platform/DurationSetting.js"
 
 /**
  * The site id of the demo registry's web app (`keel-demo-web` in examples/product-registry.yml), the one
@@ -27,7 +28,7 @@ export class ProductConfig extends Effect.Service<ProductConfig>()("product/Prod
   effect: Effect.gen(function* () {
     const app = yield* AppConfig
     const registry = yield* Config.option(Config.string("KEEL_PRODUCT_REGISTRY"))
-    const registryPoll = yield* Config.duration("KEEL_PRODUCT_REGISTRY_POLL").pipe(
+    const registryPoll = yield* durationSetting("KEEL_PRODUCT_REGISTRY_POLL").pipe(
       Config.withDefault(Duration.seconds(2))
     )
     const sites = yield* Config.option(Config.string("KEEL_COLLECT_SITES"))

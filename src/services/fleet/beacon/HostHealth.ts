@@ -1,5 +1,6 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Clock, Config, Duration, Effect, Option, type ParseResult, Schema } from "effect"
+import { durationSetting } from "../../platform/DurationSetting.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { formatIssues } from "../../platform/Validation.js"
 import { VaultForbidden } from "../../platform/vault/Vault.js"
@@ -50,7 +51,7 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
     const registry = yield* FleetRegistry
     // A beacon may be this far ahead of the control plane's clock (hosts' clocks drift); further is refused.
     const maxSkewMs = Duration.toMillis(
-      yield* Config.duration("KEEL_BEACON_MAX_SKEW").pipe(Config.withDefault(Duration.minutes(5)))
+      yield* durationSetting("KEEL_BEACON_MAX_SKEW").pipe(Config.withDefault(Duration.minutes(5)))
     )
 
     const store = Effect.fn("HostHealth.store")(function* (token: string | undefined, body: unknown) {

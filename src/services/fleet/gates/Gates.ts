@@ -1,6 +1,7 @@
 import * as path from "node:path"
 import { Clock, Config, Duration, Effect, Option, Schema } from "effect"
 import { AppConfig } from "../../platform/AppConfig.js"
+import { durationSetting } from "../../platform/DurationSetting.js"
 import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { beaconKey, HostBeacon } from "../beacon/Beacon.js"
@@ -84,7 +85,7 @@ export class Gates extends Effect.Service<Gates>()("fleet/Gates", {
     const channel = yield* HostChannel
     const queue = yield* JobQueue
     const app = yield* AppConfig
-    const budget = yield* Config.duration("KEEL_GATES_BUDGET").pipe(Config.withDefault(Duration.seconds(10)))
+    const budget = yield* durationSetting("KEEL_GATES_BUDGET").pipe(Config.withDefault(Duration.seconds(10)))
     const budgetMs = Duration.toMillis(budget)
     const knownHosts = Option.getOrElse(yield* Config.option(Config.string("KEEL_SSH_KNOWN_HOSTS")), () =>
       path.join(app.dataDir, "known_hosts")

@@ -1,6 +1,7 @@
 import * as path from "node:path"
 import { Cause, Config, Data, Duration, Effect, Fiber, Option, Schedule } from "effect"
 import { AppConfig } from "../../platform/AppConfig.js"
+import { durationSetting } from "../../platform/DurationSetting.js"
 import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
 import { channelSpec } from "../Channels.js"
 import { FleetRegistry } from "../registry/Registry.js"
@@ -50,7 +51,7 @@ export class JobWorker extends Effect.Service<JobWorker>()("fleet/JobWorker", {
     const registry = yield* FleetRegistry
     const app = yield* AppConfig
     const leaseMillis = Duration.toMillis(
-      yield* Config.duration("KEEL_JOB_LEASE").pipe(Config.withDefault(Duration.seconds(60)))
+      yield* durationSetting("KEEL_JOB_LEASE").pipe(Config.withDefault(Duration.seconds(60)))
     )
     const knownHosts = Option.getOrElse(yield* Config.option(Config.string("KEEL_SSH_KNOWN_HOSTS")), () =>
       path.join(app.dataDir, "known_hosts")

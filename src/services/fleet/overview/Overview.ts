@@ -1,4 +1,5 @@
 import { Clock, Config, Duration, Effect, Option, Schema } from "effect"
+import { durationSetting } from "../../platform/DurationSetting.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { beaconKey, HostBeacon } from "../beacon/Beacon.js"
 import { CapacityPublication, capacityKey } from "../gates/Gates.js"
@@ -23,7 +24,7 @@ export class Overview extends Effect.Service<Overview>()("fleet/Overview", {
     const registry = yield* FleetRegistry
     const objects = yield* ObjectGateway
     const queue = yield* JobQueue
-    const budget = yield* Config.duration("KEEL_GATES_BUDGET").pipe(Config.withDefault(Duration.seconds(10)))
+    const budget = yield* durationSetting("KEEL_GATES_BUDGET").pipe(Config.withDefault(Duration.seconds(10)))
 
     const part = <A, E>(read: Effect.Effect<A, E>): Effect.Effect<Part<A>> =>
       Effect.disconnect(read).pipe(

@@ -4,6 +4,7 @@ import { Clock, Config, Duration, Effect, Option, type ParseResult, Schema } fro
 import * as Yaml from "yaml"
 import { AppConfig } from "../../platform/AppConfig.js"
 import { sha256Hex } from "../../platform/Digest.js"
+import { durationSetting } from "../../platform/DurationSetting.js"
 import { GitMirror, stripCredentials } from "../../platform/GitMirror.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { packageExample } from "../../platform/Package.js"
@@ -87,7 +88,7 @@ export class FleetRegistry extends Effect.Service<FleetRegistry>()("fleet/FleetR
     const ref = yield* Config.option(Config.string("KEEL_REGISTRY_REF"))
     const filePath = yield* Config.string("KEEL_REGISTRY_PATH").pipe(Config.withDefault("registry.yml"))
     // A git source that sends nothing for this long is unavailable (and its git killed), not a hang.
-    const gitTimeout = yield* Config.duration("KEEL_GIT_TIMEOUT").pipe(Config.withDefault(Duration.seconds(30)))
+    const gitTimeout = yield* durationSetting("KEEL_GIT_TIMEOUT").pipe(Config.withDefault(Duration.seconds(30)))
     // Unset: the data dir's fleet-registry.yml (the demo seed puts the example there on first start).
     const location = Option.some(
       Option.match(configured, {

@@ -4,6 +4,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Config, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { sha256Hex } from "../Digest.js"
+import { durationSetting } from "../DurationSetting.js"
 import { KeyRefused, keyIdOf, privateKeyFrom, publicOf, sign as signBytes } from "./Ed25519.js"
 import {
   type Grant,
@@ -64,7 +65,7 @@ export const embeddedVault = (options: { readonly masterKey?: Uint8Array } = {})
       const keyFile = yield* Config.string("KEEL_VAULT_KEY_FILE").pipe(
         Config.withDefault(path.join(app.dataDir, "vault.key"))
       )
-      const tokenTtl = yield* Config.duration("KEEL_VAULT_TOKEN_TTL").pipe(Config.withDefault(Duration.minutes(15)))
+      const tokenTtl = yield* durationSetting("KEEL_VAULT_TOKEN_TTL").pipe(Config.withDefault(Duration.minutes(15)))
       // The key is loaded on first use, so commands that never touch a secret create no key file.
       let masterKey: Uint8Array | undefined = options.masterKey
       const key = Effect.sync(() => {
