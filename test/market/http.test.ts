@@ -309,6 +309,16 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
       assert.deepStrictEqual(retried.body, first.body)
       assert.strictEqual(retried.headers["idempotent-replayed"], "true")
       assert.strictEqual(yield* count("SELECT count(*) AS n FROM market_trades WHERE ticker = 'IDEM'"), 1)
+      // The same number written another way (a client that re-serialises on retry) is the same request.
+      for (const written of ["3.0", "3e0", "0.3E1", "30e-1", "3.000000000000"]) {
+        const again = yield* call("POST", "/api/tokens/IDEM/buy", {
+          ...order(3),
+          rawBody: `{"user_id":"${w.address}","amount":${written}}`
+        })
+        assert.strictEqual(again.status, 200, written)
+        assert.deepStrictEqual(again.body, first.body, written)
+      }
+      assert.strictEqual(yield* count("SELECT count(*) AS n FROM market_trades WHERE ticker = 'IDEM'"), 1)
       const reused = yield* call("POST", "/api/tokens/IDEM/buy", order(4))
       assert.strictEqual(reused.status, 422)
       assert.strictEqual(reused.body.code, "IDEMPOTENCY_KEY_REUSED")

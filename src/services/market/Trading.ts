@@ -10,7 +10,7 @@ import type { UnbalancedEntry } from "./Ledger.js"
 import { MarketConfig } from "./MarketConfig.js"
 import { appendEvent, MarketEvents } from "./MarketEvents.js"
 import { buyIn, sellIn, type TradeRefusal, type TradeResult, walletAccount } from "./TokenMarket.js"
-import { fromUnits, toUnits } from "./Units.js"
+import { canonicalDecimal, fromUnits, toUnits } from "./Units.js"
 import { checksumAddress } from "./WalletSignature.js"
 
 export const BuyResult = Schema.Struct({
@@ -102,8 +102,10 @@ export const tradeOrder = (request: TradeRequest): TradeOrder => ({
               request.side,
               request.ticker,
               request.wallet,
-              request.amountText ?? request.amount,
-              request.minimumText ?? request.minimum ?? null,
+              canonicalDecimal(request.amountText ?? request.amount),
+              request.minimumText === undefined && request.minimum === undefined
+                ? null
+                : canonicalDecimal(request.minimumText ?? request.minimum ?? 0),
               ...(request.fillOrKill === true ? [true] : [])
             ])
           )

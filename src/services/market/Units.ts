@@ -30,6 +30,23 @@ export const toUnits = (value: number | string, rounding: "down" | "up" = "down"
   return sign === "-" ? -units : units
 }
 
+/**
+ * A decimal number as one text whatever way it was written (`2`, `2.0`, `2e0`, `0.2E1`, `20e-1` are all
+ * `2e0`): the significant digits without leading or trailing zeros and the power of ten of the last one. For
+ * comparing the numbers of two requests exactly, never through a double. Text that is no decimal stays itself.
+ */
+export const canonicalDecimal = (value: number | string): string => {
+  const text = typeof value === "number" ? String(value) : value.trim()
+  const match = /^(-?)(\d+)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text)
+  if (match === null) return text
+  const [, sign, whole = "0", fraction = "", exponent = "0"] = match
+  const digits = `${whole}${fraction}`.replace(/^0+/, "")
+  if (digits === "") return "0"
+  const significant = digits.replace(/0+$/, "")
+  const power = BigInt(exponent) - BigInt(fraction.length) + BigInt(digits.length - significant.length)
+  return `${sign}${significant}e${power}`
+}
+
 /** Nano-units to a JSON number with at most 9 decimals. */
 export const fromUnits = (units: bigint): number => Number(units) / Number(UNIT)
 
