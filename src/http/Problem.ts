@@ -102,12 +102,36 @@ export interface FieldError {
  * "Expected undefined" twin of an optional field's real issue is left out.
  */
 const fieldErrors = (issues: ReadonlyArray<DecodeIssue>): Array<FieldError> =>
-  relevantIssues(
-    issues.map((issue) => ({ path: Array.isArray(issue.path) ? issue.path : [], message: String(issue.message) }))
-  ).map((issue) => ({
-    path: issue.path.map(String).join("."),
-    message: plainExpectation(withoutValue(issue.message))
-  }))
+  eachFieldOnce(
+    relevantIssues(
+      issues.map((issue) => ({ path: Array.isArray(issue.path) ? issue.path : [], message: String(issue.message) }))
+    ).map((issue) => ({
+      path: issue.path.map(String).join("."),
+      message: plainExpectation(withoutValue(issue.message))
+    }))
+  )
+
+/**
+ * Each invalid field once (docs/errors.md): a union's members each report their own issue at the same path
+ * (`period` of `"1h" | "24h" | …` gives one `Expected "1h"` per member); they become one message,
+ * `Expected one of "1h", "24h", …` when every one is an `Expected X`, else the messages joined by "or".
+ */
+const eachFieldOnce = (errors: ReadonlyArray<FieldError>): Array<FieldError> => {
+  const byPath = new Map<string, Array<string>>()
+  for (const error of errors) {
+    const messages = byPath.get(error.path) ?? []
+    if (!messages.includes(error.message)) messages.push(error.message)
+    byPath.set(error.path, messages)
+  }
+  return [...byPath].map(([path, messages]) => {
+    if (messages.length === 1) return { path, message: messages[0] ?? "" }
+    const expected = messages.map((m) => /^Expected (.+)$/.exec(m)?.[1])
+    return {
+      path,
+      message: expected.every((e) => e !== undefined) ? `Expected one of ${expected.join(", ")}` : messages.join(" or ")
+    }
+  })
+}
 
 const describeFieldErrors = (errors: ReadonlyArray<FieldError>) => {
   const [first] = errors

@@ -76,7 +76,13 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
       assert.strictEqual((yield* call("GET", "/api/tokens?limit=501")).status, 400)
       assert.strictEqual((yield* call("GET", "/api/chat?limit=201")).status, 400)
       assert.strictEqual((yield* call("GET", "/api/coin/history?limit=1001")).status, 400)
-      assert.strictEqual((yield* call("GET", "/api/coin/history?period=2d")).status, 400)
+      const badPeriod = yield* call("GET", "/api/coin/history?period=2d&sampling=x")
+      assert.strictEqual(badPeriod.status, 400)
+      // Each invalid field once, a union's members in one message.
+      assert.deepStrictEqual(badPeriod.body.errors, [
+        { path: "period", message: 'Expected one of "1h", "24h", "7d", "30d", "all"' },
+        { path: "sampling", message: 'Expected one of "even", "none"' }
+      ])
     })
   )
 
