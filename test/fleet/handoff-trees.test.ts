@@ -145,6 +145,36 @@ describe("checkpoint and rollback", () => {
     assert.isTrue(manifestsEqual(before, await manifestOf(a)))
   })
 
+  it("a run killed in the middle of a copy (its staged file left behind) is resumed, or rolled back, exactly", async () => {
+    for (const finish of ["resume", "rollback"] as const) {
+      const { dir, a, b } = fixture()
+      // A file of A's own with a staged-looking name is data, never swept.
+      write(a, "objects/notes.keel-handoff-7", "A's own")
+      const before = await manifestOf(a)
+      const plan = planUnion(before, await manifestOf(b), "b")
+      await checkpoint(a, plan, path.join(dir, "checkpoint"))
+      const half: typeof plan = { ...plan, creates: plan.creates.slice(0, Math.ceil(plan.creates.length / 2)) }
+      await applyUnion(a, b, half)
+      // What a process killed mid-copy leaves: a partial staged copy beside a created file and a replaced one.
+      const created = plan.creates.find((entry) => entry.type === "file" && entry.path.includes("/"))!
+      fs.mkdirSync(path.join(a, path.dirname(created.path)), { recursive: true })
+      fs.writeFileSync(path.join(a, `${created.path}.keel-handoff-99999`), "partial")
+      fs.writeFileSync(path.join(a, "objects/shared.bin.keel-handoff-99998"), "part")
+      if (finish === "resume") {
+        await applyUnion(a, b, plan)
+        assert.deepStrictEqual(diffManifests(plan.expected, await manifestOf(a)), {
+          missing: [],
+          unexpected: [],
+          changed: []
+        })
+      } else {
+        await rollbackUnion(a, plan, path.join(dir, "checkpoint"), before)
+        assert.isTrue(manifestsEqual(before, await manifestOf(a)))
+      }
+      assert.strictEqual(read(a, "objects/notes.keel-handoff-7"), "A's own")
+    }
+  })
+
   it("a file that changed after its checkpoint is refused, never saved wrong", async () => {
     const { dir, a, b } = fixture()
     const before: TreeManifest = await manifestOf(a)

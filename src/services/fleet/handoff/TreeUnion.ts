@@ -13,8 +13,8 @@ import { entryAt, manifestOf, manifestsEqual, type RootEntry, sameEntry, type Tr
  *   B's entry is reported as a conflict (A kept).
  *
  * `planUnion` is pure; `checkpoint` saves what the union will overwrite; `applyUnion` and `rollbackUnion` are
- * idempotent (each step checks what is already there), so an interrupted run or rollback is finished by running
- * it again.
+ * idempotent (each step checks what is already there, and first removes the staged copies a killed run left), so
+ * an interrupted run or rollback — even one killed in the middle of a file's copy — is finished by running it again.
  */
 
 export type Winner = "a" | "b"
@@ -111,10 +111,41 @@ const linkExact = async (target: string, at: string) => {
 }
 
 /**
+ * Staged copies a killed run left beside the entries it was placing (`name.keel-handoff-<pid>`, a file or a
+ * symlink that never got its rename): removed before the same work runs again, or A never matches its plan and
+ * a directory the union created cannot be removed. Only beside planned entries, and never a path in `keep`
+ * (a tree may hold such a name of its own).
+ */
+const sweepStaged = async (root: string, entries: Iterable<RootEntry>, keep: ReadonlySet<string>) => {
+  const planned = new Map<string, Set<string>>()
+  for (const entry of entries) {
+    const dir = path.posix.dirname(entry.path)
+    planned.set(dir, (planned.get(dir) ?? new Set()).add(path.posix.basename(entry.path)))
+  }
+  for (const [dir, names] of planned) {
+    const listed = await fs.readdir(path.join(root, dir)).catch(() => [] as Array<string>)
+    for (const name of listed) {
+      const staged = /^(.+)\.keel-handoff-\d+$/.exec(name)
+      const relative = dir === "." ? name : `${dir}/${name}`
+      if (staged === null || !names.has(staged[1] ?? "") || keep.has(relative)) continue
+      const stat = await fs.lstat(path.join(root, relative)).catch(() => undefined)
+      if (stat !== undefined && !stat.isDirectory()) await fs.rm(path.join(root, relative), { force: true })
+    }
+  }
+}
+
+const pathsOf = (manifest: TreeManifest) => new Set(manifest.map((entry) => entry.path))
+
+/**
  * Saves what the union will change in A: a copy of every A file it overwrites (symlinks and directories are
  * recorded in the plan itself). Idempotent: a copy already saved with the right bytes is kept.
  */
 export const checkpoint = async (aRoot: string, plan: UnionPlan, checkpointDir: string) => {
+  await sweepStaged(
+    path.join(checkpointDir, "saved"),
+    plan.replaces.map(({ from }) => from),
+    new Set()
+  )
   for (const { from } of plan.replaces) {
     if (from.type !== "file") continue
     const copy = savedCopy(checkpointDir, from.path)
@@ -146,7 +177,9 @@ const place = async (root: string, entry: RootEntry, source: string) => {
 
 /** Builds the union on A from B, as planned (idempotent: an entry already in place is left). */
 export const applyUnion = async (aRoot: string, bRoot: string, plan: UnionPlan) => {
-  for (const entry of sorted([...plan.creates, ...plan.replaces.map((r) => r.to)])) await place(aRoot, entry, bRoot)
+  const placed = sorted([...plan.creates, ...plan.replaces.map((r) => r.to)])
+  await sweepStaged(aRoot, placed, pathsOf(plan.expected))
+  for (const entry of placed) await place(aRoot, entry, bRoot)
 }
 
 /**
@@ -160,6 +193,7 @@ export const rollbackUnion = async (
   checkpointDir: string,
   checkpointManifest: TreeManifest
 ) => {
+  await sweepStaged(aRoot, [...plan.creates, ...plan.replaces.map((r) => r.from)], pathsOf(checkpointManifest))
   for (const entry of sorted(plan.creates).reverse()) {
     const at = path.join(aRoot, entry.path)
     const present = await entryAt(aRoot, entry.path)
