@@ -145,6 +145,25 @@ describe("ctl host recover", () => {
     assert.strictEqual(help(installed), "ctl 1.0.0")
     assert.strictEqual(fs.statSync(installed).ino, before.ino, "the very previous file is back")
 
+    // A delivery cut off between its install and its receipt (killed while its probe ran) left an unverified
+    // binary in place: the next run keeps <path>.prev — the last verified binary — as the one to roll back to.
+    const cutOff = `${installed}.cut-off`
+    fs.writeFileSync(cutOff, script("ctl 1.0.1 is broken", 3), { mode: 0o755 })
+    fs.renameSync(cutOff, installed)
+    const retried = recover("box", "1.0.1")
+    assert.strictEqual(retried.code, 1)
+    assert.deepStrictEqual(steps(retried.answer), [
+      "download:ok",
+      "verify:ok",
+      "backup:ok",
+      "install:ok",
+      "resolver:failed",
+      "rollback:ok"
+    ])
+    assert.include(retried.answer.steps[2].detail, "is not the binary its receipt describes")
+    assert.strictEqual(help(installed), "ctl 1.0.0", "the last verified binary is back")
+    assert.strictEqual(help(`${installed}.prev`), "ctl 1.0.0")
+
     // Tampered in the object store after publication: refused at verify, nothing reaches the host.
     const stored = (version: string, file: string) =>
       path.join(dir, "data", "objects", "releases", "keel", version, file)

@@ -71,9 +71,18 @@ const SCRIPTS = {
   /** stdin → "$1" (owner-only while written), then executable, then its SHA-256. */
   stage:
     'set -e; mkdir -p -- "$(dirname -- "$1")"; umask 077; cat > "$1"; chmod 0755 "$1"; if command -v sha256sum >/dev/null 2>&1; then sha256sum -- "$1"; else shasum -a 256 -- "$1"; fi',
-  /** Keeps the current binary as "$1.prev" (a hard link to its inode; a copy where links fail). */
-  backup:
-    'set -e; if [ -e "$1" ]; then rm -f -- "$1.prev"; ln -- "$1" "$1.prev" 2>/dev/null || cp -p -- "$1" "$1.prev"; echo kept; else echo none; fi',
+  /**
+   * Keeps the current binary as "$1.prev" (a hard link to its inode; a copy where links fail) — unless a
+   * "$1.prev" exists and the current binary is not the one its receipt describes: a delivery was cut off between
+   * its install and its receipt, so the current binary was never verified and "$1.prev" is the last good one.
+   */
+  backup: `set -e; if [ ! -e "$1" ]; then echo none; exit 0; fi
+if [ -e "$1.prev" ]; then
+  if command -v sha256sum >/dev/null 2>&1; then current=$(sha256sum -- "$1"); else current=$(shasum -a 256 -- "$1"); fi
+  current=\${current%% *}
+  if ! grep -q "binary_sha256.:.$current" "$1.release.json" 2>/dev/null; then echo unverified; exit 0; fi
+fi
+rm -f -- "$1.prev"; ln -- "$1" "$1.prev" 2>/dev/null || cp -p -- "$1" "$1.prev"; echo kept`,
   /** rename(2): atomic within the directory. */
   install: 'set -e; mv -f -- "$1" "$2"',
   /** The previous binary back by rename, or the invalid install removed when there was none. */
@@ -349,15 +358,21 @@ export class BinaryRecovery extends Effect.Service<BinaryRecovery>()("fleet/Bina
                 detail: `release.json signed by ${trusted.right.key_id}; release.tar.gz sha256 ${verified.manifest.artifact.sha256}; ${verified.manifest.artifact.binary} sha256 ${entry.sha256}`
               })
 
-              // backup: the previous binary kept as <path>.prev.
+              // backup: the previous binary kept as <path>.prev (never an unverified one over the last good one).
               const backup = yield* onTarget(target, "backup", [binary.path])
               steps.push({
                 step: "backup",
                 ok: backup.ok,
-                detail: backup.ok ? (backup.out === "kept" ? `${binary.path}.prev` : "no previous binary") : backup.out
+                detail: !backup.ok
+                  ? backup.out
+                  : backup.out === "kept"
+                    ? `${binary.path}.prev`
+                    : backup.out === "unverified"
+                      ? `${binary.path} is not the binary its receipt describes (a delivery cut off before its receipt): ${binary.path}.prev, the last verified one, stays the previous binary`
+                      : "no previous binary"
               })
               if (!backup.ok) return answer({ object_api: objectApi })
-              const kept = backup.out === "kept"
+              const kept = backup.out === "kept" || backup.out === "unverified"
               const previous = { path: `${binary.path}.prev`, kept }
 
               // install: streamed into a staged file beside the install path, its SHA-256 read back, renamed.
@@ -395,7 +410,8 @@ export class BinaryRecovery extends Effect.Service<BinaryRecovery>()("fleet/Bina
                 const after = kept && rolledBack.ok ? yield* probe(target, binary.path) : null
                 steps.push({
                   step: "rollback",
-                  ok: rolledBack.ok,
+                  // Put back, and answering: a previous binary that no longer answers --help is no recovery.
+                  ok: rolledBack.ok && (after?.ok ?? true),
                   detail: rolledBack.ok
                     ? kept
                       ? `the previous binary is back at ${binary.path}${after === null ? "" : `; ${after.detail}`}`
