@@ -83,7 +83,7 @@ export const DurationText = Schema.String.pipe(
       const duration = parseDuration(text)
       return duration !== undefined
         ? ParseResult.succeed(Duration.toMillis(duration))
-        : ParseResult.fail(new ParseResult.Type(ast, text, `expected a duration such as 30s, 5m, 2h (got "${text}")`))
+        : ParseResult.fail(new ParseResult.Type(ast, text, "expected a duration such as 30s, 5m, 2h (at most 36500d)"))
     },
     encode: (millis) => ParseResult.succeed(`${millis}ms`)
   })
@@ -97,13 +97,13 @@ export const durationOption = (name: string) =>
         onLeft: () =>
           Effect.fail(
             ValidationError.invalidValue(
-              HelpDoc.p(`--${name}: expected a duration such as 30s, 5m, 2h, 1d (got "${text}")`)
+              HelpDoc.p(`--${name}: expected a duration such as 30s, 5m, 2h, 1d (at most 36500d)`)
             )
           ),
         onRight: (millis) =>
           millis > 0
             ? Effect.succeed(millis)
-            : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name}: must be longer than 0 (got "${text}")`)))
+            : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name}: must be longer than 0`)))
       })
     )
   )

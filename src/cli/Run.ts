@@ -50,7 +50,11 @@ const report = (cause: Cause.Cause<unknown>, asJson: boolean) => {
   if (Option.isSome(failure)) {
     const error = failure.value
     if (ValidationError.isValidationError(error) || error instanceof ExitWith) return Effect.void
-    if (ConfigError.isConfigError(error)) return Console.error(`ctl: invalid configuration: ${String(error)}`)
+    if (ConfigError.isConfigError(error))
+      return Effect.zipRight(
+        jsonFailure({ code: "INVALID_CONFIGURATION", detail: `invalid configuration: ${String(error)}` }, asJson),
+        Console.error(`ctl: invalid configuration: ${String(error)}`)
+      )
     return Effect.zipRight(jsonFailure(error, asJson), Console.error(`ctl: ${failureLine(error)}`))
   }
   if (Cause.isInterruptedOnly(cause)) return Effect.void

@@ -1,10 +1,10 @@
-import { Args, Command, Options } from "@effect/cli"
+import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Console, Effect } from "effect"
 import { runRecordedPhase } from "../actors/StorageHandoff.js"
 import { HandoffHereLive, HandoffWorkerLive } from "../layers/Handoff.js"
 import { claimWorker, releaseWorker } from "../services/fleet/handoff/HandoffEngine.js"
-import { handoffDir } from "../services/fleet/handoff/HandoffFiles.js"
+import { handoffDir, TRANSACTION_ID, TRANSACTION_ID_RULE } from "../services/fleet/handoff/HandoffFiles.js"
 import { type ReconcilePhase, ReconcilePhases, StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { controlPlaneAccess, refused } from "./fleet.js"
@@ -72,7 +72,14 @@ export const storageRootReconcile = Command.make(
   "storage-root-reconcile",
   {
     target: Args.text({ name: "TARGET" }),
-    transaction: Options.text("transaction").pipe(Options.withDescription("The handoff's transaction id")),
+    transaction: Options.text("transaction").pipe(
+      Options.withDescription(`The handoff's transaction id: ${TRANSACTION_ID_RULE}`),
+      Options.mapEffect((id) =>
+        TRANSACTION_ID.test(id)
+          ? Effect.succeed(id)
+          : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--transaction must be ${TRANSACTION_ID_RULE}`)))
+      )
+    ),
     phase: Options.choice("phase", ReconcilePhases).pipe(
       Options.withDescription("status (GET), or run, resume, rollback, finalize (POST)")
     ),

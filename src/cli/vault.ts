@@ -120,7 +120,9 @@ const create = Command.make(
       Options.withDefault(30 * 86_400_000),
       Options.withDescription("How long the grant lives: 1h, 30d (default 30d)")
     ),
-    out: Options.file("out").pipe(Options.withDescription("Where to write the grant credential (mode 0600)")),
+    // Text, not Options.file: the issuer refuses an existing path of any kind (CREDENTIAL_FILE_EXISTS) and reports
+    // one it cannot write (CREDENTIAL_WRITE_FAILED); the platform's own check threw on a path under a file.
+    out: Options.text("out").pipe(Options.withDescription("Where to write the grant credential (mode 0600)")),
     force: Options.boolean("force").pipe(
       Options.withDescription("Replace the credential file if it exists (refused otherwise)")
     ),

@@ -43,6 +43,17 @@ describe("ctl", () => {
       assert.strictEqual((yield* runCli(["lease", "acquire", "k"])).exitCode, 2)
       assert.strictEqual((yield* runCli(["no-such-group"])).exitCode, 2)
       assert.strictEqual((yield* runCli(["lease", "acquire", "k", "--holder", "a", "--ttl", "soon"])).exitCode, 2)
+      const outside = yield* runCli([
+        "host",
+        "storage-root-reconcile",
+        "box",
+        "--transaction",
+        "../x",
+        "--phase",
+        "status"
+      ])
+      assert.strictEqual(outside.exitCode, 2)
+      assert.include(outside.stderr, "--transaction must be 1 to 128 letters, digits")
     })
   )
 
@@ -159,13 +170,23 @@ describe("ctl", () => {
         KEEL_DATA_DIR: freshDataDir()
       })
       assert.strictEqual(run.exitCode, 2)
-      assert.include(run.stderr + run.stdout, '--ttl: expected a duration such as 30s, 5m, 2h, 1d (got "bogus")')
+      assert.include(run.stderr + run.stdout, "--ttl: expected a duration such as 30s, 5m, 2h, 1d (at most 36500d)")
       assert.notInclude(run.stderr + run.stdout, "Transformation")
       const zero = yield* runCli(["lease", "acquire", "x:y", "--holder", "a", "--ttl", "0s"], {
         KEEL_DATA_DIR: freshDataDir()
       })
       assert.strictEqual(zero.exitCode, 2)
       assert.include(zero.stderr + zero.stdout, "--ttl: must be longer than 0")
+      // Past 100 years "now + ttl" is no date: refused before anything is stored, never echoed.
+      const dataDir = freshDataDir()
+      const huge = yield* runCli(["lease", "acquire", "x:y", "--holder", "a", "--ttl", "99999999d"], {
+        KEEL_DATA_DIR: dataDir
+      })
+      assert.strictEqual(huge.exitCode, 2)
+      assert.notInclude(huge.stderr + huge.stdout, "99999999d")
+      const listed = yield* runCli(["lease", "list", "--json"], { KEEL_DATA_DIR: dataDir })
+      assert.strictEqual(listed.exitCode, 0, listed.stderr)
+      assert.notInclude(listed.stdout, "x:y")
       const badKey = yield* runCli(["lease", "acquire", "bad key!", "--holder", "a"], { KEEL_DATA_DIR: freshDataDir() })
       assert.strictEqual(badKey.exitCode, 2)
       assert.include(

@@ -67,6 +67,11 @@ layer(
       assert.match(yield* bad("GET", `${URL_}?target=&transaction=t1&phase=status`), /target is empty/)
       assert.match(yield* bad("GET", `${q("status")}&verbose=1`), /unknown query field "verbose"/)
       assert.match(yield* bad("POST", q("Run")), /phase must be one of status, run, resume, rollback, finalize/)
+      // A transaction id names a directory under <data dir>/handoff/: nothing that could leave it or alias another.
+      for (const id of ["..", ".", "../../escape", "a%2Fb", "./t1", "t1%00", "-t1", "x".repeat(129)]) {
+        assert.match(yield* bad("POST", q("run", id)), /transaction must be 1 to 128 letters, digits/, id)
+      }
+      assert.isFalse(fs.existsSync(path.join(dir, "escape")), "nothing written outside the data dir")
       assert.match(yield* bad("GET", q("run")), /GET takes phase=status/)
       assert.match(yield* bad("POST", q("status")), /phase=status is a GET/)
       // A body, framed either way, whatever its type.

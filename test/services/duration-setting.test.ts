@@ -14,7 +14,8 @@ describe("duration settings", () => {
     assert.strictEqual(Duration.toMillis(parseDuration("1d")!), 86_400_000)
     assert.strictEqual(Duration.toMillis(parseDuration("30 seconds")!), 30_000)
     assert.strictEqual(Duration.toMillis(parseDuration(" 5 minutes ")!), 300_000)
-    for (const bad of ["", "1", "-5 seconds", "-1m", "1 fortnight", "Infinity", "1.5m", "m"]) {
+    assert.strictEqual(Duration.toMillis(parseDuration("36500d")!), 36_500 * 86_400_000)
+    for (const bad of ["", "1", "-5 seconds", "-1m", "1 fortnight", "Infinity", "1.5m", "m", "36501d", "99999999d"]) {
       assert.isUndefined(parseDuration(bad), bad)
     }
   })
@@ -42,7 +43,7 @@ describe("duration settings", () => {
       assert.isTrue(Either.isLeft(result))
       const message = String(Either.isLeft(result) ? result.left : "")
       assert.include(message, "KEEL_JOB_LEASE")
-      assert.include(message, 'expected a duration such as 30s, 5m, 2h or "30 seconds" (got "soon")')
+      assert.include(message, 'expected a duration such as 30s, 5m, 2h or "30 seconds", at most 36500d (got "soon")')
     })
   )
 })

@@ -541,4 +541,71 @@ describe("ctl vault grant create", () => {
     assert.strictEqual(JSON.parse(fs.readFileSync(out, "utf8")).grant_id, JSON.parse(forced.stdout).grant.id)
     assert.strictEqual(fs.statSync(out).mode & 0o777, 0o600)
   }, 90_000)
+
+  it("an --out that is a directory, or under a file, is a coded refusal (exit 1, one JSON document), never a stack trace", () => {
+    const dataDir = path.join(work, "grant-out-data")
+    const env = { ...process.env, KEEL_DATA_DIR: dataDir, KEEL_LOG_LEVEL: "warning" }
+    const grant = (out: string) =>
+      spawnSync(
+        process.execPath,
+        [
+          ctlBin,
+          "vault",
+          "grant",
+          "create",
+          "--consumer",
+          "c",
+          "--action",
+          "host-health-write",
+          "--out",
+          out,
+          "--json"
+        ],
+        { env, encoding: "utf8" }
+      )
+    const directory = path.join(work, "out-is-a-directory")
+    fs.mkdirSync(directory, { recursive: true })
+    const underFile = path.join(writeFile("out-parent-file", "a file\n"), "grant.json")
+    for (const [out, code] of [
+      [directory, "CREDENTIAL_FILE_EXISTS"],
+      [underFile, "CREDENTIAL_WRITE_FAILED"]
+    ] as const) {
+      const refused = grant(out)
+      assert.strictEqual(refused.status, 1, refused.stderr)
+      assert.strictEqual(JSON.parse(refused.stdout).error.code, code, out)
+      assert.match(refused.stderr, /^ctl: [^\n]+\n$/)
+    }
+  }, 60_000)
+})
+
+describe("the vault's master key", () => {
+  it("a bad KEEL_VAULT_KEY, or a key file readable by others, is a one-line configuration error", () => {
+    const dataDir = path.join(work, "key-data")
+    const env = { ...process.env, KEEL_DATA_DIR: dataDir, KEEL_LOG_LEVEL: "warning" }
+    const get = (extra: Record<string, string> = {}) =>
+      spawnSync(process.execPath, [ctlBin, "vault", "item", "get", "x", "--json"], {
+        env: { ...env, ...extra },
+        encoding: "utf8"
+      })
+    const stored = spawnSync(process.execPath, [ctlBin, "vault", "item", "put", "x"], {
+      env,
+      input: '{"a": "b"}',
+      encoding: "utf8"
+    })
+    assert.strictEqual(stored.status, 0, stored.stderr)
+    const badKey = get({ KEEL_VAULT_KEY: "not-a-key" })
+    assert.strictEqual(badKey.status, 1)
+    assert.strictEqual(JSON.parse(badKey.stdout).error.code, "INVALID_CONFIGURATION")
+    assert.match(badKey.stderr, /^ctl: invalid configuration: .*KEEL_VAULT_KEY.*must be a base64 32-byte key.*\n$/)
+    assert.notInclude(badKey.stderr + badKey.stdout, "not-a-key")
+    fs.chmodSync(path.join(dataDir, "vault.key"), 0o644)
+    const exposed = get()
+    assert.strictEqual(exposed.status, 1)
+    assert.match(
+      exposed.stderr,
+      /^ctl: invalid configuration: .*vault\.key is readable by others \(mode 644\); chmod 600 it.*\n$/
+    )
+    fs.chmodSync(path.join(dataDir, "vault.key"), 0o600)
+    assert.deepStrictEqual(JSON.parse(get().stdout), { a: "b" })
+  }, 60_000)
 })

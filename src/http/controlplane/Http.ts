@@ -6,6 +6,7 @@ import { ReleaseRunWorkflow } from "../../actors/ReleaseRunWorkflow.js"
 import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
 import { Gates } from "../../services/fleet/gates/Gates.js"
 import { ActionAuthority, AuthorityUnavailable } from "../../services/fleet/grants/ActionAuthority.js"
+import { TRANSACTION_ID, TRANSACTION_ID_RULE } from "../../services/fleet/handoff/HandoffFiles.js"
 import {
   type ReconcilePhase,
   ReconcilePhases,
@@ -370,6 +371,7 @@ const reconcileRequest = (method: "GET" | "POST") =>
       if (values[0] === "") return yield* bad(`${name} is empty`)
       fields[name] = values[0]!
     }
+    if (!TRANSACTION_ID.test(fields.transaction!)) return yield* bad(`transaction must be ${TRANSACTION_ID_RULE}`)
     const phase = fields.phase as ReconcilePhase
     if (!(ReconcilePhases as ReadonlyArray<string>).includes(phase))
       return yield* bad(`phase must be one of ${ReconcilePhases.join(", ")}`)

@@ -14,11 +14,19 @@ const COMPACT_UNITS: Record<string, (n: number) => Duration.Duration> = {
  */
 export const parseDuration = (text: string): Duration.Duration | undefined => {
   const compact = /^(\d+)(ms|s|m|h|d)$/.exec(text.trim())
-  if (compact !== null) return COMPACT_UNITS[compact[2] ?? "s"]?.(Number(compact[1]))
   // Effect's forms, never negative; "Infinity" is not a setting anyone means.
-  if (!/^\d+(?:\.\d+)?\s+[a-z]+$/.test(text.trim())) return undefined
-  return Option.getOrUndefined(Duration.decodeUnknown(text.trim()))
+  const parsed =
+    compact !== null
+      ? COMPACT_UNITS[compact[2] ?? "s"]?.(Number(compact[1]))
+      : /^\d+(?:\.\d+)?\s+[a-z]+$/.test(text.trim())
+        ? Option.getOrUndefined(Duration.decodeUnknown(text.trim()))
+        : undefined
+  // Longer is no duration anyone means, and past it "now + ttl" is no longer a date (99999999d broke every read).
+  return parsed !== undefined && Duration.lessThanOrEqualTo(parsed, LONGEST_DURATION) ? parsed : undefined
 }
+
+/** The longest duration a setting or an option takes: 100 years (36500d). */
+export const LONGEST_DURATION = Duration.days(36_500)
 
 /** A duration setting read from `name`, in either form (docs/configuration.md "Durations"). */
 export const durationSetting = (name: string) =>
@@ -29,7 +37,7 @@ export const durationSetting = (name: string) =>
         ? Either.left(
             ConfigError.InvalidData(
               [name],
-              `expected a duration such as 30s, 5m, 2h or "30 seconds" (got ${JSON.stringify(text)})`
+              `expected a duration such as 30s, 5m, 2h or "30 seconds", at most 36500d (got ${JSON.stringify(text.slice(0, 40))})`
             )
           )
         : Either.right(duration)

@@ -57,7 +57,8 @@ const writeOwnerOnly = (file: string, text: string, force: boolean) =>
       }
     },
     catch: (error) =>
-      (error as NodeJS.ErrnoException).code === "EEXIST"
+      // EEXIST of the file itself only (a parent that is a file makes mkdir say EEXIST too: that is no credential).
+      (error as NodeJS.ErrnoException).code === "EEXIST" && (error as NodeJS.ErrnoException).path === file
         ? refused("CREDENTIAL_FILE_EXISTS", `${file} already exists; pass --force to replace it`)
         : refused("CREDENTIAL_WRITE_FAILED", `could not write ${file}: ${errorText(error)}`)
   })

@@ -63,7 +63,18 @@ export const runtimeValue = (runtime: { kind: "symlink" | "config_file"; path: s
   }
 }
 
-export const handoffDir = (dataDir: string, transaction: string) => path.join(dataDir, "handoff", transaction)
+/**
+ * A transaction id: 1–128 letters, digits, `.`, `_`, `-`, starting with a letter or digit. It names a directory
+ * under `<data dir>/handoff/`, so `..`, `a/b` or a NUL could never be one (they would write outside it, or alias
+ * another transaction's receipt).
+ */
+export const TRANSACTION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
+export const TRANSACTION_ID_RULE = "1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+export const handoffDir = (dataDir: string, transaction: string) => {
+  if (!TRANSACTION_ID.test(transaction)) throw new Error(`not a transaction id (${TRANSACTION_ID_RULE})`)
+  return path.join(dataDir, "handoff", transaction)
+}
 
 const writeJson = (file: string, value: unknown) => {
   fs.mkdirSync(path.dirname(file), { recursive: true })

@@ -1,7 +1,8 @@
 import { randomBytes, timingSafeEqual } from "node:crypto"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
-import { Clock, Config, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Config, ConfigError, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { sha256Hex } from "../Digest.js"
 import { durationSetting } from "../DurationSetting.js"
@@ -17,7 +18,7 @@ import {
   VaultItemNotFound,
   VaultKeyRefused
 } from "./Vault.js"
-import { loadOrCreateKeyFile, open, parseMasterKey, seal } from "./VaultCipher.js"
+import { loadOrCreateKeyFile, open, parseMasterKey, readKeyFile, seal } from "./VaultCipher.js"
 
 interface GrantRow {
   readonly id: string
@@ -66,15 +67,21 @@ export const embeddedVault = (options: { readonly masterKey?: Uint8Array } = {})
         Config.withDefault(path.join(app.dataDir, "vault.key"))
       )
       const tokenTtl = yield* durationSetting("KEEL_VAULT_TOKEN_TTL").pipe(Config.withDefault(Duration.minutes(15)))
-      // The key is loaded on first use, so commands that never touch a secret create no key file.
+      // The key is checked now — a bad one is a one-line configuration error, never a stack trace at first use —
+      // and a missing key file is created on first use, so commands that never touch a secret create none.
       let masterKey: Uint8Array | undefined = options.masterKey
+      if (masterKey === undefined && Option.isSome(configuredKey)) {
+        masterKey = parseMasterKey(Redacted.value(configuredKey.value))
+        if (masterKey === undefined)
+          return yield* Effect.fail(ConfigError.InvalidData(["KEEL_VAULT_KEY"], "must be a base64 32-byte key"))
+      }
+      if (masterKey === undefined && fs.existsSync(path.resolve(keyFile))) {
+        const read = readKeyFile(path.resolve(keyFile))
+        if (typeof read === "string") return yield* Effect.fail(ConfigError.InvalidData(["KEEL_VAULT_KEY_FILE"], read))
+        masterKey = read
+      }
       const key = Effect.sync(() => {
-        if (masterKey !== undefined) return masterKey
-        if (Option.isSome(configuredKey)) {
-          const parsed = parseMasterKey(Redacted.value(configuredKey.value))
-          if (parsed === undefined) throw new Error("KEEL_VAULT_KEY must be a base64 32-byte key")
-          masterKey = parsed
-        } else masterKey = loadOrCreateKeyFile(path.resolve(keyFile))
+        masterKey ??= loadOrCreateKeyFile(path.resolve(keyFile))
         return masterKey
       })
 

@@ -42,9 +42,21 @@ export const loadOrCreateKeyFile = (file: string): Uint8Array => {
     fs.mkdirSync(path.dirname(file), { recursive: true })
     fs.writeFileSync(file, `${randomBytes(32).toString("base64")}\n`, { mode: 0o600, flag: "wx" })
   }
-  const mode = fs.statSync(file).mode & 0o777
-  if ((mode & 0o077) !== 0) throw new Error(`${file} is readable by others (mode ${mode.toString(8)}); chmod 600 it`)
-  const key = parseMasterKey(fs.readFileSync(file, "utf8"))
-  if (key === undefined) throw new Error(`${file} does not hold a base64 32-byte key`)
-  return key
+  const read = readKeyFile(file)
+  if (typeof read === "string") throw new Error(read)
+  return read
+}
+
+/**
+ * An existing key file's master key, or why it cannot be one (readable by others, not a base64 32-byte key,
+ * unreadable): what the vault checks when it starts, so a bad file is a one-line configuration error.
+ */
+export const readKeyFile = (file: string): Uint8Array | string => {
+  try {
+    const mode = fs.statSync(file).mode & 0o777
+    if ((mode & 0o077) !== 0) return `${file} is readable by others (mode ${mode.toString(8)}); chmod 600 it`
+    return parseMasterKey(fs.readFileSync(file, "utf8")) ?? `${file} does not hold a base64 32-byte key`
+  } catch (error) {
+    return `${file} cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`
+  }
 }
