@@ -269,8 +269,30 @@ describe("the phases (what the reconcile endpoints run)", () => {
           refusal: "past_data_commit_boundary"
         })
 
+        // A failed Finalize is recorded in the receipt (the last phase and why it failed), and may run again.
+        const route = fs.readFileSync(h.route, "utf8")
+        fs.writeFileSync(h.route, `${h.b}\n`)
+        const refused = yield* reconcile.phase("box", "t1", "finalize")
+        assert.deepInclude(refused, { exit_code: 1, refusal: "finalize_checks_failed" })
+        const recorded = (yield* reconcile.phase("box", "t1", "status")).report as {
+          phase: string
+          state: string
+          refusal: string | null
+          detail: string | null
+          finalize: { ok: boolean }
+        }
+        assert.deepInclude(recorded, {
+          phase: "finalize",
+          state: "activated_pending_lifecycle",
+          refusal: "finalize_checks_failed",
+          detail: "the route is not on A"
+        })
+        assert.isFalse(recorded.finalize.ok)
+        fs.writeFileSync(h.route, route)
+
         const final = yield* reconcile.phase("box", "t1", "finalize")
         assert.strictEqual(final.exit_code, 0, JSON.stringify(final.report))
+        assert.deepInclude(final.report as object, { refusal: null, detail: null })
         const report = final.report as {
           state: string
           finalize: { ok: boolean; checks: { route: { actual: string } } }

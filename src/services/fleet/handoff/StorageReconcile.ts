@@ -218,14 +218,26 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
           cancelled_jobs: cancelled,
           retained: receipt.retained
         }
+        const failedChecks = [
+          ...(tree.missing.length > 0 ? [`${tree.missing.length} planned entries missing from A`] : []),
+          ...(route !== storage.roots.a ? ["the route is not on A"] : []),
+          ...(runtime !== storage.roots.a ? ["the runtime is not on A"] : []),
+          ...writers.filter((w) => !w.active).map((w) => `writer ${w.name} is not running`),
+          ...(JSON.stringify(pause) !== JSON.stringify(receipt.captured?.queue ?? null)
+            ? ["the queue pause is not as captured"]
+            : [])
+        ]
+        // Recorded either way: the receipt says the last phase started and why it failed (Finalize may run again).
         const report = {
           ...receipt,
           phase: "finalize" as const,
           state: ok ? ("complete" as const) : receipt.state,
+          refusal: ok ? null : "finalize_checks_failed",
+          detail: ok ? null : failedChecks.join("; "),
           finalize: { at: now, ok, checks, retained_outcomes: retainedOutcomes }
         }
-        if (!ok) return { exit_code: 1 as const, refusal: "finalize_checks_failed", report }
         files.writeReceipt(report)
+        if (!ok) return { exit_code: 1 as const, refusal: "finalize_checks_failed", report: files.receipt() }
         yield* leases.release(transactionLeaseKey(target), transaction).pipe(Effect.ignore)
         return answer(files.receipt())
       })
