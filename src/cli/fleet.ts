@@ -20,7 +20,7 @@ export const controlPlaneAccess = (needs: string) =>
     const access = yield* configuredAccess(["KEEL_GRANT_FILE"], {
       defaultUrl: `http://127.0.0.1:${config.httpPort}`,
       needs
-    }).pipe(Effect.mapError((error) => new CommandFailed({ detail: `${error.code}: ${error.detail}` })))
+    }).pipe(Effect.mapError(refused))
     return { url: access.controlPlaneUrl, token: access.token }
   })
 

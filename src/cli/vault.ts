@@ -60,7 +60,11 @@ const get = Command.make(
       const fields = yield* (yield* Vault).getItem(item).pipe(Effect.catchAll(failWith(json)))
       if (Option.isSome(field)) {
         const value = fields[field.value]
-        if (value === undefined) return yield* new CommandFailed({ detail: `item ${item} has no field ${field.value}` })
+        if (value === undefined)
+          return yield* new CommandFailed({
+            code: "VAULT_FIELD_NOT_FOUND",
+            detail: `item ${item} has no field ${field.value}`
+          })
         // The value's bytes exactly, no newline added: `get --field` pipes a key into a file unchanged.
         if (!json) return yield* Effect.sync(() => process.stdout.write(value))
         return yield* emit(json, { value }, (r) => r.value)
@@ -88,7 +92,7 @@ const list = Command.make("list", { json }, ({ json }) =>
 const rm = Command.make("rm", { item: itemName, json }, ({ item, json }) =>
   Effect.gen(function* () {
     const removed = yield* (yield* Vault).removeItem(item)
-    if (!removed) return yield* new CommandFailed({ detail: `no item ${item}` })
+    if (!removed) return yield* new CommandFailed({ code: "VAULT_ITEM_NOT_FOUND", detail: `no item ${item}` })
     yield* emit(json, { removed: item }, (r) => `removed ${r.removed}`)
   })
 ).pipe(Command.withDescription("Remove an item"))
@@ -164,7 +168,8 @@ const grants = Command.make("list", { json }, ({ json }) =>
 
 const revoke = Command.make("revoke", { id: Args.text({ name: "GRANT_ID" }), json }, ({ id, json }) =>
   Effect.gen(function* () {
-    if (!(yield* (yield* Vault).revokeGrant(id))) return yield* new CommandFailed({ detail: `no grant ${id}` })
+    if (!(yield* (yield* Vault).revokeGrant(id)))
+      return yield* new CommandFailed({ code: "VAULT_GRANT_NOT_FOUND", detail: `no grant ${id}` })
     yield* emit(json, { revoked: id }, (r) => `revoked ${r.revoked}; its tokens are refused from now on`)
   })
 ).pipe(Command.withDescription("Revoke a grant and every token issued under it"))

@@ -45,7 +45,7 @@ import { assignFastPath } from "../http/product/AssignFastPath.js"
 import { AnalyticsLive, BlogLive, ExperimentsLive, OnboardingLive, ProductHealthLive } from "../http/product/Http.js"
 import { docsPath, openApiPath, type SurfaceName, SurfaceNames, surfaceApis } from "../http/Surfaces.js"
 import { VaultApi } from "../http/vault/Api.js"
-import { VaultNoStoreLive, VaultTokensLive } from "../http/vault/Http.js"
+import { VaultNoStoreLive, VaultTokensLive, vaultPathsNoStore } from "../http/vault/Http.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { Shutdown } from "../services/platform/Shutdown.js"
 import { ProductConfig } from "../services/product/ProductConfig.js"
@@ -138,12 +138,14 @@ const globalMiddleware = (bodyLimit: (path: string) => number, origins: CorsOrig
         CORS_ROUTES,
         origins
       )(
-        problemMiddleware(
-          bodyLimitMiddleware(bodyLimit, {
-            // Raw bytes (objects), and the reconcile path, which refuses any body itself (400).
-            isJson: (path) => !path.startsWith(OBJECT_ROUTES) && path !== "/api/host/storage-root-reconcile",
-            anyContentType: (path) => COLLECTOR_ROUTES.has(path)
-          })(fastPaths(app))
+        vaultPathsNoStore(
+          problemMiddleware(
+            bodyLimitMiddleware(bodyLimit, {
+              // Raw bytes (objects), and the reconcile path, which refuses any body itself (400).
+              isJson: (path) => !path.startsWith(OBJECT_ROUTES) && path !== "/api/host/storage-root-reconcile",
+              anyContentType: (path) => COLLECTOR_ROUTES.has(path)
+            })(fastPaths(app))
+          )
         )
       ) as Effect.Effect<
         HttpServerResponse.HttpServerResponse,

@@ -279,11 +279,14 @@ layer(HttpTest({ surfaces: ["vault", "controlplane"], env: { KEEL_REGISTRY: regi
         denied: yield* call("POST", "/v1/vault/token", { body: { ...credential, secret: "wrong" } }),
         noToken: yield* call("GET", "/v1/vault/items/fleet-ssh/private_key"),
         forbidden: yield* call("GET", "/v1/vault/items/other/x", { bearer: token.body.token }),
-        noField: yield* call("GET", "/v1/vault/items/fleet-ssh/nope", { bearer: token.body.token })
+        noField: yield* call("GET", "/v1/vault/items/fleet-ssh/nope", { bearer: token.body.token }),
+        // Answered before any vault handler: the body guard and the router.
+        tooDeep: yield* call("POST", "/v1/vault/token", { rawBody: `${"[".repeat(70)}${"]".repeat(70)}` }),
+        noRoute: yield* call("GET", "/v1/vault/nosuch")
       }
       assert.deepStrictEqual(
         Object.values(answers).map((a) => a.status),
-        [200, 200, 401, 401, 403, 404]
+        [200, 200, 401, 401, 403, 404, 400, 404]
       )
       for (const [name, answer] of Object.entries(answers)) assertNoStore(answer.headers, name)
     })
@@ -500,6 +503,17 @@ describe("ctl vault item put stdin", () => {
     assert.deepStrictEqual(JSON.parse(ctl(["vault", "item", "get", "fleet-ssh", "--json"], "").stdout), {
       private_key: KEY
     })
+    // What is not there has its own code.
+    for (const [args, code] of [
+      [["vault", "item", "get", "fleet-ssh", "--field", "nope", "--json"], "VAULT_FIELD_NOT_FOUND"],
+      [["vault", "item", "get", "ghost", "--json"], "VAULT_ITEM_NOT_FOUND"],
+      [["vault", "item", "rm", "ghost", "--json"], "VAULT_ITEM_NOT_FOUND"],
+      [["vault", "grant", "revoke", "grant_nope", "--json"], "VAULT_GRANT_NOT_FOUND"]
+    ] as const) {
+      const missing = ctl([...args], "")
+      assert.strictEqual(missing.status, 1, args.join(" "))
+      assert.strictEqual(JSON.parse(missing.stdout).error.code, code, args.join(" "))
+    }
   }, 60_000)
 })
 

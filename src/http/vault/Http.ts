@@ -1,7 +1,8 @@
-import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import { Vault, VaultDenied } from "../../services/platform/vault/Vault.js"
+import { routePath } from "../RoutePath.js"
 import { VaultApi, VaultNoStore } from "./Api.js"
 
 /** No cache, proxy or browser may keep a vault answer: success and refusal alike. */
@@ -13,6 +14,17 @@ export const VaultNoStoreLive = Layer.succeed(
     Effect.succeed(HttpServerResponse.setHeaders(response, NO_STORE_HEADERS))
   )
 )
+
+/**
+ * The same headers on every answer under `/v1/vault/` the vault's own handlers never see: the body guard's
+ * 400/413/415, the router's 404 (wraps the app after problem bodies are made, so failures are answers here).
+ */
+export const vaultPathsNoStore = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    routePath(request.url).startsWith("/v1/vault")
+      ? Effect.map(app, (response) => HttpServerResponse.setHeaders(response, NO_STORE_HEADERS))
+      : app
+  )
 
 const requireBearer = (header: string | undefined) => {
   const token = bearerToken(header)
