@@ -75,6 +75,22 @@ describe("blog sources", () => {
     assert.isTrue(unknownKey._tag === "Left" && unknownKey.left.includes("colour"))
     assert.strictEqual(parsePost("/root/a.md", "/root", "no front matter")._tag, "Left")
   })
+
+  it("a publication date-time without a zone is UTC on every host (never the server's zone); a date alone is its UTC midnight", () => {
+    const at = (published: string) => {
+      const parsed = parsePost(
+        "/root/news/p.md",
+        "/root",
+        `---\ntitle: P\nstatus: published\npublished_at: ${published}\n---\nText.\n`
+      )
+      assert.strictEqual(parsed._tag, "Right", published)
+      return parsed._tag === "Right" ? new Date(parsed.right.publishedAt ?? 0).toISOString() : ""
+    }
+    assert.strictEqual(at("2026-11-01 10:00"), "2026-11-01T10:00:00.000Z")
+    assert.strictEqual(at("2026-11-01T10:00:30"), "2026-11-01T10:00:30.000Z")
+    assert.strictEqual(at("2026-11-01"), "2026-11-01T00:00:00.000Z")
+    assert.strictEqual(at("2026-11-01T10:00:00+02:00"), "2026-11-01T08:00:00.000Z")
+  })
 })
 
 const dir = postsDir()

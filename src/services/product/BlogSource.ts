@@ -13,7 +13,15 @@ import { formatIssues } from "../platform/Validation.js"
 const markdown = new MarkdownIt({ html: false, linkify: true, typographer: true })
 
 const Slug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]{0,127}$/))
-const DateTime = Schema.Union(Schema.DateFromSelf, Schema.DateFromString).pipe(
+/**
+ * A date-time without a zone (`2026-11-01 10:00`, `2026-11-01T10:00:00`) is UTC — Hugo's default — never the
+ * server's zone, so the same file schedules a post at the same instant on every host; a date alone is its UTC
+ * midnight (as JavaScript reads it).
+ */
+const zoned = (text: string) =>
+  /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(text.trim()) ? `${text.trim().replace(" ", "T")}Z` : text
+const DateTimeText = Schema.transform(Schema.String, Schema.String, { strict: true, decode: zoned, encode: (t) => t })
+const DateTime = Schema.Union(Schema.DateFromSelf, Schema.compose(DateTimeText, Schema.DateFromString)).pipe(
   Schema.filter((d) => !Number.isNaN(d.getTime()) || "expected an ISO 8601 date-time")
 )
 
@@ -91,7 +99,8 @@ export const parsePost = (file: string, root: string, text: string): Either.Eith
   const front = decoded.right
   const relative = path.relative(root, file)
   const directory = path.dirname(relative)
-  const surface = front.surface ?? (directory === "." ? "blog" : (directory.split(path.sep)[0] ?? "blog"))
+  // Defaults from the path are lower-cased alike (`News/Hello.md` is surface `news`, slug `hello`).
+  const surface = front.surface ?? (directory === "." ? "blog" : (directory.split(path.sep)[0] ?? "blog").toLowerCase())
   const slug = front.slug ?? path.basename(file, path.extname(file)).toLowerCase()
   if (!/^[a-z0-9][a-z0-9-]{0,127}$/.test(slug))
     return Either.left(`slug "${slug}" must be lower-case letters, digits and -`)
