@@ -26,6 +26,12 @@ describe("journey registry", () => {
     assert.isTrue(Either.isLeft(weights) && weights.left.detail.includes("weights must sum to 1"))
     const yaml = parseRegistry("r.yml", "apps: [ {")
     assert.isTrue(Either.isLeft(yaml) && yaml.left.detail.startsWith("not valid YAML"))
+    // Empty or comments only (a truncated write) is refused, so the last valid version keeps serving.
+    for (const text of ["", "\n", "# apps were here\n"]) {
+      const empty = parseRegistry("r.yml", text)
+      assert.isTrue(Either.isLeft(empty) && empty.left.detail.includes("the file is empty"), JSON.stringify(text))
+    }
+    assert.isTrue(Either.isRight(parseRegistry("r.yml", "apps: []\n")), "no apps, said")
     const extra = parseRegistry("r.yml", "apps: []\nsurprise: 1\n")
     assert.isTrue(Either.isLeft(extra) && extra.left.detail.includes("surprise"))
   })

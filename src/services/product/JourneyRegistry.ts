@@ -92,10 +92,15 @@ const decode = Schema.decodeUnknownEither(RegistryDocument, { errors: "all", onE
 export const parseRegistry = (file: string, text: string): Either.Either<RegistryDocument, RegistryInvalid> => {
   let raw: unknown
   try {
-    raw = YAML.parse(text) ?? {}
+    raw = YAML.parse(text)
   } catch (error) {
     return Either.left(new RegistryInvalid({ file, detail: `not valid YAML: ${(error as Error).message}` }))
   }
+  // Empty, or comments only: a truncated write more often than a wish for no apps, which says `apps: []`.
+  if (raw === null || raw === undefined)
+    return Either.left(
+      new RegistryInvalid({ file, detail: "the file is empty (a registry with no apps is `apps: []`)" })
+    )
   return Either.mapLeft(
     decode(raw),
     (error) => new RegistryInvalid({ file, detail: formatIssues(error, { limit: 10 }) })
