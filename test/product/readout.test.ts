@@ -15,7 +15,7 @@ import {
 } from "keel"
 import { runCli } from "../support/cli.js"
 import { HttpTest } from "../support/http.js"
-import { registryDir } from "./registry-fixture.js"
+import { registryDir, registryDoc } from "./registry-fixture.js"
 
 const close = (actual: number | null | undefined, expected: number, tolerance = 1e-9, what = "") =>
   assert.isTrue(
@@ -61,6 +61,11 @@ describe("readout statistics", () => {
     close(zero?.low, 0, 1e-15, "low 0/10")
     close(zero?.high, (2 * (z2 / 20)) / (1 + z2 / 10), 1e-12, "high 0/10")
     assert.isNull(wilsonInterval(0, 0))
+    // The edges are exact, never a 1e-17 residue of centre − half.
+    for (const n of [1, 7, 54, 1000]) {
+      assert.strictEqual(wilsonInterval(0, n)?.low, 0, `0 of ${n}`)
+      assert.strictEqual(wilsonInterval(n, n)?.high, 1, `${n} of ${n}`)
+    }
   })
 
   it("two-proportion z-test: 200/1000 vs 240/1000", () => {
@@ -421,6 +426,48 @@ describe("ctl product", () => {
         assert.strictEqual(JSON.parse(badDate.stdout).error.code, "INVALID_DATE")
         const badInterval = yield* runCli(["product", "summary", "--site", "keel-docs", "--interval", "week"], env)
         assert.strictEqual(badInterval.exitCode, 2)
+      }),
+    60_000
+  )
+
+  it.live(
+    "srm is over the variants that still take traffic: a variant weighted 0 keeps its old subjects out of it",
+    () =>
+      Effect.gen(function* () {
+        const doc = registryDoc()
+        const variants = doc.apps[0]!.journeys[0]!.experiment!.variants as Array<Record<string, unknown>>
+        variants.push({ name: "retired", weight: 0, config: { headline: "Old" } })
+        const dir = registryDir(doc).dir
+        const env = { KEEL_DATA_DIR: dir, KEEL_DEMO_DATA: "false" }
+        const first = yield* runCli(["product", "summary", "--site", "keel-docs", "--json"], env)
+        assert.strictEqual(first.exitCode, 0, first.stderr)
+        const db = new Database(path.join(dir, "keel.db"))
+        const exposure = db.prepare("INSERT INTO experiment_exposures VALUES ('onboarding-copy', ?, ?, ?, ?, 1)")
+        for (let i = 0; i < 10; i++) {
+          exposure.run(`c-${i}`, "control", T0, T0)
+          exposure.run(`b-${i}`, "bold", T0, T0)
+          exposure.run(`r-${i}`, "retired", T0, T0)
+        }
+        db.prepare(
+          `INSERT INTO analytics_events (site_id, event_id, collector, name, occurred_at, visitor_id, received_at)
+           VALUES ('keel-docs', 's-1', 'web', 'signup', ?, 'c-1', 0)`
+        ).run(T0 + 1)
+        db.close()
+        const results = yield* runCli(
+          ["product", "results", "onboarding-copy", "--metric", "signup", "--from", "2026-01-10", "--json"],
+          env
+        )
+        assert.strictEqual(results.exitCode, 0, results.stderr)
+        const report = JSON.parse(results.stdout)
+        assert.deepStrictEqual(
+          report.variants.map((v: { name: string; subjects: number }) => [v.name, v.subjects]),
+          [
+            ["control", 10],
+            ["bold", 10],
+            ["retired", 10]
+          ]
+        )
+        assert.deepStrictEqual(report.srm, { chi_square: 0, df: 1, p_value: 1, mismatch: false })
       }),
     60_000
   )

@@ -178,9 +178,12 @@ export class Readout extends Effect.Service<Readout>()("product/Readout", {
         variantResult(variant, counts.get(variant.name) ?? ZERO, controlCounts, variant === control)
       )
       const listed = new Set(experiment.variants.map((v) => v.name))
+      // Against the current weights, over the variants that still take traffic: a variant weighted 0 after a
+      // weight change holds subjects of the old weights, which no expected count of the new ones describes.
+      const weighted = variants.filter((v) => v.weight > 0)
       const srm = chiSquareGoodnessOfFit(
-        variants.map((v) => v.subjects),
-        variants.map((v) => v.weight)
+        weighted.map((v) => v.subjects),
+        weighted.map((v) => v.weight)
       )
       return new ExperimentResults({
         experiment_id: experiment.id,

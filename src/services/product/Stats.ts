@@ -83,7 +83,11 @@ export const wilsonInterval = (successes: number, n: number, z = Z_95): Interval
   const denominator = 1 + z2 / n
   const centre = (p + z2 / (2 * n)) / denominator
   const half = (z / denominator) * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n))
-  return { low: Math.max(0, centre - half), high: Math.min(1, centre + half) }
+  // At the edges the bound is exact: 0 of n has low 0 and n of n high 1 (centre − half leaves a 1e-17 residue).
+  return {
+    low: successes <= 0 ? 0 : Math.max(0, centre - half),
+    high: successes >= n ? 1 : Math.min(1, centre + half)
+  }
 }
 
 export interface ZTest {
