@@ -1,5 +1,6 @@
+import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { dateTimeMillis, eventMillis } from "../../src/services/product/EventTime.js"
+import { dateTimeMillis, EventTimestamp, eventMillis } from "../../src/services/product/EventTime.js"
 
 // docs/analytics.md and docs/product-registry.md: an event's timestamp is epoch milliseconds or an ISO 8601
 // date-time with its zone (RFC 3339); nothing looser, nothing impossible.
@@ -41,5 +42,15 @@ describe("an event's timestamp", () => {
       ""
     ])
       expect(dateTimeMillis(text), text).toBeUndefined()
+  })
+
+  it("epoch milliseconds stop where the ISO form does, 9999-12-31T23:59:59.999Z (past it no Date holds them)", () => {
+    const accepts = (value: unknown) => Either.isRight(Schema.decodeUnknownEither(EventTimestamp)(value))
+    expect(accepts(0)).toBe(true)
+    expect(accepts(Date.UTC(9999, 11, 31, 23, 59, 59, 999))).toBe(true)
+    expect(accepts("9999-12-31T23:59:59.999Z")).toBe(true)
+    for (const beyond of [253_402_300_800_000, 8_640_000_000_000_001, Number.MAX_SAFE_INTEGER, -1, 1.5]) {
+      expect(accepts(beyond), String(beyond)).toBe(false)
+    }
   })
 })

@@ -4,7 +4,7 @@ import { GroupCommit } from "../platform/GroupCommit.js"
 import { hotSpan } from "../platform/HotSpan.js"
 import { placeholders, type SqlParam } from "../platform/SqlDirect.js"
 import { formatIssues, BoundedText as Text } from "../platform/Validation.js"
-import { EventTimestamp, eventMillis } from "./EventTime.js"
+import { EventTimestamp, eventMillis, LATEST_EVENT_MILLIS } from "./EventTime.js"
 import { ProductConfig } from "./ProductConfig.js"
 import { pageExpression, referrerHost, utmSourceExpression } from "./ReadoutSql.js"
 
@@ -122,6 +122,7 @@ export const acceptEventFast = (candidate: unknown): AnalyticsEvent | undefined 
   const { event_id, name, timestamp, visitor_id, session_id, url, referrer, utm, props } = candidate
   if (!isText(event_id, MAX.id) || !isText(name, MAX.name) || !isText(visitor_id, MAX.id)) return undefined
   if (typeof timestamp !== "number" || !Number.isSafeInteger(timestamp) || timestamp < 0) return undefined
+  if (timestamp > LATEST_EVENT_MILLIS) return undefined
   if (!isOptionalText(session_id, MAX.id) || !isOptionalText(url, MAX.url) || !isOptionalText(referrer, MAX.url))
     return undefined
   let utmOut: Record<string, string> | undefined

@@ -25,6 +25,9 @@ export const dateTimeMillis = (text: string): number | undefined => {
   return Number.isNaN(millis) || millis < 0 ? undefined : millis
 }
 
+/** The last instant either form can name: 9999-12-31T23:59:59.999Z (an ISO year has four digits). */
+export const LATEST_EVENT_MILLIS = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
+
 const TIMESTAMP_EXPECTED =
   "expected epoch milliseconds (a non-negative integer) or an ISO 8601 date-time with a zone (2026-11-27T10:00:00Z)"
 
@@ -33,7 +36,7 @@ const TIMESTAMP_EXPECTED =
  * fails, the refusal is the one sentence above (not one line per member of the union).
  */
 export const EventTimestamp = Schema.Union(
-  Schema.Number.pipe(Schema.int(), Schema.nonNegative()),
+  Schema.Number.pipe(Schema.int(), Schema.between(0, LATEST_EVENT_MILLIS)),
   Schema.String.pipe(
     Schema.filter((text) => dateTimeMillis(text) !== undefined, {
       // Generated values (property tests) are date-times: random strings would almost never pass the filter.
