@@ -247,6 +247,30 @@ export interface BodyGuardOptions {
  * depend on the route. The platform's own reader limit would reset the connection instead; it is
  * lifted here because this guard enforces the limit first.
  */
+/**
+ * Whether the query string is valid percent-encoded UTF-8. The platform's parser keeps a bad sequence as
+ * text (`subject=inv%zz` is `inv%zz`, the same value `inv%25zz` sends) and turns bad UTF-8 into U+FFFD, so two
+ * different requests would read as one: refused instead, before any route or fast path reads the query.
+ */
+export const validQueryEncoding = (url: string) => {
+  const at = url.indexOf("?")
+  if (at < 0) return true
+  const query = url.slice(at + 1)
+  if (!query.includes("%")) return true
+  try {
+    decodeURIComponent(query)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const QUERY_ENCODING = "the query string is not valid percent-encoded UTF-8 (a literal % is %25)"
+const invalidQueryEncoding = () =>
+  problemResponse(400, "VALIDATION_FAILED", QUERY_ENCODING, {
+    extensions: { errors: [{ path: "", message: QUERY_ENCODING }] }
+  })
+
 export const bodyLimitMiddleware =
   (limitFor: number | ((path: string) => number), options: BodyGuardOptions = {}) =>
   <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
@@ -257,6 +281,7 @@ export const bodyLimitMiddleware =
       // request's context (`provideService` copies every service in it).
       const route = app.pipe(HttpIncomingMessage.withMaxBodySize(Option.none()))
       const request = yield* HttpServerRequest.HttpServerRequest
+      if (!validQueryEncoding(request.url)) return invalidQueryEncoding()
       const path = routePath(request.url)
       const limit = typeof limitFor === "number" ? limitFor : limitFor(path)
       const json = options.isJson?.(path) ?? true

@@ -195,6 +195,29 @@ layer(
     })
   )
 
+  it.effect(
+    "a query string that is not valid percent-encoded UTF-8 is 400, on every surface, fast paths included",
+    () =>
+      Effect.gen(function* () {
+        for (const path of [
+          "/api/experiments/assign?app=demo&platform=ios&surface=onboarding&subject=inv%zz",
+          "/api/experiments/assign?app=demo&platform=ios&surface=onboarding&subject=inv%E9",
+          "/api/public/blog/news?page=%",
+          "/api/coin/history?period=1h%2",
+          "/search?q=100%"
+        ]) {
+          const body = assertProblem(yield* send("GET", path, ""), 400, "VALIDATION_FAILED")
+          assert.deepStrictEqual(
+            body.errors,
+            [{ path: "", message: "the query string is not valid percent-encoded UTF-8 (a literal % is %25)" }],
+            path
+          )
+        }
+        // A literal % sent as %25 reaches the route.
+        assert.strictEqual((yield* send("GET", "/api/health?x=100%25", "")).status, 200)
+      })
+  )
+
   it.effect("a body within the limit that the route never reads is received and the answer is the route's", () =>
     Effect.gen(function* () {
       // Larger than a stream's buffer, so that an unread body would stall the connection.

@@ -213,7 +213,7 @@ export class Readout extends Effect.Service<Readout>()("product/Readout", {
       if (buckets > MAX_BUCKETS) {
         return yield* new ReadoutQueryInvalid({
           code: "INVALID_RANGE",
-          detail: `${buckets} ${interval} buckets asked; at most ${MAX_BUCKETS} (use a shorter range or interval=day)`
+          detail: `${buckets} ${interval} buckets asked; at most ${MAX_BUCKETS} (use a shorter range${interval === "hour" ? " or interval=day" : ""})`
         })
       }
       const range = [query.site, from, to] as const
