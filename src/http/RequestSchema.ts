@@ -30,3 +30,21 @@ export const DecimalIntegerString = Schema.String.pipe(
 
 /** A parameter's decimal integer as a number (refine it further with `Schema.int()`, bounds, …). */
 export const IntegerFromString = Schema.compose(DecimalIntegerString, Schema.NumberFromString)
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/**
+ * Text of `min` to `max` characters as people count them — Unicode code points, so an emoji is one — that is
+ * well-formed: a lone surrogate (`"\ud800"` in JSON) has no UTF-8 form and would be stored as U+FFFD, a change
+ * the sender never sees, so it is refused.
+ */
+export const UnicodeText = (min: number, max: number) =>
+  Schema.String.pipe(
+    Schema.filter((text) => {
+      if (LONE_SURROGATE.test(text)) return false
+      let length = 0
+      for (const _ of text) if (++length > max) return false
+      return length >= min
+    }),
+    Schema.annotations({ message: () => `must be ${min} to ${max} characters of well-formed Unicode` })
+  )

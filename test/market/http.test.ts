@@ -374,11 +374,21 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
       for (const body of [
         { message: "x", message_type: "system" },
         { message: "", message_type: "chat" },
-        { message: "y".repeat(2001), message_type: "chat" }
+        { message: "y".repeat(2001), message_type: "chat" },
+        { message: "😀".repeat(2001), message_type: "chat" },
+        { message: "a\ud800b", message_type: "chat" },
+        { message: "\udc00", message_type: "chat" }
       ]) {
         const refused = yield* call("POST", "/api/chat", { bearer: key, body })
         assert.strictEqual(refused.status, 400)
       }
+      // Characters as people count them: 2000 emoji (4000 UTF-16 units) are 2000 characters, stored as sent.
+      const emoji = yield* call("POST", "/api/chat", {
+        bearer: key,
+        body: { message: "😀".repeat(2000), message_type: "chat" }
+      })
+      assert.strictEqual(emoji.status, 201)
+      assert.strictEqual(emoji.body.message, "😀".repeat(2000))
       assert.strictEqual(
         (yield* call("POST", "/api/chat", { body: { message: "hi", message_type: "chat" } })).status,
         401

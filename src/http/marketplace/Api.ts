@@ -19,7 +19,13 @@ import {
 import { InsufficientFunds } from "../../services/market/Ledger.js"
 import { BuyResult, SellResult } from "../../services/market/Trading.js"
 import { problemOpenApi } from "../ProblemContract.js"
-import { DecimalIntegerString, IntegerFromString, RequestStruct, StrictRequestStruct } from "../RequestSchema.js"
+import {
+  DecimalIntegerString,
+  IntegerFromString,
+  RequestStruct,
+  StrictRequestStruct,
+  UnicodeText
+} from "../RequestSchema.js"
 
 /** Who the request acts for, when its endpoint class needs credentials (set by MarketGate). */
 export class Caller extends Context.Tag("market/Caller")<Caller, { readonly principal: Principal | undefined }>() {}
@@ -304,11 +310,7 @@ export class ChatApi extends HttpApiGroup.make("chat")
     HttpApiEndpoint.post("post", "/chat")
       .setPayload(
         RequestStruct({
-          message: Schema.String.pipe(
-            Schema.minLength(1),
-            Schema.maxLength(2000),
-            Schema.annotations({ message: () => "must be 1 to 2000 characters" })
-          ),
+          message: UnicodeText(1, 2000),
           message_type: Schema.Literal("chat").annotations({ message: () => 'must be "chat"' })
         })
       )
