@@ -36,6 +36,16 @@ const base = (extra: Partial<ReporterOptions> = {}): ReporterOptions => ({
   ...extra
 })
 
+/** A page's lifecycle events, fired by hand (`listeners.get("pagehide")?.()`). */
+const fakeLifecycle = () => {
+  const listeners = new Map<string, () => void>()
+  const lifecycle = {
+    addEventListener: (type: string, fn: () => void) => void listeners.set(type, fn),
+    removeEventListener: (type: string) => void listeners.delete(type)
+  }
+  return { listeners, lifecycle }
+}
+
 const unhandled: Array<unknown> = []
 const onUnhandled = (reason: unknown) => unhandled.push(reason)
 beforeEach(() => {
@@ -188,11 +198,7 @@ describe("the client reporter's batching", () => {
   })
 
   it("on page hide, splits the beacons by bytes too", async () => {
-    const listeners = new Map<string, () => void>()
-    const lifecycle = {
-      addEventListener: (type: string, fn: () => void) => void listeners.set(type, fn),
-      removeEventListener: (type: string) => void listeners.delete(type)
-    }
+    const { listeners, lifecycle } = fakeLifecycle()
     const beacons: Array<string> = []
     const reporter = createReporter(
       base({
@@ -209,11 +215,7 @@ describe("the client reporter's batching", () => {
   })
 
   it("on page hide, sends what is queued by beacon", async () => {
-    const listeners = new Map<string, () => void>()
-    const lifecycle = {
-      addEventListener: (type: string, fn: () => void) => void listeners.set(type, fn),
-      removeEventListener: (type: string) => void listeners.delete(type)
-    }
+    const { listeners, lifecycle } = fakeLifecycle()
     const beacons: Array<string> = []
     const reporter = createReporter(base({ lifecycle, sendBeacon: (_url, data) => beacons.push(data) > 0 }))
     reporter.track("a")

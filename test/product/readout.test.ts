@@ -365,17 +365,22 @@ layer(HttpTest({ settings: { dataDir: fixture.dir } }), { timeout: "60 seconds" 
   }
 )
 
+/** A data dir whose database the first `ctl` run created and migrated, and that database, open. */
+const migratedDataDir = (doc?: unknown) =>
+  Effect.gen(function* () {
+    const dir = (doc === undefined ? registryDir() : registryDir(doc)).dir
+    const env = { KEEL_DATA_DIR: dir, KEEL_DEMO_DATA: "false" }
+    const first = yield* runCli(["product", "summary", "--site", "keel-docs", "--json"], env)
+    assert.strictEqual(first.exitCode, 0, first.stderr)
+    return { dir, env, db: new Database(path.join(dir, "keel.db")) }
+  })
+
 describe("ctl product", () => {
   it.live(
     "results and summary read the data dir's database through the same service, with --json",
     () =>
       Effect.gen(function* () {
-        const dir = registryDir().dir
-        const env = { KEEL_DATA_DIR: dir, KEEL_DEMO_DATA: "false" }
-        // The first run creates and migrates the database.
-        const first = yield* runCli(["product", "summary", "--site", "keel-docs", "--json"], env)
-        assert.strictEqual(first.exitCode, 0, first.stderr)
-        const db = new Database(path.join(dir, "keel.db"))
+        const { env, db } = yield* migratedDataDir()
         const exposure = db.prepare("INSERT INTO experiment_exposures VALUES ('onboarding-copy', ?, ?, ?, ?, 1)")
         const event = db.prepare(
           `INSERT INTO analytics_events (site_id, event_id, collector, name, occurred_at, visitor_id, url, page, received_at)
@@ -437,11 +442,7 @@ describe("ctl product", () => {
         const doc = registryDoc()
         const variants = doc.apps[0]!.journeys[0]!.experiment!.variants as Array<Record<string, unknown>>
         variants.push({ name: "retired", weight: 0, config: { headline: "Old" } })
-        const dir = registryDir(doc).dir
-        const env = { KEEL_DATA_DIR: dir, KEEL_DEMO_DATA: "false" }
-        const first = yield* runCli(["product", "summary", "--site", "keel-docs", "--json"], env)
-        assert.strictEqual(first.exitCode, 0, first.stderr)
-        const db = new Database(path.join(dir, "keel.db"))
+        const { env, db } = yield* migratedDataDir(doc)
         const exposure = db.prepare("INSERT INTO experiment_exposures VALUES ('onboarding-copy', ?, ?, ?, ?, 1)")
         for (let i = 0; i < 10; i++) {
           exposure.run(`c-${i}`, "control", T0, T0)
@@ -476,11 +477,7 @@ describe("ctl product", () => {
     "migration 0006 recomputes the referrer hosts 0005's SQL had read wrongly (credentials, IPv6)",
     () =>
       Effect.gen(function* () {
-        const dir = registryDir().dir
-        const env = { KEEL_DATA_DIR: dir, KEEL_DEMO_DATA: "false" }
-        const first = yield* runCli(["product", "summary", "--site", "keel-docs", "--json"], env)
-        assert.strictEqual(first.exitCode, 0, first.stderr)
-        const db = new Database(path.join(dir, "keel.db"))
+        const { env, db } = yield* migratedDataDir()
         const event = db.prepare(
           `INSERT INTO analytics_events (site_id, event_id, collector, name, occurred_at, visitor_id, referrer, referrer_host, received_at)
            VALUES ('keel-docs', ?, 'web', 'pageview', ?, ?, ?, ?, 0)`
