@@ -101,6 +101,11 @@ layer(HttpTest({ settings: { dataDir: path.join(corpus.root, "data") }, env: { G
       assert.strictEqual(icon.headers["content-type"], "image/png")
       assert.deepStrictEqual(Buffer.from(icon.bytes), PNG)
       const svg = yield* get("/assets/fastify/logo/0/content")
+      // The repository's bytes never run on this origin (an SVG may hold a script).
+      assert.strictEqual(
+        svg.headers["content-security-policy"],
+        "default-src 'none'; style-src 'unsafe-inline'; sandbox"
+      )
       assert.strictEqual(
         Buffer.from(svg.bytes).toString(),
         `${git(corpus.docs, "show", `${assetsCommit}:brand/logo.svg`)}\n`
@@ -120,6 +125,52 @@ layer(HttpTest({ settings: { dataDir: path.join(corpus.root, "data") }, env: { G
         assert.strictEqual(answer.status, 404, url)
         assert.strictEqual(answer.json().code, "ASSET_NOT_FOUND")
       }
+    })
+  )
+
+  it.effect("a blob URL never shows credentials or a token; a refused brand-assets.yml keeps the last valid list", () =>
+    Effect.gen(function* () {
+      const sources = corpus.sources()
+      commitFiles(
+        corpus.registry,
+        {
+          "sources.yml": sources.replace(
+            "    trust: canonical\n",
+            "    trust: canonical\n    web_url: https://carol:W3bPass@github.com/fastify/fastify?token=QSECRET\n"
+          )
+        },
+        "a web_url with credentials"
+      )
+      yield* ingest
+      const listed = (yield* get("/assets")).json()
+      assert.strictEqual(listed[0].blobUrl, `https://github.com/fastify/fastify/blob/${assetsCommit}/brand/logo.svg`)
+      const text = JSON.stringify(listed)
+      for (const secret of ["carol", "W3bPass", "QSECRET"]) assert.notInclude(text, secret)
+
+      commitFiles(
+        corpus.registry,
+        { "brand-assets.yml": "products:\n  p:\n    logo: [{ repo: fastify, path: ../../etc/passwd }]\n" },
+        "a bad asset list"
+      )
+      yield* ingest
+      assert.strictEqual((yield* get("/assets")).json().length, 2, "the last valid list keeps serving")
+    })
+  )
+
+  it.effect("a disabled source's assets are not served", () =>
+    Effect.gen(function* () {
+      commitFiles(
+        corpus.registry,
+        {
+          "sources.yml": corpus
+            .sources()
+            .replace("    trust: canonical\n", "    trust: canonical\n    enabled: false\n")
+        },
+        "fastify disabled"
+      )
+      yield* ingest
+      assert.deepStrictEqual((yield* get("/assets")).json(), [])
+      assert.strictEqual((yield* get("/assets/fastify/app_icon/0/content")).status, 404)
     })
   )
 })

@@ -81,7 +81,15 @@ export const GroundTruthAssetsLive = HttpApiBuilder.group(GroundTruthApi, "asset
       Effect.map(
         BrandAssets.use((assets) => assets.content(path.product, path.kind, path.assetIndex)),
         ({ bytes, contentType }) =>
-          HttpServerResponse.uint8Array(bytes, { contentType, headers: { "x-content-type-options": "nosniff" } })
+          HttpServerResponse.uint8Array(bytes, {
+            contentType,
+            // An asset's bytes are the repository's, not the service's: an SVG with a script, opened from its
+            // link, must not run on this origin (GitHub's raw host serves them the same way).
+            headers: {
+              "x-content-type-options": "nosniff",
+              "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox"
+            }
+          })
       )
     )
 )

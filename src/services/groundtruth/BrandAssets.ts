@@ -1,8 +1,9 @@
 import * as path from "node:path"
 import { HttpApiSchema } from "@effect/platform"
-import { Effect, Either, ParseResult, Ref, Schema } from "effect"
+import { Effect, Either, Ref, Schema } from "effect"
 import * as YAML from "yaml"
-import { GitMirror } from "../platform/GitMirror.js"
+import { displayUrl, GitMirror } from "../platform/GitMirror.js"
+import { formatIssues } from "../platform/Validation.js"
 import { GtConfig } from "./GtConfig.js"
 import { type Source, Sources } from "./Sources.js"
 
@@ -92,6 +93,7 @@ export class BrandAssets extends Effect.Service<BrandAssets>()("groundtruth/Bran
     const config = yield* GtConfig
     const sources = yield* Sources
     const cache = yield* Ref.make(new Map<string, ReadonlyArray<AssetRecord>>())
+    const lastValid = yield* Ref.make<ReadonlyArray<AssetRecord>>([])
 
     const load = Effect.gen(function* () {
       const registry = yield* sources.current
@@ -102,16 +104,30 @@ export class BrandAssets extends Effect.Service<BrandAssets>()("groundtruth/Bran
       const registryDir = yield* GitMirror.sync(config.registryRepo, config.mirrorsDir)
       const bytes = yield* GitMirror.show(registryDir, registry.commit, "brand-assets.yml")
       if (bytes === undefined) return []
-      const decoded = Schema.decodeUnknownEither(BrandAssetsDocument, { errors: "all", onExcessProperty: "error" })(
-        YAML.parse(bytes.toString("utf8"))
+      const decoded = Either.flatMap(
+        Either.try({
+          try: () => YAML.parse(bytes.toString("utf8")) as unknown,
+          catch: (error) => `not valid YAML: ${(error as Error).message}`
+        }),
+        (raw) =>
+          Either.mapLeft(
+            Schema.decodeUnknownEither(BrandAssetsDocument, { errors: "all", onExcessProperty: "error" })(raw),
+            (error) => formatIssues(error, { limit: 10 })
+          )
       )
       if (Either.isLeft(decoded)) {
-        yield* Effect.logWarning("brand-assets.yml refused").pipe(
-          Effect.annotateLogs("detail", ParseResult.TreeFormatter.formatErrorSync(decoded.left))
+        // Like a refused sources.yml: the last valid asset list keeps serving, never none at all (still only
+        // the assets of sources the registry serves).
+        const serving = new Set(registry.sources.filter((s) => s.enabled).map((s) => s.name))
+        const kept = (yield* Ref.get(lastValid)).filter((record) => serving.has(record.repo))
+        yield* Effect.logWarning("brand-assets.yml refused; the last valid asset list keeps serving").pipe(
+          Effect.annotateLogs({ detail: decoded.left, kept: kept.length })
         )
-        return []
+        yield* Ref.update(cache, (map) => new Map(map).set(key, kept))
+        return kept
       }
-      const byName = new Map(registry.sources.map((s) => [s.name, s]))
+      // The registry decides what is served: a disabled source's assets are not.
+      const byName = new Map(registry.sources.filter((s) => s.enabled).map((s) => [s.name, s]))
       const records: Array<AssetRecord> = []
       for (const [product, kinds] of Object.entries(decoded.right.products).sort(([a], [b]) => a.localeCompare(b))) {
         for (const kind of AssetKinds) {
@@ -124,7 +140,9 @@ export class BrandAssets extends Effect.Service<BrandAssets>()("groundtruth/Bran
               const dir = yield* GitMirror.sync(source.url, config.mirrorsDir)
               return yield* GitMirror.resolve(dir, ref)
             }).pipe(Effect.orElseSucceed(() => null))
-            const web = webUrlOf(source)
+            // Shown to clients: never the credentials (or a token in the query) a git URL may carry.
+            const fromSource = webUrlOf(source)
+            const web = fromSource === undefined ? undefined : displayUrl(fromSource)
             records.push({
               product,
               kind,
@@ -150,6 +168,7 @@ export class BrandAssets extends Effect.Service<BrandAssets>()("groundtruth/Bran
         }
       }
       yield* Ref.update(cache, (m) => new Map(m).set(key, records))
+      yield* Ref.set(lastValid, records)
       return records
     }).pipe(
       Effect.catchAll((error) =>

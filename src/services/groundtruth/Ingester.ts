@@ -3,7 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Schema } from "effect"
 import { Minimatch } from "minimatch"
 import { sha256Hex } from "../platform/Digest.js"
-import { GitMirror, stripCredentials, type TreeEntry } from "../platform/GitMirror.js"
+import { displayUrl, GitMirror, redactUrls, type TreeEntry } from "../platform/GitMirror.js"
 import { type Chunk, chunkFile, isBinary } from "./Chunker.js"
 import { Embedder } from "./Embedder.js"
 import { GtConfig } from "./GtConfig.js"
@@ -251,7 +251,7 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
     const failedSource = (source: Source, detail: string) =>
       Effect.gen(function* () {
         yield* Effect.logWarning("source ingest failed; its previous index keeps serving").pipe(
-          Effect.annotateLogs({ repo: source.name, url: stripCredentials(source.url), detail })
+          Effect.annotateLogs({ repo: source.name, url: displayUrl(source.url), detail: redactUrls(detail) })
         )
         const prior = yield* sql<{
           indexed_commit: string
@@ -268,7 +268,7 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
           vectors_computed: 0,
           embedding_error: null,
           duration_ms: 0,
-          error: detail
+          error: redactUrls(detail)
         } satisfies SourceIngest
       })
 

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { stripCredentials } from "../platform/GitMirror.js"
+import { displayUrl } from "../platform/GitMirror.js"
 import { Embedder } from "./Embedder.js"
 import { GtConfig } from "./GtConfig.js"
 import { UnknownRepo } from "./Ingester.js"
@@ -251,7 +251,7 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
         return {
           name: source.name,
           description: source.description,
-          url: stripCredentials(source.url),
+          url: displayUrl(source.url),
           branch: source.branch ?? null,
           owners: source.owners,
           trust: source.trust,

@@ -23,6 +23,19 @@ const describe = (error: unknown) => (error instanceof Error ? error.message.spl
 /** Credentials never leave in answers or logs. */
 export const stripCredentials = (url: string) => url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/]*@/i, "$1")
 
+/**
+ * Every URL in `text` as it may be shown (an answer, a log line, an error): no user or password, and no query
+ * or fragment, where a token also travels (`https://host/repo.git?token=…`). For display only: git is given
+ * the URL it needs.
+ */
+export const redactUrls = (text: string) =>
+  text
+    .replace(/([a-z][a-z0-9+.-]*:\/\/)[^@/\s]*@/gi, "$1")
+    .replace(/([a-z][a-z0-9+.-]*:\/\/[^\s?#]*)[?#][^\s'"]*/gi, "$1")
+
+/** One URL as it may be shown (see `redactUrls`). */
+export const displayUrl = (url: string) => redactUrls(url)
+
 /** An http(s) URL's user and password, taken out of it: git sees the URL without them. */
 export const splitCredentials = (
   url: string
@@ -108,7 +121,7 @@ const git = (
         .env(gitEnv(askpassScript, extraEnv))
         // No helper may store or supply credentials behind our back.
         .raw(["-c", "credential.helper=", ...args]),
-    catch: (error) => new GitFailed({ detail: `git ${args[0]}: ${stripCredentials(describe(error) ?? "")}` })
+    catch: (error) => new GitFailed({ detail: `git ${args[0]}: ${redactUrls(describe(error) ?? "")}` })
   })
 
 /**
