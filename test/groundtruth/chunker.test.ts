@@ -35,6 +35,32 @@ describe("chunking", () => {
     assert.deepStrictEqual(chunkLines(["", " "], 1, "", { maxLines: 4, overlapLines: 0 }), [])
   })
 
+  it("before a long code block the windows still move forward: no one-line windows, every line cited once or in one overlap", () => {
+    // A heading, 59 lines of text, then a 50-line fenced block (longer than a window, kept whole).
+    const text = [
+      "# Sec",
+      ...Array.from({ length: 59 }, (_, i) => `text line ${i + 2}`),
+      "```js",
+      ...Array.from({ length: 48 }, (_, i) => `code(${i})`),
+      "```"
+    ].join("\n")
+    const chunks = chunkMarkdown(text, { maxLines: 40, overlapLines: 5 })
+    const ranges = chunks.map((c) => [c.line, c.endLine])
+    assert.deepStrictEqual(ranges, [
+      [1, 40],
+      [36, 60],
+      [61, 110]
+    ])
+    for (const chunk of chunks)
+      assert.strictEqual(
+        chunk.content,
+        text
+          .split("\n")
+          .slice(chunk.line - 1, chunk.endLine)
+          .join("\n")
+      )
+  })
+
   it("binary means a NUL byte in the first 8 KB", () => {
     assert.isTrue(isBinary(new Uint8Array([0x89, 0x50, 0, 1])))
     assert.isFalse(isBinary(new TextEncoder().encode("plain text é")))

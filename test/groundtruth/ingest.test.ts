@@ -169,6 +169,18 @@ layer(
       assert.isTrue(paths.has("docs/new-name.md"))
       assertCitationsExact(after)
       assert.notStrictEqual(third, fourth)
+      // removed.md and old-name.md left the index; new-name.md came in (not a deletion).
+      assert.strictEqual(result.files_deleted, 2)
+
+      // A new file the globs never select, and one over the size limit, were never in the index to leave it.
+      commitFiles(
+        corpus.docs,
+        { "unselected.bin.txt": "x\n", "docs/huge.md": `# Huge\n${"word ".repeat(2000)}\n` },
+        "noise"
+      )
+      const noise = (yield* ingest({ repo: "fastify" })).body.sources[0]
+      assert.strictEqual(noise.files_deleted, 0)
+      assert.strictEqual(noise.files_indexed, 0)
     })
   )
 

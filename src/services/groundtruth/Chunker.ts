@@ -66,8 +66,16 @@ export const chunkWindows = (
       })
     }
     if (v + 1 >= units.length) break
+    // Overlap only with what still fits beside the next unit: a window must reach past the previous one
+    // (before a long code block, backing up would emit one-line windows 56-60, 57-60, 58-60…).
+    const following = units[v + 1]![1]
     let next = v + 1
-    while (next - 1 > u && end - units[next - 1]![0] <= options.overlapLines) next--
+    while (
+      next - 1 > u &&
+      end - units[next - 1]![0] <= options.overlapLines &&
+      following - units[next - 1]![0] <= options.maxLines
+    )
+      next--
     u = next
   }
   return chunks

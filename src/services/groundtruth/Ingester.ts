@@ -103,10 +103,26 @@ export const selector = (source: Pick<Source, "include" | "exclude">) => {
 export const selects = (source: Pick<Source, "include" | "exclude">, file: string) => selector(source)(file)
 
 /** Bumped when chunking changes, so the next ingest re-chunks every file instead of only changed ones. */
-const CHUNKER_VERSION = 2
+const CHUNKER_VERSION = 3
 
-const selectionSignature = (source: Source) =>
-  sha256Hex(JSON.stringify([source.include, source.exclude, CHUNKER_VERSION])).slice(0, 16)
+/**
+ * What decides a source's chunks besides its files: its globs, the chunker, and the settings it runs with
+ * (window size, overlap, the size limit). Any change re-reads every file, so one index never mixes two.
+ */
+const selectionSignature = (
+  source: Source,
+  settings: { readonly chunkMaxLines: number; readonly chunkOverlapLines: number; readonly maxFileBytes: number }
+) =>
+  sha256Hex(
+    JSON.stringify([
+      source.include,
+      source.exclude,
+      CHUNKER_VERSION,
+      settings.chunkMaxLines,
+      settings.chunkOverlapLines,
+      settings.maxFileBytes
+    ])
+  ).slice(0, 16)
 
 /** A path's words ("docs/Reference/Server.md" → "docs reference server md"): indexed, never shown. */
 const pathWords = (file: string) => words(file.replace(/[/\\]/g, " ")).join(" ")
@@ -284,7 +300,7 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
           SELECT indexed_commit, selection FROM gt_sources WHERE name = ${source.name}`
         const previous = indexed[0]
         const { dir, commit } = prepared
-        const signature = selectionSignature(source)
+        const signature = selectionSignature(source, config)
         const entries = yield* GitMirror.listFiles(dir, commit)
         const isSelected = selector(source)
         const selected = new Map<string, TreeEntry>()
@@ -341,8 +357,9 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
             ? yield* sql<StaleRow>`SELECT id, path, heading, content, terms FROM gt_chunks WHERE repo = ${source.name}`
             : yield* sql<StaleRow>`SELECT id, path, heading, content, terms FROM gt_chunks
                 WHERE repo = ${source.name} AND ${sql.in("path", toDelete!.length > 0 ? toDelete! : [""])}`
-          // A full re-read (new globs, new chunker) drops what the selection no longer holds: deleted files too.
-          if (full) for (const row of stale) if (!selected.has(row.path)) unselected.add(row.path)
+          // Files whose chunks leave the index (deleted, renamed away, unselected, grown too large): counted only
+          // when they had chunks — a new file the globs never select was never in the index to leave it.
+          for (const row of stale) if (!selected.has(row.path)) unselected.add(row.path)
           const frequencies = new Map<string, number>()
           yield* dropChunks(stale, frequencies)
           const rows = files.flatMap((file) => {
@@ -394,7 +411,7 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
           commit,
           previous_commit: previous?.indexed_commit ?? null,
           files_indexed: files.length,
-          files_deleted: full ? unselected.size : toDelete!.filter((p) => !selected.has(p)).length,
+          files_deleted: unselected.size,
           files_skipped: skipped.binary + skipped.too_large + skipped.symlink + skipped.not_a_file,
           skipped,
           chunks: chunkCount,
