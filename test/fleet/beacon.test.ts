@@ -176,6 +176,12 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
         const invalid = yield* put({ bearer: token, body: { ...beacon("forge-2", "yesterday") } })
         assert.strictEqual(invalid.status, 400)
         assert.strictEqual(invalid.body.code, "BEACON_INVALID")
+        // The shape of a timestamp but no instant: it would skip the skew check and the rollback guard.
+        for (const impossible of ["2026-11-27T99:00:00Z", "2026-02-30T10:00:00Z", "2026-11-27T23:59:60Z"]) {
+          const refused = yield* put({ bearer: token, body: beacon("forge-2", impossible) })
+          assert.strictEqual(refused.status, 400, impossible)
+          assert.strictEqual(refused.body.code, "BEACON_INVALID", impossible)
+        }
         const ghost = yield* vault.createGrant({
           consumer: "beacon-forge-1",
           actions: ["host-health-write"],

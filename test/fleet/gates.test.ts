@@ -142,6 +142,21 @@ describe("admission gates", () => {
         admits: false,
         reasons: ["queue_paused", "capacity: gpu slots full (4/4)"]
       })
+
+      // Never current: a publication about another host, or dated in the future (it would admit for ever).
+      for (const forged of [
+        { host: "forge-2", published_at: new Date().toISOString() },
+        { host: "forge-1", published_at: "2099-01-01T00:00:00Z" }
+      ]) {
+        yield* objects.putJson(capacityKey("forge-1"), {
+          ...forged,
+          admitting: true,
+          reason: "all clear",
+          state: "idle"
+        })
+        const ignored = yield* (yield* Gates).report("forge-1")
+        assert.strictEqual(ignored.pressure_source, "host_disk_measurement", JSON.stringify(forged))
+      }
     }).pipe(Effect.provide(GatesTest({ KEEL_REGISTRY: registryFile })))
   )
 

@@ -43,15 +43,29 @@ export const UnitState = Schema.Struct({
 })
 export type UnitState = typeof UnitState.Type
 
+/**
+ * An instant in UTC as `YYYY-MM-DDTHH:MM:SS(.mmm)Z` that names a real moment: `T99:00:00`, `2026-02-30` or a
+ * leap second match the pattern but no date, and an unreadable time would skip every comparison made with it
+ * (the beacon's rollback guard, its clock-skew check).
+ */
+const UTC_TIMESTAMP = "must be an ISO 8601 UTC timestamp of a real instant"
+export const UtcTimestamp = Schema.String.pipe(
+  Schema.pattern(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,3})?Z$/, { message: () => UTC_TIMESTAMP }),
+  Schema.filter(
+    (text) => {
+      const millis = Date.parse(text)
+      return !Number.isNaN(millis) && new Date(millis).toISOString().slice(0, 19) === text.slice(0, 19)
+    },
+    { message: () => UTC_TIMESTAMP }
+  )
+)
+
 /** The host-health beacon (docs/beacon.md), validated by the writer and by the control plane. */
 export const HostBeacon = Schema.Struct({
   schema: Schema.Literal("keel.beacon/v1"),
   host: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,62}$/)),
   os: Schema.Literal("linux", "darwin"),
-  reported_at: Schema.String.pipe(
-    Schema.pattern(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,3})?Z$/),
-    Schema.annotations({ message: () => "must be an ISO 8601 UTC timestamp" })
-  ),
+  reported_at: UtcTimestamp,
   writer_version: Schema.String,
   disks: Schema.Array(DiskState),
   units: Schema.Array(UnitState)

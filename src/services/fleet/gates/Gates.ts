@@ -4,7 +4,7 @@ import { AppConfig } from "../../platform/AppConfig.js"
 import { durationSetting } from "../../platform/DurationSetting.js"
 import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
-import { beaconKey, HostBeacon } from "../beacon/Beacon.js"
+import { beaconKey, HostBeacon, UtcTimestamp } from "../beacon/Beacon.js"
 import { channelSpec } from "../Channels.js"
 import { JobQueue } from "../jobs/JobQueue.js"
 import { FleetRegistry } from "../registry/Registry.js"
@@ -26,7 +26,7 @@ export interface Observation {
 /** What the host's agent publishes about its own admission (`state/capacity/<host>.json`). */
 export const CapacityPublication = Schema.Struct({
   host: Schema.String,
-  published_at: Schema.String,
+  published_at: UtcTimestamp,
   admitting: Schema.Boolean,
   reason: Schema.String,
   state: Schema.String
@@ -87,6 +87,10 @@ export class Gates extends Effect.Service<Gates>()("fleet/Gates", {
     const app = yield* AppConfig
     const budget = yield* durationSetting("KEEL_GATES_BUDGET").pipe(Config.withDefault(Duration.seconds(10)))
     const budgetMs = Duration.toMillis(budget)
+    // The beacon's clock-skew allowance: a publication dated further ahead is no current publication.
+    const maxSkewMs = Duration.toMillis(
+      yield* durationSetting("KEEL_BEACON_MAX_SKEW").pipe(Config.withDefault(Duration.minutes(5)))
+    )
     const knownHosts = Option.getOrElse(yield* Config.option(Config.string("KEEL_SSH_KNOWN_HOSTS")), () =>
       path.join(app.dataDir, "known_hosts")
     )
@@ -228,10 +232,12 @@ export class Gates extends Effect.Service<Gates>()("fleet/Gates", {
       const freeBytes = Option.map(disk, (d) => d.free)
       const belowWatermark =
         Option.isSome(freeBytes) && Option.isSome(lowFreeGb) ? freeBytes.value < lowFreeGb.value * GIB : null
-      const publication = Option.filter(
-        capacity,
-        (c) => silenceMs !== null && now - Date.parse(c.published_at) <= silenceMs
-      )
+      // Current: about this host, no older than the silence threshold, and not from the future (a publication
+      // dated 2099 would otherwise keep a host admitting whatever its disk does).
+      const publication = Option.filter(capacity, (c) => {
+        const age = now - Date.parse(c.published_at)
+        return c.host === host && silenceMs !== null && age <= silenceMs && age >= -maxSkewMs
+      })
       const pressureSource = Option.isSome(publication) ? "capacity_publication" : "host_disk_measurement"
 
       const reasons: Array<string> = []
