@@ -31,9 +31,9 @@ const bundledRegistry = Options.boolean("bundled-registry").pipe(
   Options.withDescription("Use the registry shipped inside the package")
 )
 
-const writeFile = (file: string, text: string) =>
+const writeFile = (file: string, text: string, mode?: number) =>
   Effect.try({
-    try: () => writeFileAtomically(file, text),
+    try: () => writeFileAtomically(file, text, mode),
     catch: (error) => new CommandFailed({ detail: `could not write ${file}: ${(error as Error).message}` })
   })
 
@@ -134,7 +134,14 @@ const install = Command.make(
             .join("\n")
         )
       }
-      for (const [name, text] of Object.entries(files)) yield* writeFile(path.join(options.dir.value, name), text)
+      // The routing file and the plist carry ctl's settings, which may hold a credential (a KEEL_REGISTRY URL
+      // with a token): owner-only, read by the service manager as root. The units themselves are public.
+      const settingsFiles = new Set([
+        path.basename(options.envFile),
+        ...Object.keys(files).filter((n) => n.endsWith(".plist"))
+      ])
+      for (const [name, text] of Object.entries(files))
+        yield* writeFile(path.join(options.dir.value, name), text, settingsFiles.has(name) ? 0o600 : 0o644)
       yield* emit(
         false,
         Object.keys(files),

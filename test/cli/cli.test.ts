@@ -164,6 +164,33 @@ describe("ctl", () => {
     })
   )
 
+  it.effect("the beacon's routing file is owner-only: KEEL_REGISTRY may carry a credential; the units are public", () =>
+    Effect.gen(function* () {
+      const dir = path.join(freshDataDir(), "units")
+      const run = yield* runCli(
+        [
+          "host",
+          "beacon",
+          "install",
+          "--dir",
+          dir,
+          "--control-plane-url",
+          "https://cp.example",
+          "--grant-file",
+          "/etc/keel/beacon.grant"
+        ],
+        { KEEL_DATA_DIR: freshDataDir(), KEEL_REGISTRY: "https://bob:s3cr3tTOKEN@git.example.com/fleet.git" }
+      )
+      assert.strictEqual(run.exitCode, 0, run.stderr)
+      const modes = Object.fromEntries(
+        fs.readdirSync(dir).map((name) => [name, fs.statSync(path.join(dir, name)).mode & 0o777])
+      )
+      assert.strictEqual(modes["beacon.env"], 0o600)
+      assert.strictEqual(modes["keel-beacon.service"], 0o644)
+      assert.strictEqual(modes["keel-beacon.timer"], 0o644)
+    })
+  )
+
   it.effect("a bad duration is a usage error in one sentence (exit 2), not a schema tree", () =>
     Effect.gen(function* () {
       const run = yield* runCli(["lease", "acquire", "x:y", "--holder", "a", "--ttl", "bogus"], {

@@ -24,7 +24,7 @@ export interface BeaconUnitOptions {
   }
 }
 
-/** Every variable the units set: ctl's own settings, then the routing. Never a secret. */
+/** Every variable the units set: ctl's own settings (a registry URL may carry a token), then the routing. */
 export const beaconEnvironment = (options: BeaconUnitOptions): Record<string, string> => ({
   ...options.environment,
   KEEL_CONTROL_PLANE_URL: options.routing.controlPlaneUrl,
@@ -51,11 +51,11 @@ export const beaconUnitProblem = (options: BeaconUnitOptions): string | undefine
   } satisfies UnitSettings) ??
   (path.isAbsolute(options.beaconFile) ? undefined : "the beacon file must be an absolute path")
 
-/** The EnvironmentFile both units read: ctl's settings, origins and grant metadata; never a secret. */
+/** The EnvironmentFile both units read: ctl's settings (KEEL_REGISTRY may carry a credential), origins, grant paths. */
 export const renderEnvFile = (options: BeaconUnitOptions) =>
   renderUnitEnvironment(
     beaconEnvironment(options),
-    "Keel beacon settings and routing (non-secret). The grant credential itself stays in its owner-only file."
+    "Keel beacon settings and routing; owner-only, as KEEL_REGISTRY may carry a credential. The grant credential itself stays in its own owner-only file."
   )
 
 /** A oneshot service that writes then publishes the beacon, and the timer that runs it. */
