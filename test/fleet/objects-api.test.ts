@@ -265,7 +265,9 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
           "release.sig",
           "release.tar.gz",
           "qualification.json",
-          "source-revision.json"
+          "source-revision.json",
+          // A rollout's completion record: one planted first would pass for the rollout's own.
+          "deployments/16/deployment.json"
         ]) {
           const refused = yield* send("PUT", `/api/objects/releases/keel/9.9.9/${file}`, { token, body: "x" })
           assert.strictEqual(refused.status, 403, file)

@@ -199,11 +199,22 @@ describe("object keys", () => {
       "state/a\u0000b",
       "state\\x",
       "C:/x",
-      "x".repeat(1025)
+      "x".repeat(1025),
+      // The file store's own lock and temporary names: a planted lock would stall every write beside it.
+      "state/registry/.keel-lock-last-valid.json",
+      ".keel-tmp-123/x",
+      "state/.keel-lock-"
     ]) {
       assert.isString(keyProblem(key), JSON.stringify(key))
     }
-    for (const key of ["state/a.json", "host_health/web-1.json", "releases/keel/1.2.3/release.tar.gz", "a..b/c"])
+    for (const key of [
+      "state/a.json",
+      "host_health/web-1.json",
+      "releases/keel/1.2.3/release.tar.gz",
+      "a..b/c",
+      "state/.keel-locks.json",
+      "state/keel-lock-x"
+    ])
       assert.isUndefined(keyProblem(key), key)
   })
 })

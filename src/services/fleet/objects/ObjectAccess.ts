@@ -32,6 +32,7 @@ export interface ObjectPage {
 
 const HOST_OBJECT = /^host_health\/([^/]+)\.json$/
 const RELEASE_FILE = /^releases\/[^/]+\/[^/]+\/([^/]+)$/
+const DEPLOYMENT_RECORD = /^releases\/[^/]+\/[^/]+\/deployments\//
 const HOST_STATE = /^state\/(capacity|janitor)\/([^/]+)\.json$/
 
 /**
@@ -74,7 +75,8 @@ export class ObjectAccess extends Effect.Service<ObjectAccess>()("fleet/ObjectAc
      * rules: a beacon (PUT /api/host-health validates it against the registry and never stores an older one; a
      * delete would undo that guard), and a version's published files (`source-revision.json`, the archive,
      * qualification, signature and `release.json`, the commit marker: written only by the signed, ordered
-     * publication — one written here first would make it conflict, and an immutable object is never taken back).
+     * publication — one written here first would make it conflict, and an immutable object is never taken back),
+     * and a rollout's deployment records (one planted first would be taken for the rollout's completion).
      */
     const ownedElsewhere = (key: string, mode: "write" | "delete") => {
       const release = RELEASE_FILE.exec(key)?.[1]
@@ -82,7 +84,9 @@ export class ObjectAccess extends Effect.Service<ObjectAccess>()("fleet/ObjectAc
         ? "is a host's beacon: it is written through PUT /api/host-health (validated, never older than the stored one) and cleared with ctl host beacon clear"
         : mode === "write" && release !== undefined && (PUBLISHED_FILES as ReadonlyArray<string>).includes(release)
           ? "is a published release file: only the release's signed publication writes it (ctl release submit)"
-          : undefined
+          : mode === "write" && DEPLOYMENT_RECORD.test(key)
+            ? "is a rollout's deployment record: only the rollout writes it, once every declared target reports the release (ctl release rollout)"
+            : undefined
       return why === undefined
         ? Effect.void
         : Effect.fail(new ObjectWriteUnauthorized({ code: "OBJECT_WRITE_UNAUTHORIZED", key, detail: `${key} ${why}` }))

@@ -121,9 +121,14 @@ export const keyProblem = (key: string): string | undefined => {
   for (const segment of key.split("/")) {
     if (segment === "") return "an object key must not have empty segments or a trailing /"
     if (segment === "." || segment === "..") return "an object key must not contain . or .. segments"
+    // The file store's own lock and temporary files: a key named like one could fake a write lock (stalling
+    // every write beside it) or be deleted as a stale lock. Reserved in every store, so keys move between them.
+    if (RESERVED_SEGMENT.test(segment)) return "an object key's segments must not start with .keel-lock- or .keel-tmp-"
   }
   return undefined
 }
+
+const RESERVED_SEGMENT = /^\.keel-(?:lock|tmp)-/
 
 /** The key, or an InvalidObjectKey saying why not. */
 export const checkKey = (key: string): Effect.Effect<string, InvalidObjectKey> => {
