@@ -3,8 +3,9 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer, Option, TestClock } from "effect"
+import { ConfigProvider, Effect, Fiber, Layer, Option, TestClock } from "effect"
 import { diagnose, FailureTable, HostChannelLive, JobQueue, JobWorker, ServicesLive, ServicesTest } from "keel"
 import { runCli } from "../support/cli.js"
 
@@ -148,6 +149,52 @@ describe("the job queue", () => {
           Layer.provideMerge(HostChannelLive),
           Layer.provideMerge(ServicesTest()),
           Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["KEEL_REGISTRY", registryFile]]))))
+        )
+      )
+    )
+  )
+})
+
+describe("a worker that loses its lease", () => {
+  it.live("stops the job's process at once and writes nothing into the attempt that took over", () =>
+    Effect.gen(function* () {
+      const queue = yield* JobQueue
+      const sql = yield* SqlClient.SqlClient
+      const marks = fs.mkdtempSync(path.join(os.tmpdir(), "keel-lease-lost-"))
+      const job = yield* queue.submit({
+        kind: "command",
+        target: "forge-1",
+        argv: ["sh", "-c", `echo start; touch ${marks}/started; sleep 3; touch ${marks}/ended; echo end`]
+      })
+      const worker = yield* Effect.fork(
+        (yield* JobWorker).work({ worker: "w-paused", concurrency: 1, untilEmpty: true })
+      )
+      for (let i = 0; i < 100 && !fs.existsSync(path.join(marks, "started")); i++) yield* Effect.sleep("50 millis")
+      assert.isTrue(fs.existsSync(path.join(marks, "started")))
+      // Another worker's attempt takes the job over (what a claim after an expired lease does).
+      yield* sql`UPDATE jobs SET worker = 'w-new', attempt = attempt + 1 WHERE id = ${job.id}`
+      yield* Fiber.join(worker)
+      yield* Effect.sleep("3500 millis")
+      assert.isFalse(fs.existsSync(path.join(marks, "ended")), "the old attempt's process was stopped")
+      const after = yield* queue.get(job.id)
+      assert.strictEqual(after.state, "running", "the new attempt's to finish, not the old worker's")
+      const lines = (yield* queue.fullOutput(job.id)).split("\n").filter((l) => l !== "")
+      assert.notInclude(lines, "end")
+    }).pipe(
+      Effect.provide(
+        JobWorker.Default.pipe(
+          Layer.provideMerge(HostChannelLive),
+          Layer.provideMerge(ServicesTest()),
+          Layer.provide(
+            Layer.setConfigProvider(
+              ConfigProvider.fromMap(
+                new Map([
+                  ["KEEL_REGISTRY", registryFile],
+                  ["KEEL_JOB_LEASE", "1s"]
+                ])
+              )
+            )
+          )
         )
       )
     )

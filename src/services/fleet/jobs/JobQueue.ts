@@ -181,9 +181,21 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
       sql`UPDATE jobs SET state = 'queued', worker = NULL, lease_expires_at = NULL
         WHERE id = ${id} AND worker = ${worker} AND state = 'running'`.pipe(Effect.asVoid, write)
 
-    const appendOutput = (id: string, lines: ReadonlyArray<{ stream: "stdout" | "stderr"; line: string }>) =>
+    /**
+     * Appends a job's output lines. With `worker`, only while the job is still that worker's running attempt: a
+     * worker that lost its lease (paused past it, cut off) never writes into the attempt that took over.
+     */
+    const appendOutput = (
+      id: string,
+      lines: ReadonlyArray<{ stream: "stdout" | "stderr"; line: string }>,
+      worker?: string
+    ) =>
       Effect.gen(function* () {
         if (lines.length === 0) return
+        if (worker !== undefined) {
+          const holds = yield* sql`SELECT 1 FROM jobs WHERE id = ${id} AND worker = ${worker} AND state = 'running'`
+          if (holds.length === 0) return
+        }
         const last = yield* sql<{ n: number | null }>`SELECT max(line_no) AS n FROM job_output WHERE job_id = ${id}`
         const start = Number(last[0]?.n ?? 0)
         yield* sql`INSERT INTO job_output ${sql.insert(

@@ -68,20 +68,41 @@ export class JobWorker extends Effect.Service<JobWorker>()("fleet/JobWorker", {
           return
         }
         const buffer = lineBuffer()
-        const flush = (final: boolean) => queue.appendOutput(job.id, buffer.take(final))
+        const flush = (final: boolean) => queue.appendOutput(job.id, buffer.take(final), worker)
+        // Renews the lease while the job runs; ends when the lease is found lost (this worker was paused or cut
+        // off past it, and another worker's attempt took the job over). A failed renewal is not a loss: the
+        // next one decides.
         const keeper = yield* Effect.fork(
           Effect.repeat(
-            Effect.zipRight(flush(false), queue.renew(job.id, worker, leaseMillis)),
-            Schedule.spaced(Duration.millis(Math.max(100, Math.min(1_000, leaseMillis / 3))))
+            Effect.zipRight(
+              flush(false).pipe(Effect.ignore),
+              queue.renew(job.id, worker, leaseMillis).pipe(Effect.orElseSucceed(() => true))
+            ),
+            {
+              schedule: Schedule.spaced(Duration.millis(Math.max(100, Math.min(1_000, leaseMillis / 3)))),
+              until: (held) => !held
+            }
           )
         )
-        const result = yield* channel
+        const run = channel
           .run(channelSpec(target, knownHosts), {
             argv: job.argv,
             timeoutMs: 6 * 3_600_000,
             onOutput: (stream, chunk) => buffer.push(stream, chunk)
           })
           .pipe(Effect.either)
+        // The process stops the moment the lease is lost: the job is the new attempt's, never run twice at once.
+        const outcome = yield* Effect.raceFirst(
+          Effect.map(run, (result) => ({ lost: false as const, result })),
+          Effect.as(Fiber.join(keeper), { lost: true as const })
+        )
+        if (outcome.lost) {
+          yield* Effect.logWarning(
+            "job lease lost: its process was stopped; the attempt that took over owns the job"
+          ).pipe(Effect.annotateLogs({ job: job.id, worker }))
+          return
+        }
+        const result = outcome.result
         yield* Fiber.interrupt(keeper)
         yield* flush(true)
         if (result._tag === "Left") {
