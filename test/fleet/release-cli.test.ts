@@ -78,6 +78,20 @@ describe("ctl release", () => {
       "1.0.0:published:catalog sync:2026-11-24T00:00:00.000Z",
       "1.1.0:published:catalog sync:2026-11-24T00:00:00.000Z"
     ])
+    // The source identity published is the signed manifest's: a tree's own source-revision.json saying another
+    // revision, or not JSON at all, is refused before anything is written; without one, it is made from the manifest.
+    const published = path.join(dir, "data", "objects", "releases", "keel", "1.0.0", "source-revision.json")
+    assert.strictEqual(JSON.parse(fs.readFileSync(published, "utf8")).revision, "1".repeat(40))
+    const forged = path.join(dir, "forged")
+    writeReleaseTree(path.join(dir, "staging"), forged, "1.2.0", script("ctl 1.2.0"), key)
+    const forgedVersion = fs.readdirSync(forged, { recursive: true }).find((p) => String(p).endsWith("1.2.0"))
+    fs.writeFileSync(path.join(forged, String(forgedVersion), "source-revision.json"), "not json at all")
+    const refusedSync = ctl(["release", "catalog", "sync", "--root", forged, "--json"])
+    assert.strictEqual(refusedSync.code, 1)
+    assert.deepInclude(JSON.parse(refusedSync.stdout).releases[0], { version: "1.2.0", outcome: "refused" })
+    assert.strictEqual(JSON.parse(refusedSync.stdout).releases[0].problems[0].code, "source_revision_mismatch")
+    assert.isFalse(fs.existsSync(path.join(dir, "data", "objects", "releases", "keel", "1.2.0")))
+
     const human = ctl(["release", "catalog", "audit"])
     assert.strictEqual(human.code, 0, human.stderr)
     assert.include(human.stdout, "ok       keel 1.0.0")

@@ -1,12 +1,18 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { NodeStream } from "@effect/platform-node"
-import { Effect, type Stream } from "effect"
+import { Effect, Stream } from "effect"
 import { ObjectStore, ObjectStoreError } from "../../platform/objects/ObjectStore.js"
 import { ReleaseAuthority } from "./ReleaseAuthority.js"
 import { ReleaseCatalog, WHOLE_VERSION } from "./ReleaseCatalog.js"
 import { type ReleaseProblem, verifyRelease } from "./ReleaseManifest.js"
-import { PUBLISHED_FILES, PublicationConflict, type PublicationStep, ReleasePublisher } from "./ReleasePublisher.js"
+import {
+  PUBLISHED_FILES,
+  PublicationConflict,
+  type PublicationStep,
+  ReleasePublisher,
+  sourceRevisionBytes
+} from "./ReleasePublisher.js"
 import { directoryReader, objectStoreReader } from "./ReleaseReaders.js"
 import { RunRecords } from "./RunRecords.js"
 
@@ -64,13 +70,25 @@ export class CatalogMaintenance extends Effect.Service<CatalogMaintenance>()("fl
         if (!verified.ok || verified.manifest === null || verified.manifest_sha256 === null)
           return refused(verified.problems)
         const manifest = verified.manifest
+        // The source identity published is the signed manifest's, byte for byte: a tree's own file saying another
+        // revision (or not JSON at all) is refused before anything is reserved or written.
+        const sourceRevision = sourceRevisionBytes(product, version, manifest.source)
+        const treeRevision = path.join(dir, "source-revision.json")
+        if (fs.existsSync(treeRevision) && !Buffer.from(sourceRevision).equals(fs.readFileSync(treeRevision)))
+          return refused([
+            {
+              code: "source_revision_mismatch",
+              detail: `source-revision.json is not what release.json says of its source (revision ${manifest.source.revision})`
+            }
+          ])
         const reserved = yield* catalog
           .reserve(product, version, [manifest.artifact.platform], manifest.source.revision)
           .pipe(Effect.either)
         if (reserved._tag === "Left") return refused([{ code: "version_reserved", detail: reserved.left.detail }])
         const files: Partial<Record<(typeof PUBLISHED_FILES)[number], Stream.Stream<Uint8Array, Error>>> = {}
         for (const file of PUBLISHED_FILES)
-          if (fs.existsSync(path.join(dir, file)))
+          if (file === "source-revision.json") files[file] = Stream.succeed(sourceRevision)
+          else if (fs.existsSync(path.join(dir, file)))
             files[file] = NodeStream.fromReadable<Error, Uint8Array>(
               () => fs.createReadStream(path.join(dir, file)),
               (error) => error as Error

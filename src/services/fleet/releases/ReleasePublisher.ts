@@ -19,6 +19,25 @@ export type PublicationStep = { readonly file: string; readonly outcome: "create
 /** The files `publishInOrder` writes, in that order: the source identity first, then the canonical four. */
 export const PUBLISHED_FILES = ["source-revision.json", ...PUBLICATION_ORDER] as const
 
+/**
+ * A version's `source-revision.json`, canonical: what its signed manifest says of its source, exactly. A catalog
+ * sync publishes these bytes and refuses a tree whose own file says anything else.
+ */
+export const sourceRevisionBytes = (
+  product: string,
+  version: string,
+  source: { readonly revision: string; readonly tree: string; readonly sha256: string; readonly size: number }
+) =>
+  canonicalBytes({
+    schema: "keel.source-revision/v1",
+    product,
+    version,
+    revision: source.revision,
+    tree: source.tree,
+    sha256: source.sha256,
+    size: source.size
+  })
+
 export interface NewRelease {
   readonly product: string
   readonly version: string
@@ -122,15 +141,7 @@ export class ReleasePublisher extends Effect.Service<ReleasePublisher>()("fleet/
         }
         const manifestBytes = canonicalBytes(manifest)
         const signature = canonicalBytes(yield* authority.sign(manifestBytes))
-        const sourceRevision = canonicalBytes({
-          schema: "keel.source-revision/v1",
-          product: release.product,
-          version: release.version,
-          revision: release.source.revision,
-          tree: release.source.tree,
-          sha256: release.source.sha256,
-          size: release.source.size
-        })
+        const sourceRevision = sourceRevisionBytes(release.product, release.version, release.source)
         const steps = yield* publishInOrder(
           release.product,
           release.version,
