@@ -107,7 +107,14 @@ describe("ctl release promote|rollout", () => {
     assert.strictEqual(unknown.code, 1)
     assert.strictEqual(unknown.json.error.code, "ROLLOUT_REFUSED")
 
-    const promoted = ctl(["release", "promote", "keel", "1.0.0", "--json"])
+    // A release is never relabelled onto another channel, and a channel is a name.
+    for (const channel of ["candidate", "Bad Channel!/../x"]) {
+      const relabelled = ctl(["release", "promote", "keel", "1.0.0", "--channel", channel, "--json"])
+      assert.strictEqual(relabelled.code, 1, channel)
+      assert.strictEqual(relabelled.json.error.code, "ROLLOUT_REFUSED", channel)
+    }
+
+    const promoted = ctl(["release", "promote", "keel", "1.0.0", "--channel", "stable", "--json"])
     assert.strictEqual(promoted.code, 0, promoted.stderr)
     assert.deepInclude(promoted.json, {
       product: "keel",

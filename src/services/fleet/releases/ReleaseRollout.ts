@@ -11,6 +11,7 @@ import { ReleaseAuthority } from "./ReleaseAuthority.js"
 import { ReleaseCatalog } from "./ReleaseCatalog.js"
 import { releaseKey, verifyRelease } from "./ReleaseManifest.js"
 import { objectStoreReader } from "./ReleaseReaders.js"
+import { CHANNEL_PATTERN } from "./ReleaseRun.js"
 import { RunRecords, runIdOf } from "./RunRecords.js"
 import { VersionDeclaration } from "./VersionDeclaration.js"
 
@@ -147,6 +148,14 @@ export class ReleaseRollout extends Effect.Service<ReleaseRollout>()("fleet/Rele
           (e) => e.product === request.product && e.version === request.version
         )
         if (entry === undefined) return yield* refused(`the catalog records no ${request.product} ${request.version}`)
+        // A release is never relabelled: its channel is the signed manifest's (a candidate reaches stable by being
+        // published on stable, its own path; seed rule 7).
+        if (request.channel !== undefined && request.channel !== entry.channel)
+          return yield* refused(
+            CHANNEL_PATTERN.test(request.channel)
+              ? `${request.product} ${request.version} is a ${entry.channel} release: it is promoted on ${entry.channel} only (publish it on ${request.channel} to promote it there)`
+              : `channel ${JSON.stringify(request.channel.slice(0, 40))} is not [a-z][a-z0-9-]* (at most 32)`
+          )
         for (let attempt = 1; ; attempt++) {
           const snapshot = yield* registry.read().pipe(Effect.mapError((e) => refused(`the registry: ${e.detail}`)))
           const control = snapshot.registry.release_control
