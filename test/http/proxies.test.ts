@@ -29,7 +29,20 @@ describe("the client address behind proxies", () => {
       // An untrusted peer's headers are ignored.
       assert.strictEqual(proxies.clientAddress("198.51.100.9", xff("127.0.0.1")), "198.51.100.9")
       assert.strictEqual(proxies.clientAddress("127.0.0.1", {}), "127.0.0.1")
-      assert.strictEqual(proxies.clientAddress("127.0.0.1", xff("not-an-ip")), "127.0.0.1")
+      // Fail closed: a hop that is no address (garbage, `unknown`, an obfuscated `_hidden`) is no client, never the
+      // trusted proxy's own (loopback) address; nor is a client two headers disagree about.
+      assert.strictEqual(proxies.clientAddress("127.0.0.1", xff("not-an-ip")), "unknown")
+      assert.strictEqual(proxies.clientAddress("127.0.0.1", xff("8.8.8.8, garbage")), "unknown")
+      for (const obfuscated of ["for=unknown", "for=_hidden"])
+        assert.strictEqual(proxies.clientAddress("127.0.0.1", { forwarded: obfuscated }), "unknown", obfuscated)
+      assert.strictEqual(
+        proxies.clientAddress("127.0.0.1", { forwarded: "for=127.0.0.1", "x-forwarded-for": "8.8.8.8" }),
+        "unknown"
+      )
+      assert.strictEqual(
+        proxies.clientAddress("127.0.0.1", { forwarded: "for=203.0.113.5", "x-forwarded-for": "203.0.113.5" }),
+        "203.0.113.5"
+      )
     }).pipe(proxiesWith("127.0.0.0/8, 10.0.0.0/8"))
   )
 

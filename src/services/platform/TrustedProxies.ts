@@ -7,6 +7,9 @@ const normalize = (address: string) => {
   return bare.toLowerCase().startsWith("::ffff:") && isIP(bare.slice(7)) === 4 ? bare.slice(7) : bare
 }
 
+/** The client address when none can be trusted: never loopback, never a real address. */
+const UNKNOWN = "unknown"
+
 /** `for=` values of a `Forwarded` header (RFC 7239), in order; quotes, brackets and ports removed. */
 const forwardedFor = (header: string) =>
   header
@@ -24,7 +27,7 @@ const forwardedFor = (header: string) =>
  * peer, unless that peer is one of `KEEL_TRUSTED_PROXIES` (CIDRs, comma-separated; default none). Then the
  * `Forwarded` (RFC 7239) or else `X-Forwarded-For` chain is read from the right, skipping trusted proxies;
  * the first address that is not one is the client. A header from an untrusted peer is ignored: anyone can
- * write it.
+ * write it. Fail closed: a hop that is not an address, or both headers naming different clients, is `unknown`.
  */
 export class TrustedProxies extends Effect.Service<TrustedProxies>()("platform/TrustedProxies", {
   effect: Effect.gen(function* () {
@@ -50,22 +53,37 @@ export class TrustedProxies extends Effect.Service<TrustedProxies>()("platform/T
       return family !== 0 && trusted.check(bare, family === 4 ? "ipv4" : "ipv6")
     }
 
-    const clientAddress = (peer: string | undefined, headers: Readonly<Record<string, string | undefined>>) => {
-      const socket = peer === undefined ? "unknown" : normalize(peer)
-      if (cidrs.length === 0 || !isTrusted(socket)) return socket
-      const chain =
-        headers.forwarded !== undefined
-          ? forwardedFor(headers.forwarded)
-          : (headers["x-forwarded-for"] ?? "")
-              .split(",")
-              .map((a) => a.trim())
-              .filter((a) => a.length > 0)
+    /** The client a chain names, read from the right past trusted proxies; `unknown` at anything not an address. */
+    const clientOf = (chain: ReadonlyArray<string>, socket: string) => {
       for (let i = chain.length - 1; i >= 0; i--) {
         const hop = normalize(chain[i]!)
-        if (isIP(hop) === 0) return socket // garbage in the chain: trust nothing past it
+        // Garbage, `unknown` or an obfuscated name (`_hidden`): no address past it can be trusted, and the
+        // proxy's own address would pass for the client (a loopback one, for the ground-truth rule).
+        if (isIP(hop) === 0) return UNKNOWN
         if (!isTrusted(hop)) return hop
       }
       return chain.length > 0 ? normalize(chain[0]!) : socket
+    }
+
+    const clientAddress = (peer: string | undefined, headers: Readonly<Record<string, string | undefined>>) => {
+      const socket = peer === undefined ? UNKNOWN : normalize(peer)
+      if (cidrs.length === 0 || !isTrusted(socket)) return socket
+      const xff = headers["x-forwarded-for"]
+      const fromXff =
+        xff === undefined
+          ? undefined
+          : clientOf(
+              xff
+                .split(",")
+                .map((a) => a.trim())
+                .filter((a) => a.length > 0),
+              socket
+            )
+      if (headers.forwarded === undefined) return fromXff ?? socket
+      const fromForwarded = clientOf(forwardedFor(headers.forwarded), socket)
+      // Both, naming different clients: one of them came from the client through a proxy that writes only the
+      // other, and nothing says which. Neither is trusted.
+      return fromXff !== undefined && fromXff !== fromForwarded ? UNKNOWN : fromForwarded
     }
 
     return { clientAddress, trusted: cidrs } as const
