@@ -1,4 +1,4 @@
-import { Args, Command, Options } from "@effect/cli"
+import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Effect } from "effect"
 import { ServicesLive } from "../layers/Live.js"
 import { Ingester, type IngestProgress } from "../services/groundtruth/Ingester.js"
@@ -76,9 +76,23 @@ const ingest = Command.make(
 const search = Command.make(
   "search",
   {
-    query: Args.text({ name: "QUERY" }),
+    // The same bounds as GET /search's q and limit: a usage error (exit 2), never silently clamped.
+    query: Args.text({ name: "QUERY" }).pipe(
+      Args.mapEffect((q) =>
+        q.length >= 1 && q.length <= 1000
+          ? Effect.succeed(q)
+          : Effect.fail(HelpDoc.p("QUERY: must be 1 to 1000 characters"))
+      )
+    ),
     repo: Options.text("repo").pipe(Options.optional),
-    limit: Options.integer("limit").pipe(Options.withDefault(10)),
+    limit: Options.integer("limit").pipe(
+      Options.withDefault(10),
+      Options.mapEffect((n) =>
+        n >= 1 && n <= 50
+          ? Effect.succeed(n)
+          : Effect.fail(ValidationError.invalidValue(HelpDoc.p("--limit: must be an integer from 1 to 50")))
+      )
+    ),
     json
   },
   ({ json, limit, query, repo }) =>
@@ -86,7 +100,7 @@ const search = Command.make(
       const retriever = yield* Retriever
       const result = yield* retriever
         .search(query, { repos: repo._tag === "Some" ? [repo.value] : undefined, limit })
-        .pipe(Effect.catchTag("UnknownRepo", (e) => Effect.fail(new CommandFailed({ detail: e.detail }))))
+        .pipe(Effect.catchTag("UnknownRepo", failWith(json)))
       yield* emit(json, result, (r) =>
         r.hits.length === 0
           ? "no hits"

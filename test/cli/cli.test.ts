@@ -191,6 +191,23 @@ describe("ctl", () => {
     })
   )
 
+  it.effect(
+    "ctl gt search keeps /search's bounds and codes: an unknown repo is UNKNOWN_REPO, bad bounds are usage errors",
+    () =>
+      Effect.gen(function* () {
+        const env = { KEEL_DATA_DIR: freshDataDir() }
+        const unknown = yield* runCli(["gt", "search", "x", "--repo", "nope", "--json"], env)
+        assert.strictEqual(unknown.exitCode, 1)
+        assert.deepStrictEqual(JSON.parse(unknown.stdout), {
+          error: { code: "UNKNOWN_REPO", detail: "no source named nope" }
+        })
+        for (const args of [[""], ["x", "--limit", "0"], ["x", "--limit", "51"]]) {
+          const refused = yield* runCli(["gt", "search", ...args], env)
+          assert.strictEqual(refused.exitCode, 2, args.join(" "))
+        }
+      })
+  )
+
   it.effect("a bad duration is a usage error in one sentence (exit 2), not a schema tree", () =>
     Effect.gen(function* () {
       const run = yield* runCli(["lease", "acquire", "x:y", "--holder", "a", "--ttl", "bogus"], {

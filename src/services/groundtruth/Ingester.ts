@@ -4,6 +4,7 @@ import { Clock, Effect, Either, Schema } from "effect"
 import { Minimatch } from "minimatch"
 import { sha256Hex } from "../platform/Digest.js"
 import { displayUrl, GitMirror, redactUrls, type TreeEntry } from "../platform/GitMirror.js"
+import { shortened } from "../platform/Validation.js"
 import { type Chunk, chunkFile, isBinary } from "./Chunker.js"
 import { Embedder } from "./Embedder.js"
 import { GtConfig } from "./GtConfig.js"
@@ -15,6 +16,12 @@ export class UnknownRepo extends Schema.TaggedError<UnknownRepo>()(
   { repo: Schema.String, detail: Schema.String },
   HttpApiSchema.annotations({ status: 404 })
 ) {}
+
+/** The refusal of a name no source has; the name is echoed at most 200 characters long (it is the caller's text). */
+export const unknownRepo = (repo: string, where = "") => {
+  const shown = shortened(repo, 200)
+  return new UnknownRepo({ repo: shown, detail: `no source named ${shown}${where}` })
+}
 
 const FieldProblem = Schema.Struct({ path: Schema.String, message: Schema.String })
 
@@ -450,10 +457,7 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
       if (request.repo !== undefined) {
         const source = registry.sources.find((s) => s.name === request.repo)
         if (source === undefined) {
-          return yield* new UnknownRepo({
-            repo: request.repo,
-            detail: `no source named ${request.repo} in the registry`
-          })
+          return yield* unknownRepo(request.repo, " in the registry")
         }
         if (!source.enabled) {
           return yield* new SourceDisabled({

@@ -3,7 +3,7 @@ import { Effect, Schema } from "effect"
 import { displayUrl } from "../platform/GitMirror.js"
 import { Embedder } from "./Embedder.js"
 import { GtConfig } from "./GtConfig.js"
-import { UnknownRepo } from "./Ingester.js"
+import { unknownRepo } from "./Ingester.js"
 import { features, idf, type QueryProfile, reciprocalRankFusion, rerankScore } from "./Ranking.js"
 import { Sources } from "./Sources.js"
 import { isStopword, stemSequence, words } from "./Terms.js"
@@ -156,7 +156,7 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
       const registry = yield* sources.current
       const trustOf = new Map(registry.sources.map((s) => [s.name, s.trust]))
       for (const repo of options.repos ?? []) {
-        if (!trustOf.has(repo)) return yield* new UnknownRepo({ repo, detail: `no source named ${repo}` })
+        if (!trustOf.has(repo)) return yield* unknownRepo(repo)
       }
       const limit = Math.min(50, Math.max(1, options.limit ?? 10))
       const scope = options.repos === undefined || options.repos.length === 0 ? undefined : options.repos
