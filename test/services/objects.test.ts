@@ -292,6 +292,22 @@ describe("the filesystem adapter", () => {
     })
   )
 
+  it.effect(
+    "a key that is both an object and a prefix of others is refused, naming the key, never the server's paths",
+    () =>
+      Effect.gen(function* () {
+        const root = fs.mkdtempSync(path.join(os.tmpdir(), "keel-objects-"))
+        const store = yield* Effect.provide(ObjectStore, FsObjectStoreLayer(root))
+        yield* store.put("state/dir/x", bytes("x"))
+        yield* store.put("state/file", bytes("f"))
+        for (const key of ["state/dir", "state/file/below"]) {
+          const refused = yield* Effect.flip(store.put(key, bytes("y")))
+          assert.include(refused.detail, `${key} cannot be stored beside the keys it conflicts with`)
+          assert.notInclude(refused.detail, root)
+        }
+      })
+  )
+
   it.effect("compare-and-set across processes: of 6 processes shown the same digest exactly one wins", () =>
     Effect.gen(function* () {
       const root = fs.mkdtempSync(path.join(os.tmpdir(), "keel-objects-"))

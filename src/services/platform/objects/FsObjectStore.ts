@@ -20,12 +20,22 @@ const LOCK_PREFIX = ".keel-lock-"
 const withKeyLock = <A>(file: string, critical: () => Promise<A>): Promise<A> =>
   withFileLock(path.join(path.dirname(file), `${LOCK_PREFIX}${path.basename(file)}`), critical)
 
-const failure = (key: string) => (cause: unknown) =>
-  new ObjectStoreError({
-    code: "OBJECT_STORE_ERROR",
-    key,
-    detail: cause instanceof Error ? cause.message : String(cause)
-  })
+/**
+ * A failure as clients may read it: the system error's code and what it means for the key, never the server's
+ * paths (Node's messages quote them). A key that is both an object and the prefix of others is the one thing a
+ * file store cannot hold, where a bucket could.
+ */
+const failure = (root: string, key: string) => (cause: unknown) => {
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code
+  const detail =
+    code === "EISDIR" || code === "ENOTDIR" || code === "EEXIST"
+      ? `${key} cannot be stored beside the keys it conflicts with: the file store holds no key that is both an object and a prefix of other keys (${code})`
+      : typeof code === "string"
+        ? `the file store failed on ${key} (${code})`
+        : // Keel's own messages (a lock wait that timed out) say what happened; the store's root is not shown.
+          (cause instanceof Error ? cause.message : String(cause)).replaceAll(root, "<object store>")
+  return new ObjectStoreError({ code: "OBJECT_STORE_ERROR", key, detail })
+}
 
 const isMissing = (cause: unknown) =>
   typeof cause === "object" &&
@@ -103,7 +113,7 @@ export const makeFsObjectStore = (root: string): ObjectStore["Type"] => {
     sha256: sha256Hex(bytes),
     modifiedAt
   })
-  const attempt = <A>(key: string, run: () => Promise<A>) => Effect.tryPromise({ try: run, catch: failure(key) })
+  const attempt = <A>(key: string, run: () => Promise<A>) => Effect.tryPromise({ try: run, catch: failure(root, key) })
 
   /** A file's head, hashed as it is read: a large object never sits in memory. */
   const fileHead = async (key: string, file: string): Promise<Option.Option<ObjectHead>> => {
