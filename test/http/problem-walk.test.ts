@@ -629,6 +629,22 @@ layer(
         409,
         "JOB_KEY_REUSED"
       )
+      // A key naming another target's job: refused, without that job's id, target or command.
+      yield* jobs.submit({ kind: "precheck", target: "forge-2", argv: ["secret-cmd"], idempotencyKey: "other-key" })
+      const hidden = yield* expectProblem(
+        "controlplane",
+        "/api/fleet/jobs",
+        {
+          method: "POST",
+          url: "/api/fleet/jobs",
+          headers: { ...bearer(submitter), "content-type": "application/json" },
+          body: '{"kind":"precheck","target":"forge-1","argv":["true"],"idempotency_key":"other-key"}'
+        },
+        409,
+        "JOB_KEY_REUSED"
+      )
+      assert.isUndefined(hidden.body.job)
+      for (const secret of ["forge-2", "secret-cmd"]) assert.notInclude(JSON.stringify(hidden.body), secret)
 
       // The reconciler: another process's tick holds the fleet-wide lease.
       yield* (yield* Leases).acquire("autonomy:tick", "another-server", "1 minute")

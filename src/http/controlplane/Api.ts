@@ -490,10 +490,13 @@ export const JobView = Schema.Struct({
   error: Schema.NullOr(Schema.String)
 })
 
-/** The idempotency key names another job (another kind, target or command). */
+/**
+ * The idempotency key names another job (another kind, target or command); `job` names it only when the caller's
+ * grant covers that job's target.
+ */
 export class JobKeyReusedProblem extends Schema.TaggedError<JobKeyReusedProblem>()(
   "JobKeyReusedProblem",
-  { code: Schema.Literal("JOB_KEY_REUSED"), job: Schema.String, detail: Schema.String },
+  { code: Schema.Literal("JOB_KEY_REUSED"), job: Schema.optional(Schema.String), detail: Schema.String },
   HttpApiSchema.annotations({ status: 409 })
 ) {}
 

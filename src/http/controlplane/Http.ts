@@ -490,7 +490,19 @@ export const JobsLive = HttpApiBuilder.group(ControlPlaneApi, "jobs", (handlers)
             })
             .pipe(
               Effect.catchTag("JobKeyReused", (e) =>
-                Effect.fail(new JobKeyReusedProblem({ code: "JOB_KEY_REUSED", job: e.job, detail: e.detail }))
+                Effect.gen(function* () {
+                  // Another target's job is not this caller's to learn about (its id, target or command).
+                  const other = yield* queue.get(e.job).pipe(Effect.option)
+                  const visible =
+                    Option.isSome(other) &&
+                    (yield* allowed(headers.authorization, other.value.target).pipe(Effect.isSuccess))
+                  return yield* visible
+                    ? new JobKeyReusedProblem({ code: "JOB_KEY_REUSED", job: e.job, detail: e.detail })
+                    : new JobKeyReusedProblem({
+                        code: "JOB_KEY_REUSED",
+                        detail: `idempotency key ${payload.idempotency_key ?? ""} names another job`
+                      })
+                })
               )
             )
           return jobView(job)
