@@ -396,6 +396,29 @@ describe("janitor passes: every outcome", () => {
     }
   )
 
+  it.live("a kept goal met without a deletion (space freed elsewhere) is healthy_noop, never reclaimed_target", () => {
+    const dir = temp("keel-outcomes-")
+    const build = path.join(dir, "build")
+    for (const name of ["a", "b", "c", "d"]) cacheDir(path.join(build, name))
+    let free = 0
+    return Effect.gen(function* () {
+      const janitor = yield* Janitor
+      const capped = yield* janitor.pass({ writer: "watch" })
+      assert.strictEqual(capped.outcome, "cap_reached")
+      free = 10_000 * 1024 ** 3 // far above any target now
+      const met = yield* janitor.pass({ writer: "watch" })
+      assert.strictEqual(met.outcome, "healthy_noop")
+      assert.strictEqual(met.deleted.length, 0)
+    }).pipe(
+      Effect.provide(
+        JanitorTest(
+          { KEEL_REGISTRY: registryWith(dir, "jan", policy(build, { max_items_per_pass: 2 })) },
+          scriptedMeter(() => free)
+        )
+      )
+    )
+  })
+
   it.live("a candidate that stops being eligible before deletion is kept: partial_error", () => {
     const dir = temp("keel-outcomes-")
     const build = path.join(dir, "build")

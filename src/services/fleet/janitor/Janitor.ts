@@ -601,8 +601,12 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
         const knownAfter = [...after.free.values()].filter((f): f is number => f !== null)
         const freeAfter = knownAfter.length === 0 ? null : Math.min(...knownAfter)
         const reachedTarget = knownAfter.length > 0 && knownAfter.every((f) => f >= targetBytes)
+        // At the target without deleting anything (a goal pursued from an earlier pass, met by a new policy or by
+        // space freed elsewhere): nothing was reclaimed, nothing was needed.
         const outcome: Outcome = reachedTarget
-          ? "reclaimed_target"
+          ? base.deleted.length === 0
+            ? "healthy_noop"
+            : "reclaimed_target"
           : base.errors.length > 0
             ? "partial_error"
             : base.caps.length > 0
