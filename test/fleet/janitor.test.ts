@@ -19,6 +19,7 @@ import {
   scanBuildCaches,
   scanChromiumClones,
   scanHuggingfaceCache,
+  twinRefusal,
   unitSettingsProblem,
   unlimitedBudget
 } from "keel"
@@ -417,6 +418,24 @@ describe("janitor passes: every outcome", () => {
         )
       )
     )
+  })
+
+  it("backup_twins: a primary path that resolves into the replica (a symlink in the primary) is no twin", () => {
+    const dir = temp("keel-twins-")
+    const replica = path.join(dir, "rep")
+    const primary = path.join(dir, "pri")
+    for (const sub of ["a", "b"]) {
+      fs.mkdirSync(path.join(replica, sub), { recursive: true })
+      fs.writeFileSync(path.join(replica, sub, "x.bin"), "the same bytes")
+    }
+    fs.mkdirSync(primary)
+    fs.symlinkSync(path.join(replica, "b"), path.join(primary, "a"))
+    fs.symlinkSync(path.join(replica, "a"), path.join(primary, "b"))
+    for (const sub of ["a", "b"])
+      assert.strictEqual(
+        twinRefusal(path.join(replica, sub, "x.bin"), path.join(primary, sub, "x.bin"), replica),
+        "primary_in_replica"
+      )
   })
 
   it.live("a candidate that stops being eligible before deletion is kept: partial_error", () => {

@@ -4,8 +4,17 @@ import { sha256File } from "../../platform/Digest.js"
 import type { Candidate, Skip } from "./BuildCaches.js"
 import { type ScanBudget, sortedFileWalk } from "./ScanBudget.js"
 
-/** Why a replica must stay, or undefined when the primary holds the same bytes (checked now). */
-export const twinRefusal = (replica: string, primary: string): string | undefined => {
+const within = (root: string, file: string) => {
+  const relative = path.relative(root, file)
+  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative))
+}
+
+/**
+ * Why a replica must stay, or undefined when the primary holds the same bytes (checked now). A primary path that
+ * resolves (through a symlink in the primary) into the replica root is no copy in the mirrored store: it is a
+ * replica again, and deleting its twin would leave one copy where there were two.
+ */
+export const twinRefusal = (replica: string, primary: string, replicaRoot?: string): string | undefined => {
   let r: fs.Stats
   let p: fs.Stats
   try {
@@ -19,6 +28,13 @@ export const twinRefusal = (replica: string, primary: string): string | undefine
     return "primary_missing"
   }
   if (!r.isFile() || !p.isFile()) return "not_a_regular_file"
+  if (replicaRoot !== undefined) {
+    try {
+      if (within(fs.realpathSync(replicaRoot), fs.realpathSync(primary))) return "primary_in_replica"
+    } catch {
+      return "primary_missing"
+    }
+  }
   // The same file under two names: deleting the "replica" would delete the primary.
   if (r.dev === p.dev && r.ino === p.ino) return "same_file_as_primary"
   if (r.size !== p.size) return "primary_differs"
@@ -44,7 +60,7 @@ export const scanBackupTwins = (options: {
     if (!stat.isFile()) return
     scanned++
     const replica = path.join(options.replicaRoot, rel)
-    const refusal = twinRefusal(replica, path.join(options.primaryRoot, rel))
+    const refusal = twinRefusal(replica, path.join(options.primaryRoot, rel), options.replicaRoot)
     if (refusal === undefined)
       candidates.push({
         path: replica,

@@ -245,7 +245,8 @@ const backupTwins = (settings: NonNullable<DiskCleanupPolicy["cleaners"]["backup
       // The primary is compared with the replica as opened beneath the root.
       removal: (candidate) =>
         Effect.succeed({
-          verify: (access) => twinRefusal(access, path.join(primaryRoot, path.relative(root.real, candidate.path)))
+          verify: (access) =>
+            twinRefusal(access, path.join(primaryRoot, path.relative(root.real, candidate.path)), root.real)
         })
     }
   })
