@@ -170,6 +170,10 @@ describe("admission gates", () => {
       const capacity = report.observations[3]!
       assert.strictEqual(capacity.state, "error")
       assert.match(capacity.error ?? "", /^invalid document state\/capacity\/forge-1\.json/)
+      // The fields that are wrong, never a schema dump or the values a host wrote.
+      assert.include(capacity.error ?? "", "published_at: is missing")
+      assert.notInclude(capacity.error ?? "", "readonly")
+      assert.notInclude(capacity.error ?? "", "maybe")
       assert.strictEqual(report.pressure_source, "host_disk_measurement") // never used
       assert.isNull(report.capacity.diagnostics)
     }).pipe(Effect.provide(GatesTest({ KEEL_REGISTRY: registryFile })))

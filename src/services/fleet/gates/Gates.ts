@@ -4,6 +4,7 @@ import { AppConfig } from "../../platform/AppConfig.js"
 import { durationSetting } from "../../platform/DurationSetting.js"
 import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
+import { formatIssues } from "../../platform/Validation.js"
 import { beaconKey, HostBeacon, UtcTimestamp } from "../beacon/Beacon.js"
 import { channelSpec } from "../Channels.js"
 import { JobQueue } from "../jobs/JobQueue.js"
@@ -150,9 +151,11 @@ export class Gates extends Effect.Service<Gates>()("fleet/Gates", {
             } catch {
               return Effect.fail({ detail: `${INVALID} ${key}: not JSON` })
             }
-            return Schema.decodeUnknown(schema)(parsed).pipe(
+            return Schema.decodeUnknown(schema, { errors: "all" })(parsed).pipe(
               Effect.map((value): Reading<A> => ({ state: "complete", value })),
-              Effect.mapError((error) => ({ detail: `${INVALID} ${key}: ${error.message.split("\n")[0]}` }))
+              Effect.mapError((error) => ({
+                detail: `${INVALID} ${key}: ${formatIssues(error, { limit: 3, withoutValues: true })}`
+              }))
             )
           })
         )
