@@ -220,6 +220,13 @@ const cleanersList = Command.make("list", { target, json }, ({ json, target }) =
         )
       ].join("\n")
     )
+    // Like `space report`: no usable policy for the target (an unknown one, a registry that does not validate)
+    // is a failure, after the listing says why.
+    if (listing.policy_error !== null)
+      return yield* new CommandFailed({
+        code: "INVALID_OR_UNAVAILABLE_POLICY",
+        detail: `${target}: no usable policy: ${listing.policy_error}`
+      })
   })
 ).pipe(Command.withDescription("The cleaners and the target's settings for each"))
 

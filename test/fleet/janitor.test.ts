@@ -1015,6 +1015,14 @@ describe("ctl space and ctl disk-cleanup, as real processes", () => {
     )
     assert.strictEqual(recorded.cleanup_state.report.reason, "disk alert #42")
     assert.strictEqual(recorded.cleanup_state.outcome, applied.outcome)
+    // The cleaners of a target the registry does not know: listed with the reason, and a failure (exit 1).
+    const unknown = spawnSync(process.execPath, [ctl, "space", "cleaners", "list", "nope", "--json"], {
+      env,
+      encoding: "utf8"
+    })
+    assert.strictEqual(unknown.status, 1)
+    assert.isNotNull(JSON.parse(unknown.stdout).policy_error)
+    assert.include(unknown.stderr, "nope: no usable policy")
   }, 60_000)
 
   it("both writers share one pass, lock and state file: the queue agent's tick is recorded as such", () => {
