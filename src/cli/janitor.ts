@@ -5,7 +5,7 @@ import { type CleanupReport, Janitor, type Trigger } from "../services/fleet/jan
 import { renderJanitorLaunchd, renderJanitorSystemd } from "../services/fleet/janitor/JanitorUnits.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { unitSettingsProblem } from "../services/fleet/UnitSettings.js"
-import { CommandFailed, ExitWith, emit, json } from "./Output.js"
+import { CommandFailed, ExitWith, emit, json, printJson } from "./Output.js"
 
 type CleanerPart = {
   status?: string
@@ -65,6 +65,8 @@ const runPass = (options: {
   trigger: Trigger
   json: boolean
   reason?: string | undefined
+  /** One of many passes (--watch): each report on one line. */
+  stream?: boolean
 }) =>
   Effect.gen(function* () {
     // A progress line on a terminal (stderr), never in --json output or in logs.
@@ -80,7 +82,10 @@ const runPass = (options: {
         : undefined
     })
     if (tty) process.stderr.write("\r\x1b[K")
-    yield* emit(options.json, report, human)
+    // A watch loop prints one report per pass: as JSON lines (one compact document per line), so a reader can
+    // split the stream; a single pass prints one document.
+    if (options.json && options.stream === true) yield* printJson(report, { compact: true })
+    else yield* emit(options.json, report, human)
     return report
   })
 
@@ -137,7 +142,7 @@ const diskCleanup = Command.make(
         )
       }
       if (watch) {
-        yield* runPass({ dryRun, toTarget: false, writer: "watch", trigger: "timer", json }).pipe(
+        yield* runPass({ dryRun, toTarget: false, writer: "watch", trigger: "timer", json, stream: true }).pipe(
           Effect.repeat(Schedule.spaced(`${interval} seconds`))
         )
         return

@@ -953,6 +953,27 @@ describe("ctl space and ctl disk-cleanup, as real processes", () => {
     return { dir, build, env, state: path.join(dir, "data", "janitor") }
   }
 
+  it("disk-cleanup --watch --json prints one compact report per pass, one per line", async () => {
+    const { env } = setup()
+    const child = spawn(process.execPath, [ctl, "disk-cleanup", "--watch", "--dry-run", "--interval", "1", "--json"], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let out = ""
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString("utf8")
+    })
+    try {
+      for (let i = 0; i < 150 && out.split("\n").filter((l) => l !== "").length < 2; i++)
+        await new Promise((resolve) => setTimeout(resolve, 100))
+    } finally {
+      child.kill("SIGTERM")
+    }
+    const lines = out.split("\n").filter((l) => l !== "")
+    assert.isAtLeast(lines.length, 2, out)
+    for (const line of lines) assert.strictEqual(JSON.parse(line).outcome, "report_only")
+  }, 60_000)
+
   it("disk-cleanup --dry-run creates nothing (no data dir, no database) and its text names the paths and the policy", () => {
     const { build, dir, env } = setup()
     const text = execFileSync(process.execPath, [ctl, "disk-cleanup", "--dry-run"], { env, encoding: "utf8" })
