@@ -167,7 +167,7 @@ const publish = Command.make(
       yield* emit(json, stored, (s) => `published ${s.host} (${s.reported_at}) to ${s.key}`)
     }).pipe(
       Effect.catchTag("BeaconPublishFailed", (error) =>
-        Effect.fail(new CommandFailed({ detail: `${error.reason}: ${error.detail}` }))
+        Effect.fail(new CommandFailed({ code: error.reason.toUpperCase(), detail: `${error.reason}: ${error.detail}` }))
       )
     )
 ).pipe(Command.withDescription("Exchange the beacon grant for a token and PUT the beacon to the control plane"))

@@ -110,6 +110,13 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
               })
           )
         ],
+        [
+          "grant_wrong_host",
+          // Another host's grant is named as such, not as an over-broad one.
+          Effect.flatMap(grantFile("other-host.json", { actions: ["host-health-write"], hosts: ["forge-2"] }), (g) =>
+            publishBeacon(next, { ...routing, grantFile: g.file })
+          )
+        ],
         ["insecure_url", publishBeacon(next, { ...routing, controlPlaneUrl: `http://10.0.0.1:${port}` })],
         [
           "vault_refused",

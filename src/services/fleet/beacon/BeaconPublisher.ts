@@ -14,6 +14,7 @@ export class BeaconPublishFailed extends Data.TaggedError("BeaconPublishFailed")
     | "grant_unreadable"
     | "grant_not_owner_only"
     | "grant_over_broad"
+    | "grant_wrong_host"
     | "vault_refused"
     | "control_plane_refused"
     | "backend_error"
@@ -111,6 +112,17 @@ const overBroad = (
   host: string
 ) => !sameSet(scope.actions, ["host-health-write"]) || !sameSet(scope.hosts, [host]) || scope.items.length > 0
 
+/** Why a grant's scope cannot publish `host`'s beacon: another host's grant, or one that allows more. */
+const scopeRefusal = (
+  scope: { actions: ReadonlyArray<string>; hosts: ReadonlyArray<string>; items: ReadonlyArray<string> },
+  host: string
+): readonly ["grant_wrong_host" | "grant_over_broad", string] | undefined =>
+  !scope.hosts.includes(host)
+    ? ["grant_wrong_host", `the grant covers ${scope.hosts.join(", ") || "no host"}, not ${host}`]
+    : overBroad(scope, host)
+      ? ["grant_over_broad", `the grant allows more than host-health-write for ${host}`]
+      : undefined
+
 /**
  * The grant credential in `file`. The file holds a secret, so no failure quotes its content: not JSON
  * says so (the parser's message would quote the text), a wrong shape names the fields and what they
@@ -167,8 +179,8 @@ export const publishBeacon = (file: string, routing: BeaconRouting) =>
     const credential = yield* readGrantCredential(routing.grantFile)
     if (credential.consumer !== routing.consumer)
       return yield* fail("grant_unreadable", `the grant belongs to ${credential.consumer}, not ${routing.consumer}`)
-    if (credential.scope !== undefined && overBroad(credential.scope, beacon.host))
-      return yield* fail("grant_over_broad", `the grant allows more than host-health-write for ${beacon.host}`)
+    const fileRefusal = credential.scope === undefined ? undefined : scopeRefusal(credential.scope, beacon.host)
+    if (fileRefusal !== undefined) return yield* fail(...fileRefusal)
 
     const exchanged = yield* request(new URL("/v1/vault/token", vault), {
       method: "POST",
@@ -187,8 +199,8 @@ export const publishBeacon = (file: string, routing: BeaconRouting) =>
       hosts: Array<string>
       items: Array<string>
     }
-    if (overBroad(token, beacon.host))
-      return yield* fail("grant_over_broad", `the grant allows more than host-health-write for ${beacon.host}`)
+    const tokenRefusal = scopeRefusal(token, beacon.host)
+    if (tokenRefusal !== undefined) return yield* fail(...tokenRefusal)
 
     const stored = yield* request(new URL("/api/host-health", controlPlane), {
       method: "PUT",
