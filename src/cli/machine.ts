@@ -141,7 +141,9 @@ const control = (name: "pause" | "resume") =>
       const queue = yield* JobQueue
       yield* name === "pause" ? queue.pause : queue.resume
       const stats = yield* queue.stats
-      yield* emit(json, stats, (s) => `queue ${s.paused ? "paused" : "running"}: ${JSON.stringify(s.counts)}`)
+      // snake_case like every other answer: the queue's own stats are camelCase inside the service.
+      const answer = { paused: stats.paused, counts: stats.counts, oldest_queued_age_ms: stats.oldestQueuedAgeMs }
+      yield* emit(json, answer, (s) => `queue ${s.paused ? "paused" : "running"}: ${JSON.stringify(s.counts)}`)
     })
   ).pipe(Command.withDescription(name === "pause" ? "Stop workers from claiming jobs" : "Let workers claim jobs again"))
 

@@ -208,6 +208,17 @@ describe("ctl", () => {
       })
   )
 
+  it.effect("ctl machine pause/resume --json answer the queue's state in snake_case", () =>
+    Effect.gen(function* () {
+      const env = { KEEL_DATA_DIR: freshDataDir() }
+      const paused = yield* runCli(["machine", "pause", "--json"], env)
+      assert.strictEqual(paused.exitCode, 0, paused.stderr)
+      assert.deepInclude(JSON.parse(paused.stdout), { paused: true, oldest_queued_age_ms: null })
+      const resumed = yield* runCli(["machine", "resume", "--json"], env)
+      assert.strictEqual(JSON.parse(resumed.stdout).paused, false)
+    })
+  )
+
   it.effect("a bad duration is a usage error in one sentence (exit 2), not a schema tree", () =>
     Effect.gen(function* () {
       const run = yield* runCli(["lease", "acquire", "x:y", "--holder", "a", "--ttl", "bogus"], {
