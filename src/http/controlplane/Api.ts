@@ -105,7 +105,10 @@ export class ObjectsApi extends HttpApiGroup.make("objects")
         Schema.Struct({
           authorization: Schema.optional(Schema.String),
           "if-none-match": Schema.optional(
-            Schema.Literal("*").annotations({ description: "Create only: 412 when the key exists" })
+            Schema.Literal("*").annotations({
+              description: "Create only: 412 when the key exists",
+              message: () => "must be * (create only); the object API takes no other If-None-Match"
+            })
           ),
           "if-match": Schema.optional(
             Schema.String.pipe(
