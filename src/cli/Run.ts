@@ -162,8 +162,8 @@ export const ctlMain = (given: ReadonlyArray<string>) => {
   if (help !== undefined) return Console.log(help)
   const end = argv.indexOf("--")
   const asJson = (end === -1 ? argv : argv.slice(0, end)).includes("--json")
-  return Effect.zipRight(forgetPrintedJson, runCtl(argv)).pipe(
-    Effect.provide(MainLive),
+  // Forgotten before the layers are built: a setting refused while building them is this command line's failure.
+  return Effect.zipRight(forgetPrintedJson, runCtl(argv).pipe(Effect.provide(MainLive))).pipe(
     Effect.tapErrorCause((cause) => report(cause, asJson))
   )
 }

@@ -219,6 +219,32 @@ describe("ctl", () => {
     })
   )
 
+  it.effect(
+    "an invalid setting is one configuration line naming it (exit 1, INVALID_CONFIGURATION), never a crash",
+    () =>
+      Effect.gen(function* () {
+        for (const [name, value] of [
+          ["KEEL_TRUSTED_PROXIES", "garbage"],
+          ["KEEL_SQLITE_CACHE_MB", "-5"],
+          ["GT_TRUST_WEIGHTS", "canonical=high"],
+          ["KEEL_CLUSTER_POLL_INTERVAL", "soon"]
+        ] as const) {
+          const run = yield* runCli(["market", "agent", "list", "--json"], {
+            KEEL_DATA_DIR: freshDataDir(),
+            [name]: value
+          })
+          assert.strictEqual(run.exitCode, 1, name)
+          assert.strictEqual(
+            JSON.parse(run.stdout || "{}").error?.code,
+            "INVALID_CONFIGURATION",
+            `${name}: ${run.stdout} | ${run.stderr}`
+          )
+          assert.match(run.stderr, new RegExp(`^ctl: invalid configuration: \\(Invalid data at ${name}: `), name)
+          assert.notInclude(run.stderr, "unexpected failure", name)
+        }
+      })
+  )
+
   it.effect("a bad duration is a usage error in one sentence (exit 2), not a schema tree", () =>
     Effect.gen(function* () {
       const run = yield* runCli(["lease", "acquire", "x:y", "--holder", "a", "--ttl", "bogus"], {

@@ -1,15 +1,18 @@
 import * as path from "node:path"
-import { Config, Effect, Option, Redacted } from "effect"
+import { Config, ConfigError, Effect, Option, Redacted } from "effect"
 import { AppConfig } from "../platform/AppConfig.js"
 
-const parseWeights = (text: string) => {
+/** `tier=weight,…`; anything else is a configuration error naming the pair (a silently dropped tier refused every source of it later). */
+const parseWeights = (text: string): Map<string, number> | string => {
   const weights = new Map<string, number>()
-  for (const pair of text.split(",")) {
-    const [name, value] = pair.split("=").map((s) => s.trim())
-    if (!name || value === undefined || Number.isNaN(Number(value))) continue
-    weights.set(name, Number(value))
+  for (const pair of text.split(",").filter((p) => p.trim() !== "")) {
+    const [name, value, ...rest] = pair.split("=").map((s) => s.trim())
+    const weight = Number(value)
+    if (!name || value === undefined || value === "" || rest.length > 0 || !Number.isFinite(weight) || weight < 0)
+      return `${JSON.stringify(pair.trim().slice(0, 40))} is not tier=weight (a number, 0 or more)`
+    weights.set(name, weight)
   }
-  return weights
+  return weights.size === 0 ? "names no tier (tier=weight,…)" : weights
 }
 
 /** Settings of the ground-truth service (docs/configuration.md). */
@@ -19,9 +22,11 @@ export class GtConfig extends Effect.Service<GtConfig>()("groundtruth/GtConfig",
     const registryRepo = yield* Config.option(Config.string("GT_REGISTRY_REPO"))
     const registryRef = yield* Config.option(Config.string("GT_REGISTRY_REF"))
     const tokens = yield* Config.redacted("GT_TOKENS").pipe(Config.option)
-    const weights = yield* Config.string("GT_TRUST_WEIGHTS").pipe(
+    const weightsText = yield* Config.string("GT_TRUST_WEIGHTS").pipe(
       Config.withDefault("canonical=1,reference=0.8,community=0.6")
     )
+    const weights = parseWeights(weightsText)
+    if (typeof weights === "string") return yield* Effect.fail(ConfigError.InvalidData(["GT_TRUST_WEIGHTS"], weights))
     const chunkMaxLines = yield* Config.integer("GT_CHUNK_MAX_LINES").pipe(Config.withDefault(40))
     const chunkOverlapLines = yield* Config.integer("GT_CHUNK_OVERLAP_LINES").pipe(Config.withDefault(5))
     const maxFileBytes = yield* Config.integer("GT_MAX_FILE_BYTES").pipe(Config.withDefault(512 * 1024))
@@ -87,7 +92,7 @@ export class GtConfig extends Effect.Service<GtConfig>()("groundtruth/GtConfig",
               .filter((t) => t.length > 0)
           )
       }),
-      trustWeights: parseWeights(weights),
+      trustWeights: weights,
       chunkMaxLines: Math.max(1, chunkMaxLines),
       chunkOverlapLines: Math.max(0, Math.min(chunkOverlapLines, chunkMaxLines - 1)),
       maxFileBytes,

@@ -34,8 +34,14 @@ export const appConfig = Config.all({
     "none"
   )("KEEL_LOG_LEVEL").pipe(Config.withDefault("info")),
   demoData: Config.boolean("KEEL_DEMO_DATA").pipe(Config.withDefault(true)),
-  sqliteCacheMb: Config.integer("KEEL_SQLITE_CACHE_MB").pipe(Config.withDefault(64)),
-  sqliteMmapMb: Config.integer("KEEL_SQLITE_MMAP_MB").pipe(Config.withDefault(256)),
+  sqliteCacheMb: Config.integer("KEEL_SQLITE_CACHE_MB").pipe(
+    Config.validate({ message: "must be a whole number of MiB, at least 1", validation: (mb) => mb >= 1 }),
+    Config.withDefault(64)
+  ),
+  sqliteMmapMb: Config.integer("KEEL_SQLITE_MMAP_MB").pipe(
+    Config.validate({ message: "must be a whole number of MiB, 0 or more", validation: (mb) => mb >= 0 }),
+    Config.withDefault(256)
+  ),
   sqliteSynchronous: Config.literal("normal", "full")("KEEL_SQLITE_SYNCHRONOUS").pipe(Config.withDefault("normal")),
   sqliteBusyTimeout: durationSetting("KEEL_SQLITE_BUSY_TIMEOUT").pipe(Config.withDefault(Duration.seconds(10))),
   clusterPollInterval: durationSetting("KEEL_CLUSTER_POLL_INTERVAL").pipe(Config.withDefault(Duration.seconds(1))),

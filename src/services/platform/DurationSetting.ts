@@ -36,7 +36,7 @@ export const durationSetting = (name: string) =>
       return duration === undefined
         ? Either.left(
             ConfigError.InvalidData(
-              [name],
+              [],
               `expected a duration such as 30s, 5m, 2h or "30 seconds", at most 36500d (got ${JSON.stringify(text.slice(0, 40))})`
             )
           )

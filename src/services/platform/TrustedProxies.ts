@@ -1,5 +1,5 @@
 import { BlockList, isIP } from "node:net"
-import { Config, Effect } from "effect"
+import { Config, ConfigError, Effect } from "effect"
 
 /** `::ffff:10.0.0.1` → `10.0.0.1`; brackets and a zone or port are not part of an address here. */
 const normalize = (address: string) => {
@@ -40,10 +40,13 @@ export class TrustedProxies extends Effect.Service<TrustedProxies>()("platform/T
       .filter((e) => e.length > 0)) {
       const [address = "", prefix] = entry.split("/")
       const family = isIP(normalize(address))
-      if (family === 0) return yield* Effect.dieMessage(`KEEL_TRUSTED_PROXIES: ${entry} is not an address or CIDR`)
+      if (family === 0)
+        return yield* Effect.fail(
+          ConfigError.InvalidData(["KEEL_TRUSTED_PROXIES"], `${entry} is not an address or CIDR`)
+        )
       const bits = prefix === undefined ? (family === 4 ? 32 : 128) : Number(prefix)
       if (!Number.isInteger(bits) || bits < 0 || bits > (family === 4 ? 32 : 128))
-        return yield* Effect.dieMessage(`KEEL_TRUSTED_PROXIES: ${entry} has a bad prefix length`)
+        return yield* Effect.fail(ConfigError.InvalidData(["KEEL_TRUSTED_PROXIES"], `${entry} has a bad prefix length`))
       trusted.addSubnet(normalize(address), bits, family === 4 ? "ipv4" : "ipv6")
       cidrs.push(entry)
     }
