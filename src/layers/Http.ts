@@ -222,7 +222,15 @@ export const nodeServer = (options: {
               // Event streams end first, so their connections can close like any other.
               if (Option.isSome(shutdown)) yield* shutdown.value.begin
               server.closeIdleConnections()
-              setTimeout(() => server.closeAllConnections(), Duration.toMillis(options.grace)).unref()
+              // A stream's response ends a moment after `begin`; its keep-alive connection becomes idle only
+              // then, and would otherwise wait out Node's keep-alive timeout (5 s): swept again until closed.
+              const sweep = setInterval(() => server.closeIdleConnections(), 50)
+              sweep.unref()
+              server.once("close", () => clearInterval(sweep))
+              setTimeout(() => {
+                clearInterval(sweep)
+                server.closeAllConnections()
+              }, Duration.toMillis(options.grace)).unref()
             })
           )
         })
