@@ -28,6 +28,17 @@ const adapters = {
 // One contract, every adapter: they must be interchangeable behind the ObjectStore port.
 for (const [name, layer] of Object.entries(adapters)) {
   describe(`ObjectStore contract: ${name}`, () => {
+    it.effect("every adapter refuses the keys the key rules refuse, for every operation", () =>
+      Effect.gen(function* () {
+        const store = yield* ObjectStore
+        for (const key of ["../escape", "/abs", "a//b", "", "state/.keel-lock-x"]) {
+          assert.strictEqual((yield* Effect.flip(store.put(key, bytes("x"))))._tag, "ObjectStoreError", key)
+          assert.strictEqual((yield* Effect.flip(store.get(key)))._tag, "ObjectStoreError", key)
+          assert.strictEqual((yield* Effect.flip(store.delete(key)))._tag, "ObjectStoreError", key)
+        }
+      }).pipe(Effect.provide(layer()))
+    )
+
     it.effect("put, get and head round-trip bytes with their size and SHA-256; absent keys are none", () =>
       Effect.gen(function* () {
         const store = yield* ObjectStore

@@ -1,6 +1,13 @@
 import { Clock, Effect, Layer, Option } from "effect"
 import { sha256Hex } from "../Digest.js"
-import { bytesRead, collectingWrite, type ListPage, ObjectStore, type StoredObject } from "./ObjectStore.js"
+import {
+  bytesRead,
+  collectingWrite,
+  type ListPage,
+  ObjectStore,
+  type StoredObject,
+  withKeyRules
+} from "./ObjectStore.js"
 
 /** Objects in a Map: for tests and embedders that want nothing on disk. */
 export const MemoryObjectStoreLayer = Layer.sync(ObjectStore, () => {
@@ -46,5 +53,5 @@ export const MemoryObjectStoreLayer = Layer.sync(ObjectStore, () => {
       ),
     delete: (key: string) => Effect.sync(() => objects.delete(key))
   } satisfies Omit<ObjectStore["Type"], "write" | "read">
-  return { ...base, write: collectingWrite(base), read: bytesRead(base) }
+  return withKeyRules({ ...base, write: collectingWrite(base), read: bytesRead(base) })
 })

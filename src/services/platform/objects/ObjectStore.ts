@@ -175,3 +175,36 @@ export const bytesRead =
       store.get(key),
       Option.map(({ bytes, ...head }) => ({ head, body: Stream.succeed(bytes) }))
     )
+
+/**
+ * The same key rules in every adapter: `store`'s methods refuse a key `keyProblem` refuses, as the file store
+ * does of itself (its keys are paths), so a store used directly never holds a key the others could not.
+ */
+export const withKeyRules = (store: ObjectStore["Type"]): ObjectStore["Type"] => {
+  const refused = (key: string) => {
+    const problem = keyProblem(key)
+    return problem === undefined
+      ? undefined
+      : new ObjectStoreError({ code: "OBJECT_STORE_ERROR", key: key.slice(0, 200), detail: problem })
+  }
+  const guarded =
+    <Args extends [string, ...Array<unknown>], A, E>(method: (...args: Args) => Effect.Effect<A, E>) =>
+    (...args: Args): Effect.Effect<A, E | ObjectStoreError> => {
+      const error = refused(args[0])
+      return error === undefined ? method(...args) : Effect.fail(error)
+    }
+  return {
+    ...store,
+    get: guarded(store.get),
+    head: guarded(store.head),
+    put: guarded(store.put),
+    putIfAbsent: guarded(store.putIfAbsent),
+    putIfMatch: guarded(store.putIfMatch),
+    write: (key, body, condition) => {
+      const error = refused(key)
+      return error === undefined ? store.write(key, body, condition) : Effect.fail(error)
+    },
+    read: guarded(store.read),
+    delete: guarded(store.delete)
+  }
+}

@@ -7,7 +7,8 @@ import {
   type ListPage,
   type ObjectHead,
   ObjectStore,
-  ObjectStoreError
+  ObjectStoreError,
+  withKeyRules
 } from "./ObjectStore.js"
 
 interface ObjectRow {
@@ -107,6 +108,6 @@ export const SqlObjectStoreLayer = Layer.effect(
           guard(key)
         )
     } satisfies Omit<ObjectStore["Type"], "write" | "read">
-    return { ...base, write: collectingWrite(base), read: bytesRead(base) }
+    return withKeyRules({ ...base, write: collectingWrite(base), read: bytesRead(base) })
   })
 )
