@@ -5,7 +5,7 @@ import { type Agent, Agents } from "../services/market/Agents.js"
 import { type ApiKeyInfo, ApiKeys } from "../services/market/ApiKeys.js"
 import { CoinHistory } from "../services/market/CoinPrice.js"
 import { COIN, Ledger } from "../services/market/Ledger.js"
-import { walletAccount } from "../services/market/TokenMarket.js"
+import { TREASURY, walletAccount } from "../services/market/TokenMarket.js"
 import { fromUnits, toUnits } from "../services/market/Units.js"
 import { checksumAddress, isAddress } from "../services/market/WalletSignature.js"
 import { CommandFailed, emit, failWith, iso, json, table } from "./Output.js"
@@ -64,9 +64,22 @@ const mint = Command.make(
     Effect.gen(function* () {
       const ledger = yield* Ledger
       const account = accountOf(to)
+      // Coin goes only where someone can use it: a wallet, an existing agent, or the treasury.
+      const agent = /^agent:([A-Z0-9]+)$/.exec(account)?.[1]
+      if (!account.startsWith("wallet:") && agent === undefined && account !== TREASURY)
+        return yield* new CommandFailed({
+          code: "MINT_REFUSED",
+          detail: `--to must be a wallet address (0x…), agent:TICKER or ${TREASURY}`
+        })
+      if (agent !== undefined)
+        yield* (yield* Agents)
+          .find(agent)
+          .pipe(Effect.mapError((e) => new CommandFailed({ code: "AGENT_NOT_FOUND", detail: e.detail })))
+      if (reason.trim() === "")
+        return yield* new CommandFailed({ code: "MINT_REFUSED", detail: "--reason must say why" })
       const entry = yield* ledger
         .mint(account, amount, reason)
-        .pipe(Effect.catchAll((e) => Effect.fail(new CommandFailed({ detail: e.detail }))))
+        .pipe(Effect.catchAll((e) => Effect.fail(new CommandFailed({ code: "MINT_REFUSED", detail: e.detail }))))
       const balance = yield* ledger.balance(account, COIN)
       yield* emit(
         json,

@@ -245,6 +245,36 @@ describe("ctl", () => {
       })
   )
 
+  it.effect(
+    "ctl market coin mint: only into a wallet, an existing agent or the treasury, never past the ledger's ceiling",
+    () =>
+      Effect.gen(function* () {
+        const env = { KEEL_DATA_DIR: freshDataDir(), KEEL_DEMO_DATA: "false" }
+        const wallet = "0x52908400098527886E0F7030069857D2E4169EE7"
+        const mint = (to: string, amount: string, reason = "test") =>
+          runCli(["market", "coin", "mint", "--to", to, "--amount", amount, "--reason", reason, "--json"], env)
+        assert.strictEqual((yield* mint(wallet, "4611686018")).exitCode, 0)
+        // A second one would pass 2^62 nano-units (SQLite's integers turn to floating point past 2^63).
+        const over = yield* mint(wallet, "4611686018")
+        assert.strictEqual(over.exitCode, 1)
+        assert.strictEqual(JSON.parse(over.stdout).error.code, "MINT_REFUSED")
+        for (const [to, code] of [
+          ["garbage", "MINT_REFUSED"],
+          ["system:issuance", "MINT_REFUSED"],
+          ["curve:SAGE", "MINT_REFUSED"],
+          ["agent:NOPE", "AGENT_NOT_FOUND"]
+        ] as const) {
+          const refused = yield* mint(to, "1")
+          assert.strictEqual(refused.exitCode, 1, to)
+          assert.strictEqual(JSON.parse(refused.stdout).error.code, code, to)
+        }
+        assert.strictEqual(JSON.parse((yield* mint(wallet, "1", " ")).stdout).error.code, "MINT_REFUSED")
+        const audit = yield* runCli(["market", "audit", "--json"], env)
+        assert.strictEqual(audit.exitCode, 0, audit.stderr)
+        assert.deepInclude(JSON.parse(audit.stdout), { ok: true, entries: 1 })
+      })
+  )
+
   it.effect("a bad duration is a usage error in one sentence (exit 2), not a schema tree", () =>
     Effect.gen(function* () {
       const run = yield* runCli(["lease", "acquire", "x:y", "--holder", "a", "--ttl", "bogus"], {

@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
 import { placeholders, SqlDirect } from "../platform/SqlDirect.js"
 import { refuse, type SyncStatements } from "../platform/SyncSql.js"
+import { fromUnits } from "./Units.js"
 import { checksumAddress } from "./WalletSignature.js"
 
 /** The platform coin; a token's asset is its ticker. */
@@ -157,11 +158,24 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
         Effect.catchTag("SqlError", Effect.die)
       )
 
+    /**
+     * Coin into `to`. No balance, and not the supply, may pass 2^62 nano-units (SQLite's integers would turn to
+     * floating point past 2^63, and no leg is admitted that large): such a mint is refused, nothing moves.
+     */
     const mint = (to: string, amount: bigint, reason: string) =>
-      post("mint", reason, [
-        { account: ISSUANCE, asset: COIN, amount: -amount },
-        { account: to, asset: COIN, amount }
-      ])
+      Effect.gen(function* () {
+        const held = yield* balance(to, COIN)
+        const supply = -(yield* balance(ISSUANCE, COIN))
+        if (amount > MAX_LEG || held + amount > MAX_LEG || supply + amount > MAX_LEG)
+          return yield* new UnbalancedEntry({
+            asset: COIN,
+            detail: `minting ${fromUnits(amount)} would put more than ${fromUnits(MAX_LEG)} coin in ${displayAccount(to)} or in the supply, the most the ledger holds`
+          })
+        return yield* post("mint", reason, [
+          { account: ISSUANCE, asset: COIN, amount: -amount },
+          { account: to, asset: COIN, amount }
+        ])
+      })
 
     const burn = (from: string, amount: bigint, reason: string) =>
       post("burn", reason, [
