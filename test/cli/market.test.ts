@@ -59,6 +59,14 @@ describe("ctl market", () => {
       const revoked = JSON.parse((yield* runCli(["market", "keys", "revoke", key.id, "--json"], env)).stdout)
       assert.isString(revoked[0].revoked_at)
       assert.strictEqual((yield* runCli(["market", "keys", "revoke", "key_nope"], env)).exitCode, 1)
+      // A leaked key is revoked by the key itself; an unknown key is never echoed back whole.
+      const leaked = JSON.parse((yield* runCli(["market", "keys", "create", "--wallet", WALLET, "--json"], env)).stdout)
+      const byKey = JSON.parse((yield* runCli(["market", "keys", "revoke", leaked.api_key, "--json"], env)).stdout)
+      assert.strictEqual(byKey[0].id, leaked.id)
+      const unknownKey = `keel_${"x".repeat(43)}`
+      const notFound = yield* runCli(["market", "keys", "revoke", unknownKey, "--json"], env)
+      assert.strictEqual(notFound.exitCode, 1)
+      assert.notInclude(notFound.stdout + notFound.stderr, unknownKey)
       const bad = yield* runCli(["market", "keys", "create", "--wallet", "0x123"], env)
       assert.strictEqual(bad.exitCode, 1)
       const minted = JSON.parse(

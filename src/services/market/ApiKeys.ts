@@ -95,12 +95,16 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("market/ApiKeys", {
     const revoke = Effect.fn("ApiKeys.revoke")(function* (idOrPrefix: string) {
       const now = yield* Clock.currentTimeMillis
       const rows = yield* sql<KeyRow>`UPDATE market_api_keys SET revoked_at = COALESCE(revoked_at, ${now})
-        WHERE id = ${idOrPrefix} OR prefix = ${idOrPrefix}
+        WHERE id = ${idOrPrefix} OR prefix = ${idOrPrefix} OR hash = ${hashKey(idOrPrefix)}
         RETURNING id, prefix, wallet, agent, created_at, revoked_at`.pipe(Effect.orDie)
       generation++
       live.clear()
       if (rows.length === 0)
-        return yield* new UnknownApiKey({ code: "API_KEY_NOT_FOUND", detail: `no API key ${idOrPrefix}` })
+        // Never the whole text back: an operator revoking a leaked key passes the key itself.
+        return yield* new UnknownApiKey({
+          code: "API_KEY_NOT_FOUND",
+          detail: `no API key ${idOrPrefix.length > 16 ? `${idOrPrefix.slice(0, 12)}…` : idOrPrefix}`
+        })
       return rows.map(toInfo)
     })
 

@@ -3,7 +3,7 @@ import { Config, Duration, Effect, Option } from "effect"
 import { thisHostName } from "../fleet/Channels.js"
 import { AppConfig } from "./AppConfig.js"
 import { durationSetting } from "./DurationSetting.js"
-import { stripCredentials } from "./GitMirror.js"
+import { displayUrl } from "./GitMirror.js"
 
 /**
  * Every setting a deployment varies, as this process resolves it, for `ctl config show`: the platform's,
@@ -32,14 +32,16 @@ export const effectiveSettings = Effect.gen(function* () {
     sqlite_busy_timeout: Duration.format(config.sqliteBusyTimeout),
     // Fleet
     host: yield* thisHostName,
-    registry: registry === undefined ? path.join(config.dataDir, "fleet-registry.yml") : stripCredentials(registry),
+    registry: registry === undefined ? path.join(config.dataDir, "fleet-registry.yml") : displayUrl(registry),
     registry_ref: (yield* text("KEEL_REGISTRY_REF")) ?? null,
     registry_path: (yield* text("KEEL_REGISTRY_PATH")) ?? "registry.yml",
     git_timeout: yield* duration("KEEL_GIT_TIMEOUT", Duration.seconds(30)),
     object_store: (yield* text("KEEL_OBJECT_STORE")) ?? "fs",
     object_dir: (yield* text("KEEL_OBJECT_DIR")) ?? path.join(config.dataDir, "objects"),
     janitor_state_dir: (yield* text("KEEL_JANITOR_STATE_DIR")) ?? path.join(config.dataDir, "janitor"),
-    control_plane_url: (yield* text("KEEL_CONTROL_PLANE_URL")) ?? null,
+    control_plane_url: Option.getOrNull(
+      Option.map(Option.fromNullable(yield* text("KEEL_CONTROL_PLANE_URL")), displayUrl)
+    ),
     beacon_max_skew: yield* duration("KEEL_BEACON_MAX_SKEW", Duration.minutes(5)),
     job_lease: yield* duration("KEEL_JOB_LEASE", Duration.seconds(60)),
     ssh_known_hosts: (yield* text("KEEL_SSH_KNOWN_HOSTS")) ?? path.join(config.dataDir, "known_hosts"),
