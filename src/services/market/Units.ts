@@ -3,6 +3,9 @@
  * INTEGER in SQL. JSON answers carry numbers rounded to that precision.
  */
 export const DECIMALS = 9
+
+/** A decimal as text: sign, whole digits, fraction digits, exponent (what toUnits and canonicalDecimal read). */
+const DECIMAL_TEXT = /^(-?)(\d+)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/
 export const UNIT = 10n ** BigInt(DECIMALS)
 
 /**
@@ -13,7 +16,7 @@ export const UNIT = 10n ** BigInt(DECIMALS)
  */
 export const toUnits = (value: number | string, rounding: "down" | "up" = "down"): bigint => {
   const text = typeof value === "number" ? String(value) : value.trim()
-  const match = /^(-?)(\d+)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text)
+  const match = DECIMAL_TEXT.exec(text)
   if (match === null) throw new RangeError(`not a decimal amount: ${text}`)
   const [, sign, whole = "0", fraction = "", exponent = "0"] = match
   // digits × 10^shift nano-units
@@ -37,7 +40,7 @@ export const toUnits = (value: number | string, rounding: "down" | "up" = "down"
  */
 export const canonicalDecimal = (value: number | string): string => {
   const text = typeof value === "number" ? String(value) : value.trim()
-  const match = /^(-?)(\d+)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text)
+  const match = DECIMAL_TEXT.exec(text)
   if (match === null) return text
   const [, sign, whole = "0", fraction = "", exponent = "0"] = match
   const digits = `${whole}${fraction}`.replace(/^0+/, "")
