@@ -1,13 +1,14 @@
-import { Args, Command, Options } from "@effect/cli"
-import { Effect, Option, ParseResult, Schema } from "effect"
+import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
+import { Effect, Option } from "effect"
 import { ServicesLive } from "../layers/Live.js"
 import { type Agent, Agents } from "../services/market/Agents.js"
 import { type ApiKeyInfo, ApiKeys } from "../services/market/ApiKeys.js"
+import { CoinIssuance } from "../services/market/CoinIssuance.js"
 import { CoinHistory } from "../services/market/CoinPrice.js"
-import { COIN, Ledger } from "../services/market/Ledger.js"
-import { TREASURY, walletAccount } from "../services/market/TokenMarket.js"
-import { fromUnits, toUnits } from "../services/market/Units.js"
-import { checksumAddress, isAddress } from "../services/market/WalletSignature.js"
+import { Ledger, MAX_LEG } from "../services/market/Ledger.js"
+import { TREASURY } from "../services/market/TokenMarket.js"
+import { canonicalDecimal, fromUnits, toUnits, unitsText } from "../services/market/Units.js"
+import { checksumAddress } from "../services/market/WalletSignature.js"
 import { CommandFailed, emit, failWith, iso, json, table } from "./Output.js"
 
 const audit = Command.make("audit", { json }, ({ json }) =>
@@ -25,65 +26,49 @@ const audit = Command.make("audit", { json }, ({ json }) =>
   })
 ).pipe(Command.withDescription("Recompute every balance from the journal and check the conservation invariant"))
 
-/** A non-negative decimal amount (at most 9 decimals) to nano-units. */
-const DecimalUnits = (positive: boolean) =>
-  Schema.String.pipe(
-    Schema.transformOrFail(Schema.BigIntFromSelf, {
-      strict: true,
-      decode: (text, _, ast) => {
-        try {
-          const units = toUnits(text)
-          return units > 0n || (!positive && units === 0n)
-            ? ParseResult.succeed(units)
-            : ParseResult.fail(new ParseResult.Type(ast, text, `expected a positive amount (got "${text}")`))
-        } catch {
-          return ParseResult.fail(
-            new ParseResult.Type(ast, text, `expected a decimal amount such as 12.5 (got "${text}")`)
-          )
-        }
-      },
-      encode: (units) => ParseResult.succeed(String(fromUnits(units)))
+/**
+ * A coin amount option (a decimal, at most 9 decimals, exponent allowed) in nano-units. A bad one is a usage
+ * error in one line naming the option; digits past the ninth decimal are rounded down, and an amount that
+ * rounds to nothing is refused rather than stored as 0.
+ */
+const amountOption = (name: string, least: "positive" | "zero") =>
+  Options.text(name).pipe(
+    Options.mapEffect((text) => {
+      const refuse = (why: string) => Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name}: ${why}`)))
+      let units: bigint
+      try {
+        units = toUnits(text)
+      } catch {
+        return refuse("expected a decimal amount such as 12.5 (at most 9 decimals)")
+      }
+      if (units < 0n || (least === "positive" && units === 0n && canonicalDecimal(text) === "0"))
+        return refuse(least === "positive" ? "must be more than 0" : "must not be negative")
+      if (units === 0n && canonicalDecimal(text) !== "0")
+        return refuse(`is below the smallest amount, ${unitsText(1n)}`)
+      if (units > MAX_LEG) return refuse(`must be at most ${unitsText(MAX_LEG)}, the most the ledger holds`)
+      return Effect.succeed(units)
     })
   )
-
-/** `0x…` is a wallet; `agent:TICKER`, `platform:treasury`… name a ledger account directly. */
-const accountOf = (to: string) => (isAddress(to) ? walletAccount(to) : to)
 
 const mint = Command.make(
   "mint",
   {
-    to: Options.text("to").pipe(Options.withDescription("A wallet address (0x…) or a ledger account (agent:TICKER)")),
-    amount: Options.text("amount").pipe(
-      Options.withSchema(DecimalUnits(true)),
-      Options.withDescription("Coin, as a decimal (at most 9 decimals)")
-    ),
+    to: Options.text("to").pipe(Options.withDescription(`A wallet address (0x…), agent:TICKER or ${TREASURY}`)),
+    amount: amountOption("amount", "positive").pipe(Options.withDescription("Coin, as a decimal (at most 9 decimals)")),
     reason: Options.text("reason").pipe(Options.withDescription("Why (kept in the journal)")),
     json
   },
   ({ amount, json, reason, to }) =>
     Effect.gen(function* () {
-      const ledger = yield* Ledger
-      const account = accountOf(to)
-      // Coin goes only where someone can use it: a wallet, an existing agent, or the treasury.
-      const agent = /^agent:([A-Z0-9]+)$/.exec(account)?.[1]
-      if (!account.startsWith("wallet:") && agent === undefined && account !== TREASURY)
-        return yield* new CommandFailed({
-          code: "MINT_REFUSED",
-          detail: `--to must be a wallet address (0x…), agent:TICKER or ${TREASURY}`
-        })
-      if (agent !== undefined)
-        yield* (yield* Agents)
-          .find(agent)
-          .pipe(Effect.mapError((e) => new CommandFailed({ code: "AGENT_NOT_FOUND", detail: e.detail })))
-      if (reason.trim() === "")
-        return yield* new CommandFailed({ code: "MINT_REFUSED", detail: "--reason must say why" })
-      const entry = yield* ledger
-        .mint(account, amount, reason)
-        .pipe(Effect.catchAll((e) => Effect.fail(new CommandFailed({ code: "MINT_REFUSED", detail: e.detail }))))
-      const balance = yield* ledger.balance(account, COIN)
+      const minted = yield* (yield* CoinIssuance).mintTo(to, amount, reason).pipe(Effect.catchAll(failWith(json)))
       yield* emit(
         json,
-        { entry, to: account, amount: fromUnits(amount), balance: fromUnits(balance) },
+        {
+          entry: minted.entry,
+          to: minted.account,
+          amount: fromUnits(minted.amount),
+          balance: fromUnits(minted.balance)
+        },
         (r) => `minted ${r.amount} to ${r.to} (entry ${r.entry}); balance ${r.balance}`
       )
     })
@@ -92,16 +77,14 @@ const mint = Command.make(
 const setPrice = Command.make(
   "set-price",
   {
-    price: Options.text("price").pipe(
-      Options.withSchema(DecimalUnits(false)),
-      Options.withDescription("The coin's price in the reference currency")
+    price: amountOption("price", "positive").pipe(
+      Options.withDescription("The coin's price in the reference currency (more than 0)")
     ),
     json
   },
   ({ json, price }) =>
     Effect.gen(function* () {
-      const history = yield* CoinHistory
-      yield* history.setPrice(price)
+      yield* (yield* CoinHistory).setPrice(price).pipe(Effect.catchAll(failWith(json)))
       yield* emit(json, { price: fromUnits(price) }, (r) => `coin price set to ${r.price}`)
     })
 ).pipe(Command.withDescription("Set the coin's price (recorded as a point of its history)"))
@@ -126,8 +109,7 @@ const create = Command.make(
     ticker: Options.text("ticker").pipe(Options.withDescription("2-10 upper-case letters or digits")),
     name: Options.text("name"),
     description: Options.text("description").pipe(Options.withDefault("")),
-    burnRate: Options.text("burn-rate").pipe(
-      Options.withSchema(DecimalUnits(false)),
+    burnRate: amountOption("burn-rate", "zero").pipe(
       Options.withDefault(0n),
       Options.withDescription("Coin charged per hour (default 0)")
     ),

@@ -41,6 +41,7 @@ import { Sources } from "../services/groundtruth/Sources.js"
 import { Agents } from "../services/market/Agents.js"
 import { ApiKeys } from "../services/market/ApiKeys.js"
 import { Chat } from "../services/market/Chat.js"
+import { CoinIssuance } from "../services/market/CoinIssuance.js"
 import { CoinHistory, CoinPriceSource } from "../services/market/CoinPrice.js"
 import { Ledger } from "../services/market/Ledger.js"
 import { MarketConfig } from "../services/market/MarketConfig.js"
@@ -74,6 +75,7 @@ export const MarketServices = Layer.mergeAll(
   ApiKeys.Default,
   WalletAuth.Default,
   CoinHistory.Default,
+  CoinIssuance.Default,
   RateLimits.Default
 ).pipe(
   Layer.provideMerge(Agents.Default),

@@ -253,13 +253,22 @@ describe("ctl", () => {
         const wallet = "0x52908400098527886E0F7030069857D2E4169EE7"
         const mint = (to: string, amount: string, reason = "test") =>
           runCli(["market", "coin", "mint", "--to", to, "--amount", amount, "--reason", reason, "--json"], env)
-        assert.strictEqual((yield* mint(wallet, "4611686018")).exitCode, 0)
+        const first = yield* mint(wallet.toLowerCase(), "4611686018")
+        assert.strictEqual(first.exitCode, 0, first.stderr)
+        // The account as clients see it: the wallet in EIP-55 form whatever case it was typed in.
+        assert.deepStrictEqual(JSON.parse(first.stdout), {
+          entry: 1,
+          to: `wallet:${wallet}`,
+          amount: 4611686018,
+          balance: 4611686018
+        })
         // A second one would pass 2^62 nano-units (SQLite's integers turn to floating point past 2^63).
         const over = yield* mint(wallet, "4611686018")
         assert.strictEqual(over.exitCode, 1)
         assert.strictEqual(JSON.parse(over.stdout).error.code, "MINT_REFUSED")
         for (const [to, code] of [
           ["garbage", "MINT_REFUSED"],
+          ["wallet:garbage", "MINT_REFUSED"],
           ["system:issuance", "MINT_REFUSED"],
           ["curve:SAGE", "MINT_REFUSED"],
           ["agent:NOPE", "AGENT_NOT_FOUND"]
@@ -273,6 +282,41 @@ describe("ctl", () => {
         assert.strictEqual(audit.exitCode, 0, audit.stderr)
         assert.deepInclude(JSON.parse(audit.stdout), { ok: true, entries: 1 })
       })
+  )
+
+  it.effect("an amount option is a usage error in one line naming it (exit 2): nothing stored, no stack trace", () =>
+    Effect.gen(function* () {
+      const env = { KEEL_DATA_DIR: freshDataDir(), KEEL_DEMO_DATA: "false" }
+      for (const [args, message] of [
+        [["market", "coin", "set-price", "--price", "1e30"], "--price: must be at most 4611686018.427387904"],
+        [["market", "coin", "set-price", "--price", "0"], "--price: must be more than 0"],
+        [["market", "coin", "set-price", "--price", "1e-30"], "--price: is below the smallest amount, 0.000000001"],
+        [["market", "coin", "set-price", "--price", "ten"], "--price: expected a decimal amount such as 12.5"],
+        [
+          ["market", "agent", "create", "--ticker", "HOT", "--name", "Hot", "--burn-rate", "1e30"],
+          "--burn-rate: must be at most"
+        ],
+        [
+          ["market", "agent", "create", "--ticker", "HOT", "--name", "Hot", "--burn-rate", "-1"],
+          "--burn-rate: must not be negative"
+        ],
+        [
+          ["market", "coin", "mint", "--to", "platform:treasury", "--amount", "0", "--reason", "x"],
+          "--amount: must be more than 0"
+        ]
+      ] as const) {
+        const run = yield* runCli([...args, "--json"], env)
+        assert.strictEqual(run.exitCode, 2, args.join(" "))
+        assert.include(run.stderr, message, args.join(" "))
+        assert.notInclude(run.stderr, "Transformation", args.join(" "))
+        assert.notInclude(run.stderr, "SqlError", args.join(" "))
+      }
+      const agents = yield* runCli(["market", "agent", "list", "--json"], env)
+      assert.deepStrictEqual(JSON.parse(agents.stdout), [])
+      const price = yield* runCli(["market", "coin", "set-price", "--price", "2.5", "--json"], env)
+      assert.strictEqual(price.exitCode, 0, price.stderr)
+      assert.deepStrictEqual(JSON.parse(price.stdout), { price: 2.5 })
+    })
   )
 
   it.effect("a bad duration is a usage error in one sentence (exit 2), not a schema tree", () =>

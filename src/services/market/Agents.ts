@@ -4,11 +4,11 @@ import { Clock, Effect } from "effect"
 import type { CurveState } from "./BondingCurve.js"
 import { Chat, PLATFORM_SENDER } from "./Chat.js"
 import { AgentExists, agentNotFound, InvalidInput, InvalidTransition } from "./Errors.js"
-import { COIN, exactIntegers, ISSUANCE, Ledger } from "./Ledger.js"
+import { COIN, exactIntegers, ISSUANCE, Ledger, MAX_LEG } from "./Ledger.js"
 import { MarketEvents } from "./MarketEvents.js"
 import { pageOf } from "./Paging.js"
 import { agentAccount, defaultLaunch, TokenMarket } from "./TokenMarket.js"
-import { ceilDiv, fromUnits } from "./Units.js"
+import { ceilDiv, fromUnits, unitsText } from "./Units.js"
 
 export type AgentStatus = "running" | "paused" | "bankrupt" | "retired"
 
@@ -174,8 +174,11 @@ export class Agents extends Effect.Service<Agents>()("market/Agents", {
         return yield* new InvalidInput({ code: "INVALID_INPUT", detail: "name must be 1..100 characters" })
       if (launch.description.length > 2_000)
         return yield* new InvalidInput({ code: "INVALID_INPUT", detail: "description must be at most 2000 characters" })
-      if (launch.burnRateHourly < 0n)
-        return yield* new InvalidInput({ code: "INVALID_INPUT", detail: "burn rate must not be negative" })
+      if (launch.burnRateHourly < 0n || launch.burnRateHourly > MAX_LEG)
+        return yield* new InvalidInput({
+          code: "INVALID_INPUT",
+          detail: `burn rate must be from 0 to ${unitsText(MAX_LEG)} coin per hour`
+        })
       const now = yield* Clock.currentTimeMillis
       yield* Effect.gen(function* () {
         const existing = yield* sql`SELECT 1 FROM market_agents WHERE ticker = ${launch.ticker}

@@ -1,10 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer } from "effect"
 import { InvalidInput } from "./Errors.js"
-import { COIN, exactIntegers, ISSUANCE, Ledger } from "./Ledger.js"
+import { COIN, exactIntegers, ISSUANCE, Ledger, MAX_LEG } from "./Ledger.js"
 import { MarketConfig } from "./MarketConfig.js"
 import { pageOf } from "./Paging.js"
-import { fromUnits, UNIT } from "./Units.js"
+import { fromUnits, UNIT, unitsText } from "./Units.js"
 
 /**
  * Where the coin's price in the reference currency comes from. Live: the price an operator set
@@ -184,6 +184,17 @@ export class CoinHistory extends Effect.Service<CoinHistory>()("market/CoinHisto
         Effect.catchTag("InvalidInput", Effect.die)
       )
 
-    return { sample, report, page, setPrice: source.set, currentPrice: source.current } as const
+    /** Nano-units of the reference currency per coin: more than 0, at most the ledger's largest amount. */
+    const setPrice = (price: bigint): Effect.Effect<void, InvalidInput> =>
+      price <= 0n || price > MAX_LEG
+        ? Effect.fail(
+            new InvalidInput({
+              code: "INVALID_INPUT",
+              detail: `the coin's price must be more than 0 and at most ${unitsText(MAX_LEG)}`
+            })
+          )
+        : source.set(price)
+
+    return { sample, report, page, setPrice, currentPrice: source.current } as const
   })
 }) {}

@@ -53,4 +53,13 @@ export const canonicalDecimal = (value: number | string): string => {
 /** Nano-units to a JSON number with at most 9 decimals. */
 export const fromUnits = (units: bigint): number => Number(units) / Number(UNIT)
 
+/** Nano-units as exact decimal text, without trailing zeros (`4611686018.427387904`, `2.5`, `-1`): for messages. */
+export const unitsText = (units: bigint): string => {
+  const magnitude = units < 0n ? -units : units
+  const fraction = String(magnitude % UNIT)
+    .padStart(DECIMALS, "0")
+    .replace(/0+$/, "")
+  return `${units < 0n ? "-" : ""}${magnitude / UNIT}${fraction === "" ? "" : `.${fraction}`}`
+}
+
 export const ceilDiv = (a: bigint, b: bigint): bigint => (a % b === 0n ? a / b : a / b + (a > 0n === b > 0n ? 1n : 0n))
