@@ -89,6 +89,25 @@ export const DurationText = Schema.String.pipe(
   })
 )
 
+/**
+ * A `ctl` integer option within bounds: outside them (or past what a double holds exactly) a usage error in one
+ * line naming the option and its range, before any database is opened or anything is sent.
+ */
+export const integerOption = (name: string, min: number, max?: number) =>
+  Options.integer(name).pipe(
+    Options.mapEffect((n) =>
+      Number.isSafeInteger(n) && n >= min && (max === undefined || n <= max)
+        ? Effect.succeed(n)
+        : Effect.fail(
+            ValidationError.invalidValue(
+              HelpDoc.p(
+                `--${name}: must be an integer ${max === undefined ? `of at least ${min}` : `from ${min} to ${max}`}`
+              )
+            )
+          )
+    )
+  )
+
 /** A `ctl` option taking a duration ("30s", "5m"): a bad one is a usage error in one sentence, not a schema tree. */
 export const durationOption = (name: string) =>
   Options.text(name).pipe(

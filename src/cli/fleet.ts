@@ -5,7 +5,7 @@ import { controlPlaneClient } from "../http/Clients.js"
 import { codeFromTag } from "../http/Problem.js"
 import { configuredAccess } from "../services/fleet/objects/ObjectApiClient.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
-import { CommandFailed, ExitWith, emit, json } from "./Output.js"
+import { CommandFailed, ExitWith, emit, integerOption, json } from "./Output.js"
 
 /**
  * `ctl fleet …` are clients of the control plane over HTTP (as `nomad job run` is of Nomad's server): the
@@ -47,7 +47,7 @@ const probe = Command.make(
   "probe",
   {
     host: Args.text({ name: "HOST" }),
-    pauseMs: Options.integer("pause-ms").pipe(
+    pauseMs: integerOption("pause-ms", 0, 60_000).pipe(
       Options.withDefault(0),
       Options.withDescription("Pause after each step, 0-60000 ms (to watch a run step by step)")
     ),

@@ -3,7 +3,7 @@ import { Console, Effect, Option } from "effect"
 import { GatewayLive } from "../layers/Live.js"
 import { thisHostName } from "../services/fleet/Channels.js"
 import { RunnerGateway } from "../services/fleet/runners/RunnerGateway.js"
-import { failWith } from "./Output.js"
+import { failWith, integerOption } from "./Output.js"
 
 /** `ctl host gateway`: the pre-check runner's loopback gateway on this host, until stopped (docs/runners.md). */
 export const gateway = Command.make(
@@ -13,7 +13,7 @@ export const gateway = Command.make(
       Options.optional,
       Options.withDescription("The registry target this host is (default: KEEL_HOST, then the hostname)")
     ),
-    port: Options.integer("port").pipe(
+    port: integerOption("port", 0, 65535).pipe(
       Options.optional,
       Options.withDescription("Listen here instead of the runner's gateway_port (0: any free port)")
     )

@@ -1,9 +1,9 @@
-import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
+import { Args, Command, HelpDoc, Options } from "@effect/cli"
 import { Effect } from "effect"
 import { ServicesLive } from "../layers/Live.js"
 import { Ingester, type IngestProgress } from "../services/groundtruth/Ingester.js"
-import { Retriever } from "../services/groundtruth/Retriever.js"
-import { CommandFailed, emit, failWith, json, table } from "./Output.js"
+import { Retriever, SEARCH_LIMIT_MAX, SEARCH_QUERY_MAX_CHARS } from "../services/groundtruth/Retriever.js"
+import { CommandFailed, emit, failWith, integerOption, json, table } from "./Output.js"
 
 /** A one-line progress bar on stderr when it is a terminal; nothing otherwise. */
 const progressBar = (progress: IngestProgress) =>
@@ -79,20 +79,13 @@ const search = Command.make(
     // The same bounds as GET /search's q and limit: a usage error (exit 2), never silently clamped.
     query: Args.text({ name: "QUERY" }).pipe(
       Args.mapEffect((q) =>
-        q.length >= 1 && q.length <= 1000
+        q.length >= 1 && q.length <= SEARCH_QUERY_MAX_CHARS
           ? Effect.succeed(q)
-          : Effect.fail(HelpDoc.p("QUERY: must be 1 to 1000 characters"))
+          : Effect.fail(HelpDoc.p(`QUERY: must be 1 to ${SEARCH_QUERY_MAX_CHARS} characters`))
       )
     ),
     repo: Options.text("repo").pipe(Options.optional),
-    limit: Options.integer("limit").pipe(
-      Options.withDefault(10),
-      Options.mapEffect((n) =>
-        n >= 1 && n <= 50
-          ? Effect.succeed(n)
-          : Effect.fail(ValidationError.invalidValue(HelpDoc.p("--limit: must be an integer from 1 to 50")))
-      )
-    ),
+    limit: integerOption("limit", 1, SEARCH_LIMIT_MAX).pipe(Options.withDefault(10)),
     json
   },
   ({ json, limit, query, repo }) =>

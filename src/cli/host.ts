@@ -19,7 +19,7 @@ import { writeFileAtomically } from "../services/platform/Files.js"
 import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
 import { gateway } from "./gateway.js"
 import { storageRootReconcile } from "./handoff.js"
-import { CommandFailed, ExitWith, emit, json, table } from "./Output.js"
+import { CommandFailed, ExitWith, emit, integerOption, json, table } from "./Output.js"
 import { precheckRunner } from "./precheck.js"
 import { declareVersion, recover, release } from "./recover.js"
 
@@ -78,7 +78,7 @@ const install = Command.make(
     ),
     beaconFile: Options.text("beacon-file").pipe(Options.withDefault("/var/lib/keel/beacon.json")),
     envFile: Options.text("routing-file").pipe(Options.withDefault("/etc/keel/beacon.env")),
-    interval: Options.integer("interval").pipe(
+    interval: integerOption("interval", 1, 86_400).pipe(
       Options.withDefault(300),
       Options.withDescription("Seconds between beacons")
     ),
@@ -210,7 +210,7 @@ const exec = Command.make(
   {
     target: Args.text({ name: "TARGET" }),
     command: Args.text({ name: "COMMAND" }).pipe(Args.atLeast(1)),
-    timeout: Options.integer("timeout").pipe(Options.withDefault(600), Options.withDescription("Seconds")),
+    timeout: integerOption("timeout", 1, 86_400).pipe(Options.withDefault(600), Options.withDescription("Seconds")),
     stdin: Options.boolean("stdin").pipe(
       Options.withDescription("Forward this process's standard input to the command (read to its end first)")
     )

@@ -5,7 +5,7 @@ import { type CleanupReport, Janitor, type Trigger } from "../services/fleet/jan
 import { renderJanitorLaunchd, renderJanitorSystemd } from "../services/fleet/janitor/JanitorUnits.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { unitSettingsProblem } from "../services/fleet/UnitSettings.js"
-import { CommandFailed, ExitWith, emit, json, printJson } from "./Output.js"
+import { CommandFailed, ExitWith, emit, integerOption, json, printJson } from "./Output.js"
 
 type CleanerPart = {
   status?: string
@@ -97,7 +97,7 @@ const diskCleanup = Command.make(
     watch: Options.boolean("watch").pipe(
       Options.withDescription("Run a pass every --interval seconds (the timer unit)")
     ),
-    interval: Options.integer("interval").pipe(Options.withDefault(300)),
+    interval: integerOption("interval", 1, 86_400).pipe(Options.withDefault(300)),
     timer: Options.boolean("timer").pipe(
       Options.withDescription("Record the pass as started by the timer unit (the rendered units pass it)")
     ),

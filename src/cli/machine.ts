@@ -6,7 +6,7 @@ import { Janitor } from "../services/fleet/janitor/Janitor.js"
 import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
 import { jobView } from "../services/fleet/jobs/JobView.js"
 import { JobWorker } from "../services/fleet/jobs/JobWorker.js"
-import { CommandFailed, emit, failWith, json } from "./Output.js"
+import { CommandFailed, emit, failWith, integerOption, json } from "./Output.js"
 
 const jobId = Args.text({ name: "JOB_ID" })
 
@@ -59,8 +59,8 @@ const logs = Command.make(
   "logs",
   {
     id: jobId,
-    cursor: Options.integer("cursor").pipe(Options.withDefault(0)),
-    limit: Options.integer("limit").pipe(Options.withDefault(200)),
+    cursor: integerOption("cursor", 0).pipe(Options.withDefault(0)),
+    limit: integerOption("limit", 1, 10_000).pipe(Options.withDefault(200)),
     follow: Options.boolean("follow").pipe(Options.withDescription("Keep printing until the job ends")),
     json
   },
@@ -68,7 +68,6 @@ const logs = Command.make(
     Effect.gen(function* () {
       const queue = yield* JobQueue
       yield* queue.get(id).pipe(Effect.catchAll(failWith(json)))
-      if (limit < 1 || limit > 10_000) return yield* new CommandFailed({ detail: "--limit must be 1..10000" })
       if (cursor < 0) return yield* new CommandFailed({ detail: "--cursor must be 0 or more" })
       let next = cursor
       for (;;) {
@@ -106,7 +105,7 @@ const logs = Command.make(
 const work = Command.make(
   "work",
   {
-    concurrency: Options.integer("concurrency").pipe(Options.withDefault(2)),
+    concurrency: integerOption("concurrency", 1, 64).pipe(Options.withDefault(2)),
     untilEmpty: Options.boolean("until-empty").pipe(Options.withDescription("Stop when nothing is claimable")),
     worker: Options.text("worker").pipe(Options.withDefault(`${os.hostname()}-${process.pid}`)),
     janitor: Options.boolean("janitor").pipe(
@@ -114,7 +113,7 @@ const work = Command.make(
         "Also run the disk janitor on each tick (writer queue-agent; its policy's interval gates it)"
       )
     ),
-    tick: Options.integer("tick").pipe(
+    tick: integerOption("tick", 1, 86_400).pipe(
       Options.withDefault(60),
       Options.withDescription("Seconds between janitor ticks")
     ),

@@ -3,7 +3,7 @@ import { Effect, Option } from "effect"
 import { ServicesLive } from "../layers/Live.js"
 import { Readout } from "../services/product/Readout.js"
 import type { AnalyticsSummary, ExperimentResults } from "../services/product/ReadoutSchemas.js"
-import { emit, failWith, json, table } from "./Output.js"
+import { emit, failWith, integerOption, json, table } from "./Output.js"
 
 const from = Options.text("from").pipe(
   Options.withDescription("Start, inclusive: ISO 8601 date (UTC) or date-time with a zone"),
@@ -113,7 +113,7 @@ const summary = Command.make(
       Options.withDescription("Bucket size of the series (UTC)"),
       Options.withDefault("day" as const)
     ),
-    limit: Options.integer("limit").pipe(
+    limit: integerOption("limit", 1, 100).pipe(
       Options.withDescription("Rows of each top list, 1..100"),
       Options.withDefault(10)
     ),

@@ -19,7 +19,7 @@ import { type StepResult, TagRelease } from "../services/fleet/releases/TagRelea
 import { generateKeyPair } from "../services/platform/vault/Ed25519.js"
 import { Vault } from "../services/platform/vault/Vault.js"
 import { controlPlaneAccess } from "./fleet.js"
-import { CommandFailed, ExitWith, emit, failWith, json, printJson } from "./Output.js"
+import { CommandFailed, ExitWith, emit, failWith, integerOption, json, printJson } from "./Output.js"
 
 const line = (release: SyncedRelease) =>
   `${release.outcome.padEnd(8)} ${release.product} ${release.version}${release.problems.map((p) => `\n         ${p.code}: ${p.detail}`).join("")}`
@@ -184,11 +184,11 @@ const submit = Command.make(
       Options.withDescription("The exact version (written --version on this command's line too)")
     ),
     channel: Options.text("channel").pipe(Options.withDescription("The channel, e.g. stable or candidate")),
-    waitSeconds: Options.integer("wait-seconds").pipe(
+    waitSeconds: integerOption("wait-seconds", 0, 86_400).pipe(
       Options.withDefault(3600),
       Options.withDescription("How long to wait for the build before answering the run as it stands (exit 3)")
     ),
-    stepPauseMs: Options.integer("step-pause-ms").pipe(
+    stepPauseMs: integerOption("step-pause-ms", 0, 60_000).pipe(
       Options.withDefault(0),
       Options.withDescription("Pause after each publication object, 0-60000 ms (to watch a run step by step)")
     ),
@@ -294,7 +294,7 @@ const promote = Command.make(
       Options.optional,
       Options.withDescription("The channel to record (default: the release's own)")
     ),
-    expectGeneration: Options.integer("expect-generation").pipe(
+    expectGeneration: integerOption("expect-generation", 0).pipe(
       Options.optional,
       Options.withDescription("Refuse unless release_control is still at this generation (compare-and-set)")
     ),
@@ -340,7 +340,7 @@ const rollout = Command.make(
       Options.optional,
       Options.withDescription("Only this product (default: every product release_control promotes)")
     ),
-    stepPauseMs: Options.integer("step-pause-ms").pipe(
+    stepPauseMs: integerOption("step-pause-ms", 0, 60_000).pipe(
       Options.withDefault(0),
       Options.withDescription("Pause after each declaration and delivery, 0-60000 ms (to watch a rollout)")
     ),
@@ -409,7 +409,7 @@ const tag = Command.make(
     source: Options.directory("source", { exists: "yes" }).pipe(
       Options.withDescription("The clean work tree with the tag checked out")
     ),
-    waitSeconds: Options.integer("wait-seconds").pipe(
+    waitSeconds: integerOption("wait-seconds", 0, 86_400).pipe(
       Options.withDefault(3600),
       Options.withDescription("How long each publication waits for its build (exit 3 when one has not finished)")
     ),

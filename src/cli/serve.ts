@@ -2,12 +2,13 @@ import { Command, Options } from "@effect/cli"
 import { Layer } from "effect"
 import { SurfaceNames } from "../http/Surfaces.js"
 import { serverLive } from "../layers/Server.js"
+import { integerOption } from "./Output.js"
 
 const surface = Options.choice("surface", SurfaceNames).pipe(
   Options.repeated,
   Options.withDescription("Serve only this surface (repeatable); all surfaces when omitted")
 )
-const port = Options.integer("port").pipe(
+const port = integerOption("port", 0, 65535).pipe(
   Options.optional,
   Options.withDescription("Port to listen on (default KEEL_HTTP_PORT, 8080)")
 )

@@ -319,6 +319,27 @@ describe("ctl", () => {
     })
   )
 
+  it.effect("a number option out of its range is a usage error naming it (exit 2), before anything is opened", () =>
+    Effect.gen(function* () {
+      const dataDir = freshDataDir()
+      for (const [args, message] of [
+        [["serve", "--port", "99999"], "--port: must be an integer from 0 to 65535"],
+        [["machine", "work", "--concurrency", "0", "--until-empty"], "--concurrency: must be an integer from 1 to 64"],
+        [["machine", "logs", "1", "--limit", "-5"], "--limit: must be an integer from 1 to 10000"],
+        [["machine", "logs", "1", "--cursor", "-1"], "--cursor: must be an integer of at least 0"],
+        [["disk-cleanup", "--watch", "--interval", "0"], "--interval: must be an integer from 1 to 86400"],
+        [["fleet", "probe", "h", "--pause-ms", "-1"], "--pause-ms: must be an integer from 0 to 60000"],
+        [["product", "summary", "--site", "x", "--limit", "0"], "--limit: must be an integer from 1 to 100"],
+        [["gt", "search", "q", "--limit", "51"], "--limit: must be an integer from 1 to 50"]
+      ] as const) {
+        const run = yield* runCli([...args], { KEEL_DATA_DIR: dataDir })
+        assert.strictEqual(run.exitCode, 2, args.join(" "))
+        assert.strictEqual(run.stderr.trim(), message, args.join(" "))
+      }
+      assert.isFalse(fs.existsSync(dataDir))
+    })
+  )
+
   it.effect("a bad duration is a usage error in one sentence (exit 2), not a schema tree", () =>
     Effect.gen(function* () {
       const run = yield* runCli(["lease", "acquire", "x:y", "--holder", "a", "--ttl", "bogus"], {

@@ -10,7 +10,12 @@ import {
   UnknownRef,
   UnknownRepo
 } from "../../services/groundtruth/Ingester.js"
-import { RepoRecord, SearchResult } from "../../services/groundtruth/Retriever.js"
+import {
+  RepoRecord,
+  SEARCH_LIMIT_MAX,
+  SEARCH_QUERY_MAX_CHARS,
+  SearchResult
+} from "../../services/groundtruth/Retriever.js"
 import { HealthApi } from "../Health.js"
 import { problemOpenApi } from "../ProblemContract.js"
 import { IntegerFromString, RequestStruct, StrictRequestStruct } from "../RequestSchema.js"
@@ -32,9 +37,9 @@ export class GroundTruthReadApi extends HttpApiGroup.make("read")
     HttpApiEndpoint.get("search", "/search")
       .setUrlParams(
         RequestStruct({
-          q: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(1000)),
+          q: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(SEARCH_QUERY_MAX_CHARS)),
           repo: Schema.optional(Schema.String),
-          limit: Schema.optional(IntegerFromString.pipe(Schema.int(), Schema.between(1, 50)))
+          limit: Schema.optional(IntegerFromString.pipe(Schema.int(), Schema.between(1, SEARCH_LIMIT_MAX)))
         })
       )
       .addSuccess(SearchResult)

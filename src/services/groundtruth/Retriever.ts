@@ -9,6 +9,10 @@ import { Sources } from "./Sources.js"
 import { isStopword, stemSequence, words } from "./Terms.js"
 import { makeVectorIndex } from "./VectorIndex.js"
 
+/** A search's bounds, one pair for every front door (`GET /search`, `ctl gt search`): refused past them, never clamped. */
+export const SEARCH_QUERY_MAX_CHARS = 1000
+export const SEARCH_LIMIT_MAX = 50
+
 export const SearchHit = Schema.Struct({
   repo: Schema.String,
   path: Schema.String,
