@@ -1,5 +1,5 @@
 import * as fs from "node:fs"
-import { Effect, Layer, Logger, LogLevel } from "effect"
+import { type ConfigError, Effect, Layer, Logger, LogLevel } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive, TradeSender } from "../actors/MarketAgent.js"
 import { HostStatePublisher } from "../services/fleet/beacon/HostStatePublisher.js"
@@ -19,7 +19,12 @@ import { RunnerUnit } from "../services/fleet/runners/RunnerUnit.js"
 import { ServiceManagerLive } from "../services/fleet/units/ServiceManagerLive.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
-import { migrationsLayer, sqliteFromConfig, sqliteMemory } from "../services/platform/Database.js"
+import {
+  type DatabaseUnavailable,
+  migrationsLayer,
+  sqliteFromConfig,
+  sqliteMemory
+} from "../services/platform/Database.js"
 import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js"
 import { EmbeddedVaultLayer } from "../services/platform/vault/EmbeddedVault.js"
 import { AllMigrations } from "./Migrations.js"
@@ -37,14 +42,18 @@ export const SqliteUnmigratedLive = sqliteFromConfig.pipe(Layer.provideMerge(App
  * empty in-memory one with the same migrations (a database that does not exist holds no jobs).
  */
 export const SqlPreview = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) =>
-    config.databaseFile !== ":memory:" && fs.existsSync(config.databaseFile)
-      ? SqlLive
-      : migrationsLayer(AllMigrations).pipe(
-          Layer.provideMerge(sqliteMemory),
-          // Migrating a throwaway database is not news.
-          Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
-        )
+  Effect.map(
+    AppConfig,
+    (
+      config
+    ): Layer.Layer<Layer.Layer.Success<typeof SqlLive>, ConfigError.ConfigError | DatabaseUnavailable, AppConfig> =>
+      config.databaseFile !== ":memory:" && fs.existsSync(config.databaseFile)
+        ? SqlLive
+        : migrationsLayer(AllMigrations).pipe(
+            Layer.provideMerge(sqliteMemory),
+            // Migrating a throwaway database is not news.
+            Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
+          )
   )
 )
 

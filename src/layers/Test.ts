@@ -3,7 +3,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { ClusterWorkflowEngine } from "@effect/cluster"
-import { Duration, Effect, Layer } from "effect"
+import { type ConfigError, Duration, Effect, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive, TradeSender } from "../actors/MarketAgent.js"
 import { HandoffEngineInProcess, StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
@@ -19,7 +19,7 @@ import { MemoryServiceManager, makeMemoryServiceManager } from "../services/flee
 import { ServiceManager } from "../services/fleet/units/ServiceManager.js"
 import { AppConfig, type AppSettings } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
-import { migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
+import { type DatabaseUnavailable, migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
 import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js"
 import { MemoryObjectStoreLayer } from "../services/platform/objects/MemoryObjectStore.js"
 import { embeddedVault } from "../services/platform/vault/EmbeddedVault.js"
@@ -69,6 +69,12 @@ export const AppConfigTest = (overrides: Partial<AppSettings> = {}) =>
 /** Real SQLite, in memory, with every migration applied. */
 export const SqlTest = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteMemory))
 
+/** In memory, or the file a test names (opened like the server's, so it can fail like it). */
+const testDatabase = (
+  file: string
+): Layer.Layer<Layer.Layer.Success<typeof SqlLive>, ConfigError.ConfigError | DatabaseUnavailable, AppConfig> =>
+  file === ":memory:" ? SqlTest : SqlLive
+
 /** The embedded vault on the test database, sealed under a key made for this process (no key file). */
 export const VaultTest = embeddedVault({ masterKey: new Uint8Array(randomBytes(32)) })
 
@@ -80,7 +86,7 @@ export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
   DomainServices.pipe(
     Layer.provideMerge(VaultTest),
     Layer.provideMerge(MemoryObjectStoreLayer),
-    Layer.provideMerge((overrides.databaseFile ?? ":memory:") === ":memory:" ? SqlTest : SqlLive),
+    Layer.provideMerge(testDatabase(overrides.databaseFile ?? ":memory:")),
     Layer.provideMerge(AppConfigTest(overrides))
   )
 

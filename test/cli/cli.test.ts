@@ -340,6 +340,24 @@ describe("ctl", () => {
     })
   )
 
+  it.effect(
+    "a data dir whose keel.db is no SQLite database: one line, DATABASE_UNAVAILABLE, the file left as it was",
+    () =>
+      Effect.gen(function* () {
+        const dataDir = freshDataDir()
+        fs.mkdirSync(dataDir, { recursive: true })
+        const garbage = Buffer.alloc(8192, 0x5a)
+        fs.writeFileSync(path.join(dataDir, "keel.db"), garbage)
+        const status = yield* runCli(["db", "status", "--json"], { KEEL_DATA_DIR: dataDir })
+        assert.strictEqual(status.exitCode, 1)
+        assert.strictEqual(JSON.parse(status.stdout).error.code, "DATABASE_UNAVAILABLE")
+        const listed = yield* runCli(["market", "agent", "list"], { KEEL_DATA_DIR: dataDir })
+        assert.strictEqual(listed.exitCode, 1)
+        assert.match(listed.stderr.trim(), /^ctl: cannot open the database .*keel\.db: file is not a database$/)
+        assert.deepStrictEqual(fs.readFileSync(path.join(dataDir, "keel.db")), garbage)
+      })
+  )
+
   it.effect("a bad duration is a usage error in one sentence (exit 2), not a schema tree", () =>
     Effect.gen(function* () {
       const run = yield* runCli(["lease", "acquire", "x:y", "--holder", "a", "--ttl", "bogus"], {

@@ -2,6 +2,7 @@ import * as Net from "node:net"
 import { HttpLayerRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { type ConfigError, ConfigProvider, Duration, Effect, Layer } from "effect"
+import type { DatabaseUnavailable } from "keel"
 import {
   type AppSettings,
   AppTest,
@@ -31,7 +32,10 @@ export const HttpTest = (
   options: ServeOptions & {
     readonly settings?: Partial<AppSettings>
     /** The application graph behind the routes; the full Test layer by default. */
-    readonly app?: Layer.Layer<Layer.Layer.Success<ReturnType<typeof AppTest>>, ConfigError.ConfigError>
+    readonly app?: Layer.Layer<
+      Layer.Layer.Success<ReturnType<typeof AppTest>>,
+      ConfigError.ConfigError | DatabaseUnavailable
+    >
     /** Environment variables the layers read through Config (instead of process.env). */
     readonly env?: Record<string, string>
   } = {}

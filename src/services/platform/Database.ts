@@ -3,7 +3,7 @@ import * as path from "node:path"
 import { Migrator, SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { SqliteClient } from "@effect/sql-sqlite-node"
-import { Data, Duration, Effect, Layer, Schedule } from "effect"
+import { Cause, Data, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { AppConfig } from "./AppConfig.js"
 
 /**
@@ -22,6 +22,23 @@ export class MigrationFailed extends Data.TaggedError("MigrationFailed")<{
   readonly message: string
   readonly cause: unknown
 }> {}
+
+/**
+ * The data dir's database cannot be opened as SQLite (not a database, damaged, unreadable). A command or the
+ * server stops with this one line, before anything is written; the file is left as it is for the operator.
+ */
+export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()("DatabaseUnavailable", {
+  code: Schema.Literal("DATABASE_UNAVAILABLE"),
+  detail: Schema.String
+}) {}
+
+const openFailure = (file: string) => (cause: Cause.Cause<unknown>) => {
+  const error = Cause.squash(cause)
+  const reason = error instanceof Error ? error.message : String(error)
+  return Layer.fail(
+    new DatabaseUnavailable({ code: "DATABASE_UNAVAILABLE", detail: `cannot open the database ${file}: ${reason}` })
+  )
+}
 
 export interface AppliedMigration {
   readonly domain: string
@@ -90,7 +107,7 @@ export const sqliteFromConfig = Layer.unwrapEffect(
         yield* sql.unsafe(`PRAGMA busy_timeout = ${Math.round(Duration.toMillis(config.sqliteBusyTimeout))}`)
       }).pipe(Effect.orDie)
     )
-    return tuned.pipe(Layer.provideMerge(client))
+    return tuned.pipe(Layer.provideMerge(client), Layer.catchAllCause(openFailure(config.databaseFile)))
   })
 )
 
