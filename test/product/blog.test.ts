@@ -90,6 +90,25 @@ describe("blog sources", () => {
     assert.strictEqual(at("2026-11-01T10:00:30"), "2026-11-01T10:00:30.000Z")
     assert.strictEqual(at("2026-11-01"), "2026-11-01T00:00:00.000Z")
     assert.strictEqual(at("2026-11-01T10:00:00+02:00"), "2026-11-01T08:00:00.000Z")
+    assert.strictEqual(at("2028-02-29"), "2028-02-29T00:00:00.000Z")
+  })
+
+  it("a date that is not on the calendar fails the file, never rolled over into the next month", () => {
+    for (const published of [
+      "2026-02-30T00:00:00Z",
+      "2026-02-30",
+      "2026-04-31T10:00:00Z",
+      "2027-02-29",
+      "2026-11-01T25:00:00Z",
+      "2026-11-01 10:61"
+    ]) {
+      const parsed = parsePost(
+        "/root/news/p.md",
+        "/root",
+        `---\ntitle: P\nstatus: published\npublished_at: "${published}"\n---\nText.\n`
+      )
+      assert.isTrue(parsed._tag === "Left" && parsed.left.includes("published_at"), published)
+    }
   })
 })
 

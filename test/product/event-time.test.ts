@@ -49,6 +49,9 @@ describe("an event's timestamp", () => {
     expect(accepts(0)).toBe(true)
     expect(accepts(Date.UTC(9999, 11, 31, 23, 59, 59, 999))).toBe(true)
     expect(accepts("9999-12-31T23:59:59.999Z")).toBe(true)
+    // The same wall time at a negative offset is later than the last instant either form may name.
+    expect(accepts("9999-12-31T23:59:59.999-01:00")).toBe(false)
+    expect(accepts("9999-12-31T22:59:59.999-01:00")).toBe(true)
     for (const beyond of [253_402_300_800_000, 8_640_000_000_000_001, Number.MAX_SAFE_INTEGER, -1, 1.5]) {
       expect(accepts(beyond), String(beyond)).toBe(false)
     }

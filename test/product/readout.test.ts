@@ -203,6 +203,10 @@ layer(
       assert.strictEqual(body.control, "control")
       assert.strictEqual(body.from, "2026-01-10T00:00:00.000Z")
       assert.strictEqual(body.to, "2026-01-11T00:00:00.000Z", "a date as `to` means the end of that day")
+      // The end of 9999-12-31 is in year 10000: the window ends at the last instant an event may carry.
+      const far = yield* get("/api/experiments/onboarding-copy/results?metric=signup&from=2026-01-10&to=9999-12-31")
+      assert.strictEqual(far.status, 200)
+      assert.strictEqual(far.body.to, "9999-12-31T23:59:59.999Z")
       const [control, bold] = body.variants
       assert.deepInclude(control, {
         name: "control",

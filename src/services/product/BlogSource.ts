@@ -4,6 +4,7 @@ import MarkdownIt from "markdown-it"
 import * as YAML from "yaml"
 import { sha256Hex } from "../platform/Digest.js"
 import { formatIssues } from "../platform/Validation.js"
+import { isCalendarDay } from "./EventTime.js"
 
 /**
  * Markdown with HTML disabled: raw HTML in a post is shown as text, and markdown-it's link
@@ -20,7 +21,20 @@ const Slug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]{0,127}$/))
  */
 const zoned = (text: string) =>
   /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(text.trim()) ? `${text.trim().replace(" ", "T")}Z` : text
-const DateTimeText = Schema.transform(Schema.String, Schema.String, { strict: true, decode: zoned, encode: (t) => t })
+/** The calendar fields a date-time starts with, when it is written the ISO way. */
+const CALENDAR = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?/
+/** `2026-02-30` or `T25:00` would be rolled over into another day by the date parser: refused instead. */
+const possibleDateTime = (text: string) => {
+  const match = CALENDAR.exec(text.trim())
+  if (match === null) return true
+  const [year, month, day, hour, minute, second] = match.slice(1).map((part) => (part === undefined ? 0 : Number(part)))
+  return isCalendarDay(year!, month!, day!) && hour! <= 23 && minute! <= 59 && second! <= 59
+}
+const DateTimeText = Schema.transform(
+  Schema.String.pipe(Schema.filter((text) => possibleDateTime(text) || "expected a date that exists on the calendar")),
+  Schema.String,
+  { strict: true, decode: zoned, encode: (t) => t }
+)
 const DateTime = Schema.Union(Schema.DateFromSelf, Schema.compose(DateTimeText, Schema.DateFromString)).pipe(
   Schema.filter((d) => !Number.isNaN(d.getTime()) || "expected an ISO 8601 date-time")
 )

@@ -11,6 +11,13 @@ const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?
 
 const daysIn = (year: number, month: number) => new Date(Date.UTC(year, month, 0)).getUTCDate()
 
+/** Whether year-month-day names a day of the calendar (`2026-02-30` and `2026-04-31` do not). */
+export const isCalendarDay = (year: number, month: number, day: number) =>
+  month >= 1 && month <= 12 && day >= 1 && day <= daysIn(year, month)
+
+/** The last instant either form can name: 9999-12-31T23:59:59.999Z (an ISO year has four digits). */
+export const LATEST_EVENT_MILLIS = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
+
 /** The instant of an RFC 3339 date-time in epoch milliseconds, or undefined for anything else. */
 export const dateTimeMillis = (text: string): number | undefined => {
   const match = DATE_TIME.exec(text)
@@ -18,15 +25,13 @@ export const dateTimeMillis = (text: string): number | undefined => {
   const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = match
     .slice(1)
     .map((part) => (part === undefined ? 0 : Number(part)))
-  if (month! < 1 || month! > 12 || day! < 1 || day! > daysIn(year!, month!)) return undefined
+  if (!isCalendarDay(year!, month!, day!)) return undefined
   if (hour! > 23 || minute! > 59 || second! > 59 || offsetHours! > 23 || offsetMinutes! > 59) return undefined
   const millis = Date.parse(text)
-  // Before 1970 is refused, as negative epoch milliseconds are.
-  return Number.isNaN(millis) || millis < 0 ? undefined : millis
+  // Before 1970 is refused, as negative epoch milliseconds are; so is a negative offset carrying the last day
+  // of year 9999 past the last instant the epoch form may name.
+  return Number.isNaN(millis) || millis < 0 || millis > LATEST_EVENT_MILLIS ? undefined : millis
 }
-
-/** The last instant either form can name: 9999-12-31T23:59:59.999Z (an ISO year has four digits). */
-export const LATEST_EVENT_MILLIS = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
 
 const TIMESTAMP_EXPECTED =
   "expected epoch milliseconds (a non-negative integer) or an ISO 8601 date-time with a zone (2026-11-27T10:00:00Z)"

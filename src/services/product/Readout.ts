@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
+import { LATEST_EVENT_MILLIS } from "./EventTime.js"
 import { type App, JourneyRegistry } from "./JourneyRegistry.js"
 import {
   AnalyticsSummary,
@@ -63,13 +64,17 @@ export const parseReadoutDate = (name: "from" | "to", text: string) =>
 const window = (query: { from?: string | undefined; to?: string | undefined }, defaultSpan: number | "all") =>
   Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
-    const to = query.to === undefined ? now : yield* parseReadoutDate("to", query.to)
-    const from =
+    // No window reaches past the last instant an event may carry (an ISO year has four digits): `to=9999-12-31`
+    // ends there rather than at a year-10000 instant the answer could not write back as a date.
+    const latest = (millis: number) => Math.min(millis, LATEST_EVENT_MILLIS)
+    const to = latest(query.to === undefined ? now : yield* parseReadoutDate("to", query.to))
+    const from = latest(
       query.from === undefined
         ? defaultSpan === "all"
           ? 0
           : to - defaultSpan
         : yield* parseReadoutDate("from", query.from)
+    )
     if (from > to) {
       return yield* new ReadoutQueryInvalid({
         code: "INVALID_RANGE",
