@@ -2,7 +2,7 @@ import { HttpServer } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { createReporter, type ReporterOptions } from "keel/client"
+import { createReporter, type ReporterOptions, safeProps } from "keel/client"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import { HttpTest } from "../support/http.js"
 
@@ -149,6 +149,95 @@ describe("the client reporter never throws and never rejects", () => {
   })
 })
 
+describe("the client reporter keeps every event the collector can take", () => {
+  it('copies an object used twice twice (only a cycle is "[Circular]"), and cuts props nested past 32 levels', () => {
+    const shared = { x: 1 }
+    expect(safeProps({ a: shared, b: shared, arr: [shared, shared] })).toEqual({
+      a: { x: 1 },
+      b: { x: 1 },
+      arr: [{ x: 1 }, { x: 1 }]
+    })
+    const deep: Record<string, unknown> = {}
+    let cursor = deep
+    for (let i = 0; i < 70; i++) {
+      cursor.a = {}
+      cursor = cursor.a as Record<string, unknown>
+    }
+    let depth = 0
+    let copied = safeProps(deep) as Record<string, unknown> | string
+    while (typeof copied === "object") {
+      copied = copied.a as Record<string, unknown> | string
+      depth++
+    }
+    expect(copied).toBe("[Too deep]")
+    expect(depth).toBe(32)
+    // As JSON.stringify writes them: dates by toJSON, non-finite numbers as null, undefined items as null.
+    expect(safeProps({ at: new Date(0), n: Number.NaN, list: [undefined, 1] })).toEqual({
+      at: "1970-01-01T00:00:00.000Z",
+      n: null,
+      list: [null, 1]
+    })
+    const proto = safeProps(JSON.parse('{"__proto__": {"polluted": true}}')) as object
+    expect(Object.keys(proto)).toEqual(["__proto__"])
+    expect(Object.getPrototypeOf(proto)).toBe(Object.prototype)
+  })
+
+  it("sends props that are no object without them, and a bad visitor id or clock replaced, telling onError", async () => {
+    const ok = fakeFetch(() => 202)
+    const errors: Array<unknown> = []
+    const reporter = createReporter(
+      base({ fetch: ok.fetch, visitorId: "", now: () => 1_700_000_000_000.75, onError: (e) => errors.push(e) })
+    )
+    for (const props of ["str", [1], null, 5]) reporter.track("p", props as unknown as Record<string, unknown>)
+    await reporter.flush()
+    const events = ok.calls[0]?.body.events ?? []
+    expect(events.length).toBe(4)
+    for (const event of events) {
+      expect(event.props).toBeUndefined()
+      expect(event.timestamp).toBe(1_700_000_000_000)
+      expect(typeof event.visitor_id === "string" && event.visitor_id.length > 0).toBe(true)
+    }
+    expect(errors.map(String).filter((e) => e.includes("props must be an object")).length).toBe(4)
+    expect(errors.map(String).some((e) => e.includes("visitorId"))).toBe(true)
+  })
+
+  it("tells onError about the events a collector took the batch without (202 with `rejected`)", async () => {
+    const calls: Array<string> = []
+    const fetch = ((_url: string, init: RequestInit) => {
+      calls.push(String(init.body))
+      return Promise.resolve(
+        new Response(JSON.stringify({ accepted: 1, rejected: [{ index: 1, reason: "name: too long" }] }), {
+          status: 202
+        })
+      )
+    }) as unknown as typeof globalThis.fetch
+    const errors: Array<unknown> = []
+    const reporter = createReporter(base({ fetch, onError: (e) => errors.push(e) }))
+    reporter.track("a")
+    reporter.track("b")
+    await reporter.flush()
+    expect(calls.length).toBe(1)
+    expect(String(errors[0])).toContain("rejected 1 event")
+    expect((errors[0] as { rejected: unknown }).rejected).toEqual([{ index: 1, reason: "name: too long" }])
+  })
+
+  it("a batch answered 413 (a collector's limit below the reporter's budget) is sent again in halves", async () => {
+    // The collector takes at most 2 events a body here.
+    const calls: Array<number> = []
+    const fetch = ((_url: string, init: RequestInit) => {
+      const size = JSON.parse(String(init.body)).events.length as number
+      calls.push(size)
+      return Promise.resolve(new Response(null, { status: size > 2 ? 413 : 202 }))
+    }) as unknown as typeof globalThis.fetch
+    const errors: Array<unknown> = []
+    const reporter = createReporter(base({ fetch, onError: (e) => errors.push(e) }))
+    for (let i = 0; i < 5; i++) reporter.track(`e${i}`)
+    await reporter.flush()
+    expect(calls).toEqual([5, 3, 2, 1, 2])
+    expect(errors).toEqual([])
+  })
+})
+
 describe("the client reporter called from plain JavaScript", () => {
   it("without options, tracks and flushes without throwing", async () => {
     const reporter = createReporter(undefined as unknown as ReporterOptions)
@@ -241,11 +330,19 @@ layer(HttpTest({ env: { KEEL_COLLECT_SITES: "site-live" } }), { timeout: "30 sec
           flushIntervalMs: 0
         })
         for (let i = 0; i < 120; i++) reporter.track("pageview", { i })
+        // Props nested 70 deep would make the collector refuse the whole body (JSON_TOO_DEEP): cut, all sent.
+        const deep: Record<string, unknown> = {}
+        let cursor = deep
+        for (let i = 0; i < 70; i++) {
+          cursor.a = {}
+          cursor = cursor.a as Record<string, unknown>
+        }
+        reporter.track("deep", deep)
         yield* Effect.promise(() => reporter.flush())
         yield* Effect.promise(() => reporter.shutdown())
         const sql = yield* SqlClient.SqlClient
         const rows = yield* sql<{ n: number }>`SELECT count(*) AS n FROM analytics_events WHERE site_id = 'site-live'`
-        assert.strictEqual(rows[0]?.n, 120)
+        assert.strictEqual(rows[0]?.n, 121)
       })
     )
   }

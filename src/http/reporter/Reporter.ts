@@ -80,25 +80,56 @@ const id = (random: () => number) => {
   return `${Date.now().toString(36)}-${Math.floor(random() * 2 ** 52).toString(36)}-${Math.floor(random() * 2 ** 52).toString(36)}`
 }
 
-/** A JSON-safe copy: cycles become "[Circular]", BigInt a string, functions and symbols dropped. */
+/** How deep `props` may nest (the collectors refuse a body nested past 64 levels; an event's props start at 4). */
+const MAX_PROPS_DEPTH = 32
+
+/**
+ * A JSON-safe copy, value by value as `JSON.stringify` would write it, except: a cycle (an object inside itself)
+ * becomes "[Circular]" — an object merely used twice is copied twice —, a BigInt its decimal string, anything
+ * nested deeper than 32 levels "[Too deep]"; functions and symbols are dropped. A getter or `toJSON` that throws
+ * drops the whole value (undefined).
+ */
 export const safeProps = (props: unknown): unknown => {
-  const seen = new WeakSet<object>()
+  const ancestors = new Set<object>()
+  const copy = (value: unknown, depth: number): unknown => {
+    if (typeof value === "bigint") return value.toString()
+    if (typeof value === "function" || typeof value === "symbol" || value === undefined) return undefined
+    if (typeof value === "number") return Number.isFinite(value) ? value : null
+    if (typeof value !== "object" || value === null) return value
+    const json = (value as { toJSON?: unknown }).toJSON
+    if (typeof json === "function") {
+      const replaced: unknown = json.call(value)
+      if (replaced !== value) return copy(replaced, depth)
+    }
+    if (ancestors.has(value)) return "[Circular]"
+    if (depth >= MAX_PROPS_DEPTH) return "[Too deep]"
+    ancestors.add(value)
+    try {
+      if (Array.isArray(value)) return value.map((item) => copy(item, depth + 1) ?? null)
+      const out: Record<string, unknown> = {}
+      for (const key of Object.keys(value)) {
+        const item = copy((value as Record<string, unknown>)[key], depth + 1)
+        // defineProperty: a `__proto__` key stays a key (an assignment would set the copy's prototype).
+        if (item !== undefined)
+          Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true })
+      }
+      return out
+    } finally {
+      ancestors.delete(value)
+    }
+  }
   try {
-    return JSON.parse(
-      JSON.stringify(props, (_key, value: unknown) => {
-        if (typeof value === "bigint") return value.toString()
-        if (typeof value === "function" || typeof value === "symbol") return undefined
-        if (typeof value === "object" && value !== null) {
-          if (seen.has(value)) return "[Circular]"
-          seen.add(value)
-        }
-        return value
-      })
-    ) as unknown
+    return copy(props, 0)
   } catch {
     return undefined
   }
 }
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** What the collectors take as an id (`visitor_id`, `session_id`): 1 to 128 characters. */
+const isId = (value: unknown): value is string => typeof value === "string" && value.length >= 1 && value.length <= 128
 
 const browserContext = () => {
   try {
@@ -136,7 +167,8 @@ export const createReporter = (given: ReporterOptions): Reporter => {
   const maxQueue = Math.max(1, options.maxQueue ?? 1000)
   const batchSize = Math.min(500, Math.max(1, options.batchSize ?? 50))
   const maxAttempts = Math.max(1, options.maxAttempts ?? 5)
-  const visitorId = options.visitorId ?? id(random)
+  const visitorId = isId(options.visitorId) ? options.visitorId : id(random)
+  const sessionId = isId(options.sessionId) ? options.sessionId : undefined
   const queue: Array<QueuedEvent> = []
   let flushing: Promise<void> | undefined
   let stopped = false
@@ -149,6 +181,11 @@ export const createReporter = (given: ReporterOptions): Reporter => {
     }
   }
 
+  if (options.visitorId !== undefined && options.visitorId !== visitorId)
+    report(new TypeError("visitorId must be 1 to 128 characters: a generated one is used"))
+  if (options.sessionId !== undefined && sessionId === undefined)
+    report(new TypeError("sessionId must be 1 to 128 characters: events are sent without one"))
+
   const fetcher = () => {
     try {
       return options.fetch ?? (typeof globalThis.fetch === "function" ? globalThis.fetch.bind(globalThis) : undefined)
@@ -157,11 +194,14 @@ export const createReporter = (given: ReporterOptions): Reporter => {
     }
   }
 
-  /** true: done (sent, or refused for good); false: worth retrying. */
-  const sendOnce = async (body: string): Promise<boolean> => {
+  /**
+   * "done": sent, or refused for good; "retry": worth another attempt (network error, 5xx); "too-large": the
+   * collector's body limit is below the reporter's budget (413), so the batch is worth splitting.
+   */
+  const sendOnce = async (body: string): Promise<"done" | "retry" | "too-large"> => {
     const fetch = fetcher()
     // Nothing can send (no fetch, no endpoint): drop rather than grow for ever.
-    if (fetch === undefined || typeof options.endpoint !== "string") return true
+    if (fetch === undefined || typeof options.endpoint !== "string") return "done"
     try {
       const response = await fetch(options.endpoint, {
         method: "POST",
@@ -171,13 +211,30 @@ export const createReporter = (given: ReporterOptions): Reporter => {
       })
       if (response.status >= 500) {
         report(new Error(`collector answered ${response.status}`))
-        return false
+        return "retry"
       }
-      if (response.status >= 400) report(new Error(`collector refused the batch: ${response.status}`))
-      return true // 2xx, or a 4xx that a retry cannot fix
+      if (response.status === 413) return "too-large"
+      if (response.status >= 400) {
+        report(new Error(`collector refused the batch: ${response.status}`))
+        return "done"
+      }
+      await reportRejected(response)
+      return "done"
     } catch (error) {
       report(error)
-      return false
+      return "retry"
+    }
+  }
+
+  /** A batch the collector took may still have refused some events, each listed with its reason: say so. */
+  const reportRejected = async (response: Response) => {
+    try {
+      const answer = (await response.json()) as { rejected?: unknown }
+      const rejected = Array.isArray(answer?.rejected) ? (answer.rejected as ReadonlyArray<unknown>) : []
+      if (rejected.length > 0)
+        report(Object.assign(new Error(`collector rejected ${rejected.length} event(s)`), { rejected }))
+    } catch {
+      // an answer without a readable body (a proxy's, a test double's) says nothing more
     }
   }
 
@@ -199,9 +256,17 @@ export const createReporter = (given: ReporterOptions): Reporter => {
     return { events, body }
   }
 
-  const sendBatch = async (body: string) => {
+  /** Sends one batch with retries; a batch over the collector's body limit is sent again in halves. */
+  const sendBatch = async (events: ReadonlyArray<QueuedEvent>, body: string): Promise<void> => {
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-      if (await sendOnce(body)) return
+      const outcome = await sendOnce(body)
+      if (outcome === "done") return
+      if (outcome === "too-large") {
+        if (events.length === 1) return report(new Error("collector refused an event as too large: 413"))
+        const half = Math.ceil(events.length / 2)
+        for (const part of [events.slice(0, half), events.slice(half)]) await sendBatch(part, encode(part))
+        return
+      }
       if (attempt < maxAttempts) {
         // 1 s, 2 s, 4 s… capped at 30 s, each ±50 % so that clients do not retry in step.
         const base = Math.min(30_000, 1000 * 2 ** (attempt - 1))
@@ -211,7 +276,10 @@ export const createReporter = (given: ReporterOptions): Reporter => {
   }
 
   const drain = async () => {
-    while (queue.length > 0) await sendBatch(takeBatch().body)
+    while (queue.length > 0) {
+      const { events, body } = takeBatch()
+      await sendBatch(events, body)
+    }
   }
 
   const flush = (): Promise<void> => {
@@ -279,16 +347,21 @@ export const createReporter = (given: ReporterOptions): Reporter => {
       try {
         if (stopped) return
         const context = browserContext()
+        // The collectors take props as an object: anything else would have the event refused, so it goes without.
         const cleanProps = props === undefined ? undefined : safeProps(props)
+        if (props !== undefined && !isPlainObject(cleanProps))
+          report(new TypeError(`track("${String(name).slice(0, 200)}"): props must be an object; sent without them`))
+        const at = Number(now())
         const event: QueuedEvent = {
           event_id: id(random),
           name: String(name).slice(0, 200) || "event",
-          timestamp: now(),
+          // Epoch milliseconds are an integer (performance.timeOrigin + performance.now() is not).
+          timestamp: Number.isFinite(at) && at >= 0 ? Math.floor(at) : Date.now(),
           visitor_id: visitorId,
-          ...(options.sessionId === undefined ? {} : { session_id: options.sessionId }),
+          ...(sessionId === undefined ? {} : { session_id: sessionId }),
           ...(context.url === undefined ? {} : { url: context.url }),
           ...(context.referrer === undefined ? {} : { referrer: context.referrer }),
-          ...(cleanProps === undefined ? {} : { props: cleanProps })
+          ...(isPlainObject(cleanProps) ? { props: cleanProps } : {})
         }
         queue.push(event)
         if (queue.length > maxQueue) queue.splice(0, queue.length - maxQueue)
