@@ -1,6 +1,6 @@
 import * as fs from "node:fs"
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Either } from "effect"
+import { ConfigProvider, Effect, Either, Logger } from "effect"
 import { JourneyRegistry, parseRegistry, ServicesTest } from "keel"
 import { registryDir, registryDoc } from "./registry-fixture.js"
 
@@ -52,6 +52,31 @@ describe("journey registry", () => {
         assert.strictEqual((yield* registry.reload)._tag, "Loaded")
         assert.strictEqual((yield* registry.reload)._tag, "Unchanged")
       })
+    )
+  })
+
+  it.effect("a refused edit is logged once, not on every poll; a new broken edit is logged again", () => {
+    const fixture = registryDir()
+    const errors: Array<string> = []
+    const logger = Logger.make(({ logLevel, message }) => {
+      if (logLevel._tag === "Error") errors.push(String(Array.isArray(message) ? message[0] : message))
+    })
+    return withRegistry(fixture.dir, (registry) =>
+      Effect.gen(function* () {
+        fixture.write("apps:\n  - app_id: demo-ios\n    client_keys: short\n")
+        for (let i = 0; i < 3; i++) assert.strictEqual((yield* registry.reload)._tag, "Refused")
+        assert.strictEqual(errors.length, 1)
+        fixture.write("apps: [ {")
+        for (let i = 0; i < 2; i++) yield* registry.reload
+        assert.strictEqual(errors.length, 2)
+        // Back to a valid file, then the first broken edit again: that is news again.
+        fixture.write(registryDoc({ weights: [0.9, 0.1] }))
+        assert.strictEqual((yield* registry.reload)._tag, "Loaded")
+        fixture.write("apps: [ {")
+        yield* registry.reload
+        assert.strictEqual(errors.length, 3)
+        assert.isTrue(errors.every((e) => e.startsWith("product registry refused")))
+      }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
     )
   })
 

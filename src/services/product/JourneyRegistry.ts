@@ -119,27 +119,36 @@ export class JourneyRegistry extends Effect.Service<JourneyRegistry>()("product/
     const config = yield* ProductConfig
     const file = config.registryFile
     const state = yield* Ref.make(emptyRegistry(file))
+    // What was last refused (the file's digest, or "unreadable"): a refusal is logged once per edit, not per poll.
+    const refused = yield* Ref.make<string | undefined>(undefined)
+    const firstRefusal = (what: string) => Ref.modify(refused, (last) => [last !== what, what] as const)
 
     const reload: Effect.Effect<ReloadOutcome> = Effect.gen(function* () {
       const text = yield* Effect.tryPromise(() => fs.readFile(file, "utf8")).pipe(Effect.option)
       if (text._tag === "None") {
         const current = yield* Ref.get(state)
         if (current.digest === "") return { _tag: "Missing" } as const
-        yield* Effect.logWarning("product registry unreadable; keeping the last valid version").pipe(
-          Effect.annotateLogs({ file, kept: current.digest })
-        )
+        if (yield* firstRefusal("unreadable"))
+          yield* Effect.logWarning("product registry unreadable; keeping the last valid version").pipe(
+            Effect.annotateLogs({ file, kept: current.digest })
+          )
         return { _tag: "Refused", detail: `cannot read ${file}`, kept: current.digest } as const
       }
       const digest = sha256Hex(text.value).slice(0, 16)
       const current = yield* Ref.get(state)
-      if (digest === current.digest) return { _tag: "Unchanged", digest } as const
+      if (digest === current.digest) {
+        yield* Ref.set(refused, undefined)
+        return { _tag: "Unchanged", digest } as const
+      }
       const parsed = parseRegistry(file, text.value)
       if (Either.isLeft(parsed)) {
-        yield* Effect.logError("product registry refused; keeping the last valid version").pipe(
-          Effect.annotateLogs({ file, detail: parsed.left.detail, kept: current.digest || "(none)" })
-        )
+        if (yield* firstRefusal(digest))
+          yield* Effect.logError("product registry refused; keeping the last valid version").pipe(
+            Effect.annotateLogs({ file, detail: parsed.left.detail, kept: current.digest || "(none)" })
+          )
         return { _tag: "Refused", detail: parsed.left.detail, kept: current.digest } as const
       }
+      yield* Ref.set(refused, undefined)
       const loadedAt = yield* Clock.currentTimeMillis
       yield* Ref.set(state, {
         file,
