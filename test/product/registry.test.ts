@@ -32,6 +32,19 @@ describe("journey registry", () => {
       assert.isTrue(Either.isLeft(empty) && empty.left.detail.includes("the file is empty"), JSON.stringify(text))
     }
     assert.isTrue(Either.isRight(parseRegistry("r.yml", "apps: []\n")), "no apps, said")
+    // Values that must be unique are refused at the path of their second use, naming the first.
+    const twice = registryDoc() as { apps: Array<Record<string, unknown>> }
+    twice.apps.push({ ...twice.apps[0]!, app_id: "other-app" })
+    const shared = parseRegistry("r.yml", JSON.stringify(twice))
+    assert.isTrue(Either.isLeft(shared))
+    if (Either.isLeft(shared)) {
+      assert.include(shared.left.detail, "apps.1.client_keys.0: this client key is listed twice (a key names one app)")
+      assert.match(
+        shared.left.detail,
+        /apps\.1\.journeys\.0\.experiment\.id: experiment \S+ is used by two journeys \(also apps\.0\.journeys\.0\.experiment\.id\)/
+      )
+      assert.notInclude(shared.left.detail, "(root)")
+    }
     const extra = parseRegistry("r.yml", "apps: []\nsurprise: 1\n")
     assert.isTrue(Either.isLeft(extra) && extra.left.detail.includes("surprise"))
   })

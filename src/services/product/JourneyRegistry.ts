@@ -25,10 +25,16 @@ export const Experiment = Schema.Struct({
 }).pipe(
   Schema.filter((e) => {
     const sum = e.variants.reduce((total, v) => total + v.weight, 0)
-    if (sum < 0.99 || sum > 1.01) return `variant weights must sum to 1 (they sum to ${sum})`
+    if (sum < 0.99 || sum > 1.01)
+      return { path: ["variants"], message: `variant weights must sum to 1 (they sum to ${sum})` }
     const names = e.variants.map((v) => v.name)
-    const repeated = names.find((name, i) => names.indexOf(name) !== i)
-    return repeated === undefined ? true : `variant ${repeated} is listed twice`
+    const repeated = names.findIndex((name, i) => names.indexOf(name) !== i)
+    return repeated === -1
+      ? true
+      : {
+          path: ["variants", repeated, "name"],
+          message: `variant ${names[repeated]} is listed twice (also variants.${names.indexOf(names[repeated]!)})`
+        }
   })
 )
 export type Experiment = typeof Experiment.Type
@@ -47,8 +53,13 @@ export const App = Schema.Struct({
 }).pipe(
   Schema.filter((app) => {
     const keys = app.journeys.map((j) => `${j.platform}/${j.surface}`)
-    const repeated = keys.find((key, i) => keys.indexOf(key) !== i)
-    return repeated === undefined ? true : `journey ${repeated} is listed twice`
+    const repeated = keys.findIndex((key, i) => keys.indexOf(key) !== i)
+    return repeated === -1
+      ? true
+      : {
+          path: ["journeys", repeated],
+          message: `journey ${keys[repeated]} is listed twice (also journeys.${keys.indexOf(keys[repeated]!)})`
+        }
   })
 )
 export type App = typeof App.Type
@@ -57,12 +68,37 @@ export const RegistryDocument = Schema.Struct({
   apps: Schema.optionalWith(Schema.Array(App), { default: () => [] })
 }).pipe(
   Schema.filter((doc) => {
-    const ids = doc.apps.map((a) => a.app_id)
-    const app = ids.find((id, i) => ids.indexOf(id) !== i)
-    if (app !== undefined) return `app ${app} is listed twice`
-    const experiments = doc.apps.flatMap((a) => a.journeys.flatMap((j) => (j.experiment ? [j.experiment.id] : [])))
-    const experiment = experiments.find((id, i) => experiments.indexOf(id) !== i)
-    return experiment === undefined ? true : `experiment ${experiment} is used by two journeys`
+    const issues: Array<Schema.FilterIssue> = []
+    /** Each value seen twice, at the path of its second use, naming the first. */
+    const once = (
+      entries: ReadonlyArray<{ readonly value: string; readonly path: ReadonlyArray<string | number> }>,
+      what: (value: string) => string
+    ) => {
+      const first = new Map<string, ReadonlyArray<string | number>>()
+      for (const { path, value } of entries) {
+        const seen = first.get(value)
+        if (seen === undefined) first.set(value, path)
+        else issues.push({ path, message: `${what(value)} (also ${seen.join(".")})` })
+      }
+    }
+    once(
+      doc.apps.map((a, i) => ({ value: a.app_id, path: ["apps", i, "app_id"] })),
+      (id) => `app ${id} is listed twice`
+    )
+    // A client key tells which app is calling: one key, one app.
+    once(
+      doc.apps.flatMap((a, i) => a.client_keys.map((key, k) => ({ value: key, path: ["apps", i, "client_keys", k] }))),
+      () => "this client key is listed twice (a key names one app)"
+    )
+    once(
+      doc.apps.flatMap((a, i) =>
+        a.journeys.flatMap((j, k) =>
+          j.experiment ? [{ value: j.experiment.id, path: ["apps", i, "journeys", k, "experiment", "id"] }] : []
+        )
+      ),
+      (id) => `experiment ${id} is used by two journeys`
+    )
+    return issues.length === 0 ? true : issues
   })
 )
 export type RegistryDocument = typeof RegistryDocument.Type
