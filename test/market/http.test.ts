@@ -325,6 +325,14 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
         assert.deepStrictEqual(again.body, first.body, written)
       }
       assert.strictEqual(yield* count("SELECT count(*) AS n FROM market_trades WHERE ticker = 'IDEM'"), 1)
+      // Two Idempotency-Key headers arrive joined by a comma: refused, never a fresh key that trades again.
+      const doubled = yield* call("POST", "/api/tokens/IDEM/buy", {
+        ...order(3),
+        headers: { "idempotency-key": "order-42, other" }
+      })
+      assert.strictEqual(doubled.status, 400)
+      assert.include(doubled.body.detail, "idempotency-key")
+      assert.strictEqual(yield* count("SELECT count(*) AS n FROM market_trades WHERE ticker = 'IDEM'"), 1)
       const reused = yield* call("POST", "/api/tokens/IDEM/buy", order(4))
       assert.strictEqual(reused.status, 422)
       assert.strictEqual(reused.body.code, "IDEMPOTENCY_KEY_REUSED")

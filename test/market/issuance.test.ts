@@ -34,6 +34,7 @@ describe("coin issuance: coin goes only where someone can use it, with a reason"
       const again = yield* issuance.mintTo(`wallet:${WALLET}`, UNIT, "grant")
       assert.strictEqual(again.balance, 3n * UNIT)
       assert.strictEqual((yield* issuance.mintTo("agent:SAGE", UNIT, "funding")).account, "agent:SAGE")
+      assert.strictEqual((yield* issuance.mintTo("agent:sage", UNIT, "funding")).balance, 2n * UNIT)
       assert.strictEqual((yield* issuance.mintTo(TREASURY, UNIT, "reserve")).balance, UNIT)
       const ledger = yield* Ledger
       assert.strictEqual(yield* ledger.balance(`wallet:${WALLET.toLowerCase()}`, COIN), 3n * UNIT)
@@ -46,7 +47,7 @@ describe("coin issuance: coin goes only where someone can use it, with a reason"
     () =>
       Effect.gen(function* () {
         const issuance = yield* CoinIssuance
-        for (const to of ["garbage", "wallet:garbage", "wallet:", "system:issuance", "curve:SAGE", "agent:sage", ""]) {
+        for (const to of ["garbage", "wallet:garbage", "wallet:", "system:issuance", "curve:SAGE", "agent:", ""]) {
           const refused = yield* Effect.either(issuance.mintTo(to, UNIT, "x"))
           assert.isTrue(Either.isLeft(refused) && refused.left._tag === "MintRefused", to)
         }

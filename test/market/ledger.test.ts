@@ -184,13 +184,34 @@ describe("ctl market", () => {
       const fs = yield* Effect.promise(() => import("node:fs"))
       const env = { KEEL_DATA_DIR: path.join(fs.mkdtempSync(path.join(os.tmpdir(), "keel-market-")), "data") }
       const minted = yield* runCli(
-        ["market", "coin", "mint", "--to", "wallet:0xabc", "--amount", "12.5", "--reason", "demo", "--json"],
+        [
+          "market",
+          "coin",
+          "mint",
+          "--to",
+          "wallet:0x52908400098527886E0F7030069857D2E4169EE7",
+          "--amount",
+          "12.5",
+          "--reason",
+          "demo",
+          "--json"
+        ],
         env
       )
       assert.strictEqual(minted.exitCode, 0)
       assert.strictEqual(JSON.parse(minted.stdout).balance, 12.5)
       const bad = yield* runCli(
-        ["market", "coin", "mint", "--to", "wallet:0xabc", "--amount", "-1", "--reason", "x"],
+        [
+          "market",
+          "coin",
+          "mint",
+          "--to",
+          "wallet:0x52908400098527886E0F7030069857D2E4169EE7",
+          "--amount",
+          "-1",
+          "--reason",
+          "x"
+        ],
         env
       )
       assert.strictEqual(bad.exitCode, 2)

@@ -100,6 +100,20 @@ describe("personal_sign", () => {
     assert.notStrictEqual(recovered, BOB.toLowerCase())
   })
 
+  it("refuses the high-s mirror of a signature (EIP-2): one signature, one way to write it", () => {
+    const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
+    const message = canonicalMessage(sample)
+    for (const key of [ALICE_KEY, BOB_KEY]) {
+      const signature = signPersonal(key, message)
+      const r = signature.slice(2, 66)
+      const s = BigInt(`0x${signature.slice(66, 130)}`)
+      const v = Number.parseInt(signature.slice(-2), 16)
+      const mirrored = `0x${r}${(N - s).toString(16).padStart(64, "0")}${(v === 27 ? 28 : 27).toString(16)}`
+      assert.isDefined(recoverAddress(message, signature))
+      assert.isUndefined(recoverAddress(message, mirrored))
+    }
+  })
+
   it("accepts the bare recovery bit as v", () => {
     const message = canonicalMessage(sample)
     for (const key of [ALICE_KEY, BOB_KEY]) {

@@ -171,7 +171,14 @@ export const CoinHistoryResult = Schema.Struct({
 })
 
 const IdempotencyHeader = Schema.Struct({
-  "idempotency-key": Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)))
+  "idempotency-key": Schema.optional(
+    Schema.String.pipe(
+      Schema.minLength(1),
+      Schema.maxLength(255),
+      // Two Idempotency-Key headers reach the server joined by ", ": a new key that would trade again.
+      Schema.filter((key) => !key.includes(",") || "must be one header, without commas")
+    )
+  )
 })
 
 export class AgentsApi extends HttpApiGroup.make("agents")

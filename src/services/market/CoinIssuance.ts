@@ -33,8 +33,9 @@ export class CoinIssuance extends Effect.Service<CoinIssuance>()("market/CoinIss
     const mintTo = Effect.fn("CoinIssuance.mintTo")(function* (to: string, amount: bigint, reason: string) {
       const target = to.trim()
       const address = target.startsWith("wallet:") ? target.slice("wallet:".length) : target
-      const account = isAddress(address) ? walletAccount(address) : target
-      const ticker = /^agent:([A-Z0-9]+)$/.exec(account)?.[1]
+      // Tickers are upper case; like the API's paths, `agent:sage` names SAGE.
+      const ticker = /^agent:([A-Za-z0-9]+)$/.exec(target)?.[1]?.toUpperCase()
+      const account = isAddress(address) ? walletAccount(address) : ticker !== undefined ? `agent:${ticker}` : target
       if (!(isAddress(address) || ticker !== undefined || account === TREASURY))
         return yield* new MintRefused({
           code: "MINT_REFUSED",

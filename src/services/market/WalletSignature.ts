@@ -77,6 +77,8 @@ export const recoverAddress = (message: string, signatureHex: string): string | 
   if (recovery !== 0 && recovery !== 1) return undefined
   try {
     const signature = secp256k1.Signature.fromBytes(bytes.subarray(0, 64), "compact").addRecoveryBit(recovery)
+    // EIP-2: only the low-s form. Its mirror (n − s, v flipped) is the same signature written another way.
+    if (signature.hasHighS()) return undefined
     return addressOfPublicKey(signature.recoverPublicKey(personalMessageHash(message)).toBytes(false))
   } catch {
     return undefined
