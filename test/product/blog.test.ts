@@ -93,6 +93,35 @@ describe("blog sources", () => {
     assert.strictEqual(at("2028-02-29"), "2028-02-29T00:00:00.000Z")
   })
 
+  it("the excerpt is plain text with the characters the Markdown wrote; a BOM is no content; a cover is a path or http(s)", () => {
+    const parsed = parsePost(
+      "/root/news/p.md",
+      "/root",
+      `\uFEFF---\ntitle: P\n---\nTom & Jerry <b>bold</b> "quoted" [link](https://x.dev) \`a < b\` &copy; &#8364;\n`
+    )
+    assert.strictEqual(parsed._tag, "Right")
+    if (parsed._tag === "Right")
+      assert.strictEqual(parsed.right.excerpt, "Tom & Jerry <b>bold</b> “quoted” link a < b © €")
+    for (const [cover, ok] of [
+      ["/images/c.png", true],
+      ["images/c.png", true],
+      ["https://cdn.example.com/c.png", true],
+      ["javascript:alert(1)", false],
+      ["JavaScript:alert(1)", false],
+      ["data:image/svg+xml,<svg/>", false],
+      ["vbscript:x", false],
+      ["/c.png\njavascript:x", false]
+    ] as const) {
+      const post = parsePost(
+        "/root/news/p.md",
+        "/root",
+        `---\ntitle: P\ncover_image: ${JSON.stringify(cover)}\n---\nx\n`
+      )
+      assert.strictEqual(post._tag === "Right", ok, cover)
+      if (!ok) assert.isTrue(post._tag === "Left" && post.left.includes("cover_image"), cover)
+    }
+  })
+
   it("a date that is not on the calendar fails the file, never rolled over into the next month", () => {
     for (const published of [
       "2026-02-30T00:00:00Z",

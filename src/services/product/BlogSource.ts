@@ -47,7 +47,17 @@ export const FrontMatter = Schema.Struct({
   published_at: Schema.optional(DateTime),
   updated_at: Schema.optional(DateTime),
   excerpt: Schema.optional(Schema.String.pipe(Schema.maxLength(1000))),
-  cover_image: Schema.optional(Schema.String.pipe(Schema.maxLength(2048))),
+  cover_image: Schema.optional(
+    Schema.String.pipe(
+      Schema.maxLength(2048),
+      // Pages put it in <img src> and og:image: a path or an http(s) URL, never javascript:, data: and the like.
+      Schema.filter((url) =>
+        (/^[a-z][a-z0-9+.-]*:/i.test(url) ? /^https?:\/\//i.test(url) : true) && !/[\s\u0000-\u001f]/.test(url)
+          ? true
+          : "expected a path (/images/cover.png) or an http(s) URL"
+      )
+    )
+  ),
   tags: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64))), {
     default: () => []
   })
@@ -71,11 +81,23 @@ export interface BlogPostSource {
 
 const WORDS_PER_MINUTE = 200
 
+/** The entities markdown-it writes, as the characters they stand for; any other named entity a space. */
+const entity = (name: string) => {
+  const named: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'", "#x27": "'" }
+  const known = named[name.toLowerCase()]
+  if (known !== undefined) return known
+  const code = /^#x([0-9a-f]+)$/i.exec(name)?.[1]
+  const point = code !== undefined ? Number.parseInt(code, 16) : /^#(\d+)$/.exec(name) ? Number(name.slice(1)) : NaN
+  return Number.isInteger(point) && point > 0 && point <= 0x10ffff && (point < 0xd800 || point > 0xdfff)
+    ? String.fromCodePoint(point)
+    : " "
+}
+
 const plainText = (html: string) =>
   html
     .replace(/<\/?(p|h[1-6]|li|ul|ol|blockquote|pre|br|hr|div|table|tr|td|th)\b[^>]*>/gi, " ")
     .replace(/<[^>]*>/g, "")
-    .replace(/&[a-z#0-9]+;/gi, " ")
+    .replace(/&(amp|lt|gt|quot|#39|#x27|#\d+|#x[0-9a-f]+|[a-z0-9]+);/gi, (_, name: string) => entity(name))
     .replace(/\s+/g, " ")
     .trim()
 
@@ -89,7 +111,8 @@ const excerptOf = (html: string) => {
 }
 
 const splitFrontMatter = (text: string) => {
-  const match = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/.exec(text)
+  // A byte-order mark (editors on Windows write one) is not content.
+  const match = /^\uFEFF?---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/.exec(text)
   return match ? { front: match[1] ?? "", body: match[2] ?? "" } : undefined
 }
 
