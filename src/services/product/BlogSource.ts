@@ -39,6 +39,8 @@ const DateTime = Schema.Union(Schema.DateFromSelf, Schema.compose(DateTimeText, 
   Schema.filter((d) => !Number.isNaN(d.getTime()) || "expected an ISO 8601 date-time")
 )
 
+const hasSpaceOrControl = (text: string) => /\s/.test(text) || [...text].some((c) => c.charCodeAt(0) < 0x20)
+
 export const FrontMatter = Schema.Struct({
   title: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(300)),
   slug: Schema.optional(Slug),
@@ -52,7 +54,7 @@ export const FrontMatter = Schema.Struct({
       Schema.maxLength(2048),
       // Pages put it in <img src> and og:image: a path or an http(s) URL, never javascript:, data: and the like.
       Schema.filter((url) =>
-        (/^[a-z][a-z0-9+.-]*:/i.test(url) ? /^https?:\/\//i.test(url) : true) && !/[\s\u0000-\u001f]/.test(url)
+        (/^[a-z][a-z0-9+.-]*:/i.test(url) ? /^https?:\/\//i.test(url) : true) && !hasSpaceOrControl(url)
           ? true
           : "expected a path (/images/cover.png) or an http(s) URL"
       )
