@@ -120,6 +120,10 @@ layer(HttpTest({ settings: { dataDir: fixture.dir } }), { timeout: "60 seconds" 
         assert.strictEqual(first.status, 200)
         assert.isNotNull(first.body.variant)
         assert.deepStrictEqual((yield* assign(params(subject))).body, first.body)
+        // 256 characters are counted as code points: 256 emoji (512 UTF-16 units) are one subject, 257 too many.
+        assert.strictEqual((yield* assign(params("😀".repeat(256)))).status, 200)
+        assert.strictEqual((yield* assign(params("😀".repeat(257)))).status, 400)
+        assert.strictEqual((yield* assign(params("s".repeat(257)))).status, 400)
       })
     )
 

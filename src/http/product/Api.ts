@@ -23,7 +23,12 @@ import { HealthApi } from "../Health.js"
 import { problemOpenApi } from "../ProblemContract.js"
 import { IntegerFromString, RequestStruct } from "../RequestSchema.js"
 
-const Param = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))
+/** 1 to 256 characters, counted as Unicode code points (an emoji is one, as chat counts them). */
+const Param = Schema.String.pipe(
+  Schema.minLength(1),
+  Schema.maxLength(512),
+  Schema.filter((text) => [...text].length <= 256 || "expected at most 256 characters")
+)
 
 export const ClientKeyHeader = Schema.Struct({
   "x-client-key": Schema.optional(Schema.String).annotations({
