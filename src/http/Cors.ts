@@ -25,6 +25,9 @@ export const CORS_ROUTES: ReadonlyArray<CorsRoute> = [
   { path: "/api/stream", methods: ["GET"], surface: "marketplace" },
   { path: "/api/experiments/assign", methods: ["GET"], surface: "product" },
   { path: "/api/analytics/web/collect", methods: ["POST"], surface: "product" },
+  // A web app's onboarding runs in the browser like its assignment does.
+  { path: "/api/onboarding/bundle", methods: ["GET"], surface: "product" },
+  { path: "/api/onboarding/events", methods: ["POST"], surface: "product" },
   { path: "/api/public/blog/*", methods: ["GET"], surface: "product" }
 ]
 

@@ -37,6 +37,20 @@ layer(HttpTest(), { timeout: "30 seconds", excludeTestServices: true })("CORS, a
         assert.strictEqual(preflight.headers["access-control-allow-origin"], "*")
         assert.include(preflight.headers["access-control-allow-headers"], "x-client-key")
         assert.include(preflight.headers["access-control-allow-methods"], "GET")
+        // A web app's onboarding: the bundle and the events, from the browser too.
+        for (const [path, method] of [
+          ["/api/onboarding/bundle", "GET"],
+          ["/api/onboarding/events", "POST"]
+        ] as const) {
+          const onboarding = yield* request(port, "OPTIONS", path, {
+            origin: "https://app.example",
+            "access-control-request-method": method,
+            "access-control-request-headers": "x-client-key, content-type"
+          })
+          assert.strictEqual(onboarding.status, 204, path)
+          assert.strictEqual(onboarding.headers["access-control-allow-origin"], "*", path)
+          assert.include(onboarding.headers["access-control-allow-methods"], method, path)
+        }
         // An error answer on such a route carries the headers too (the browser must be able to read it).
         const missing = yield* request(port, "GET", "/api/agents/NOPE", { origin: "https://app.example" })
         assert.strictEqual(missing.status, 404)
