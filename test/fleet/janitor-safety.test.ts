@@ -4,7 +4,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { CACHEDIR_SIGNATURE, DiskMeter, FleetRegistry, Janitor, kernelLocked } from "keel"
+import { CACHEDIR_SIGNATURE, DiskMeter, FleetRegistry, Janitor, kernelLocked, twinRefusal } from "keel"
 import { janitorTestLayer } from "../support/janitor.js"
 
 // The janitor's safety defects, each reproduced on a real tree with the pass as `ctl disk-cleanup --once`
@@ -121,6 +121,59 @@ describe("janitor safety: what it must keep", () => {
           dataDir
         )
       )
+    )
+  })
+
+  it.live("1. SQLite's -wal, -shm and -journal beside the database are the database: never deleted", () => {
+    const dir = temp("keel-safety-1d-")
+    const replica = path.join(dir, "rootp")
+    const primary = path.join(dir, "primp")
+    const names = ["keel.db", "keel.db-wal", "keel.db-shm", "keel.db-journal", "other.bin"]
+    for (const root of [replica, primary]) {
+      fs.mkdirSync(root, { recursive: true })
+      for (const name of names) fs.writeFileSync(path.join(root, name), `bytes of ${name}`)
+    }
+    return Effect.gen(function* () {
+      const report = yield* (yield* Janitor).pass({ writer: "watch", toTarget: true })
+      assert.deepStrictEqual(
+        report.deleted.map((d) => d.path),
+        [path.join(replica, "other.bin")]
+      )
+      for (const name of names.slice(0, 4)) {
+        assert.strictEqual(skippedReason(report, "backup_twins", path.join(replica, name)), "refused_database", name)
+        assert.isTrue(fs.existsSync(path.join(replica, name)), name)
+      }
+    }).pipe(
+      Effect.provide(
+        janitorTestLayer(
+          {
+            KEEL_REGISTRY: registryWith(dir, { backup_twins: { root: replica, primary_root: primary } }),
+            KEEL_JANITOR_STATE_DIR: path.join(dir, "state")
+          },
+          Layer.succeed(DiskMeter, { available: () => Effect.succeed(0) }),
+          temp("keel-safety-1d-data-"),
+          path.join(replica, "keel.db")
+        )
+      )
+    )
+  })
+
+  it("1. a primary that resolves outside the mirrored store (a symlink in it) proves no backup", () => {
+    const dir = temp("keel-safety-1e-")
+    const replica = path.join(dir, "replica")
+    const primary = path.join(dir, "primary")
+    const elsewhere = path.join(dir, "ext")
+    for (const root of [replica, elsewhere]) {
+      fs.mkdirSync(path.join(root), { recursive: true })
+      fs.writeFileSync(path.join(root, "precious"), "the only other copy is not a backup")
+    }
+    fs.mkdirSync(primary)
+    fs.mkdirSync(path.join(replica, "pl"))
+    fs.renameSync(path.join(replica, "precious"), path.join(replica, "pl", "precious"))
+    fs.symlinkSync(elsewhere, path.join(primary, "pl"))
+    assert.strictEqual(
+      twinRefusal(path.join(replica, "pl", "precious"), path.join(primary, "pl", "precious"), replica, primary),
+      "primary_outside_mirror"
     )
   })
 

@@ -20,7 +20,9 @@ export const scriptedMeter = (free: () => number) => Layer.succeed(DiskMeter, { 
 export const janitorTestLayer = (
   env: Record<string, string>,
   meter: Layer.Layer<DiskMeter>,
-  dataDir: string = fs.mkdtempSync(path.join(os.tmpdir(), "keel-janitor-data-"))
+  dataDir: string = fs.mkdtempSync(path.join(os.tmpdir(), "keel-janitor-data-")),
+  /** The database file the janitor protects (the graph's own database stays in memory). */
+  databaseFile?: string
 ) =>
   Janitor.Default.pipe(
     Layer.provide(meter),
@@ -29,7 +31,7 @@ export const janitorTestLayer = (
     Layer.provideMerge(ObjectGateway.Default),
     Layer.provideMerge(MemoryObjectStoreLayer),
     Layer.provideMerge(SqlTest),
-    Layer.provideMerge(AppConfigTest({ dataDir })),
+    Layer.provideMerge(AppConfigTest(databaseFile === undefined ? { dataDir } : { dataDir, databaseFile })),
     Layer.provide(
       Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({ KEEL_HOST: "jan", ...env }))))
     )

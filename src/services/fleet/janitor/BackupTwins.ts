@@ -12,9 +12,15 @@ const within = (root: string, file: string) => {
 /**
  * Why a replica must stay, or undefined when the primary holds the same bytes (checked now). A primary path that
  * resolves (through a symlink in the primary) into the replica root is no copy in the mirrored store: it is a
- * replica again, and deleting its twin would leave one copy where there were two.
+ * replica again, and deleting its twin would leave one copy where there were two. One that resolves outside the
+ * primary root is no copy in the mirrored store either: some local file that happens to match.
  */
-export const twinRefusal = (replica: string, primary: string, replicaRoot?: string): string | undefined => {
+export const twinRefusal = (
+  replica: string,
+  primary: string,
+  replicaRoot?: string,
+  primaryRoot?: string
+): string | undefined => {
   let r: fs.Stats
   let p: fs.Stats
   try {
@@ -28,9 +34,11 @@ export const twinRefusal = (replica: string, primary: string, replicaRoot?: stri
     return "primary_missing"
   }
   if (!r.isFile() || !p.isFile()) return "not_a_regular_file"
-  if (replicaRoot !== undefined) {
+  if (replicaRoot !== undefined || primaryRoot !== undefined) {
     try {
-      if (within(fs.realpathSync(replicaRoot), fs.realpathSync(primary))) return "primary_in_replica"
+      const real = fs.realpathSync(primary)
+      if (replicaRoot !== undefined && within(fs.realpathSync(replicaRoot), real)) return "primary_in_replica"
+      if (primaryRoot !== undefined && !within(fs.realpathSync(primaryRoot), real)) return "primary_outside_mirror"
     } catch {
       return "primary_missing"
     }
@@ -60,7 +68,7 @@ export const scanBackupTwins = (options: {
     if (!stat.isFile()) return
     scanned++
     const replica = path.join(options.replicaRoot, rel)
-    const refusal = twinRefusal(replica, path.join(options.primaryRoot, rel), options.replicaRoot)
+    const refusal = twinRefusal(replica, path.join(options.primaryRoot, rel), options.replicaRoot, options.primaryRoot)
     if (refusal === undefined)
       candidates.push({
         path: replica,

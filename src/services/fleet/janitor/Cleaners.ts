@@ -246,7 +246,12 @@ const backupTwins = (settings: NonNullable<DiskCleanupPolicy["cleaners"]["backup
       removal: (candidate) =>
         Effect.succeed({
           verify: (access) =>
-            twinRefusal(access, path.join(primaryRoot, path.relative(root.real, candidate.path)), root.real)
+            twinRefusal(
+              access,
+              path.join(primaryRoot, path.relative(root.real, candidate.path)),
+              root.real,
+              primaryRoot
+            )
         })
     }
   })

@@ -253,7 +253,10 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
         { path: path.join(home, ".cache", "huggingface", "hub"), why: "model_hub", owner: "huggingface_cache" },
         { path: path.join(process.env.CARGO_HOME ?? path.join(home, ".cargo"), "registry"), why: "package_registry" }
       ]
-      if (app.databaseFile !== ":memory:") entries.push({ path: app.databaseFile, why: "database" })
+      // SQLite's companions hold committed writes too (WAL) or the lock state of every connection (shm).
+      if (app.databaseFile !== ":memory:")
+        for (const suffix of ["", "-wal", "-shm", "-journal"])
+          entries.push({ path: `${app.databaseFile}${suffix}`, why: "database" })
       // Declared roots of every cleaner, whether or not it can run now.
       for (const [name, settings] of Object.entries(policy.cleaners)) {
         if (settings?.root !== undefined) entries.push({ path: settings.root, why: `${name}_root`, owner: name })
