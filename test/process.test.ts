@@ -189,6 +189,15 @@ describe("the package entry", () => {
     })
     expect(run.status, run.stderr).toBe(0)
     expect(run.stdout).toContain(`EnvironmentFile=${settings}`)
+    // A --ctl with a line break would write another directive into the unit: refused, nothing printed.
+    const injected = spawnSync(
+      process.execPath,
+      [ctlBin, "disk-cleanup", "--print-units", "--ctl", "ctl\nExecStartPre=/bin/evil"],
+      { encoding: "utf8", env: { PATH: process.env.PATH ?? "", KEEL_DATA_DIR: path.join(tempDir(), "data") } }
+    )
+    expect(injected.status).toBe(1)
+    expect(injected.stdout).not.toContain("ExecStartPre")
+    expect(injected.stderr).toContain("must be one line")
   }, 40_000)
 
   it('import("keel") exports the library and starts nothing, opens nothing, listens on nothing', async () => {

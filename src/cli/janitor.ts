@@ -129,7 +129,7 @@ const diskCleanup = Command.make(
           environmentFile: Option.getOrUndefined(envFile),
           environment: yield* (yield* Janitor).unitEnvironment
         }
-        const problem = unitSettingsProblem(unitOptions)
+        const problem = unitSettingsProblem({ ...unitOptions, command: unitOptions.ctl })
         if (problem !== undefined) return yield* new CommandFailed({ detail: problem })
         const darwin = Option.getOrElse(os, () => (process.platform === "darwin" ? "darwin" : "linux")) === "darwin"
         const files: Record<string, string> = darwin

@@ -2,10 +2,10 @@ import { Args, Command, Options } from "@effect/cli"
 import { Effect } from "effect"
 import { PrecheckRunnerLive, RunnerUnitLive } from "../layers/Live.js"
 import { type LifecycleReport, PrecheckRunner, type StatusReport } from "../services/fleet/runners/PrecheckRunner.js"
-import { renderSudoers } from "../services/fleet/runners/RunnerRender.js"
+import { renderSudoers, sudoersProblem } from "../services/fleet/runners/RunnerRender.js"
 import { BOOTSTRAP } from "../services/fleet/runners/RunnerScripts.js"
 import { RunnerUnit } from "../services/fleet/runners/RunnerUnit.js"
-import { ExitWith, emit, failWith, json, table } from "./Output.js"
+import { CommandFailed, ExitWith, emit, failWith, json, table } from "./Output.js"
 
 const targetArg = Args.text({ name: "TARGET" }).pipe(Args.withDescription("The registry target that runs the runner"))
 
@@ -129,15 +129,12 @@ const sudoers = Command.make(
     )
   },
   ({ ctl, user }) =>
-    emit(
-      false,
-      renderSudoers(
-        user,
-        BOOTSTRAP,
-        ctl.split(" ").filter((w) => w.length > 0)
-      ),
-      (text) => text.trimEnd()
-    )
+    Effect.gen(function* () {
+      const command = ctl.split(" ").filter((w) => w.length > 0)
+      const problem = sudoersProblem(user, command)
+      if (problem !== undefined) return yield* new CommandFailed({ detail: problem })
+      yield* emit(false, renderSudoers(user, BOOTSTRAP, command), (text) => text.trimEnd())
+    })
 ).pipe(Command.withDescription("Print the sudoers drop-in a non-root channel user needs (check it with visudo -c)"))
 
 export const precheckRunner = Command.make("precheck-runner").pipe(

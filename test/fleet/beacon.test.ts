@@ -348,6 +348,7 @@ describe("beacon units", () => {
       /one line/
     )
     assert.match(beaconUnitProblem({ ...own, user: "root\nExecStartPre=/bin/sh" }) ?? "", /account name/)
+    assert.match(beaconUnitProblem({ ...own, ctl: ["ctl\nExecStartPre=/bin/evil"] }) ?? "", /one line/)
     // With a state grant, each run also publishes the host's capacity and janitor report (issue 15).
     const withState = { ...own, routing: { ...own.routing, stateGrantFile: "/etc/keel/state-grant.json" } }
     const execs = renderSystemd(withState)

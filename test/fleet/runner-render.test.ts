@@ -22,7 +22,8 @@ import {
   renderSystemdUnit,
   renderWorkflowGuard,
   runnerLayout,
-  statusScript
+  statusScript,
+  sudoersProblem
 } from "keel"
 import { afterAll, assert, describe, it } from "vitest"
 
@@ -122,6 +123,22 @@ describe("the runner's rendered files", () => {
       "if: github.event.pull_request == null || github.event.pull_request.head.repo.full_name == github.repository"
     )
     assert.include(guard, "runs-on: [self-hosted, Linux, X64, precheck]")
+  })
+
+  it("refuses a sudoers user that is no plain account name (ALL would hand root to everyone) or a --ctl with a line break", () => {
+    assert.isUndefined(sudoersProblem("deploy", ["/usr/local/bin/ctl"]))
+    for (const user of [
+      "ALL",
+      "DEPLOYERS",
+      "bad user",
+      "keel\nALL ALL=(ALL) NOPASSWD: ALL",
+      "%wheel",
+      "",
+      "a".repeat(33)
+    ])
+      assert.match(sudoersProblem(user, ["/usr/local/bin/ctl"]) ?? "", /not an account name/, JSON.stringify(user))
+    assert.match(sudoersProblem("deploy", ["ctl\nALL ALL=(ALL) ALL"]) ?? "", /one line/)
+    assert.match(sudoersProblem("deploy", []) ?? "", /--ctl/)
   })
 
   it.skipIf(!has("visudo"))("renders a sudoers drop-in visudo accepts", () => {

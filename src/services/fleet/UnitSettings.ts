@@ -12,7 +12,15 @@ export interface UnitSettings {
   readonly group?: string | undefined
   readonly environmentFile?: string | undefined
   readonly environment?: Readonly<Record<string, string>> | undefined
+  /** The `ctl` command the unit runs, word by word (`--ctl`). */
+  readonly command?: ReadonlyArray<string> | undefined
 }
+
+/** One word of a command a rendered file runs: no line break or control character (it would start another line). */
+export const commandWordProblem = (word: string): string | undefined =>
+  [...word].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)
+    ? `the command ${JSON.stringify(word)} must be one line without control characters`
+    : undefined
 
 /**
  * Why these unit settings cannot be rendered, or undefined: names are plain account names, every value
@@ -29,6 +37,13 @@ export const unitSettingsProblem = (options: UnitSettings): string | undefined =
   ] as const)
     if (name !== undefined && !/^[a-z_][a-z0-9_-]*\$?$/i.test(name))
       return `${what} ${JSON.stringify(name)}: not an account name`
+  if (options.command !== undefined) {
+    if (options.command.length === 0) return "the command must not be empty"
+    for (const word of options.command) {
+      const problem = commandWordProblem(word)
+      if (problem !== undefined) return problem
+    }
+  }
   if (options.environmentFile !== undefined && !options.environmentFile.startsWith("/"))
     return "the environment file must be an absolute path"
   return undefined

@@ -47,7 +47,8 @@ export const beaconUnitProblem = (options: BeaconUnitOptions): string | undefine
     user: options.user,
     group: options.group,
     environmentFile: options.envFile,
-    environment: beaconEnvironment(options)
+    environment: beaconEnvironment(options),
+    command: options.ctl
   } satisfies UnitSettings) ??
   (path.isAbsolute(options.beaconFile) ? undefined : "the beacon file must be an absolute path")
 

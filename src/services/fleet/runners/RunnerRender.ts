@@ -1,6 +1,6 @@
 import { sha256Hex } from "../../platform/Digest.js"
 import { shellQuote } from "../../platform/hostchannel/HostChannel.js"
-import { renderUnitEnvironment } from "../UnitSettings.js"
+import { commandWordProblem, renderUnitEnvironment } from "../UnitSettings.js"
 import { commandLine, xml } from "../units/UnitRender.js"
 import type { RunnerLayout } from "./RunnerLayout.js"
 
@@ -185,6 +185,22 @@ const sudoersWord = (word: string) => word.replace(/([\\,:=])/g, "\\$1")
  * unit command as root, without a password (`visudo -c` checks it). The bootstrap evaluates the installer it
  * reads on stdin, so this user is as trusted as root on the host: grant it only to the fleet's channel user.
  */
+/**
+ * Why a sudoers drop-in cannot be rendered for this user and command, or undefined. The user is a plain account
+ * name in lower case: `ALL` (or any upper-case alias name) would hand the rule to every user, and a space or a
+ * line break would write another rule.
+ */
+export const sudoersProblem = (user: string, ctl: ReadonlyArray<string>): string | undefined => {
+  if (!/^[a-z_][a-z0-9_-]*\$?$/.test(user) || user.length > 32)
+    return `--user ${JSON.stringify(user)}: not an account name (lower-case letters, digits, _ and -)`
+  if (ctl.length === 0) return "--ctl must name the ctl command"
+  for (const word of ctl) {
+    const problem = commandWordProblem(word)
+    if (problem !== undefined) return `--ctl: ${problem}`
+  }
+  return undefined
+}
+
 export const renderSudoers = (user: string, bootstrap: ReadonlyArray<string>, ctl: ReadonlyArray<string>) =>
   [
     "# Keel pre-check runner lifecycle (docs/runners.md): the channel user runs the installer as root.",
