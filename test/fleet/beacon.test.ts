@@ -138,6 +138,18 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
         assert.strictEqual(failure.reason, reason, failure.detail)
         assert.deepStrictEqual(yield* storedBytes, before, `${reason} changed the stored beacon`)
       }
+      // An invalid beacon file is refused field by field, as the control plane would (never a schema dump).
+      for (const [change, field] of [
+        [{ reported_at: "2026-02-30T10:00:00Z" }, "reported_at"],
+        [{ host: 5 }, "host"],
+        [{ surprise: true }, "surprise"]
+      ] as const) {
+        const bad = writeJson("bad.json", { ...beacon("forge-1", "2026-11-23T11:00:00.000Z"), ...change }, 0o644)
+        const refusal = yield* failureOf(publishBeacon(bad, routing))
+        assert.strictEqual(refusal.reason, "beacon_invalid", field)
+        assert.match(refusal.detail, new RegExp(`is not a valid beacon: ${field}: `), field)
+        assert.notInclude(refusal.detail, "readonly", field)
+      }
       const revoked = yield* grantFile("revoked.json", { actions: ["host-health-write"], hosts: ["forge-1"] })
       yield* (yield* Vault).revokeGrant(revoked.credential.grant_id)
       const refused = yield* failureOf(publishBeacon(next, { ...routing, grantFile: revoked.file }))

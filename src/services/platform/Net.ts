@@ -1,6 +1,9 @@
 /** Whether a host name or address is loopback: all of 127.0.0.0/8, ::1 (also IPv4-mapped), localhost. */
 export const isLoopbackHost = (host: string): boolean => {
   const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host
-  const v4 = bare.startsWith("::ffff:") ? bare.slice("::ffff:".length) : bare
-  return bare === "::1" || bare.toLowerCase() === "localhost" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4)
+  const lower = bare.toLowerCase()
+  const v4 = lower.startsWith("::ffff:") ? lower.slice("::ffff:".length) : lower
+  // The URL parser writes an IPv4-mapped address in hex (`[::ffff:127.0.0.1]` is `[::ffff:7f00:1]`).
+  const mappedHex = /^::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}$/.test(lower)
+  return lower === "::1" || lower === "localhost" || mappedHex || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4)
 }

@@ -161,11 +161,16 @@ export const publishBeacon = (file: string, routing: BeaconRouting) =>
       try: () => fs.readFile(file, "utf8"),
       catch: (error) => fail("beacon_invalid", `cannot read ${file}: ${(error as Error).message}`)
     })
-    const beacon = yield* Effect.try({
-      try: () => Schema.decodeUnknownSync(HostBeacon)(JSON.parse(text)),
-      catch: (error) =>
-        fail("beacon_invalid", `${file} is not a valid beacon: ${(error as Error).message.split("\n")[0]}`)
+    const document = yield* Effect.try({
+      try: () => JSON.parse(text) as unknown,
+      catch: (error) => fail("beacon_invalid", `${file} is not JSON: ${(error as Error).message.split("\n")[0]}`)
     })
+    // The same rules and the same field-by-field refusal as the control plane's (unknown fields refused too).
+    const beacon = yield* Schema.decodeUnknown(HostBeacon, { errors: "all", onExcessProperty: "error" })(document).pipe(
+      Effect.mapError((error) =>
+        fail("beacon_invalid", `${file} is not a valid beacon: ${formatIssues(error, { limit: 10 })}`)
+      )
+    )
     const stat = yield* Effect.tryPromise({
       try: () => fs.stat(routing.grantFile),
       catch: (error) => fail("grant_unreadable", `cannot read the grant file: ${(error as Error).message}`)
