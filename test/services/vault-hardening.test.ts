@@ -582,13 +582,24 @@ describe("ctl vault grant create", () => {
     const underFile = path.join(writeFile("out-parent-file", "a file\n"), "grant.json")
     for (const [out, code] of [
       [directory, "CREDENTIAL_FILE_EXISTS"],
-      [underFile, "CREDENTIAL_WRITE_FAILED"]
+      [underFile, "CREDENTIAL_WRITE_FAILED"],
+      // A missing directory is not created (and under /proc a recursive mkdir never returned).
+      [path.join(work, "no-such-dir", "grant.json"), "CREDENTIAL_WRITE_FAILED"],
+      ["/proc/nope/grant.json", "CREDENTIAL_WRITE_FAILED"]
     ] as const) {
       const refused = grant(out)
       assert.strictEqual(refused.status, 1, refused.stderr)
       assert.strictEqual(JSON.parse(refused.stdout).error.code, code, out)
       assert.match(refused.stderr, /^ctl: [^\n]+\n$/)
     }
+    assert.isFalse(fs.existsSync(path.join(work, "no-such-dir")))
+    // Refused before anything was granted: no live grant whose secret is nowhere.
+    const listed = spawnSync(process.execPath, [ctlBin, "vault", "grant", "list", "--json"], { env, encoding: "utf8" })
+    assert.strictEqual(listed.status, 0, listed.stderr)
+    assert.deepStrictEqual(
+      (JSON.parse(listed.stdout) as Array<{ revoked_at: string | null }>).filter((g) => g.revoked_at === null),
+      []
+    )
   }, 60_000)
 })
 

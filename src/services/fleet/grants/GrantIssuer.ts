@@ -39,7 +39,6 @@ const exists = (file: string) =>
 const writeOwnerOnly = (file: string, text: string, force: boolean) =>
   Effect.tryPromise({
     try: async () => {
-      await fs.mkdir(path.dirname(file), { recursive: true })
       const target = force ? `${file}.${randomBytes(6).toString("hex")}.tmp` : file
       const handle = await fs.open(target, "wx", 0o600)
       try {
@@ -78,6 +77,20 @@ export class GrantIssuer extends Effect.Service<GrantIssuer>()("fleet/GrantIssue
       const out = path.resolve(request.out)
       if (!request.force && (yield* exists(out)))
         return yield* refused("CREDENTIAL_FILE_EXISTS", `${out} already exists; pass --force to replace it`)
+      // The directory must exist already: a credential is never where nobody chose to put one (and a recursive
+      // mkdir under /proc never returns), and a grant is only created once its file can be written.
+      const parent = path.dirname(out)
+      const parentIsDirectory = yield* Effect.promise(() =>
+        fs.stat(parent).then(
+          (stat) => stat.isDirectory(),
+          () => false
+        )
+      )
+      if (!parentIsDirectory)
+        return yield* refused(
+          "CREDENTIAL_WRITE_FAILED",
+          `could not write ${out}: ${parent} is not an existing directory`
+        )
       const actions = unknownOf(request.actions, new Set(FleetActions))
       if (actions.length > 0)
         return yield* refused(
