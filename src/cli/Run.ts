@@ -153,6 +153,33 @@ export const ownVersionOption = (argv: ReadonlyArray<string>): ReadonlyArray<str
   )
 }
 
+const ANSI_ESCAPE = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g")
+
+/** Colours only for a terminal that wants them (https://no-color.org): help piped to a file is plain text. */
+const wantsColour = () =>
+  process.stdout.isTTY === true && process.env.NO_COLOR === undefined && process.env.TERM !== "dumb"
+
+/**
+ * What @effect/cli prints for a command's own `--help`, fixed on the way out: no colour codes unless a terminal
+ * wants them, and the usage line names the whole command (`$ ctl lease acquire …`, not `$ acquire …`).
+ */
+const leafHelpConsole = <A, E, R>(effect: Effect.Effect<A, E, R>, commandPath: ReadonlyArray<string> | undefined) => {
+  const colour = wantsColour()
+  if (colour && commandPath === undefined) return effect
+  const leaf = commandPath?.[commandPath.length - 1]
+  const fix = (text: string) => {
+    const plain = colour ? text : text.replace(ANSI_ESCAPE, "")
+    return leaf === undefined ? plain : plain.replace(`$ ${leaf}`, `$ ctl ${commandPath!.join(" ")}`)
+  }
+  return Effect.flatMap(Effect.console, (console) =>
+    Console.withConsole(effect, {
+      ...console,
+      log: (...args: ReadonlyArray<unknown>) =>
+        console.log(...args.map((arg) => (typeof arg === "string" ? fix(arg) : arg)))
+    })
+  )
+}
+
 export const ctlMain = (given: ReadonlyArray<string>) => {
   const argv = ownVersionOption(given)
   const unknown = unknownCommand(argv.slice(2))
@@ -161,9 +188,18 @@ export const ctlMain = (given: ReadonlyArray<string>) => {
   const help = groupHelpFor(argv.slice(2))
   if (help !== undefined) return Console.log(help)
   const end = argv.indexOf("--")
-  const asJson = (end === -1 ? argv : argv.slice(0, end)).includes("--json")
+  const flags = end === -1 ? argv : argv.slice(0, end)
+  const asJson = flags.includes("--json")
+  // @effect/cli's wizard asks its questions on a terminal; without one it would wait for ever.
+  if (flags.includes("--wizard") && process.stdin.isTTY !== true)
+    return Console.error("ctl: --wizard needs a terminal (stdin is not one)").pipe(
+      Effect.zipRight(Effect.fail(new ExitWith({ code: 2 })))
+    )
+  const walk = walkCommands(argv.slice(2))
+  const leafHelp = (flags.includes("--help") || flags.includes("-h")) && walk._tag === "Known" ? walk.path : undefined
   // Forgotten before the layers are built: a setting refused while building them is this command line's failure.
-  return Effect.zipRight(forgetPrintedJson, runCtl(argv).pipe(Effect.provide(MainLive))).pipe(
-    Effect.tapErrorCause((cause) => report(cause, asJson))
-  )
+  return Effect.zipRight(
+    forgetPrintedJson,
+    leafHelpConsole(runCtl(argv), leafHelp).pipe(Effect.provide(MainLive))
+  ).pipe(Effect.tapErrorCause((cause) => report(cause, asJson)))
 }

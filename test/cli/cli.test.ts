@@ -29,6 +29,20 @@ describe("ctl", () => {
     })
   )
 
+  it.effect(
+    "a command's own --help piped is plain text naming the whole command; --wizard without a terminal is refused",
+    () =>
+      Effect.gen(function* () {
+        const help = yield* runCli(["lease", "acquire", "--help"])
+        assert.strictEqual(help.exitCode, 0)
+        assert.notInclude(help.stdout, String.fromCharCode(27))
+        assert.include(help.stdout, "$ ctl lease acquire --holder text")
+        const wizard = yield* runCli(["lease", "acquire", "x", "--holder", "a", "--wizard"])
+        assert.strictEqual(wizard.exitCode, 2)
+        assert.include(wizard.stderr, "--wizard needs a terminal")
+      })
+  )
+
   it.effect("--version prints the package version", () =>
     Effect.gen(function* () {
       const run = yield* runCli(["--version"])
