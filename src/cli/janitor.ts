@@ -31,6 +31,11 @@ const policyLine = (r: CleanupReport) => {
   ]
 }
 
+/** A path as one line: one holding a line break or another control character is shown quoted (JSON), so a
+ * crafted directory name cannot forge lines of the report. */
+const shown = (file: string) =>
+  [...file].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f) ? JSON.stringify(file) : file
+
 const human = (r: CleanupReport) => {
   const cleaners = Object.entries(r.cleaners as Record<string, CleanerPart>)
   return [
@@ -47,12 +52,12 @@ const human = (r: CleanupReport) => {
       // What a deleting pass would take (or, in enforce mode, what it considered).
       ...(part.candidates ?? []).map(
         (c) =>
-          `  ${r.outcome === "report_only" ? "would delete" : "candidate"} ${c.path} (${mib(c.bytes)}, ${c.reason})`
+          `  ${r.outcome === "report_only" ? "would delete" : "candidate"} ${shown(c.path)} (${mib(c.bytes)}, ${c.reason})`
       ),
       ...Object.entries(part.skipped_counts ?? {}).map(([reason, n]) => `  skipped ${reason}: ${n}`)
     ]),
-    ...r.deleted.map((d) => `  deleted ${d.path} (${mib(d.bytes)})`),
-    ...r.errors.map((e) => `  error ${e.path}: ${e.error}`)
+    ...r.deleted.map((d) => `  deleted ${shown(d.path)} (${mib(d.bytes)})`),
+    ...r.errors.map((e) => `  error ${shown(e.path)}: ${e.error}`)
   ].join("\n")
 }
 

@@ -1,4 +1,4 @@
-import { Args, Command, Options } from "@effect/cli"
+import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Effect, Option } from "effect"
 import { ReconcilerOpsLive } from "../layers/Live.js"
 import { thisHostName } from "../services/fleet/Channels.js"
@@ -93,6 +93,14 @@ const list = Command.make("list", { json }, ({ json }) =>
 ).pipe(Command.withDescription("Declared services and their state in the latest reconciliation run"))
 
 const url = Options.text("url").pipe(
+  Options.mapEffect((text) => {
+    const parsed = URL.canParse(text) ? new URL(text) : undefined
+    return parsed !== undefined && (parsed.protocol === "http:" || parsed.protocol === "https:")
+      ? Effect.succeed(text)
+      : Effect.fail(
+          ValidationError.invalidValue(HelpDoc.p("--url: expected an http(s) URL such as http://127.0.0.1:8080/health"))
+        )
+  }),
   Options.optional,
   Options.withDescription("With --here: the endpoint to probe from this host")
 )

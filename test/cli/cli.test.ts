@@ -68,6 +68,10 @@ describe("ctl", () => {
       ])
       assert.strictEqual(outside.exitCode, 2)
       assert.include(outside.stderr, "--transaction must be 1 to 128 letters, digits")
+      // A probe of something that is no URL is no probe (it answered ok, "unreachable").
+      const notUrl = yield* runCli(["service", "verify", "--here", "--url", "not a url", "--json"])
+      assert.strictEqual(notUrl.exitCode, 2)
+      assert.include(notUrl.stderr, "--url: expected an http(s) URL")
     })
   )
 

@@ -984,6 +984,15 @@ describe("ctl space and ctl disk-cleanup, as real processes", () => {
     assert.include(text, `would delete ${path.join(build, "b")}`)
   })
 
+  it("a path with a line break is shown quoted in the text report: a directory name cannot forge report lines", () => {
+    const { build, env } = setup()
+    const forged = path.join(build, "x\n  would delete /etc")
+    cacheDir(forged)
+    const text = execFileSync(process.execPath, [ctl, "disk-cleanup", "--dry-run"], { env, encoding: "utf8" })
+    assert.notInclude(text.split("\n"), "  would delete /etc")
+    assert.include(text, `would delete ${JSON.stringify(forged)}`)
+  })
+
   it("reclaim --dry-run writes no state and deletes nothing (tree and state dir hashed before and after)", () => {
     const { build, env, state } = setup()
     const before = [treeDigest(build), treeDigest(state)]
