@@ -215,6 +215,7 @@ describe("ctl vault", () => {
     const keyFile = path.join(dataDir, "vault.key")
     assert.strictEqual(fs.statSync(keyFile).mode & 0o777, 0o600)
     const out = path.join(dataDir, "grants", "beacon.json")
+    fs.mkdirSync(path.dirname(out)) // the directory must exist: a grant is never written where nobody chose
     const created = JSON.parse(
       ctl([
         "vault",
