@@ -63,7 +63,7 @@ const show = Command.make("show", { cached, bundledRegistry, json }, ({ bundledR
       [
         `registry ${s.source.location}${s.source.commit ? ` @ ${s.source.commit.slice(0, 12)}` : ""} (${s.freshness}${
           s.freshness === "cached" ? `: ${s.cached_because}` : ""
-        }), digest ${s.digest.slice(0, 16)}, loaded ${s.loaded_at}`,
+        }), digest ${s.digest}, loaded ${s.loaded_at}`,
         table(
           ["TARGET", "OS", "CHANNEL", "ROLES", "SERVICES", "DISK CLEANUP"],
           s.targets.map((t) => [t.name, t.os, t.channel, t.roles.join(","), t.services.join(","), t.disk_cleanup])

@@ -1,3 +1,5 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
@@ -430,6 +432,15 @@ describe("ctl product", () => {
         const unknown = yield* runCli(["product", "results", "nope", "--metric", "signup", "--json"], env)
         assert.strictEqual(unknown.exitCode, 1)
         assert.strictEqual(JSON.parse(unknown.stdout).error.code, "EXPERIMENT_NOT_FOUND")
+        // With no valid registry loaded at all, the refusal says so rather than blaming the experiment id.
+        const refusedRegistry = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "keel-readout-reg-")), "r.yml")
+        fs.writeFileSync(refusedRegistry, "apps: [ {")
+        const noRegistry = yield* runCli(["product", "results", "onboarding-copy", "--metric", "signup", "--json"], {
+          ...env,
+          KEEL_PRODUCT_REGISTRY: refusedRegistry
+        })
+        assert.strictEqual(noRegistry.exitCode, 1)
+        assert.include(JSON.parse(noRegistry.stdout).error.detail, "no valid product registry is loaded")
         const badDate = yield* runCli(["product", "summary", "--site", "keel-docs", "--from", "soon", "--json"], env)
         assert.strictEqual(badDate.exitCode, 1)
         assert.strictEqual(JSON.parse(badDate.stdout).error.code, "INVALID_DATE")

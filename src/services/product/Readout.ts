@@ -155,7 +155,10 @@ export class Readout extends Effect.Service<Readout>()("product/Readout", {
         return yield* new ExperimentNotFound({
           code: "EXPERIMENT_NOT_FOUND",
           experiment_id: query.experimentId,
-          detail: `no experiment ${query.experimentId} in the product registry`
+          detail:
+            current.digest === ""
+              ? `no experiment ${query.experimentId}: no valid product registry is loaded (${current.file} is missing or refused; the log says why)`
+              : `no experiment ${query.experimentId} in the product registry`
         })
       }
       const metric = query.metric.trim()

@@ -101,7 +101,8 @@ export class RegistryWriter extends Effect.Service<RegistryWriter>()("fleet/Regi
               detail: `the change could not be applied: ${(error as Error).message}`
             })
         })
-        yield* registry.parse(text, source)
+        // The text that would be written is what is invalid, not the registry that is there now.
+        yield* registry.parse(text, `${source} (as changed)`)
         return text
       })
 
