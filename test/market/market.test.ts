@@ -29,6 +29,19 @@ describe("token markets on the ledger", () => {
     }).pipe(Effect.provide(ServicesTest()))
   )
 
+  it.effect("a ticker launches once: a second launch is AGENT_EXISTS and changes nothing", () =>
+    Effect.gen(function* () {
+      const { ledger, market } = yield* setup
+      const before = yield* market.curve("AAA")
+      const entries = (yield* ledger.audit()).entries
+      const again = yield* Effect.flip(market.launch("AAA"))
+      assert.strictEqual(again._tag, "AgentExists")
+      assert.strictEqual(again.code, "AGENT_EXISTS")
+      assert.deepStrictEqual(yield* market.curve("AAA"), before)
+      assert.deepInclude(yield* ledger.audit(), { ok: true, entries })
+    }).pipe(Effect.provide(ServicesTest()))
+  )
+
   it.effect("slippage guards, overdrafts and unknown tokens fail and change nothing", () =>
     Effect.gen(function* () {
       const { ledger, market } = yield* setup

@@ -5,6 +5,7 @@ import { SqlDirect } from "../platform/SqlDirect.js"
 import { refuse, type SyncStatements } from "../platform/SyncSql.js"
 import { BPS, type CurveState, quoteBuy, quoteSell } from "./BondingCurve.js"
 import {
+  AgentExists,
   type AgentNotFound,
   AgentNotTrading,
   agentNotFound,
@@ -301,6 +302,10 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
     const launch = Effect.fn("TokenMarket.launch")(function* (ticker: string, curve: CurveState = defaultLaunch) {
       const now = yield* Clock.currentTimeMillis
       yield* Effect.gen(function* () {
+        // A ticker launches once: a second launch is a refusal the caller can act on, not a constraint violation.
+        const existing = yield* sql`SELECT 1 FROM market_curves WHERE ticker = ${ticker}`
+        if (existing.length > 0)
+          return yield* new AgentExists({ code: "AGENT_EXISTS", ticker, detail: `ticker ${ticker} is taken` })
         yield* sql`INSERT INTO market_curves (ticker, virtual_coin, virtual_token, real_token, launched_at)
           VALUES (${ticker}, ${curve.virtualCoin}, ${curve.virtualToken}, ${curve.realToken}, ${now})`.pipe(
           Effect.orDie
