@@ -35,6 +35,18 @@ describe("chunking", () => {
     assert.deepStrictEqual(chunkLines(["", " "], 1, "", { maxLines: 4, overlapLines: 0 }), [])
   })
 
+  it("a UTF-8 byte-order mark hides no first-line heading or key, and takes no line", () => {
+    const options = { maxLines: 10, overlapLines: 0 }
+    const markdown = chunkFile("guide.md", "\uFEFF# Install\n\nRun the installer.\n", options)
+    assert.strictEqual(markdown[0]?.heading, "Install")
+    assert.strictEqual(markdown[0]?.line, 1)
+    const json = chunkFile("package.json", '\uFEFF{\n  "name": "x",\n  "version": "1.0.0"\n}\n', options)
+    assert.isTrue(
+      json.some((c) => c.heading.includes("version") && c.line === 3),
+      JSON.stringify(json)
+    )
+  })
+
   it("before a long code block the windows still move forward: no one-line windows, every line cited once or in one overlap", () => {
     // A heading, 59 lines of text, then a 50-line fenced block (longer than a window, kept whole).
     const text = [

@@ -129,6 +129,27 @@ features = [
     assert.include(chunks[2]!.terms, "build profile")
   })
 
+  it("a comment belongs to the key below it: not a block scalar's last line (YAML), not the root keys' chunk (TOML)", () => {
+    const yaml = "script: |\n  echo hi\n  # part of the script\n# about next\nnext: 1\n"
+    const yamlChunks = chunkFile("ci.yml", yaml, options)
+    assert.deepStrictEqual(spans(yamlChunks).slice(0, 2), [
+      ["script", 1, 3],
+      ["next", 4, 5]
+    ])
+    assertExact(yaml, yamlChunks)
+    const toml = 'name = "x"\nversion = "1"\n# the build settings\n[build]\ntarget = "es2022"\n'
+    const tomlChunks = chunkFile("config.toml", toml, options)
+    assert.deepStrictEqual(
+      spans(tomlChunks).map(([heading, line, end]) => [heading.split(" ")[0], line, end]),
+      [
+        ["name", 1, 1],
+        ["version", 2, 2],
+        ["build", 3, 5]
+      ]
+    )
+    assertExact(toml, tomlChunks)
+  })
+
   it("Markdown: a code block is never cut by a window and names its language; setext headings and link text count", () => {
     const code = Array.from({ length: 5 }, (_, i) => `const x${i} = ${i}`).join("\n")
     const text = `Release notes

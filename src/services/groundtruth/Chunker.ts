@@ -255,7 +255,9 @@ export const isMarkdown = (path: string) => /\.(md|markdown|mdx)$/i.test(path)
  * recognisable languages by declarations, anything else (or a file that does not scan as its kind) by
  * line windows with overlap.
  */
-export const chunkFile = (path: string, text: string, options: ChunkOptions): Array<Chunk> => {
+export const chunkFile = (path: string, given: string, options: ChunkOptions): Array<Chunk> => {
+  // A UTF-8 byte-order mark is no content (it hid a first-line heading or key); it takes no line of its own.
+  const text = given.startsWith("\uFEFF") ? given.slice(1) : given
   if (isMarkdown(path)) return chunkMarkdown(text, options)
   const lines = splitLines(text)
   const kind = structuredKind(path)

@@ -18,10 +18,23 @@ const trimEnd = (lines: ReadonlyArray<string>, start: number, end: number) => {
   return e
 }
 
-/** A node starts at the comment lines directly above its key. */
-const withComments = (lines: ReadonlyArray<string>, keyLine: number, floor: number, comment: RegExp) => {
+const indentOf = (line: string) => line.length - line.trimStart().length
+
+/**
+ * A node starts at the comment lines directly above its key. With `byIndent` (YAML), only comments indented no
+ * deeper than the key: a deeper `# …` line is the end of the previous key's block scalar, not a comment.
+ */
+const withComments = (
+  lines: ReadonlyArray<string>,
+  keyLine: number,
+  floor: number,
+  comment: RegExp,
+  byIndent = false
+) => {
+  const keyIndent = indentOf(lines[keyLine] ?? "")
   let s = keyLine
-  while (s - 1 >= floor && comment.test(lines[s - 1] ?? "")) s--
+  while (s - 1 >= floor && comment.test(lines[s - 1] ?? "") && (!byIndent || indentOf(lines[s - 1] ?? "") <= keyIndent))
+    s--
   return s
 }
 
@@ -40,12 +53,13 @@ const keySpans = (
   keys: ReadonlyArray<KeyLine>,
   from: number,
   to: number,
-  comment: RegExp
+  comment: RegExp,
+  byIndent = false
 ) =>
   keys.map((k, j) => {
-    const start = withComments(lines, k.line, j === 0 ? from : keys[j - 1]!.line + 1, comment)
+    const start = withComments(lines, k.line, j === 0 ? from : keys[j - 1]!.line + 1, comment, byIndent)
     const next = keys[j + 1]
-    const rawEnd = next === undefined ? to : withComments(lines, next.line, k.line + 1, comment)
+    const rawEnd = next === undefined ? to : withComments(lines, next.line, k.line + 1, comment, byIndent)
     return { ...k, start, end: trimEnd(lines, start, rawEnd) }
   })
 
@@ -56,8 +70,6 @@ const HASH_COMMENT = /^\s*#/
 
 const YAML_KEY = /^(\s*)(?:-\s+)?("[^"]*"|'[^']*'|[^\s#"'][^:#]*?)\s*:(?:\s|$)/
 
-const indentOf = (line: string) => line.length - line.trimStart().length
-
 const yamlNodes = (lines: ReadonlyArray<string>, from: number, to: number, indent: number): Array<OutlineNode> => {
   const keys: Array<KeyLine> = []
   for (let i = from; i < to; i++) {
@@ -67,7 +79,7 @@ const yamlNodes = (lines: ReadonlyArray<string>, from: number, to: number, inden
     const match = YAML_KEY.exec(line)
     if (match !== null) keys.push({ line: i, key: (match[2] ?? "").replace(/^["']|["']$/g, "") })
   }
-  return keySpans(lines, keys, from, to, HASH_COMMENT).map(({ key, line: keyLine, start, end }) => {
+  return keySpans(lines, keys, from, to, HASH_COMMENT, true).map(({ key, line: keyLine, start, end }) => {
     let childIndent = -1
     for (let i = keyLine + 1; i < end; i++) {
       const line = lines[i] ?? ""
@@ -111,9 +123,11 @@ export const outlineToml = (lines: ReadonlyArray<string>): Array<OutlineNode> | 
     const match = TOML_TABLE.exec(line)
     if (match !== null && !TOML_KEY.test(line)) tables.push({ line: i, key: match[1] ?? "" })
   })
-  const firstTable = tables[0]?.line ?? lines.length
+  const tableSpans = keySpans(lines, tables, 0, lines.length, HASH_COMMENT)
+  // The root keys end where the first table's own comments begin (those belong to the table).
+  const firstTable = tableSpans[0]?.start ?? lines.length
   const nodes: Array<OutlineNode> = tomlKeys(lines, 0, firstTable).filter((n) => n.start < firstTable)
-  for (const t of keySpans(lines, tables, 0, lines.length, HASH_COMMENT)) {
+  for (const t of tableSpans) {
     nodes.push({ key: t.key, start: t.start, end: t.end, children: tomlKeys(lines, t.line + 1, t.end) })
   }
   return nodes.length === 0 ? undefined : nodes
