@@ -212,6 +212,13 @@ ${body}
     assertExact(text, chunks)
   })
 
+  it("a type and its impl joined are headed by the name once", () => {
+    const text = "pub struct Point {\n    x: i32,\n}\n\nimpl Point {\n    fn new() -> Self { Point { x: 0 } }\n}\n"
+    const chunks = chunkFile("src/point.rs", text, options)
+    assert.deepStrictEqual(spans(chunks), [["Point", 1, 7]])
+    assertExact(text, chunks)
+  })
+
   it("Python declarations carry their decorators and comments", () => {
     const text = "import os\n\n# Helper.\n@cache\ndef load(path):\n    return 1\n\nclass Store:\n    pass\n"
     const chunks = chunkFile("store.py", text, { maxLines: 40, overlapLines: 0 })

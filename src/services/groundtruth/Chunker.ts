@@ -238,7 +238,8 @@ const chunkSource = (lines: ReadonlyArray<string>, found: ReturnType<typeof decl
     const small = (g: { start: number; end: number }) => g.end - g.start < 8
     if (last !== undefined && (small(last) || small(d)) && d.end - last.start <= options.maxLines) {
       last.end = d.end
-      last.names.push(d.name)
+      // `struct S` then `impl S` (or a declaration and its overloads) name one thing: heading "S", not "S, S".
+      if (!last.names.includes(d.name)) last.names.push(d.name)
     } else groups.push({ start: d.start, end: d.end, names: [d.name] })
   }
   for (const g of groups) {
