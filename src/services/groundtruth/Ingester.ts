@@ -110,7 +110,7 @@ export const selector = (source: Pick<Source, "include" | "exclude">) => {
 export const selects = (source: Pick<Source, "include" | "exclude">, file: string) => selector(source)(file)
 
 /** Bumped when chunking changes, so the next ingest re-chunks every file instead of only changed ones. */
-const CHUNKER_VERSION = 4
+const CHUNKER_VERSION = 5
 
 /**
  * What decides a source's chunks besides its files: its globs, the chunker, and the settings it runs with
