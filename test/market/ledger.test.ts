@@ -183,37 +183,26 @@ describe("ctl market", () => {
       const path = yield* Effect.promise(() => import("node:path"))
       const fs = yield* Effect.promise(() => import("node:fs"))
       const env = { KEEL_DATA_DIR: path.join(fs.mkdtempSync(path.join(os.tmpdir(), "keel-market-")), "data") }
-      const minted = yield* runCli(
-        [
-          "market",
-          "coin",
-          "mint",
-          "--to",
-          "wallet:0x52908400098527886E0F7030069857D2E4169EE7",
-          "--amount",
-          "12.5",
-          "--reason",
-          "demo",
-          "--json"
-        ],
-        env
-      )
+      const mint = (amount: string, reason: string, ...extra: Array<string>) =>
+        runCli(
+          [
+            "market",
+            "coin",
+            "mint",
+            "--to",
+            "wallet:0x52908400098527886E0F7030069857D2E4169EE7",
+            "--amount",
+            amount,
+            "--reason",
+            reason,
+            ...extra
+          ],
+          env
+        )
+      const minted = yield* mint("12.5", "demo", "--json")
       assert.strictEqual(minted.exitCode, 0)
       assert.strictEqual(JSON.parse(minted.stdout).balance, 12.5)
-      const bad = yield* runCli(
-        [
-          "market",
-          "coin",
-          "mint",
-          "--to",
-          "wallet:0x52908400098527886E0F7030069857D2E4169EE7",
-          "--amount",
-          "-1",
-          "--reason",
-          "x"
-        ],
-        env
-      )
+      const bad = yield* mint("-1", "x")
       assert.strictEqual(bad.exitCode, 2)
       const audit = yield* runCli(["market", "audit", "--json"], env)
       assert.strictEqual(audit.exitCode, 0)
