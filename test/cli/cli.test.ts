@@ -245,6 +245,15 @@ describe("ctl", () => {
           ["KEEL_TRUSTED_PROXIES", "garbage"],
           ["KEEL_SQLITE_CACHE_MB", "-5"],
           ["GT_TRUST_WEIGHTS", "canonical=high"],
+          // A dropped pair, a hex weight, a tier twice: refused, never read loosely.
+          ["GT_TRUST_WEIGHTS", "canonical=1,,reference=0.5"],
+          ["GT_TRUST_WEIGHTS", "canonical=0x10"],
+          ["GT_TRUST_WEIGHTS", "canonical=1,canonical=2"],
+          ["GT_CHUNK_MAX_LINES", "0"],
+          ["GT_CHUNK_OVERLAP_LINES", "50"],
+          ["GT_MAX_FILE_BYTES", "-1"],
+          ["GT_ASK_SOURCES", "21"],
+          ["GT_ASK_MIN_SCORE", "2"],
           ["KEEL_CLUSTER_POLL_INTERVAL", "soon"]
         ] as const) {
           const run = yield* runCli(["market", "agent", "list", "--json"], {
