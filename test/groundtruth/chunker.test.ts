@@ -1,5 +1,15 @@
 import { assert, describe, it } from "@effect/vitest"
-import { chunkFile, chunkLines, chunkMarkdown, ftsQuery, isBinary, parseSources, selects } from "keel"
+import {
+  chunkFile,
+  chunkLines,
+  chunkMarkdown,
+  ftsQuery,
+  isBinary,
+  parseSources,
+  redactUrls,
+  selects,
+  splitCredentials
+} from "keel"
 
 describe("chunking", () => {
   it("markdown is cut at headings, outside code fences, carrying the heading path and exact lines", () => {
@@ -133,5 +143,33 @@ describe("globs and queries", () => {
       assert.include(long.left, "sources.0.description")
       assert.isAtMost(long.left.length, 400)
     }
+    // A refusal never quotes a URL's credentials: not the YAML parser's code frame, not a value in the wrong place.
+    for (const text of [
+      "version: 1\nsources:\n  - name: t2\n    url: http://alice:LEAKPW5@127.0.0.1:1/auth.git\n     branch: x: y\n",
+      'version: 1\nsources:\n  - name: t\n    url: ["http://alice:LEAKPW1@127.0.0.1:1/a.git"]\n',
+      "version: 1\nsources:\n  - name: t\n    url: x\n    branch: { a: http://alice:LEAKPW2@h/x }\n",
+      "version: 1\nsources:\n  - name: t\n    url: x\n    trust: http://alice:LEAKPW3@h/x\n"
+    ]) {
+      const refused = parseSources(text, "/r", weights)
+      assert.isTrue(refused._tag === "Left", text)
+      if (refused._tag === "Left") assert.notMatch(refused.left, /LEAKPW|alice/, refused.left)
+    }
+    // Spaces around a URL are a typo: still the URL, never a relative path holding its credentials.
+    const spaced = parseSources(
+      'version: 1\nsources:\n  - name: t\n    url: " https://git.example/t.git"\n',
+      "/r",
+      weights
+    )
+    assert.isTrue(spaced._tag === "Right" && spaced.right[0]?.url === "https://git.example/t.git")
+  })
+
+  it("a password holding a literal @ is taken out whole (the userinfo ends at the authority's last @)", () => {
+    assert.deepStrictEqual(splitCredentials("http://alice:p@ss@127.0.0.1:1/auth.git"), {
+      url: "http://127.0.0.1:1/auth.git",
+      username: "alice",
+      password: "p@ss"
+    })
+    assert.strictEqual(redactUrls("clone http://alice:p@ss@h/r.git failed"), "clone http://h/r.git failed")
+    assert.strictEqual(redactUrls("see https://h/a@b.md"), "see https://h/a@b.md")
   })
 })

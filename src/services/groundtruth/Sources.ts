@@ -3,7 +3,7 @@ import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Clock, Data, Effect, Either, Schema } from "effect"
 import * as YAML from "yaml"
-import { GitMirror } from "../platform/GitMirror.js"
+import { GitMirror, redactUrls } from "../platform/GitMirror.js"
 import { formatIssues } from "../platform/Validation.js"
 import { GtConfig } from "./GtConfig.js"
 
@@ -68,12 +68,15 @@ export class RegistryRefused extends Data.TaggedError("RegistryRefused")<{ reado
 const isUrl = (s: string) => /^[a-z][a-z0-9+.-]*:\/\//i.test(s)
 
 /** Relative source URLs are relative to the registry repository's root. */
-const resolveUrl = (url: string, registryRepo: string) =>
-  isUrl(url) || path.isAbsolute(url)
+const resolveUrl = (given: string, registryRepo: string) => {
+  // Surrounding spaces are a typo, not part of a path: " https://…" would be read as a relative path.
+  const url = given.trim()
+  return isUrl(url) || path.isAbsolute(url)
     ? url
     : isUrl(registryRepo)
       ? new URL(url, registryRepo.endsWith("/") ? registryRepo : `${registryRepo}/`).toString()
       : path.resolve(registryRepo, url)
+}
 
 /** Validates sources.yml text; every problem names its path. Pure, for tests. */
 export const parseSources = (
@@ -85,13 +88,18 @@ export const parseSources = (
   try {
     raw = YAML.parse(text)
   } catch (error) {
-    return Either.left(`sources.yml is not valid YAML: ${(error as Error).message}`)
+    // The parser's first line says what and where (line, column); the code frame after it quotes the file,
+    // which may hold a URL's credentials.
+    return Either.left(redactUrls(`sources.yml is not valid YAML: ${(error as Error).message.split("\n")[0]}`))
   }
   const decoded = Schema.decodeUnknownEither(SourcesDocument, { errors: "all", onExcessProperty: "error" })(raw)
   if (Either.isLeft(decoded)) {
-    return Either.left(formatIssues(decoded.left, { limit: 10, prefix: "sources.yml " }))
+    // Never quoting a refused value: a URL in the wrong place may carry its credentials.
+    return Either.left(formatIssues(decoded.left, { limit: 10, prefix: "sources.yml ", withoutValues: true }))
   }
   const doc = decoded.right
+  // A missing URL is a problem of the document's shape: listed before the cross-checks, as schema problems are.
+  const shape: Array<string> = []
   const problems: Array<string> = []
   const seen = new Set<string>()
   const sources = doc.sources.map((entry, i): Source => {
@@ -106,7 +114,7 @@ export const parseSources = (
     if (entry.kind === "transcript" && trust === "canonical") {
       problems.push(`sources.yml sources.${i}.trust: a transcript is never canonical ground truth`)
     }
-    if (entry.url === undefined) problems.push(`sources.yml sources.${i}.url: is missing`)
+    if (entry.url === undefined) shape.push(`sources.yml sources.${i}.url: is missing`)
     return {
       name: entry.name,
       description: entry.description ?? null,
@@ -121,7 +129,8 @@ export const parseSources = (
       webUrl: entry.web_url
     }
   })
-  return problems.length > 0 ? Either.left(problems.join("; ")) : Either.right(sources)
+  const all = [...shape, ...problems]
+  return all.length > 0 ? Either.left(redactUrls(all.join("; "))) : Either.right(sources)
 }
 
 /**

@@ -20,8 +20,11 @@ export interface TreeEntry {
 
 const describe = (error: unknown) => (error instanceof Error ? error.message.split("\n")[0] : String(error))
 
-/** Credentials never leave in answers or logs. */
-export const stripCredentials = (url: string) => url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/]*@/i, "$1")
+/**
+ * Credentials never leave in answers or logs. The userinfo ends at the authority's last `@` (as URL parsers
+ * read it): a password holding a literal `@` is stripped whole, never split into a "host" that shows its tail.
+ */
+export const stripCredentials = (url: string) => url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, "$1")
 
 /**
  * Every URL in `text` as it may be shown (an answer, a log line, an error): no user or password, and no query
@@ -30,7 +33,7 @@ export const stripCredentials = (url: string) => url.replace(/^([a-z][a-z0-9+.-]
  */
 export const redactUrls = (text: string) =>
   text
-    .replace(/([a-z][a-z0-9+.-]*:\/\/)[^@/\s]*@/gi, "$1")
+    .replace(/([a-z][a-z0-9+.-]*:\/\/)[^/?#\s]*@/gi, "$1")
     .replace(/([a-z][a-z0-9+.-]*:\/\/[^\s?#]*)[?#][^\s'"]*/gi, "$1")
 
 /** One URL as it may be shown (see `redactUrls`). */
@@ -40,7 +43,7 @@ export const displayUrl = (url: string) => redactUrls(url)
 export const splitCredentials = (
   url: string
 ): { readonly url: string; readonly username?: string; readonly password?: string } => {
-  const match = /^(https?:\/\/)([^@/]*)@/i.exec(url)
+  const match = /^(https?:\/\/)([^/?#]*)@/i.exec(url)
   if (match === null) return { url: stripCredentials(url) }
   const userinfo = match[2] ?? ""
   const colon = userinfo.indexOf(":")
