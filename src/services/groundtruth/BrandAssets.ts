@@ -107,7 +107,7 @@ export class BrandAssets extends Effect.Service<BrandAssets>()("groundtruth/Bran
       const decoded = Either.flatMap(
         Either.try({
           try: () => YAML.parse(bytes.toString("utf8")) as unknown,
-          catch: (error) => `not valid YAML: ${(error as Error).message}`
+          catch: (error) => `not valid YAML: ${(error as Error).message.split("\n")[0]}`
         }),
         (raw) =>
           Either.mapLeft(

@@ -129,7 +129,7 @@ export const parsePost = (file: string, root: string, text: string): Either.Eith
   try {
     raw = YAML.parse(parts.front) ?? {}
   } catch (error) {
-    return Either.left(`front matter is not valid YAML: ${(error as Error).message}`)
+    return Either.left(`front matter is not valid YAML: ${(error as Error).message.split("\n")[0]}`)
   }
   const decoded = Schema.decodeUnknownEither(FrontMatter, { errors: "all", onExcessProperty: "error" })(raw)
   if (Either.isLeft(decoded)) {
