@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
+import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -82,6 +83,28 @@ describe("the ctl process", () => {
     expect(JSON.parse(balance.body).balance).toBeGreaterThan(9_000)
     server.child.kill("SIGTERM")
     expect(await exitOf(server.child)).toEqual({ code: 0, signal: null })
+  }, 40_000)
+
+  it("a client that resets an upgrade request's connection mid-answer takes nothing down", async () => {
+    const server = await startServer([ctlBin, "serve", "--port", "0"], { KEEL_DATA_DIR: path.join(tempDir(), "data") })
+    // Keel has no WebSocket route: an upgrade request is answered like any other, over a socket Node hands
+    // over without its own error listener. Resetting it while the answer is written ended the process.
+    for (const pathname of ["/docs/marketplace", "/api/stream", "/docs/marketplace"]) {
+      await new Promise<void>((resolve) => {
+        const socket = net.connect(server.port, "127.0.0.1", () =>
+          socket.write(`GET ${pathname} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`)
+        )
+        socket.once("data", () => {
+          socket.resetAndDestroy()
+          resolve()
+        })
+        socket.on("error", () => resolve())
+        setTimeout(resolve, 5_000).unref()
+      })
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect(server.child.exitCode).toBeNull()
+    expect((await get(server.port, "/api/health")).status).toBe(200)
   }, 40_000)
 
   it("ctl serve on a port already taken exits 1 and says which address is in use", async () => {

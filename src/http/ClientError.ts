@@ -80,8 +80,16 @@ export const answerClientError = (error: Error & { readonly code?: string }, soc
   socket.end(parserRefusalResponse(error), () => socket.destroy())
 }
 
-/** Installs `answerClientError` on a Node HTTP server. */
+/**
+ * Installs `answerClientError` on a Node HTTP server, and keeps a client that resets an upgrade request's
+ * connection from taking the process down: Node hands such a socket over without its own `error` listener
+ * (the request is answered like any other here, Keel has no WebSocket route), so a reset while the answer is
+ * written was an unhandled `error` event that ended the server.
+ */
 export const installClientErrorAnswer = (server: Http.Server) => {
   server.on("clientError", answerClientError)
+  server.on("upgrade", (_request: Http.IncomingMessage, socket: Duplex) => {
+    socket.on("error", () => socket.destroy())
+  })
   return server
 }
