@@ -157,19 +157,20 @@ const ANSI_ESCAPE = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g")
 
 /** Colours only for a terminal that wants them (https://no-color.org): help piped to a file is plain text. */
 const wantsColour = () =>
-  process.stdout.isTTY === true && process.env.NO_COLOR === undefined && process.env.TERM !== "dumb"
+  process.stdout.isTTY === true && (process.env.NO_COLOR ?? "") === "" && process.env.TERM !== "dumb"
 
 /**
  * What @effect/cli prints for a command's own `--help`, fixed on the way out: no colour codes unless a terminal
  * wants them, and the usage line names the whole command (`$ ctl lease acquire …`, not `$ acquire …`).
  */
 const leafHelpConsole = <A, E, R>(effect: Effect.Effect<A, E, R>, commandPath: ReadonlyArray<string> | undefined) => {
+  // Only a command's own help: every other command's output is printed exactly as it is.
+  if (commandPath === undefined) return effect
   const colour = wantsColour()
-  if (colour && commandPath === undefined) return effect
   const leaf = commandPath?.[commandPath.length - 1]
   const fix = (text: string) => {
     const plain = colour ? text : text.replace(ANSI_ESCAPE, "")
-    return leaf === undefined ? plain : plain.replace(`$ ${leaf}`, `$ ctl ${commandPath!.join(" ")}`)
+    return leaf === undefined ? plain : plain.replace(`$ ${leaf}`, `$ ctl ${commandPath.join(" ")}`)
   }
   return Effect.flatMap(Effect.console, (console) =>
     Console.withConsole(effect, {

@@ -6,7 +6,7 @@ import { Janitor } from "../services/fleet/janitor/Janitor.js"
 import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
 import { jobView } from "../services/fleet/jobs/JobView.js"
 import { JobWorker } from "../services/fleet/jobs/JobWorker.js"
-import { CommandFailed, emit, failWith, integerOption, json } from "./Output.js"
+import { emit, failWith, integerOption, json } from "./Output.js"
 
 const jobId = Args.text({ name: "JOB_ID" })
 
@@ -68,7 +68,6 @@ const logs = Command.make(
     Effect.gen(function* () {
       const queue = yield* JobQueue
       yield* queue.get(id).pipe(Effect.catchAll(failWith(json)))
-      if (cursor < 0) return yield* new CommandFailed({ detail: "--cursor must be 0 or more" })
       let next = cursor
       for (;;) {
         const page = yield* queue.output(id, next, limit)

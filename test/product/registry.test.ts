@@ -33,18 +33,40 @@ describe("journey registry", () => {
     }
     assert.isTrue(Either.isRight(parseRegistry("r.yml", "apps: []\n")), "no apps, said")
     // Values that must be unique are refused at the path of their second use, naming the first.
-    const twice = registryDoc() as { apps: Array<Record<string, unknown>> }
-    twice.apps.push({ ...twice.apps[0]!, app_id: "other-app" })
-    const shared = parseRegistry("r.yml", JSON.stringify(twice))
-    assert.isTrue(Either.isLeft(shared))
-    if (Either.isLeft(shared)) {
-      assert.include(shared.left.detail, "apps.1.client_keys.0: this client key is listed twice (a key names one app)")
-      assert.match(
-        shared.left.detail,
-        /apps\.1\.journeys\.0\.experiment\.id: experiment \S+ is used by two journeys \(also apps\.0\.journeys\.0\.experiment\.id\)/
-      )
-      assert.notInclude(shared.left.detail, "(root)")
+    type Doc = {
+      apps: Array<{ app_id: string; journeys: Array<{ experiment?: { variants: Array<{ name: string }> } }> }>
     }
+    const refusal = (change: (doc: Doc) => void) => {
+      const doc = registryDoc() as Doc
+      change(doc)
+      const parsed = parseRegistry("r.yml", JSON.stringify(doc))
+      return Either.isLeft(parsed) ? parsed.left.detail : "(accepted)"
+    }
+    // Another app with the same experiment: its id is refused where it is used again. Its client keys may be the
+    // first app's: the request's app_id decides which app is asked for, the key only has to be that app's.
+    const experimentTwice = refusal((doc) => doc.apps.push({ ...doc.apps[0]!, app_id: "other-app" }))
+    assert.match(
+      experimentTwice,
+      /^apps\.1\.journeys\.0\.experiment\.id: experiment \S+ is used by two journeys \(also apps\.0\.journeys\.0\.experiment\.id\);/
+    )
+    assert.match(
+      refusal((doc) => doc.apps.push({ ...doc.apps[0]!, journeys: [] })),
+      /^apps\.1\.app_id: app \S+ is listed twice \(also apps\.0\.app_id\)$/
+    )
+    assert.match(
+      refusal((doc) => doc.apps[0]!.journeys.push(doc.apps[0]!.journeys[0]!)),
+      /^apps\.0\.journeys\.\d+: journey \S+ is listed twice \(also journeys\.0\)$/
+    )
+    assert.match(
+      refusal((doc) => {
+        const variants = doc.apps[0]!.journeys[0]!.experiment!.variants
+        variants[1]!.name = variants[0]!.name
+      }),
+      /^apps\.0\.journeys\.0\.experiment\.variants\.1\.name: variant \S+ is listed twice \(also variants\.0\)$/
+    )
+    const sharedKeys = registryDoc() as Doc
+    sharedKeys.apps.push({ ...sharedKeys.apps[0]!, app_id: "other-app", journeys: [] })
+    assert.isTrue(Either.isRight(parseRegistry("r.yml", JSON.stringify(sharedKeys))), "a key shared by two apps")
     const extra = parseRegistry("r.yml", "apps: []\nsurprise: 1\n")
     assert.isTrue(Either.isLeft(extra) && extra.left.detail.includes("surprise"))
   })

@@ -83,14 +83,22 @@ export interface BlogPostSource {
 
 const WORDS_PER_MINUTE = 200
 
-/** The entities markdown-it writes, as the characters they stand for; any other named entity a space. */
+/**
+ * The entities markdown-it writes, as the characters they stand for; any other named entity a space. `<` and `>`
+ * stay out of the text (a space): a page that puts an excerpt into HTML unescaped must not get markup from it.
+ */
 const entity = (name: string) => {
-  const named: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'", "#x27": "'" }
+  const named: Record<string, string> = { amp: "&", lt: " ", gt: " ", quot: '"', "#39": "'", "#x27": "'" }
   const known = named[name.toLowerCase()]
   if (known !== undefined) return known
   const code = /^#x([0-9a-f]+)$/i.exec(name)?.[1]
   const point = code !== undefined ? Number.parseInt(code, 16) : /^#(\d+)$/.exec(name) ? Number(name.slice(1)) : NaN
-  return Number.isInteger(point) && point > 0 && point <= 0x10ffff && (point < 0xd800 || point > 0xdfff)
+  return Number.isInteger(point) &&
+    point > 0 &&
+    point <= 0x10ffff &&
+    (point < 0xd800 || point > 0xdfff) &&
+    point !== 0x3c &&
+    point !== 0x3e
     ? String.fromCodePoint(point)
     : " "
 }

@@ -85,11 +85,6 @@ export const RegistryDocument = Schema.Struct({
       doc.apps.map((a, i) => ({ value: a.app_id, path: ["apps", i, "app_id"] })),
       (id) => `app ${id} is listed twice`
     )
-    // A client key tells which app is calling: one key, one app.
-    once(
-      doc.apps.flatMap((a, i) => a.client_keys.map((key, k) => ({ value: key, path: ["apps", i, "client_keys", k] }))),
-      () => "this client key is listed twice (a key names one app)"
-    )
     once(
       doc.apps.flatMap((a, i) =>
         a.journeys.flatMap((j, k) =>
