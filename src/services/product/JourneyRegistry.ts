@@ -125,7 +125,9 @@ export const parseRegistry = (file: string, text: string): Either.Either<Registr
   try {
     raw = YAML.parse(text)
   } catch (error) {
-    return Either.left(new RegistryInvalid({ file, detail: `not valid YAML: ${(error as Error).message.split("\n")[0]}` }))
+    return Either.left(
+      new RegistryInvalid({ file, detail: `not valid YAML: ${(error as Error).message.split("\n")[0]}` })
+    )
   }
   // Empty, or comments only: a truncated write more often than a wish for no apps, which says `apps: []`.
   if (raw === null || raw === undefined)
