@@ -177,6 +177,11 @@ describe("the client reporter keeps every event the collector can take", () => {
       n: null,
       list: [null, 1]
     })
+    // An object shared at every level is a DAG of 2^depth paths: the copy stops at a budget, it never hangs.
+    let dag: Record<string, unknown> = { leaf: 1 }
+    for (let i = 0; i < 30; i++) dag = { x: dag, y: dag }
+    expect(JSON.stringify(safeProps({ dag })).length).toBeLessThan(500_000)
+    expect(JSON.stringify(safeProps({ dag }))).toContain("[Too large]")
     const proto = safeProps(JSON.parse('{"__proto__": {"polluted": true}}')) as object
     expect(Object.keys(proto)).toEqual(["__proto__"])
     expect(Object.getPrototypeOf(proto)).toBe(Object.prototype)
@@ -199,6 +204,7 @@ describe("the client reporter keeps every event the collector can take", () => {
     }
     expect(errors.map(String).filter((e) => e.includes("props must be an object")).length).toBe(4)
     expect(errors.map(String).some((e) => e.includes("visitorId"))).toBe(true)
+    expect(errors.map(String).filter((e) => e.includes("whole epoch milliseconds")).length).toBe(4)
   })
 
   it("tells onError about the events a collector took the batch without (202 with `rejected`)", async () => {

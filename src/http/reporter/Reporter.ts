@@ -83,15 +83,22 @@ const id = (random: () => number) => {
 /** How deep `props` may nest (the collectors refuse a body nested past 64 levels; an event's props start at 4). */
 const MAX_PROPS_DEPTH = 32
 
+/** How many values one event's props may copy (far more than fit the 60 KiB a body may take). */
+const MAX_PROPS_VALUES = 10_000
+
 /**
  * A JSON-safe copy, value by value as `JSON.stringify` would write it, except: a cycle (an object inside itself)
  * becomes "[Circular]" — an object merely used twice is copied twice —, a BigInt its decimal string, anything
- * nested deeper than 32 levels "[Too deep]"; functions and symbols are dropped. A getter or `toJSON` that throws
+ * nested deeper than 32 levels "[Too deep]", every value past the 10,000th "[Too large]"; functions and symbols
+ * are dropped. A getter or `toJSON` that throws
  * drops the whole value (undefined).
  */
 export const safeProps = (props: unknown): unknown => {
   const ancestors = new Set<object>()
+  // Values copied so far: an object shared at every level would otherwise be copied 2^depth times.
+  let budget = MAX_PROPS_VALUES
   const copy = (value: unknown, depth: number): unknown => {
+    if (--budget < 0) return "[Too large]"
     if (typeof value === "bigint") return value.toString()
     if (typeof value === "function" || typeof value === "symbol" || value === undefined) return undefined
     if (typeof value === "number") return Number.isFinite(value) ? value : null
@@ -351,12 +358,15 @@ export const createReporter = (given: ReporterOptions): Reporter => {
         const cleanProps = props === undefined ? undefined : safeProps(props)
         if (props !== undefined && !isPlainObject(cleanProps))
           report(new TypeError(`track("${String(name).slice(0, 200)}"): props must be an object; sent without them`))
-        const at = Number(now())
+        const clock = Number(now())
+        const at = Number.isFinite(clock) && clock >= 0 ? Math.floor(clock) : Date.now()
+        if (at !== clock)
+          report(new TypeError(`now() gave ${clock}: events carry whole epoch milliseconds (${at} sent)`))
         const event: QueuedEvent = {
           event_id: id(random),
           name: String(name).slice(0, 200) || "event",
           // Epoch milliseconds are an integer (performance.timeOrigin + performance.now() is not).
-          timestamp: Number.isFinite(at) && at >= 0 ? Math.floor(at) : Date.now(),
+          timestamp: at,
           visitor_id: visitorId,
           ...(sessionId === undefined ? {} : { session_id: sessionId }),
           ...(context.url === undefined ? {} : { url: context.url }),
