@@ -271,6 +271,29 @@ const invalidQueryEncoding = () =>
     extensions: { errors: [{ path: "", message: QUERY_ENCODING }] }
   })
 
+/**
+ * Headers that must arrive once. Node joins a repeated header into one value with ", ", so two
+ * `Idempotency-Key` headers would read as a third, new key — and a retried trade would run again.
+ */
+const SINGLE_HEADERS = ["idempotency-key"] as const
+
+/** The name of a header that must arrive once but came several times, if any (checked only when joined). */
+export const repeatedSingleHeader = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
+  for (const name of SINGLE_HEADERS) {
+    if (!request.headers[name]?.includes(",")) continue
+    const distinct = NodeHttpServerRequest.toIncomingMessage(request).headersDistinct[name]
+    if (distinct !== undefined && distinct.length > 1) return name
+  }
+  return undefined
+}
+
+const repeatedHeader = (name: string) => {
+  const message = `${name}: must be sent once (it was sent several times)`
+  return problemResponse(400, "VALIDATION_FAILED", message, {
+    extensions: { errors: [{ path: name, message: "must be sent once" }] }
+  })
+}
+
 export const bodyLimitMiddleware =
   (limitFor: number | ((path: string) => number), options: BodyGuardOptions = {}) =>
   <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
@@ -282,6 +305,8 @@ export const bodyLimitMiddleware =
       const route = app.pipe(HttpIncomingMessage.withMaxBodySize(Option.none()))
       const request = yield* HttpServerRequest.HttpServerRequest
       if (!validQueryEncoding(request.url)) return invalidQueryEncoding()
+      const repeated = repeatedSingleHeader(request)
+      if (repeated !== undefined) return repeatedHeader(repeated)
       const path = routePath(request.url)
       const limit = typeof limitFor === "number" ? limitFor : limitFor(path)
       const json = options.isJson?.(path) ?? true

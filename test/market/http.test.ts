@@ -1,3 +1,4 @@
+import * as http from "node:http"
 import { SqlClient } from "@effect/sql"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -325,18 +326,50 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
         assert.deepStrictEqual(again.body, first.body, written)
       }
       assert.strictEqual(yield* count("SELECT count(*) AS n FROM market_trades WHERE ticker = 'IDEM'"), 1)
-      // Two Idempotency-Key headers arrive joined by a comma: refused, never a fresh key that trades again.
-      const doubled = yield* call("POST", "/api/tokens/IDEM/buy", {
-        ...order(3),
-        headers: { "idempotency-key": "order-42, other" }
-      })
+      // Two Idempotency-Key headers (Node joins them into "order-42, other", a new key): refused, never traded.
+      const port = yield* serverPort
+      const doubled = yield* Effect.promise(
+        () =>
+          new Promise<{ status: number; body: string }>((resolve, reject) => {
+            const body = JSON.stringify({ user_id: w.address, amount: 3 })
+            const req = http.request(
+              {
+                host: "127.0.0.1",
+                port,
+                method: "POST",
+                path: "/api/tokens/IDEM/buy",
+                agent: false,
+                headers: {
+                  authorization: `Bearer ${w.key}`,
+                  "content-type": "application/json",
+                  "idempotency-key": ["order-42", "other"]
+                }
+              },
+              (res) => {
+                let text = ""
+                res.on("data", (chunk) => {
+                  text += chunk
+                })
+                res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }))
+              }
+            )
+            req.on("error", reject)
+            req.end(body)
+          })
+      )
       assert.strictEqual(doubled.status, 400)
-      assert.include(doubled.body.detail, "idempotency-key")
+      assert.deepInclude(JSON.parse(doubled.body), { code: "VALIDATION_FAILED" })
+      assert.include(JSON.parse(doubled.body).detail, "idempotency-key: must be sent once")
       assert.strictEqual(yield* count("SELECT count(*) AS n FROM market_trades WHERE ticker = 'IDEM'"), 1)
+      // One header whose key holds a comma is just a key.
+      const comma = yield* call("POST", "/api/tokens/IDEM/buy", { ...order(1), headers: { "idempotency-key": "a,b" } })
+      assert.strictEqual(comma.status, 200)
+      assert.strictEqual(yield* count("SELECT count(*) AS n FROM market_trades WHERE ticker = 'IDEM'"), 2)
       const reused = yield* call("POST", "/api/tokens/IDEM/buy", order(4))
       assert.strictEqual(reused.status, 422)
       assert.strictEqual(reused.body.code, "IDEMPOTENCY_KEY_REUSED")
-      assert.strictEqual(yield* balanceOf(w.address), toUnits("997"))
+      // The 3-coin order once, and the 1-coin order under the key "a,b".
+      assert.strictEqual(yield* balanceOf(w.address), toUnits("996"))
     })
   )
 
