@@ -100,6 +100,16 @@ layer(HttpTest({ settings: { dataDir: fixture.dir } }), { timeout: "60 seconds" 
       const rows = yield* sql<{ n: number }>`SELECT count(*) AS n FROM onboarding_events WHERE app_id = 'demo-ios'`
       assert.strictEqual(rows[0]?.n, 2)
       assert.strictEqual((yield* postEvents({ app_id: "demo-ios", events }, "pk_wrong_key_000")).status, 401)
+      // The subject /assign takes is an event's subject too: 256 characters counted as code points.
+      const emoji = yield* postEvents({
+        app_id: "demo-ios",
+        events: [
+          { event_id: "ob-emoji-1", subject: "😀".repeat(200), step: "welcome", timestamp: 1_790_000_000_000 },
+          { event_id: "ob-emoji-2", subject: "😀".repeat(257), step: "welcome", timestamp: 1_790_000_000_000 }
+        ]
+      })
+      assert.strictEqual(emoji.body.accepted, 1)
+      assert.strictEqual((emoji.body.rejected as Array<{ index: number }>)[0]?.index, 1)
     })
   )
 

@@ -8,6 +8,7 @@ import {
   OpenApi
 } from "@effect/platform"
 import { Schema } from "effect"
+import { CodePointText } from "../../services/platform/Validation.js"
 import { AppNotFound, Assignment, InvalidClientKey } from "../../services/product/Assigner.js"
 import { BlogList, BlogPost, PostNotFound } from "../../services/product/Blog.js"
 import { CollectBatch, CollectResult, MalformedBatch, SiteNotAllowed } from "../../services/product/Collector.js"
@@ -24,11 +25,7 @@ import { problemOpenApi } from "../ProblemContract.js"
 import { IntegerFromString, RequestStruct } from "../RequestSchema.js"
 
 /** 1 to 256 characters, counted as Unicode code points (an emoji is one, as chat counts them). */
-const Param = Schema.String.pipe(
-  Schema.minLength(1),
-  Schema.maxLength(512),
-  Schema.filter((text) => [...text].length <= 256 || "expected at most 256 characters")
-)
+const Param = CodePointText(256)
 
 export const ClientKeyHeader = Schema.Struct({
   "x-client-key": Schema.optional(Schema.String).annotations({

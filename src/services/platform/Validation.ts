@@ -3,6 +3,18 @@ import { ParseResult, Schema } from "effect"
 /** A non-empty string of at most `max` characters. */
 export const BoundedText = (max: number) => Schema.String.pipe(Schema.minLength(1), Schema.maxLength(max))
 
+/**
+ * A non-empty string of at most `max` characters counted as Unicode code points (an emoji is one), as JSON
+ * Schema's `maxLength` counts them: the published contract says `max`, whatever UTF-16 makes of it.
+ */
+export const CodePointText = (max: number) =>
+  Schema.String.pipe(
+    Schema.minLength(1),
+    Schema.filter((text) => text.length <= max || [...text].length <= max || `expected at most ${max} characters`, {
+      jsonSchema: { maxLength: max }
+    })
+  )
+
 /** Effect's transformation messages quote their input: `Unable to decode "abc" into a number`. */
 const DECODED_VALUE = /Unable to decode (?:"(?:[^"\\]|\\.)*"|[^"]*?) into /g
 const withoutDecodedValue = (message: string) => message.replace(DECODED_VALUE, "Unable to decode the value into ")

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Schema } from "effect"
 import { weakEtag } from "../platform/Etag.js"
-import { formatIssues, BoundedText as Text } from "../platform/Validation.js"
+import { CodePointText, formatIssues, BoundedText as Text } from "../platform/Validation.js"
 import { Assigner, Assignment } from "./Assigner.js"
 import { EventTimestamp, eventMillis } from "./EventTime.js"
 
@@ -14,7 +14,8 @@ export class OnboardingBundle extends Schema.Class<OnboardingBundle>("Onboarding
 
 export const OnboardingEvent = Schema.Struct({
   event_id: Text(128),
-  subject: Text(256),
+  // The same subject /assign and the bundle take (code points: 200 emoji are one subject there too).
+  subject: CodePointText(256),
   step: Text(200),
   timestamp: EventTimestamp,
   props: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
