@@ -158,6 +158,42 @@ describe("janitor safety: what it must keep", () => {
     )
   })
 
+  it.live(
+    "1. with the database file a symlink, the companions beside its target are protected (SQLite puts them there)",
+    () => {
+      const dir = temp("keel-safety-1f-")
+      const replica = path.join(dir, "rootp")
+      const primary = path.join(dir, "primp")
+      const names = ["real.db", "real.db-wal", "real.db-shm", "other.bin"]
+      for (const root of [replica, primary]) {
+        fs.mkdirSync(root, { recursive: true })
+        for (const name of names) fs.writeFileSync(path.join(root, name), `bytes of ${name}`)
+      }
+      const linkDir = temp("keel-safety-1f-link-")
+      fs.symlinkSync(path.join(replica, "real.db"), path.join(linkDir, "keel.db"))
+      return Effect.gen(function* () {
+        const report = yield* (yield* Janitor).pass({ writer: "watch", toTarget: true })
+        assert.deepStrictEqual(
+          report.deleted.map((d) => d.path),
+          [path.join(replica, "other.bin")]
+        )
+        for (const name of names.slice(0, 3)) assert.isTrue(fs.existsSync(path.join(replica, name)), name)
+      }).pipe(
+        Effect.provide(
+          janitorTestLayer(
+            {
+              KEEL_REGISTRY: registryWith(dir, { backup_twins: { root: replica, primary_root: primary } }),
+              KEEL_JANITOR_STATE_DIR: path.join(dir, "state")
+            },
+            Layer.succeed(DiskMeter, { available: () => Effect.succeed(0) }),
+            temp("keel-safety-1f-data-"),
+            path.join(linkDir, "keel.db")
+          )
+        )
+      )
+    }
+  )
+
   it("1. a primary that resolves outside the mirrored store (a symlink in it) proves no backup", () => {
     const dir = temp("keel-safety-1e-")
     const replica = path.join(dir, "replica")

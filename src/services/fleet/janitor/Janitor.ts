@@ -19,7 +19,7 @@ import { DiskMeter } from "./DiskMeter.js"
 import { acquireLock } from "./JanitorLock.js"
 import { protect, protectedIdsFor, protectionRefusal } from "./Protection.js"
 import type { ReleaseEvidenceSource } from "./ReleaseStore.js"
-import { mountPoints, removeBeneath, surveyPath } from "./SafeRemove.js"
+import { mountPoints, realPathOf, removeBeneath, surveyPath } from "./SafeRemove.js"
 import { scanBudget } from "./ScanBudget.js"
 
 export type Outcome =
@@ -254,9 +254,13 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
         { path: path.join(process.env.CARGO_HOME ?? path.join(home, ".cargo"), "registry"), why: "package_registry" }
       ]
       // SQLite's companions hold committed writes too (WAL) or the lock state of every connection (shm).
-      if (app.databaseFile !== ":memory:")
-        for (const suffix of ["", "-wal", "-shm", "-journal"])
-          entries.push({ path: `${app.databaseFile}${suffix}`, why: "database" })
+      if (app.databaseFile !== ":memory:") {
+        // SQLite puts them beside the file it opens: the link's target when the configured path is a symlink.
+        const opened = realPathOf(app.databaseFile)
+        for (const base of new Set([app.databaseFile, opened]))
+          for (const suffix of ["", "-wal", "-shm", "-journal"])
+            entries.push({ path: `${base}${suffix}`, why: "database" })
+      }
       // Declared roots of every cleaner, whether or not it can run now.
       for (const [name, settings] of Object.entries(policy.cleaners)) {
         if (settings?.root !== undefined) entries.push({ path: settings.root, why: `${name}_root`, owner: name })
