@@ -39,7 +39,7 @@ const amountOption = (name: string, least: "positive" | "zero") =>
       try {
         units = toUnits(text)
       } catch {
-        return refuse("expected a decimal amount such as 12.5 (at most 9 decimals)")
+        return refuse("expected a decimal amount such as 12.5 (digits past the ninth decimal are rounded down)")
       }
       if (units < 0n || (least === "positive" && units === 0n && canonicalDecimal(text) === "0"))
         return refuse(least === "positive" ? "must be more than 0" : "must not be negative")
@@ -54,7 +54,9 @@ const mint = Command.make(
   "mint",
   {
     to: Options.text("to").pipe(Options.withDescription(`A wallet address (0x…), agent:TICKER or ${TREASURY}`)),
-    amount: amountOption("amount", "positive").pipe(Options.withDescription("Coin, as a decimal (at most 9 decimals)")),
+    amount: amountOption("amount", "positive").pipe(
+      Options.withDescription("Coin, as a decimal (rounded down to 9 decimals)")
+    ),
     reason: Options.text("reason").pipe(Options.withDescription("Why (kept in the journal)")),
     json
   },

@@ -38,7 +38,8 @@ export const EXPOSED_HEADERS = [
   "x-ratelimit-reset",
   "retry-after",
   "link",
-  "idempotent-replayed"
+  "idempotent-replayed",
+  "etag"
 ].join(", ")
 
 /** Headers a browser may send on these routes (preflight). */
@@ -46,6 +47,7 @@ const ALLOWED_HEADERS = [
   "content-type",
   "authorization",
   "idempotency-key",
+  "if-none-match",
   "x-client-key",
   "x-wallet-address",
   "x-wallet-signature",

@@ -127,6 +127,7 @@ describe("the runner's rendered files", () => {
 
   it("refuses a sudoers user that is no plain account name (ALL would hand root to everyone) or a --ctl with a line break", () => {
     assert.isUndefined(sudoersProblem("deploy", ["/usr/local/bin/ctl"]))
+    assert.isUndefined(sudoersProblem("first.last", ["/usr/local/bin/ctl"]))
     for (const user of [
       "ALL",
       "DEPLOYERS",

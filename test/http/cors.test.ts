@@ -26,7 +26,14 @@ layer(HttpTest(), { timeout: "30 seconds", excludeTestServices: true })("CORS, a
         const port = yield* serverPort
         const agents = yield* request(port, "GET", "/api/agents?limit=1", { origin: "https://app.example" })
         assert.strictEqual(agents.headers["access-control-allow-origin"], "*")
-        for (const name of ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "link", "retry-after"])
+        for (const name of [
+          "x-ratelimit-limit",
+          "x-ratelimit-remaining",
+          "x-ratelimit-reset",
+          "link",
+          "retry-after",
+          "etag"
+        ])
           assert.include(agents.headers["access-control-expose-headers"], name)
         const preflight = yield* request(port, "OPTIONS", "/api/experiments/assign", {
           origin: "https://app.example",
@@ -50,6 +57,7 @@ layer(HttpTest(), { timeout: "30 seconds", excludeTestServices: true })("CORS, a
           assert.strictEqual(onboarding.status, 204, path)
           assert.strictEqual(onboarding.headers["access-control-allow-origin"], "*", path)
           assert.include(onboarding.headers["access-control-allow-methods"], method, path)
+          assert.include(onboarding.headers["access-control-allow-headers"], "if-none-match", path)
         }
         // An error answer on such a route carries the headers too (the browser must be able to read it).
         const missing = yield* request(port, "GET", "/api/agents/NOPE", { origin: "https://app.example" })

@@ -191,8 +191,8 @@ const sudoersWord = (word: string) => word.replace(/([\\,:=])/g, "\\$1")
  * line break would write another rule.
  */
 export const sudoersProblem = (user: string, ctl: ReadonlyArray<string>): string | undefined => {
-  if (!/^[a-z_][a-z0-9_-]*\$?$/.test(user) || user.length > 32)
-    return `--user ${JSON.stringify(user)}: not an account name (lower-case letters, digits, _ and -)`
+  if (!/^[a-z_][a-z0-9_.-]*\$?$/.test(user) || user.length > 32)
+    return `--user ${JSON.stringify(user)}: not an account name (lower-case letters, digits, _, . and -)`
   if (ctl.length === 0) return "--ctl must name the ctl command"
   for (const word of ctl) {
     const problem = commandWordProblem(word)
