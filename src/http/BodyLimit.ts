@@ -58,7 +58,7 @@ export const makeJsonDepthScanner = (maxDepth: number) => {
 export const jsonTooDeep = (text: string | Uint8Array, maxDepth = MAX_JSON_DEPTH) =>
   makeJsonDepthScanner(maxDepth)(typeof text === "string" ? Buffer.from(text, "utf8") : text)
 
-type Refusal = "too-large" | "too-deep" | "media-type" | "not-json"
+type Refusal = "too-large" | "too-deep" | "media-type" | "not-json" | "not-utf8"
 
 interface BodyWatch {
   /** Why the body was refused, as soon as it is (synchronously known, unlike the promises). */
@@ -103,6 +103,17 @@ const watchBody = (
   })
   // A route that does not take JSON (maxDepth infinite) has nothing to scan.
   const scan = Number.isFinite(maxDepth) ? makeJsonDepthScanner(maxDepth) : () => false
+  // JSON text is UTF-8 (RFC 8259): a byte sequence that is not would be read with U+FFFD in its place, and stored
+  // changed. Checked as the bytes arrive (a character may straddle two chunks).
+  const utf8 = Number.isFinite(maxDepth) ? new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }) : undefined
+  const validUtf8 = (bytes?: Uint8Array) => {
+    try {
+      utf8?.decode(bytes, { stream: bytes !== undefined })
+      return true
+    } catch {
+      return false
+    }
+  }
   // Node ends the request stream once the parser has seen the whole message: it may already have.
   let ended = req.complete
   let refusal: Refusal | undefined
@@ -125,6 +136,12 @@ const watchBody = (
     seen += bytes.byteLength
     if (seen > limit) refuse("too-large")
     else if (scan(bytes)) refuse("too-deep")
+    else if (!validUtf8(bytes)) refuse("not-utf8")
+    return refusal === undefined
+  }
+  /** The whole body has arrived: a character cut off at its end is no UTF-8 either. */
+  const finish = () => {
+    if (refusal === undefined && !validUtf8()) refuse("not-utf8")
     return refusal === undefined
   }
   if (refusedUpfront !== undefined) refuse(refusedUpfront)
@@ -132,11 +149,11 @@ const watchBody = (
   for (const chunk of buffered ?? []) {
     if (refusal !== undefined || !admit(chunkBytes(chunk))) break
   }
-  if (ended && refusal === undefined) resolveComplete()
+  if (ended && refusal === undefined && finish()) resolveComplete()
   req.push = ((chunk: unknown, encoding?: BufferEncoding) => {
     if (chunk === null) {
       ended = true
-      if (refusal !== undefined) {
+      if (refusal !== undefined || !finish()) {
         resolveDrained(true)
         return false
       }
@@ -182,6 +199,8 @@ const refusalResponse = (refusal: Refusal, limit: number, maxDepth: number, clos
         "request bodies are JSON; multipart/form-data and application/x-www-form-urlencoded are not accepted",
         headers ? { headers } : {}
       )
+    case "not-utf8":
+      return problemResponse(400, "INVALID_JSON", "request body is not valid JSON", headers ? { headers } : {})
     case "not-json":
       return problemResponse(
         415,

@@ -156,6 +156,34 @@ layer(
     })
   )
 
+  it.effect(
+    "a JSON body that is not UTF-8 is INVALID_JSON, never stored with U+FFFD in place; split characters pass",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* serverPort
+        const head = (length: number) =>
+          `POST /ask HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`
+        const invalid = Buffer.concat([
+          Buffer.from('{"question":"a'),
+          Buffer.from([0xc3, 0x28, 0xff]),
+          Buffer.from('"}')
+        ])
+        const refused = assertProblem(yield* rawRequest(port, head(invalid.length), [invalid]), 400, "INVALID_JSON")
+        assert.strictEqual(refused.detail, "request body is not valid JSON")
+        // Cut off in the middle of a character at the end of the body.
+        const cut = Buffer.concat([Buffer.from('{"question":"a"}'), Buffer.from([0xe2, 0x82])])
+        assertProblem(yield* rawRequest(port, head(cut.length), [cut]), 400, "INVALID_JSON")
+        // A valid character split across two writes (and so, often, two chunks) is fine: the route answers.
+        const euro = Buffer.from('{"question":"how much is 5 € in coin?"}')
+        const at = euro.indexOf(0xe2) + 1
+        const split = yield* rawRequest(port, head(euro.length), [euro.subarray(0, at), euro.subarray(at)], {
+          pauseMillis: 100
+        })
+        assert.notInclude(split.body, "INVALID_JSON")
+        assert.strictEqual(split.status, 200, split.body)
+      })
+  )
+
   it.effect("nesting up to the limit, and brackets inside strings, reach the route's own schema", () =>
     Effect.gen(function* () {
       assertProblem(yield* send("POST", "/ask", nested(64)), 400, "VALIDATION_FAILED")
