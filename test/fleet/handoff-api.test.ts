@@ -99,6 +99,9 @@ layer(
         assert.strictEqual(answer.body.code, "STORAGE_RECONCILE_UNAUTHORIZED", what)
       }
       unauthorized(yield* sendJson("GET", q("status")), "no token")
+      // Without a credential nothing is said about the request's shape: 401 before its rules are checked.
+      unauthorized(yield* sendJson("GET", URL_), "no token, no fields")
+      unauthorized(yield* sendJson("POST", `${URL_}?garbage=1`, "not-a-token"), "a bad token, no fields")
       const reader = yield* vaultToken("dashboard", ["storage-reconcile-read"], ["box"])
       unauthorized(yield* sendJson("POST", q("run"), reader), "read does not apply")
       const applier = yield* vaultToken("ops", ["storage-reconcile-apply"], ["box"])

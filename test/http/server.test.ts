@@ -94,6 +94,25 @@ layer(HttpTest({ extraRoutes: ProbeRoutes, settings: { bodyLimitBytes: BODY_LIMI
         assert.property(product.body.paths, "/api/health")
         const groundTruth = yield* getJson("/docs/groundtruth/openapi.json")
         assert.property(groundTruth.body.paths, "/health")
+        // The storage-root reconcile routes check their query on the raw request, and still publish it.
+        const controlPlane = yield* getJson("/docs/controlplane/openapi.json")
+        type Operation = {
+          parameters: Array<{ name: string; in: string; required: boolean; schema: { maxLength?: number } }>
+        }
+        const paths = (spec: { body: { paths?: unknown } }) =>
+          spec.body.paths as Record<string, Record<string, Operation>>
+        const reconcile = paths(controlPlane)["/api/host/storage-root-reconcile"]!
+        for (const method of ["get", "post"]) {
+          const query = reconcile[method]!.parameters.filter((p) => p.in === "query").map((p) => [p.name, p.required])
+          assert.deepStrictEqual(query, [
+            ["target", true],
+            ["transaction", true],
+            ["phase", true]
+          ])
+        }
+        // The product parameters' published bound is the one enforced: 256 characters.
+        const assign = paths(product)["/api/experiments/assign"]!.get!.parameters
+        assert.strictEqual(assign.find((p) => p.name === "subject")?.schema.maxLength, 256)
         const index = yield* getJson("/docs")
         assert.deepStrictEqual(
           (index.body.surfaces as Array<{ surface: string }>).map((s) => s.surface),

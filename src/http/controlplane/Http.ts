@@ -387,25 +387,34 @@ export const StorageLive = HttpApiBuilder.group(ControlPlaneApi, "storage", (han
     const reconcile = yield* StorageReconcile
     const handle = (method: "GET" | "POST", authorization: string | undefined) =>
       Effect.gen(function* () {
-        const request = yield* reconcileRequest(method)
         const action = method === "GET" ? "storage-reconcile-read" : "storage-reconcile-apply"
-        yield* authority.authorize(bearerToken(authorization), { action, host: request.target }).pipe(
-          Effect.catchTags({
-            VaultDenied: (e) =>
-              new ReconcileUnauthorized({ code: "STORAGE_RECONCILE_UNAUTHORIZED", action, detail: e.detail }),
-            VaultForbidden: (e) =>
-              new ReconcileUnauthorized({ code: "STORAGE_RECONCILE_UNAUTHORIZED", action, detail: e.detail }),
-            ActionNotHeld: (e) =>
-              new ReconcileUnauthorized({ code: "STORAGE_RECONCILE_UNAUTHORIZED", action, detail: e.detail }),
-            AuthorityUnavailable: (e) =>
-              new StorageReconciliationFailed({
-                code: "STORAGE_RECONCILIATION_FAILED",
-                detail: `verifier state unavailable: ${e.detail}`
-              })
-          })
-        )
+        // The credential first (a caller without one learns nothing of the request's rules), then the request,
+        // then the credential again for the target the request names (grants are scoped by host).
+        yield* authorize(bearerToken(authorization), action, undefined)
+        const request = yield* reconcileRequest(method)
+        yield* authorize(bearerToken(authorization), action, request.target)
         return yield* reconcile.phase(request.target, request.transaction, request.phase)
       })
+    const authorize = (
+      token: string | undefined,
+      action: "storage-reconcile-read" | "storage-reconcile-apply",
+      host: string | undefined
+    ) =>
+      authority.authorize(token, host === undefined ? { action } : { action, host }).pipe(
+        Effect.catchTags({
+          VaultDenied: (e) =>
+            new ReconcileUnauthorized({ code: "STORAGE_RECONCILE_UNAUTHORIZED", action, detail: e.detail }),
+          VaultForbidden: (e) =>
+            new ReconcileUnauthorized({ code: "STORAGE_RECONCILE_UNAUTHORIZED", action, detail: e.detail }),
+          ActionNotHeld: (e) =>
+            new ReconcileUnauthorized({ code: "STORAGE_RECONCILE_UNAUTHORIZED", action, detail: e.detail }),
+          AuthorityUnavailable: (e) =>
+            new StorageReconciliationFailed({
+              code: "STORAGE_RECONCILIATION_FAILED",
+              detail: `verifier state unavailable: ${e.detail}`
+            })
+        })
+      )
     return handlers
       .handle("status", ({ headers }) => handle("GET", headers.authorization))
       .handle("apply", ({ headers }) => handle("POST", headers.authorization))
