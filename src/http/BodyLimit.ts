@@ -313,6 +313,10 @@ const repeatedHeader = (name: string) => {
   })
 }
 
+/** RFC 9112 §3.2: an HTTP/1.1 request without Host is answered 400 (Node's own answer had no body). */
+const missingHost = () =>
+  problemResponse(400, "BAD_REQUEST", "an HTTP/1.1 request needs a Host header", { headers: { connection: "close" } })
+
 export const bodyLimitMiddleware =
   (limitFor: number | ((path: string) => number), options: BodyGuardOptions = {}) =>
   <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
@@ -326,6 +330,8 @@ export const bodyLimitMiddleware =
       if (!validQueryEncoding(request.url)) return invalidQueryEncoding()
       const repeated = repeatedSingleHeader(request)
       if (repeated !== undefined) return repeatedHeader(repeated)
+      if (request.headers.host === undefined && NodeHttpServerRequest.toIncomingMessage(request).httpVersion === "1.1")
+        return missingHost()
       const path = routePath(request.url)
       const limit = typeof limitFor === "number" ? limitFor : limitFor(path)
       const json = options.isJson?.(path) ?? true

@@ -50,8 +50,10 @@ export const parserRefusal = (error: { readonly code?: string | undefined }): Pa
   (error.code !== undefined ? parserRefusals[error.code] : undefined) ?? badRequest("the request is not valid HTTP/1.1")
 
 /** The whole HTTP/1.1 answer to a parser error, as bytes to write to the socket. */
-export const parserRefusalResponse = (error: { readonly code?: string | undefined }) => {
-  const refusal = parserRefusal(error)
+export const parserRefusalResponse = (error: { readonly code?: string | undefined }) => rawProblem(parserRefusal(error))
+
+/** A refusal as a whole HTTP/1.1 answer written to the socket itself (no response object exists for it). */
+const rawProblem = (refusal: ParserRefusal) => {
   const body = JSON.stringify(problem(refusal.status, refusal.code, refusal.detail))
   return (
     `HTTP/1.1 ${refusal.status} ${statusTitle(refusal.status)}\r\n` +
@@ -88,6 +90,19 @@ export const answerClientError = (error: Error & { readonly code?: string }, soc
  */
 export const installClientErrorAnswer = (server: Http.Server) => {
   server.on("clientError", answerClientError)
+  // What Node would answer itself with an empty body, answered in the problem shape instead.
+  server.on("checkExpectation", (_request: Http.IncomingMessage, response: Http.ServerResponse) => {
+    const body = JSON.stringify(
+      problem(417, "EXPECTATION_FAILED", "the only expectation this server meets is Expect: 100-continue")
+    )
+    response.writeHead(417, { "content-type": PROBLEM_CONTENT_TYPE, connection: "close" })
+    response.end(body)
+  })
+  server.on("connect", (_request: Http.IncomingMessage, socket: Duplex) => {
+    socket.on("error", () => socket.destroy())
+    setTimeout(() => socket.destroy(), FLUSH_GRACE_MILLIS).unref()
+    socket.end(rawProblem(badRequest("CONNECT is not served: this server is no proxy")), () => socket.destroy())
+  })
   server.on("upgrade", (_request: Http.IncomingMessage, socket: Duplex) => {
     socket.on("error", () => socket.destroy())
   })

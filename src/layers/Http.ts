@@ -212,7 +212,8 @@ export const nodeServer = (options: {
   Layer.unwrapEffect(
     Effect.sync(() => {
       // What Node's HTTP parser refuses (bad framing, headers too large) is answered as a problem too.
-      const server = installClientErrorAnswer(Http.createServer({ keepAliveTimeout: 5_000 }))
+      // A missing Host header is refused by the body guard, in the problem shape (Node's own answer has no body).
+      const server = installClientErrorAnswer(Http.createServer({ keepAliveTimeout: 5_000, requireHostHeader: false }))
       const shutdownGuard = Layer.scopedDiscard(
         Effect.gen(function* () {
           yield* HttpServer.HttpServer

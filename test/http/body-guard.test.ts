@@ -338,6 +338,18 @@ layer(
         assert.strictEqual(Number(response.headers["content-length"]), Buffer.byteLength(response.body))
         assert.notInclude(String(body.detail), "abc")
       }
+      // What Node answered itself with an empty body (or not at all) is a problem too.
+      for (const [head, status, code] of [
+        ["GET /api/health HTTP/1.1\r\n\r\n", 400, "BAD_REQUEST"],
+        ["GET /api/health HTTP/1.1\r\nHost: x\r\nExpect: bogus\r\n\r\n", 417, "EXPECTATION_FAILED"],
+        ["CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 400, "BAD_REQUEST"]
+      ] as const) {
+        const response = yield* rawRequest(port, head)
+        assertProblem(response, status, code)
+        assert.strictEqual(response.headers.connection, "close", head)
+      }
+      const http10 = yield* rawRequest(port, "GET /api/health HTTP/1.0\r\n\r\n")
+      assert.strictEqual(http10.status, 200, "HTTP/1.0 needs no Host")
       const health = yield* send("GET", "/api/health", "")
       assert.strictEqual(health.status, 200)
     })
