@@ -113,6 +113,20 @@ layer(HttpTest({ extraRoutes: ProbeRoutes, settings: { bodyLimitBytes: BODY_LIMI
         // The product parameters' published bound is the one enforced: 256 characters.
         const assign = paths(product)["/api/experiments/assign"]!.get!.parameters
         assert.strictEqual(assign.find((p) => p.name === "subject")?.schema.maxLength, 256)
+        // The revalidation answers the routes give themselves are published too.
+        for (const route of [
+          "/api/onboarding/bundle",
+          "/api/public/blog/{surface}",
+          "/api/public/blog/{surface}/{slug}"
+        ])
+          assert.property(
+            (paths(product)[route]!.get as unknown as { responses: Record<string, unknown> }).responses,
+            "304",
+            route
+          )
+        const chat = (yield* getJson("/docs/marketplace/openapi.json")) as { body: { paths?: unknown } }
+        const before = paths(chat)["/api/chat"]!.get!.parameters.find((p) => p.name === "before")
+        assert.strictEqual((before?.schema as { maximum?: number }).maximum, 999_999_999_999_999)
         const index = yield* getJson("/docs")
         assert.deepStrictEqual(
           (index.body.surfaces as Array<{ surface: string }>).map((s) => s.surface),

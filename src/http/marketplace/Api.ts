@@ -294,7 +294,8 @@ export class ChatApi extends HttpApiGroup.make("chat")
           limit: Schema.optional(Limit(200, 50)),
           before: Schema.optional(
             QueryInteger(
-              { min: 1, max: Number.MAX_SAFE_INTEGER },
+              // 15 digits at most, as every query integer (each exact as a number): the bound published is the one read.
+              { min: 1, max: 999_999_999_999_999 },
               "The chat cursor: only messages older than this message id.",
               "must be a message id (a positive integer)"
             )

@@ -125,6 +125,17 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
   )
   .annotate(OpenApi.Title, "Analytics collectors") {}
 
+/** A revalidated answer: `304` with the same `ETag`, no body — published, since the route answers it itself. */
+const notModified = (operation: Record<string, unknown>) => ({
+  ...operation,
+  responses: {
+    ...(operation.responses as Record<string, unknown> | undefined),
+    "304": {
+      description: "Not Modified: the If-None-Match ETag is current (same ETag and Cache-Control, no body)"
+    }
+  }
+})
+
 export class OnboardingApi extends HttpApiGroup.make("onboarding")
   .add(
     HttpApiEndpoint.get("bundle", "/onboarding/bundle")
@@ -143,6 +154,7 @@ export class OnboardingApi extends HttpApiGroup.make("onboarding")
         "Every journey's assignment for the app and platform, each as /experiments/assign answers it. " +
           "Carries a weak ETag over the assignments; If-None-Match with it answers 304."
       )
+      .annotate(OpenApi.Transform, notModified)
   )
   .add(
     HttpApiEndpoint.post("events", "/onboarding/events")
@@ -177,6 +189,7 @@ export class BlogApi extends HttpApiGroup.make("blog")
         "Published posts of a surface, newest first (slug breaks ties); limit defaults to 15 and is clamped to 1..50. " +
           "Unauthenticated; weak ETag with If-None-Match → 304; Cache-Control: public, max-age=60."
       )
+      .annotate(OpenApi.Transform, notModified)
   )
   .add(
     HttpApiEndpoint.get("post")`/public/blog/${surfaceParam}/${slugParam}`
@@ -187,6 +200,7 @@ export class BlogApi extends HttpApiGroup.make("blog")
         OpenApi.Description,
         "One published post with its HTML. Drafts, scheduled and unknown posts are all 404."
       )
+      .annotate(OpenApi.Transform, notModified)
   )
   .annotate(OpenApi.Title, "Public blog") {}
 
