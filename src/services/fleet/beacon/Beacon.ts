@@ -1,4 +1,5 @@
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
+import { formatIssues } from "../../platform/Validation.js"
 
 const Bytes = Schema.Int.pipe(Schema.nonNegative())
 const Sha256 = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/))
@@ -73,3 +74,12 @@ export const HostBeacon = Schema.Struct({
 export type HostBeacon = typeof HostBeacon.Type
 
 export const beaconKey = (host: string) => `host_health/${host}.json`
+
+/**
+ * A beacon document checked by the one set of rules the writer and the control plane share (unknown fields
+ * refused); a refusal names each field, at most ten, never a schema dump.
+ */
+export const decodeBeacon = (document: unknown) =>
+  Schema.decodeUnknown(HostBeacon, { errors: "all", onExcessProperty: "error" })(document).pipe(
+    Effect.mapError((error) => formatIssues(error, { limit: 10 }))
+  )

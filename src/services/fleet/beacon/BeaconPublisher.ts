@@ -3,7 +3,7 @@ import { Config, Data, Effect, Option, Schema } from "effect"
 import { isLoopbackHost } from "../../platform/Net.js"
 import { formatIssues } from "../../platform/Validation.js"
 import { GrantCredential } from "../../platform/vault/Vault.js"
-import { HostBeacon } from "./Beacon.js"
+import { decodeBeacon } from "./Beacon.js"
 
 /** Why a publication failed, in one line; the stored beacon is untouched. */
 export class BeaconPublishFailed extends Data.TaggedError("BeaconPublishFailed")<{
@@ -166,10 +166,8 @@ export const publishBeacon = (file: string, routing: BeaconRouting) =>
       catch: (error) => fail("beacon_invalid", `${file} is not JSON: ${(error as Error).message.split("\n")[0]}`)
     })
     // The same rules and the same field-by-field refusal as the control plane's (unknown fields refused too).
-    const beacon = yield* Schema.decodeUnknown(HostBeacon, { errors: "all", onExcessProperty: "error" })(document).pipe(
-      Effect.mapError((error) =>
-        fail("beacon_invalid", `${file} is not a valid beacon: ${formatIssues(error, { limit: 10 })}`)
-      )
+    const beacon = yield* decodeBeacon(document).pipe(
+      Effect.mapError((detail) => fail("beacon_invalid", `${file} is not a valid beacon: ${detail}`))
     )
     const stat = yield* Effect.tryPromise({
       try: () => fs.stat(routing.grantFile),

@@ -1,12 +1,11 @@
 import { HttpApiSchema } from "@effect/platform"
-import { Clock, Config, Duration, Effect, Option, type ParseResult, Schema } from "effect"
+import { Clock, Config, Duration, Effect, Option, Schema } from "effect"
 import { durationSetting } from "../../platform/DurationSetting.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
-import { formatIssues } from "../../platform/Validation.js"
 import { VaultForbidden } from "../../platform/vault/Vault.js"
 import { ActionAuthority } from "../grants/ActionAuthority.js"
 import { FleetRegistry } from "../registry/Registry.js"
-import { beaconKey, HostBeacon } from "./Beacon.js"
+import { beaconKey, decodeBeacon, HostBeacon } from "./Beacon.js"
 
 export class BeaconInvalid extends Schema.TaggedError<BeaconInvalid>()(
   "BeaconInvalid",
@@ -57,11 +56,8 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
     const store = Effect.fn("HostHealth.store")(function* (token: string | undefined, body: unknown) {
       // Credentials first: an unauthenticated caller learns nothing about what a valid beacon is.
       const grant = yield* authority.authorize(token, { action: "host-health-write" })
-      const beacon = yield* Schema.decodeUnknown(HostBeacon, { errors: "all", onExcessProperty: "error" })(body).pipe(
-        Effect.mapError(
-          (error: ParseResult.ParseError) =>
-            new BeaconInvalid({ code: "BEACON_INVALID", detail: formatIssues(error, { limit: 10 }) })
-        )
+      const beacon = yield* decodeBeacon(body).pipe(
+        Effect.mapError((detail) => new BeaconInvalid({ code: "BEACON_INVALID", detail }))
       )
       if (!grant.hosts.includes(beacon.host)) {
         // Asking the vault again for this host records the refusal in its audit log (access_refused:
