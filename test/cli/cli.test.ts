@@ -269,6 +269,14 @@ describe("ctl", () => {
           assert.match(run.stderr, new RegExp(`^ctl: invalid configuration: \\(Invalid data at ${name}: `), name)
           assert.notInclude(run.stderr, "unexpected failure", name)
         }
+        // Short chunks alone are fine: the unset overlap shrinks to fit them; a tier name is any name.
+        for (const env of [
+          { GT_CHUNK_MAX_LINES: "3" },
+          { GT_TRUST_WEIGHTS: "canonical=1,reference=0.8,community=0.6,team.docs=0.7" }
+        ]) {
+          const run = yield* runCli(["market", "agent", "list", "--json"], { KEEL_DATA_DIR: freshDataDir(), ...env })
+          assert.strictEqual(run.exitCode, 0, `${JSON.stringify(env)}: ${run.stderr}`)
+        }
       })
   )
 

@@ -10,7 +10,7 @@ const parseWeights = (text: string): Map<string, number> | string => {
     // A decimal number written as such (`0x10` or `Infinity` is no weight).
     const decimal = value !== undefined && /^(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(value)
     const weight = Number(value)
-    if (!name || !/^[a-z0-9_-]+$/i.test(name) || !decimal || rest.length > 0 || !Number.isFinite(weight))
+    if (!name || !decimal || rest.length > 0 || !Number.isFinite(weight))
       return `${JSON.stringify(pair.trim().slice(0, 40))} is not tier=weight (a tier name, a decimal 0 or more)`
     if (weights.has(name)) return `the tier ${name} is given twice`
     weights.set(name, weight)
@@ -51,7 +51,8 @@ export class GtConfig extends Effect.Service<GtConfig>()("groundtruth/GtConfig",
     const weights = parseWeights(weightsText)
     if (typeof weights === "string") return yield* Effect.fail(ConfigError.InvalidData(["GT_TRUST_WEIGHTS"], weights))
     const chunkMaxLines = yield* integerSetting("GT_CHUNK_MAX_LINES", 40, 1, 1000)
-    const chunkOverlapLines = yield* integerSetting("GT_CHUNK_OVERLAP_LINES", 5, 0, 999)
+    // Unset, the overlap is 5 lines, or fewer when chunks are that short; set, it must fit the chunk.
+    const chunkOverlapLines = yield* integerSetting("GT_CHUNK_OVERLAP_LINES", Math.min(5, chunkMaxLines - 1), 0, 999)
     if (chunkOverlapLines >= chunkMaxLines)
       return yield* Effect.fail(
         ConfigError.InvalidData(["GT_CHUNK_OVERLAP_LINES"], `must be less than GT_CHUNK_MAX_LINES (${chunkMaxLines})`)
