@@ -154,6 +154,8 @@ describe("globs and queries", () => {
       assert.isTrue(refused._tag === "Left", text)
       if (refused._tag === "Left") assert.notMatch(refused.left, /LEAKPW|alice/, refused.left)
     }
+    const blank = parseSources('version: 1\nsources:\n  - name: t\n    url: "  "\n', "/r", weights)
+    assert.isTrue(blank._tag === "Left" && blank.left.includes("sources.0.url: is empty"))
     // Spaces around a URL are a typo: still the URL, never a relative path holding its credentials.
     const spaced = parseSources(
       'version: 1\nsources:\n  - name: t\n    url: " https://git.example/t.git"\n',
@@ -171,5 +173,14 @@ describe("globs and queries", () => {
     })
     assert.strictEqual(redactUrls("clone http://alice:p@ss@h/r.git failed"), "clone http://h/r.git failed")
     assert.strictEqual(redactUrls("see https://h/a@b.md"), "see https://h/a@b.md")
+    for (const password of ["s3cr?t", "s3#cr", "a@b?c#d"]) {
+      const url = `https://bot:${password}@git.example.com/org/repo.git`
+      assert.deepStrictEqual(splitCredentials(url), {
+        url: "https://git.example.com/org/repo.git",
+        username: "bot",
+        password
+      })
+      assert.strictEqual(redactUrls(`clone ${url} failed`), "clone https://git.example.com/org/repo.git failed")
+    }
   })
 })

@@ -115,6 +115,8 @@ export const parseSources = (
       problems.push(`sources.yml sources.${i}.trust: a transcript is never canonical ground truth`)
     }
     if (entry.url === undefined) shape.push(`sources.yml sources.${i}.url: is missing`)
+    // A blank URL would resolve to the registry repository itself.
+    else if (entry.url.trim() === "") shape.push(`sources.yml sources.${i}.url: is empty`)
     return {
       name: entry.name,
       description: entry.description ?? null,

@@ -21,10 +21,11 @@ export interface TreeEntry {
 const describe = (error: unknown) => (error instanceof Error ? error.message.split("\n")[0] : String(error))
 
 /**
- * Credentials never leave in answers or logs. The userinfo ends at the authority's last `@` (as URL parsers
- * read it): a password holding a literal `@` is stripped whole, never split into a "host" that shows its tail.
+ * Credentials never leave in answers or logs. The userinfo ends at the last `@` before the path: a password
+ * holding a literal `@`, `?` or `#` is stripped whole, never split into a "host" that shows its tail (text with
+ * no path and an `@` in its query is over-stripped, which shows less, never more).
  */
-export const stripCredentials = (url: string) => url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, "$1")
+export const stripCredentials = (url: string) => url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/\s]*@/i, "$1")
 
 /**
  * Every URL in `text` as it may be shown (an answer, a log line, an error): no user or password, and no query
@@ -33,7 +34,7 @@ export const stripCredentials = (url: string) => url.replace(/^([a-z][a-z0-9+.-]
  */
 export const redactUrls = (text: string) =>
   text
-    .replace(/([a-z][a-z0-9+.-]*:\/\/)[^/?#\s]*@/gi, "$1")
+    .replace(/([a-z][a-z0-9+.-]*:\/\/)[^/\s]*@/gi, "$1")
     .replace(/([a-z][a-z0-9+.-]*:\/\/[^\s?#]*)[?#][^\s'"]*/gi, "$1")
 
 /** One URL as it may be shown (see `redactUrls`). */
@@ -43,7 +44,8 @@ export const displayUrl = (url: string) => redactUrls(url)
 export const splitCredentials = (
   url: string
 ): { readonly url: string; readonly username?: string; readonly password?: string } => {
-  const match = /^(https?:\/\/)([^/?#]*)@/i.exec(url)
+  // Up to the authority's last `@` before the path: a literal `@`, `?` or `#` typed in a password stays in it.
+  const match = /^(https?:\/\/)([^/\s]*)@/i.exec(url)
   if (match === null) return { url: stripCredentials(url) }
   const userinfo = match[2] ?? ""
   const colon = userinfo.indexOf(":")
