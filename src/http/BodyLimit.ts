@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer"
 import type * as Http from "node:http"
 import { HttpIncomingMessage, HttpMethod, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
@@ -73,6 +74,20 @@ interface BodyWatch {
   readonly drained: Promise<boolean>
 }
 
+/**
+ * How many bytes at the end of `bytes` begin a UTF-8 character that has not arrived whole yet (0 to 3): they
+ * are checked with the next chunk. Anything else is left to `isUtf8`, which refuses it.
+ */
+const incompleteTail = (bytes: Uint8Array) => {
+  for (let back = 1; back <= Math.min(3, bytes.length); back++) {
+    const byte = bytes[bytes.length - back]!
+    if ((byte & 0xc0) === 0x80) continue // a continuation byte: look further back for its lead
+    const length = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1
+    return length > back ? back : 0
+  }
+  return 0
+}
+
 const chunkBytes = (chunk: unknown, encoding?: BufferEncoding): Uint8Array =>
   typeof chunk === "string" ? Buffer.from(chunk, encoding) : (chunk as Uint8Array)
 
@@ -104,15 +119,16 @@ const watchBody = (
   // A route that does not take JSON (maxDepth infinite) has nothing to scan.
   const scan = Number.isFinite(maxDepth) ? makeJsonDepthScanner(maxDepth) : () => false
   // JSON text is UTF-8 (RFC 8259): a byte sequence that is not would be read with U+FFFD in its place, and stored
-  // changed. Checked as the bytes arrive (a character may straddle two chunks).
-  const utf8 = Number.isFinite(maxDepth) ? new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }) : undefined
+  // changed. Checked as the bytes arrive (a character may straddle two chunks: its start is carried over).
+  const checkUtf8 = Number.isFinite(maxDepth)
+  let carry: Uint8Array = new Uint8Array(0)
   const validUtf8 = (bytes?: Uint8Array) => {
-    try {
-      utf8?.decode(bytes, { stream: bytes !== undefined })
-      return true
-    } catch {
-      return false
-    }
+    if (!checkUtf8) return true
+    if (bytes === undefined) return carry.length === 0
+    const all = carry.length === 0 ? bytes : Buffer.concat([carry, bytes])
+    const cut = all.length - incompleteTail(all)
+    carry = all.subarray(cut)
+    return isUtf8(all.subarray(0, cut))
   }
   // Node ends the request stream once the parser has seen the whole message: it may already have.
   let ended = req.complete
@@ -296,12 +312,15 @@ const invalidQueryEncoding = () =>
  */
 const SINGLE_HEADERS = ["idempotency-key"] as const
 
-/** The name of a header that must arrive once but came several times, if any (checked only when joined). */
+/**
+ * The name of a header that must arrive once but came several times, if any: Node joins two header lines into
+ * `a, b`, and a proxy that merges them (as RFC 9110 allows) writes the same. A single value holding a comma not
+ * followed by a space is a value.
+ */
 export const repeatedSingleHeader = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
   for (const name of SINGLE_HEADERS) {
-    if (!request.headers[name]?.includes(",")) continue
-    const distinct = NodeHttpServerRequest.toIncomingMessage(request).headersDistinct[name]
-    if (distinct !== undefined && distinct.length > 1) return name
+    const value = request.headers[name]
+    if (value !== undefined && /,\s/.test(value)) return name
   }
   return undefined
 }

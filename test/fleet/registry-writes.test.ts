@@ -75,7 +75,10 @@ describe("registry writes: the file source", () => {
       const invalid = yield* Effect.flip(writer.set(sha256Hex(current), "version: 1\ntargets: []\n", "break it"))
       assert.strictEqual(invalid._tag, "FleetRegistryInvalid")
       // What is invalid is the text as changed, not the registry file that is there now.
-      if (invalid._tag === "FleetRegistryInvalid") assert.strictEqual(invalid.source, `${file} (as changed)`)
+      if (invalid._tag === "FleetRegistryInvalid") {
+        assert.strictEqual(invalid.source, file)
+        assert.match(invalid.detail, /^the change to /)
+      }
       assert.strictEqual(fs.readFileSync(file, "utf8"), current)
       const stale = yield* Effect.flip(writer.set(sha256Hex(example), next(current), "stale"))
       assert.strictEqual(stale._tag, "RegistryConflict")

@@ -181,6 +181,21 @@ layer(
         })
         assert.notInclude(split.body, "INVALID_JSON")
         assert.strictEqual(split.status, 200, split.body)
+        // A four-byte character cut after each of its bytes, in chunked framing.
+        const emoji = Buffer.from('{"question":"what does 😀 mean?"}')
+        const start = emoji.indexOf(0xf0)
+        const pieces = [1, 2, 3].map((n, i) => emoji.subarray(i === 0 ? 0 : start + i, start + n))
+        pieces.push(emoji.subarray(start + 3))
+        const chunkedHead =
+          "POST /ask HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        const framed = [
+          ...pieces.map((piece) =>
+            Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from("\r\n")])
+          ),
+          Buffer.from("0\r\n\r\n")
+        ]
+        const chunkedSplit = yield* rawRequest(port, chunkedHead, framed, { pauseMillis: 50 })
+        assert.strictEqual(chunkedSplit.status, 200, chunkedSplit.body)
       })
   )
 

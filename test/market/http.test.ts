@@ -361,7 +361,13 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
       assert.deepInclude(JSON.parse(doubled.body), { code: "VALIDATION_FAILED" })
       assert.include(JSON.parse(doubled.body).detail, "idempotency-key: must be sent once")
       assert.strictEqual(yield* count("SELECT count(*) AS n FROM market_trades WHERE ticker = 'IDEM'"), 1)
-      // One header whose key holds a comma is just a key.
+      // A proxy that merges the two writes the same shape into one line: refused the same way.
+      const merged = yield* call("POST", "/api/tokens/IDEM/buy", {
+        ...order(3),
+        headers: { "idempotency-key": "order-42, other" }
+      })
+      assert.strictEqual(merged.status, 400)
+      // One header whose key holds a comma (no space after it) is just a key.
       const comma = yield* call("POST", "/api/tokens/IDEM/buy", { ...order(1), headers: { "idempotency-key": "a,b" } })
       assert.strictEqual(comma.status, 200)
       assert.strictEqual(yield* count("SELECT count(*) AS n FROM market_trades WHERE ticker = 'IDEM'"), 2)

@@ -10,9 +10,16 @@ export const BoundedText = (max: number) => Schema.String.pipe(Schema.minLength(
 export const CodePointText = (max: number) =>
   Schema.String.pipe(
     Schema.minLength(1),
-    Schema.filter((text) => text.length <= max || [...text].length <= max || `expected at most ${max} characters`, {
-      jsonSchema: { maxLength: max }
-    })
+    // A code point is one or two UTF-16 units: past 2 × max units no count is needed.
+    Schema.filter(
+      (text) =>
+        text.length <= max ||
+        (text.length <= 2 * max && [...text].length <= max) ||
+        `expected at most ${max} characters`,
+      {
+        jsonSchema: { maxLength: max }
+      }
+    )
   )
 
 /** Effect's transformation messages quote their input: `Unable to decode "abc" into a number`. */

@@ -102,7 +102,15 @@ export class RegistryWriter extends Effect.Service<RegistryWriter>()("fleet/Regi
             })
         })
         // The text that would be written is what is invalid, not the registry that is there now.
-        yield* registry.parse(text, `${source} (as changed)`)
+        yield* registry
+          .parse(text, source)
+          .pipe(
+            Effect.mapError((invalid) =>
+              invalid._tag === "FleetRegistryInvalid"
+                ? new FleetRegistryInvalid({ ...invalid, detail: `the change to ${invalid.detail}` })
+                : invalid
+            )
+          )
         return text
       })
 
