@@ -436,6 +436,14 @@ describe("janitor passes: every outcome", () => {
         twinRefusal(path.join(replica, sub, "x.bin"), path.join(primary, sub, "x.bin"), replica),
         "primary_in_replica"
       )
+    // A directory whose name starts with ".." is inside the replica all the same.
+    fs.mkdirSync(path.join(replica, "..c"))
+    fs.writeFileSync(path.join(replica, "..c", "x.bin"), "the same bytes")
+    fs.symlinkSync(path.join(replica, "..c"), path.join(primary, "c"))
+    assert.strictEqual(
+      twinRefusal(path.join(replica, "a", "x.bin"), path.join(primary, "c", "x.bin"), replica),
+      "primary_in_replica"
+    )
   })
 
   it.live("a candidate that stops being eligible before deletion is kept: partial_error", () => {

@@ -2,12 +2,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { sha256File } from "../../platform/Digest.js"
 import type { Candidate, Skip } from "./BuildCaches.js"
+import { within } from "./SafeRemove.js"
 import { type ScanBudget, sortedFileWalk } from "./ScanBudget.js"
-
-const within = (root: string, file: string) => {
-  const relative = path.relative(root, file)
-  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative))
-}
 
 /**
  * Why a replica must stay, or undefined when the primary holds the same bytes (checked now). A primary path that
@@ -37,8 +33,8 @@ export const twinRefusal = (
   if (replicaRoot !== undefined || primaryRoot !== undefined) {
     try {
       const real = fs.realpathSync(primary)
-      if (replicaRoot !== undefined && within(fs.realpathSync(replicaRoot), real)) return "primary_in_replica"
-      if (primaryRoot !== undefined && !within(fs.realpathSync(primaryRoot), real)) return "primary_outside_mirror"
+      if (replicaRoot !== undefined && within(real, fs.realpathSync(replicaRoot))) return "primary_in_replica"
+      if (primaryRoot !== undefined && !within(real, fs.realpathSync(primaryRoot))) return "primary_outside_mirror"
     } catch {
       return "primary_missing"
     }
