@@ -5,6 +5,7 @@ import { type CleanupReport, Janitor, type Trigger } from "../services/fleet/jan
 import { renderJanitorLaunchd, renderJanitorSystemd } from "../services/fleet/janitor/JanitorUnits.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { unitSettingsProblem } from "../services/fleet/UnitSettings.js"
+import { hasControlCharacter } from "../services/platform/Validation.js"
 import { CommandFailed, ExitWith, emit, integerOption, json, printJson } from "./Output.js"
 
 type CleanerPart = {
@@ -33,8 +34,7 @@ const policyLine = (r: CleanupReport) => {
 
 /** A path as one line: one holding a line break or another control character is shown quoted (JSON), so a
  * crafted directory name cannot forge lines of the report. */
-const shown = (file: string) =>
-  [...file].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f) ? JSON.stringify(file) : file
+const shown = (file: string) => (hasControlCharacter(file) ? JSON.stringify(file) : file)
 
 const human = (r: CleanupReport) => {
   const cleaners = Object.entries(r.cleaners as Record<string, CleanerPart>)

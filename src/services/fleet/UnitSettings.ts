@@ -1,6 +1,7 @@
 import * as path from "node:path"
 import { Config, Effect, Option } from "effect"
 import { AppConfig } from "../platform/AppConfig.js"
+import { hasControlCharacter } from "../platform/Validation.js"
 import { thisHostName } from "./Channels.js"
 
 /** The account rendered units run as unless told otherwise: a dedicated one. */
@@ -18,7 +19,7 @@ export interface UnitSettings {
 
 /** One word of a command a rendered file runs: no line break or control character (it would start another line). */
 export const commandWordProblem = (word: string): string | undefined =>
-  [...word].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)
+  hasControlCharacter(word)
     ? `the command ${JSON.stringify(word)} must be one line without control characters`
     : undefined
 

@@ -1,5 +1,9 @@
 import { ParseResult, Schema } from "effect"
 
+/** Whether `text` holds a C0 control character (NUL, a line break, a tab, ESC…) or DEL. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+export const hasControlCharacter = (text: string) => /[\u0000-\u001f\u007f]/.test(text)
+
 /** A non-empty string of at most `max` characters. */
 export const BoundedText = (max: number) => Schema.String.pipe(Schema.minLength(1), Schema.maxLength(max))
 

@@ -3,8 +3,8 @@ import { Either, Schema } from "effect"
 import MarkdownIt from "markdown-it"
 import * as YAML from "yaml"
 import { sha256Hex } from "../platform/Digest.js"
-import { formatIssues } from "../platform/Validation.js"
-import { isCalendarDay } from "./EventTime.js"
+import { formatIssues, hasControlCharacter } from "../platform/Validation.js"
+import { isCalendarTime } from "./EventTime.js"
 
 /**
  * Markdown with HTML disabled: raw HTML in a post is shown as text, and markdown-it's link
@@ -28,7 +28,7 @@ const possibleDateTime = (text: string) => {
   const match = CALENDAR.exec(text.trim())
   if (match === null) return true
   const [year, month, day, hour, minute, second] = match.slice(1).map((part) => (part === undefined ? 0 : Number(part)))
-  return isCalendarDay(year!, month!, day!) && hour! <= 23 && minute! <= 59 && second! <= 59
+  return isCalendarTime(year!, month!, day!, hour, minute, second)
 }
 const DateTimeText = Schema.transform(
   Schema.String.pipe(Schema.filter((text) => possibleDateTime(text) || "expected a date that exists on the calendar")),
@@ -38,8 +38,6 @@ const DateTimeText = Schema.transform(
 const DateTime = Schema.Union(Schema.DateFromSelf, Schema.compose(DateTimeText, Schema.DateFromString)).pipe(
   Schema.filter((d) => !Number.isNaN(d.getTime()) || "expected an ISO 8601 date-time")
 )
-
-const hasSpaceOrControl = (text: string) => /\s/.test(text) || [...text].some((c) => c.charCodeAt(0) < 0x20)
 
 export const FrontMatter = Schema.Struct({
   title: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(300)),
@@ -54,7 +52,9 @@ export const FrontMatter = Schema.Struct({
       Schema.maxLength(2048),
       // Pages put it in <img src> and og:image: a path or an http(s) URL, never javascript:, data: and the like.
       Schema.filter((url) =>
-        (/^[a-z][a-z0-9+.-]*:/i.test(url) ? /^https?:\/\//i.test(url) : true) && !hasSpaceOrControl(url)
+        (/^[a-z][a-z0-9+.-]*:/i.test(url) ? /^https?:\/\//i.test(url) : true) &&
+        !/\s/.test(url) &&
+        !hasControlCharacter(url)
           ? true
           : "expected a path (/images/cover.png) or an http(s) URL"
       )

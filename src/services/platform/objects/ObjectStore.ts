@@ -1,6 +1,7 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Chunk, Context, Effect, Option, Schema, Stream } from "effect"
 import { sha256Hex } from "../Digest.js"
+import { hasControlCharacter } from "../Validation.js"
 
 export interface ObjectHead {
   readonly key: string
@@ -113,8 +114,7 @@ const MAX_KEY_LENGTH = 1024
 export const keyProblem = (key: string): string | undefined => {
   if (key.length === 0) return "an object key must not be empty"
   if (key.length > MAX_KEY_LENGTH) return `an object key is at most ${MAX_KEY_LENGTH} characters`
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
-  if (/[\u0000-\u001f\u007f]/.test(key)) return "an object key must not contain NUL or control characters"
+  if (hasControlCharacter(key)) return "an object key must not contain NUL or control characters"
   if (key.includes("\\")) return "an object key must not contain a backslash"
   if (key.startsWith("/")) return "an object key must be relative (no leading /)"
   if (/^[A-Za-z]:/.test(key)) return "an object key must not name a drive"
