@@ -11,9 +11,9 @@ const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?
 
 const daysIn = (year: number, month: number) => new Date(Date.UTC(year, month, 0)).getUTCDate()
 
-/** Whether year-month-day names a day of the calendar (`2026-02-30` and `2026-04-31` do not). */
-export const isCalendarDay = (year: number, month: number, day: number) =>
-  month >= 1 && month <= 12 && day >= 1 && day <= daysIn(year, month)
+/** Whether the fields name a moment of the calendar (`2026-02-30`, `2026-04-31` and `T25:00` do not). */
+export const isCalendarTime = (year: number, month: number, day: number, hour = 0, minute = 0, second = 0) =>
+  month >= 1 && month <= 12 && day >= 1 && day <= daysIn(year, month) && hour <= 23 && minute <= 59 && second <= 59
 
 /** The last instant either form can name: 9999-12-31T23:59:59.999Z (an ISO year has four digits). */
 export const LATEST_EVENT_MILLIS = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
@@ -25,8 +25,8 @@ export const dateTimeMillis = (text: string): number | undefined => {
   const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = match
     .slice(1)
     .map((part) => (part === undefined ? 0 : Number(part)))
-  if (!isCalendarDay(year!, month!, day!)) return undefined
-  if (hour! > 23 || minute! > 59 || second! > 59 || offsetHours! > 23 || offsetMinutes! > 59) return undefined
+  if (!isCalendarTime(year!, month!, day!, hour, minute, second)) return undefined
+  if (offsetHours! > 23 || offsetMinutes! > 59) return undefined
   const millis = Date.parse(text)
   // Before 1970 is refused, as negative epoch milliseconds are; so is a negative offset carrying the last day
   // of year 9999 past the last instant the epoch form may name.

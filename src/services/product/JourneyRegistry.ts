@@ -7,6 +7,30 @@ import { ProductConfig } from "./ProductConfig.js"
 
 const Id = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/))
 
+/**
+ * Each value met again, as an issue at the path of that use naming the first (`label`: how its place is named
+ * where the issue is reported).
+ */
+const repeatedValues = (
+  entries: ReadonlyArray<{
+    readonly value: string
+    readonly path: ReadonlyArray<string | number>
+    readonly label: string
+  }>,
+  what: (value: string) => string
+): Array<Schema.FilterIssue> => {
+  const first = new Map<string, string>()
+  const issues: Array<Schema.FilterIssue> = []
+  for (const { label, path, value } of entries) {
+    const seen = first.get(value)
+    if (seen === undefined) first.set(value, label)
+    else issues.push({ path, message: `${what(value)} (also ${seen})` })
+  }
+  return issues
+}
+
+const orIssues = (issues: ReadonlyArray<Schema.FilterIssue>) => (issues.length === 0 ? true : issues)
+
 export const Variant = Schema.Struct({
   name: Id,
   weight: Schema.Number.pipe(Schema.nonNegative()),
@@ -27,14 +51,12 @@ export const Experiment = Schema.Struct({
     const sum = e.variants.reduce((total, v) => total + v.weight, 0)
     if (sum < 0.99 || sum > 1.01)
       return { path: ["variants"], message: `variant weights must sum to 1 (they sum to ${sum})` }
-    const names = e.variants.map((v) => v.name)
-    const repeated = names.findIndex((name, i) => names.indexOf(name) !== i)
-    return repeated === -1
-      ? true
-      : {
-          path: ["variants", repeated, "name"],
-          message: `variant ${names[repeated]} is listed twice (also variants.${names.indexOf(names[repeated]!)})`
-        }
+    return orIssues(
+      repeatedValues(
+        e.variants.map((v, i) => ({ value: v.name, path: ["variants", i, "name"], label: `variants.${i}` })),
+        (name) => `variant ${name} is listed twice`
+      )
+    )
   })
 )
 export type Experiment = typeof Experiment.Type
@@ -52,14 +74,16 @@ export const App = Schema.Struct({
   journeys: Schema.optionalWith(Schema.Array(Journey), { default: () => [] })
 }).pipe(
   Schema.filter((app) => {
-    const keys = app.journeys.map((j) => `${j.platform}/${j.surface}`)
-    const repeated = keys.findIndex((key, i) => keys.indexOf(key) !== i)
-    return repeated === -1
-      ? true
-      : {
-          path: ["journeys", repeated],
-          message: `journey ${keys[repeated]} is listed twice (also journeys.${keys.indexOf(keys[repeated]!)})`
-        }
+    return orIssues(
+      repeatedValues(
+        app.journeys.map((j, i) => ({
+          value: `${j.platform}/${j.surface}`,
+          path: ["journeys", i],
+          label: `journeys.${i}`
+        })),
+        (key) => `journey ${key} is listed twice`
+      )
+    )
   })
 )
 export type App = typeof App.Type
@@ -67,34 +91,30 @@ export type App = typeof App.Type
 export const RegistryDocument = Schema.Struct({
   apps: Schema.optionalWith(Schema.Array(App), { default: () => [] })
 }).pipe(
-  Schema.filter((doc) => {
-    const issues: Array<Schema.FilterIssue> = []
-    /** Each value seen twice, at the path of its second use, naming the first. */
-    const once = (
-      entries: ReadonlyArray<{ readonly value: string; readonly path: ReadonlyArray<string | number> }>,
-      what: (value: string) => string
-    ) => {
-      const first = new Map<string, ReadonlyArray<string | number>>()
-      for (const { path, value } of entries) {
-        const seen = first.get(value)
-        if (seen === undefined) first.set(value, path)
-        else issues.push({ path, message: `${what(value)} (also ${seen.join(".")})` })
-      }
-    }
-    once(
-      doc.apps.map((a, i) => ({ value: a.app_id, path: ["apps", i, "app_id"] })),
-      (id) => `app ${id} is listed twice`
-    )
-    once(
-      doc.apps.flatMap((a, i) =>
-        a.journeys.flatMap((j, k) =>
-          j.experiment ? [{ value: j.experiment.id, path: ["apps", i, "journeys", k, "experiment", "id"] }] : []
-        )
+  Schema.filter((doc) =>
+    orIssues([
+      ...repeatedValues(
+        doc.apps.map((a, i) => ({ value: a.app_id, path: ["apps", i, "app_id"], label: `apps.${i}.app_id` })),
+        (id) => `app ${id} is listed twice`
       ),
-      (id) => `experiment ${id} is used by two journeys`
-    )
-    return issues.length === 0 ? true : issues
-  })
+      ...repeatedValues(
+        doc.apps.flatMap((a, i) =>
+          a.journeys.flatMap((j, k) =>
+            j.experiment
+              ? [
+                  {
+                    value: j.experiment.id,
+                    path: ["apps", i, "journeys", k, "experiment", "id"],
+                    label: `apps.${i}.journeys.${k}.experiment.id`
+                  }
+                ]
+              : []
+          )
+        ),
+        (id) => `experiment ${id} is used by two journeys`
+      )
+    ])
+  )
 )
 export type RegistryDocument = typeof RegistryDocument.Type
 
