@@ -167,7 +167,7 @@ const leafHelpConsole = <A, E, R>(effect: Effect.Effect<A, E, R>, commandPath: R
   // Only a command's own help: every other command's output is printed exactly as it is.
   if (commandPath === undefined) return effect
   const colour = wantsColour()
-  const leaf = commandPath?.[commandPath.length - 1]
+  const leaf = commandPath[commandPath.length - 1]
   const fix = (text: string) => {
     const plain = colour ? text : text.replace(ANSI_ESCAPE, "")
     return leaf === undefined ? plain : plain.replace(`$ ${leaf}`, `$ ctl ${commandPath.join(" ")}`)

@@ -77,9 +77,13 @@ export const answerClientError = (error: Error & { readonly code?: string }, soc
     socket.destroy()
     return
   }
-  // Destroyed once the answer is flushed (or after a grace period, for a peer that stopped reading).
+  endWith(socket, parserRefusalResponse(error))
+}
+
+/** Writes a whole answer and closes: destroyed once it is flushed, or after a grace period for a peer not reading. */
+const endWith = (socket: Duplex, answer: string) => {
   setTimeout(() => socket.destroy(), FLUSH_GRACE_MILLIS).unref()
-  socket.end(parserRefusalResponse(error), () => socket.destroy())
+  socket.end(answer, () => socket.destroy())
 }
 
 /**
@@ -100,8 +104,7 @@ export const installClientErrorAnswer = (server: Http.Server) => {
   })
   server.on("connect", (_request: Http.IncomingMessage, socket: Duplex) => {
     socket.on("error", () => socket.destroy())
-    setTimeout(() => socket.destroy(), FLUSH_GRACE_MILLIS).unref()
-    socket.end(rawProblem(badRequest("CONNECT is not served: this server is no proxy")), () => socket.destroy())
+    endWith(socket, rawProblem(badRequest("CONNECT is not served: this server is no proxy")))
   })
   server.on("upgrade", (_request: Http.IncomingMessage, socket: Duplex) => {
     socket.on("error", () => socket.destroy())

@@ -90,8 +90,7 @@ const MAX_PROPS_VALUES = 10_000
  * A JSON-safe copy, value by value as `JSON.stringify` would write it, except: a cycle (an object inside itself)
  * becomes "[Circular]" — an object merely used twice is copied twice —, a BigInt its decimal string, anything
  * nested deeper than 32 levels "[Too deep]", every value past the 10,000th "[Too large]"; functions and symbols
- * are dropped. A getter or `toJSON` that throws
- * drops the whole value (undefined).
+ * are dropped. A getter or `toJSON` that throws drops the whole value (undefined).
  */
 export const safeProps = (props: unknown): unknown => {
   const ancestors = new Set<object>()

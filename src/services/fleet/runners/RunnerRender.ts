@@ -181,11 +181,6 @@ export const renderGatewayEnv = (layout: RunnerLayout, target: string, base: Rea
 const sudoersWord = (word: string) => word.replace(/([\\,:=])/g, "\\$1")
 
 /**
- * The sudoers drop-in that lets a non-root channel user run exactly the installer's bootstrap and ctl's runner
- * unit command as root, without a password (`visudo -c` checks it). The bootstrap evaluates the installer it
- * reads on stdin, so this user is as trusted as root on the host: grant it only to the fleet's channel user.
- */
-/**
  * Why a sudoers drop-in cannot be rendered for this user and command, or undefined. The user is a plain account
  * name in lower case: `ALL` (or any upper-case alias name) would hand the rule to every user, and a space or a
  * line break would write another rule.
@@ -201,6 +196,11 @@ export const sudoersProblem = (user: string, ctl: ReadonlyArray<string>): string
   return undefined
 }
 
+/**
+ * The sudoers drop-in that lets a non-root channel user run exactly the installer's bootstrap and ctl's runner
+ * unit command as root, without a password (`visudo -c` checks it). The bootstrap evaluates the installer it
+ * reads on stdin, so this user is as trusted as root on the host: grant it only to the fleet's channel user.
+ */
 export const renderSudoers = (user: string, bootstrap: ReadonlyArray<string>, ctl: ReadonlyArray<string>) =>
   [
     "# Keel pre-check runner lifecycle (docs/runners.md): the channel user runs the installer as root.",
