@@ -56,6 +56,31 @@ const skippedReason = (report: { cleaners: Record<string, unknown> }, cleaner: s
     (s) => s.path === where
   )?.reason
 
+/**
+ * A backup_twins replica and its primary holding the same `names`, and the janitor on them (enforcing, free space
+ * never at target) with `databaseFile` as the database it protects.
+ */
+const twinsWithDatabase = (prefix: string, names: ReadonlyArray<string>) => {
+  const dir = temp(prefix)
+  const replica = path.join(dir, "rootp")
+  const primary = path.join(dir, "primp")
+  for (const root of [replica, primary]) {
+    fs.mkdirSync(root, { recursive: true })
+    for (const name of names) fs.writeFileSync(path.join(root, name), `bytes of ${name}`)
+  }
+  const layer = (databaseFile: string) =>
+    janitorTestLayer(
+      {
+        KEEL_REGISTRY: registryWith(dir, { backup_twins: { root: replica, primary_root: primary } }),
+        KEEL_JANITOR_STATE_DIR: path.join(dir, "state")
+      },
+      Layer.succeed(DiskMeter, { available: () => Effect.succeed(0) }),
+      temp(`${prefix}data-`),
+      databaseFile
+    )
+  return { replica, layer }
+}
+
 describe("janitor safety: what it must keep", () => {
   it.live("1. a tagged parent never swallows a protected root it contains (declared huggingface root)", () => {
     const dir = temp("keel-safety-1-")
@@ -125,14 +150,8 @@ describe("janitor safety: what it must keep", () => {
   })
 
   it.live("1. SQLite's -wal, -shm and -journal beside the database are the database: never deleted", () => {
-    const dir = temp("keel-safety-1d-")
-    const replica = path.join(dir, "rootp")
-    const primary = path.join(dir, "primp")
     const names = ["keel.db", "keel.db-wal", "keel.db-shm", "keel.db-journal", "other.bin"]
-    for (const root of [replica, primary]) {
-      fs.mkdirSync(root, { recursive: true })
-      for (const name of names) fs.writeFileSync(path.join(root, name), `bytes of ${name}`)
-    }
+    const { layer, replica } = twinsWithDatabase("keel-safety-1d-", names)
     return Effect.gen(function* () {
       const report = yield* (yield* Janitor).pass({ writer: "watch", toTarget: true })
       assert.deepStrictEqual(
@@ -143,32 +162,14 @@ describe("janitor safety: what it must keep", () => {
         assert.strictEqual(skippedReason(report, "backup_twins", path.join(replica, name)), "refused_database", name)
         assert.isTrue(fs.existsSync(path.join(replica, name)), name)
       }
-    }).pipe(
-      Effect.provide(
-        janitorTestLayer(
-          {
-            KEEL_REGISTRY: registryWith(dir, { backup_twins: { root: replica, primary_root: primary } }),
-            KEEL_JANITOR_STATE_DIR: path.join(dir, "state")
-          },
-          Layer.succeed(DiskMeter, { available: () => Effect.succeed(0) }),
-          temp("keel-safety-1d-data-"),
-          path.join(replica, "keel.db")
-        )
-      )
-    )
+    }).pipe(Effect.provide(layer(path.join(replica, "keel.db"))))
   })
 
   it.live(
     "1. with the database file a symlink, the companions beside its target are protected (SQLite puts them there)",
     () => {
-      const dir = temp("keel-safety-1f-")
-      const replica = path.join(dir, "rootp")
-      const primary = path.join(dir, "primp")
       const names = ["real.db", "real.db-wal", "real.db-shm", "other.bin"]
-      for (const root of [replica, primary]) {
-        fs.mkdirSync(root, { recursive: true })
-        for (const name of names) fs.writeFileSync(path.join(root, name), `bytes of ${name}`)
-      }
+      const { layer, replica } = twinsWithDatabase("keel-safety-1f-", names)
       const linkDir = temp("keel-safety-1f-link-")
       fs.symlinkSync(path.join(replica, "real.db"), path.join(linkDir, "keel.db"))
       return Effect.gen(function* () {
@@ -178,19 +179,7 @@ describe("janitor safety: what it must keep", () => {
           [path.join(replica, "other.bin")]
         )
         for (const name of names.slice(0, 3)) assert.isTrue(fs.existsSync(path.join(replica, name)), name)
-      }).pipe(
-        Effect.provide(
-          janitorTestLayer(
-            {
-              KEEL_REGISTRY: registryWith(dir, { backup_twins: { root: replica, primary_root: primary } }),
-              KEEL_JANITOR_STATE_DIR: path.join(dir, "state")
-            },
-            Layer.succeed(DiskMeter, { available: () => Effect.succeed(0) }),
-            temp("keel-safety-1f-data-"),
-            path.join(linkDir, "keel.db")
-          )
-        )
-      )
+      }).pipe(Effect.provide(layer(path.join(linkDir, "keel.db"))))
     }
   )
 
