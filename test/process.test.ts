@@ -41,7 +41,7 @@ const exitOf = (child: ChildProcess) =>
   })
 
 describe("the ctl process", () => {
-  it("ctl serve answers both health probes, seeds nothing twice, and exits 0 on SIGTERM", async () => {
+  it("ctl serve answers both health probes, seeds nothing twice, keeps its data dir owner-only, and exits 0 on SIGTERM", async () => {
     const dataDir = path.join(tempDir(), "data")
     const server = await startServer([ctlBin, "serve", "--port", "0"], { KEEL_DATA_DIR: dataDir })
     expect(await get(server.port, "/api/health")).toEqual({ status: 200, body: '{"status":"ok"}' })
@@ -75,6 +75,12 @@ describe("the ctl process", () => {
     expect(fs.existsSync(path.join(dataDir, "objects", "state", "registry", "last-valid.json"))).toBe(true)
     const credentialsFile = path.join(dataDir, "demo-market.json")
     expect(fs.statSync(credentialsFile).mode & 0o777).toBe(0o600)
+    // Owner-only (issue 42): the data dir 0700; the database, its -wal and -shm 0600; what the server writes
+    // without a stated mode (an object, a mirror) 0600 too, under its umask 077.
+    const modeOf = (file: string) => (fs.statSync(file).mode & 0o777).toString(8)
+    expect(modeOf(dataDir)).toBe("700")
+    for (const name of ["keel.db", "keel.db-wal", "keel.db-shm"]) expect(modeOf(path.join(dataDir, name))).toBe("600")
+    expect(modeOf(path.join(dataDir, "objects", "state", "registry", "last-valid.json"))).toBe("600")
     const demo = JSON.parse(fs.readFileSync(credentialsFile, "utf8"))
     const balance = await get(server.port, `/api/coin/balance?user_id=${demo.wallet.address}`, {
       authorization: `Bearer ${demo.wallet.api_key}`

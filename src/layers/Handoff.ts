@@ -1,4 +1,3 @@
-import * as fs from "node:fs"
 import * as path from "node:path"
 import { ClusterWorkflowEngine } from "@effect/cluster"
 import { SqliteClient } from "@effect/sql-sqlite-node"
@@ -9,6 +8,7 @@ import { HandoffQueueRemote } from "../services/fleet/handoff/HandoffQueueRemote
 import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
+import { ensurePrivateDir, preparePrivateDatabase } from "../services/platform/PrivateFiles.js"
 import { ServicesLive } from "./Live.js"
 import { HostReach } from "./Services.js"
 
@@ -28,9 +28,11 @@ export const HandoffHereLive = StorageReconcile.Default.pipe(
  * on. One worker per transaction at a time (its pid file), so no shard lock is needed.
  */
 const HandoffEngineRunner = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) => {
+  Effect.gen(function* () {
+    const config = yield* AppConfig
     const file = path.join(config.dataDir, "handoff", "engine.db")
-    fs.mkdirSync(path.dirname(file), { recursive: true })
+    // Owner-only like the data dir's own database (docs/security.md).
+    yield* Effect.orDie(Effect.zipRight(ensurePrivateDir(config.dataDir), preparePrivateDatabase(file)))
     return singleRunner({
       pollInterval: "500 millis",
       runnerStorage: "memory",

@@ -1,10 +1,9 @@
-import * as fs from "node:fs"
-import * as path from "node:path"
 import { Migrator, SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Cause, Data, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { AppConfig } from "./AppConfig.js"
+import { ensurePrivateDir, preparePrivateDatabase } from "./PrivateFiles.js"
 
 /**
  * The migrations of one domain. Each domain keeps its own history table
@@ -84,13 +83,23 @@ export const migrationsLayer = (sets: ReadonlyArray<DomainMigrations>) =>
 
 /**
  * The embedded SQLite database: one file under the data dir, WAL on (the driver's default).
- * The directory is created on first use, never by merely reading config.
+ * The directory is created on first use, never by merely reading config; the data dir 0700, the database and its
+ * companions 0600 (docs/security.md), tightened with a warning where a looser mode was left.
  */
 export const sqliteFromConfig = Layer.unwrapEffect(
   Effect.gen(function* () {
     const config = yield* AppConfig
     if (config.databaseFile !== ":memory:") {
-      yield* Effect.sync(() => fs.mkdirSync(path.dirname(config.databaseFile), { recursive: true }))
+      const prepared = yield* Effect.either(
+        Effect.zipRight(ensurePrivateDir(config.dataDir), preparePrivateDatabase(config.databaseFile))
+      )
+      if (prepared._tag === "Left")
+        return Layer.fail(
+          new DatabaseUnavailable({
+            code: "DATABASE_UNAVAILABLE",
+            detail: `cannot open the database ${config.databaseFile}: ${prepared.left.path}: ${prepared.left.reason}`
+          })
+        )
     }
     const client = SqliteClient.layer({ filename: config.databaseFile })
     // SQLite's default page cache is 2 MB; search indexes are far larger. Memory-mapped reads and a

@@ -7,6 +7,8 @@ export const writeFileAtomically = (file: string, text: string, mode = 0o644) =>
   const temp = `${file}.tmp-${process.pid}`
   const fd = fs.openSync(temp, "w", mode)
   try {
+    // The stated mode, not the mode less the process umask (the server's is 077).
+    fs.fchmodSync(fd, mode)
     fs.writeSync(fd, text)
     fs.fsyncSync(fd)
   } finally {

@@ -51,6 +51,8 @@ const writeAtomically = async (file: string, text: string) => {
   const temp = path.join(path.dirname(file), `.${path.basename(file)}.keel-${process.pid}-${Date.now()}`)
   const handle = await fs.open(temp, "wx", mode)
   try {
+    // The registry keeps its mode whatever the process umask (the server's is 077).
+    await handle.chmod(mode)
     await handle.writeFile(text)
     await handle.sync()
   } finally {

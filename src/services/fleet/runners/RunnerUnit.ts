@@ -83,6 +83,8 @@ export class RunnerUnit extends Effect.Service<RunnerUnit>()("fleet/RunnerUnit",
         yield* Effect.tryPromise({
           try: async () => {
             await fs.writeFile(`${file}.keel-tmp`, text, { mode: 0o644 })
+            // 0644 as the runner layout states it, whatever the process umask (the server's is 077).
+            await fs.chmod(`${file}.keel-tmp`, 0o644)
             await fs.rename(`${file}.keel-tmp`, file)
           },
           catch: (error) => new UnitCommandFailed({ unit: file, command: "write", detail: String(error) })

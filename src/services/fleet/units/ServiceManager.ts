@@ -196,6 +196,8 @@ export const stagedInstall =
       yield* io("stage", async () => {
         await fs.mkdir(staging, { recursive: true })
         await fs.writeFile(staged, text, { mode: 0o644 })
+        // A unit is public whatever the process umask (the server's is 077).
+        await fs.chmod(staged, 0o644)
       })
       yield* preflight(staged).pipe(
         Effect.zipRight(io("install", () => fs.rename(staged, file))),
