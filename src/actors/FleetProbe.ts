@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto"
 import { Activity, DurableClock, Workflow } from "@effect/workflow"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { channelSpec, defaultKnownHosts } from "../services/fleet/Channels.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
@@ -39,10 +39,45 @@ export const FleetProbe = Workflow.make({
   },
   success: ProbeResult,
   error: ProbeFailed,
-  idempotencyKey: ({ request_id }) => request_id
+  // The host is part of the key: a request id reused for another host is another run, never an attachment to a
+  // run on a host the caller's grant may not cover.
+  idempotencyKey: ({ host, request_id }) => `${host}/${request_id}`
 })
 
 export const probeKey = (executionId: string, name: string) => `state/probes/${executionId}/${name}`
+
+/** Where a run's host is recorded as it starts: whoever asks about the run is authorized for that host. */
+const hostRecordKey = (executionId: string) => probeKey(executionId, "host.json")
+
+/** Starts a probe (or attaches to the run of the same host and request id), its host recorded first. */
+export const startProbe = (payload: typeof FleetProbe.payloadSchema.Type) =>
+  Effect.gen(function* () {
+    const executionId = yield* FleetProbe.executionId(payload)
+    yield* (yield* ObjectGateway).putJson(hostRecordKey(executionId), { host: payload.host }).pipe(
+      // A state/ key of an execution id is always writable and valid: only the store or the fence can refuse it.
+      Effect.catchTags({
+        ImmutableObjectWrite: Effect.die,
+        ObjectWriteUnauthorized: Effect.die,
+        InvalidObjectKey: Effect.die
+      })
+    )
+    yield* FleetProbe.execute(payload, { discard: true })
+    return executionId
+  })
+
+/** The host a run probes, as recorded when it started; none for a run started before runs recorded it. */
+export const probeHost = (executionId: string) =>
+  Effect.gen(function* () {
+    const record = yield* (yield* ObjectGateway)
+      .getJson(hostRecordKey(executionId))
+      // The id names a run the engine knows (asked first): its key is valid.
+      .pipe(Effect.catchTag("InvalidObjectKey", Effect.die))
+    return Option.flatMap(record, (value) =>
+      typeof value === "object" && value !== null && typeof (value as { host?: unknown }).host === "string"
+        ? Option.some((value as { host: string }).host)
+        : Option.none()
+    )
+  })
 
 export const FleetProbeLive = FleetProbe.toLayer(
   Effect.fn(function* (payload, executionId) {

@@ -8,6 +8,8 @@ import { root } from "../support/server.js"
 
 // Issue 15: one authorization rule for every control-plane route, proved by one table — every route of the
 // surface's OpenAPI document × (no token, expired, wrong action, wrong consumer, right).
+// Issue 42: every route that names a host (in its path, query or body, or through the resource it names: a job,
+// a probe run) also refuses a token whose grant holds the action for another host only.
 
 const registryFile = path.join(root, "examples", "registry.yml")
 
@@ -58,7 +60,7 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
           (g) => g.token
         )
       // Something to read, delete and poll.
-      const ops = yield* token("ops", ["object-write", "fleet-read"], [])
+      const ops = yield* token("ops", ["object-write", "fleet-read"], ["forge-1"])
       assert.strictEqual((yield* send("PUT", "/api/objects/state/auth/doc.json", ops, "{}")).status, 200)
       const started = yield* send(
         "POST",
@@ -68,6 +70,15 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
       )
       assert.strictEqual(started.status, 202)
       const executionId = started.body.execution_id ?? ""
+      const gateway = yield* token("gateway-forge-2", ["job-submit"], ["forge-1"])
+      const submitted = yield* send(
+        "POST",
+        "/api/fleet/jobs",
+        gateway,
+        '{"kind":"precheck","target":"forge-1","argv":["true"]}'
+      )
+      assert.strictEqual(submitted.status, 202)
+      const jobId = (submitted.body as { id?: string }).id ?? ""
       const client = yield* HttpClient.HttpClient
 
       const routes: ReadonlyArray<Route> = [
@@ -136,6 +147,7 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
           url: "/api/fleet/gates/forge-1",
           consumer: "dashboard",
           action: "fleet-read",
+          host: "forge-1",
           ok: 200
         },
         {
@@ -240,6 +252,7 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
           body: '{"host":"forge-1","request_id":"auth-run"}',
           consumer: "ops",
           action: "fleet-read",
+          host: "forge-1",
           ok: 202
         },
         {
@@ -248,6 +261,7 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
           url: `/api/workflows/fleet-probe/${executionId}`,
           consumer: "ops",
           action: "fleet-read",
+          host: "forge-1",
           ok: 200
         },
         {
@@ -260,15 +274,14 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
           host: "forge-1",
           ok: 202
         },
-        // No such job: authorized, then 404.
         {
           route: "/api/fleet/jobs/{id}",
           method: "GET",
-          url: "/api/fleet/jobs/job_none",
+          url: `/api/fleet/jobs/${jobId}`,
           consumer: "gateway-forge-2",
           action: "job-submit",
           host: "forge-1",
-          ok: 404
+          ok: 200
         },
         // No such run: authorized, then 404 (the right token gets past authorization).
         {
@@ -304,18 +317,45 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
         documented
       )
 
+      // Every route naming a host in its path is in the host walk below; so are those naming one in a body or query.
+      const hostRoutes = routes.filter((r) => r.host !== undefined).map((r) => `${r.method} ${r.route}`)
+      for (const named of documented.filter((d) => /\{(host|target)\}/.test(d))) assert.include(hostRoutes, named)
+      for (const named of [
+        "PUT /api/host-health",
+        "GET /api/fleet/gates/{host}",
+        "POST /api/workflows/fleet-probe",
+        "GET /api/workflows/fleet-probe/{execution_id}",
+        "GET /api/host/storage-root-reconcile",
+        "POST /api/host/storage-root-reconcile",
+        "POST /api/fleet/jobs",
+        "GET /api/fleet/jobs/{id}"
+      ])
+        assert.include(hostRoutes, named)
+
       for (const r of routes) {
         const hosts = r.host === undefined ? [] : [r.host]
         const expiring = yield* token(r.consumer, [r.action], hosts, 200)
         const wrongAction = yield* token(r.consumer, [r.wrong ?? "service-ensure"], hosts)
         const stranger = yield* token("stranger", [r.action], hosts)
         const right = yield* token(r.consumer, [r.action], hosts)
+        // The action, from the right consumer, for another host only.
+        const otherHost = r.host === undefined ? undefined : yield* token(r.consumer, [r.action], ["forge-2"])
         yield* Effect.sleep("300 millis")
         const rows: Array<[string, string | undefined, number, string | undefined]> = [
           ["no token", undefined, 401, r.denied ?? "VAULT_DENIED"],
           ["expired", expiring, 401, r.denied ?? "VAULT_DENIED"],
           ["wrong action", wrongAction, r.denied === undefined ? 403 : 401, r.denied ?? "VAULT_FORBIDDEN"],
           ["wrong consumer", stranger, r.denied === undefined ? 403 : 401, r.denied ?? "ACTION_NOT_HELD"],
+          ...(otherHost === undefined
+            ? []
+            : [
+                ["another host", otherHost, r.denied === undefined ? 403 : 401, r.denied ?? "VAULT_FORBIDDEN"] as [
+                  string,
+                  string | undefined,
+                  number,
+                  string | undefined
+                ]
+              ]),
           ["right", right, r.ok, undefined]
         ]
         for (const [who, bearer, status, code] of rows) {

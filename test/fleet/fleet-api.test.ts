@@ -18,7 +18,8 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
 })("fleet reads (/api/fleet)", (it) => {
   it.effect("hosts: every target with the beacon, capacity and janitor report it published", () =>
     Effect.gen(function* () {
-      const dashboard = yield* vaultToken("dashboard", ["fleet-read"])
+      // Gates names a host: the grant covers it.
+      const dashboard = yield* vaultToken("dashboard", ["fleet-read"], ["forge-1"])
       const before = yield* sendJson("GET", "/api/fleet/hosts", dashboard)
       assert.strictEqual(before.status, 200)
       assert.deepStrictEqual(
@@ -83,8 +84,8 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
 
   it.effect("every fleet read is authorized by fleet-read", () =>
     Effect.gen(function* () {
-      const stranger = yield* vaultToken("stranger", ["fleet-read"])
-      const wrongAction = yield* vaultToken("dashboard", ["object-read"])
+      const stranger = yield* vaultToken("stranger", ["fleet-read"], ["forge-1"])
+      const wrongAction = yield* vaultToken("dashboard", ["object-read"], ["forge-1"])
       for (const url of ["/api/fleet/hosts", "/api/fleet/gates/forge-1", "/api/fleet/overview"]) {
         const none = yield* sendJson("GET", url)
         assert.strictEqual(none.status, 401, url)

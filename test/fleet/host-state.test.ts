@@ -93,7 +93,19 @@ describe.skipIf(!sshdAvailable)("a second host publishes through the object API"
       stateGrant
     ])
     const opsGrant = path.join(dir, "ops-grant.json")
-    ctl(["vault", "grant", "create", "--consumer", "ops", "--action", "fleet-read", "--out", opsGrant])
+    ctl([
+      "vault",
+      "grant",
+      "create",
+      "--consumer",
+      "ops",
+      "--action",
+      "fleet-read",
+      "--host",
+      "remote-1",
+      "--out",
+      opsGrant
+    ])
     const server = await startServer([ctlBin, "serve", "--port", "0"], { ...env, KEEL_LOG_LEVEL: "info" }, children)
     const url = `http://127.0.0.1:${server.port}`
 

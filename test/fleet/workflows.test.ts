@@ -33,7 +33,7 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
 
   it.effect("a probe runs its three steps once each and answers its result; a request id attaches", () =>
     Effect.gen(function* () {
-      const token = yield* vaultToken("ops", ["fleet-read"])
+      const token = yield* vaultToken("ops", ["fleet-read"], ["forge-1"])
       const started = yield* sendJson("POST", "/api/workflows/fleet-probe", token, {
         host: "forge-1",
         request_id: "probe-1"
@@ -44,6 +44,17 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
         request_id: "probe-1"
       })
       assert.strictEqual(again.body.execution_id, started.body.execution_id)
+      // The same request id for another host is another run: never an attachment to forge-1's (issue 42).
+      const forge2 = yield* vaultToken("ops", ["fleet-read"], ["forge-2"])
+      const other = yield* sendJson("POST", "/api/workflows/fleet-probe", forge2, {
+        host: "forge-2",
+        request_id: "probe-1"
+      })
+      assert.strictEqual(other.status, 202)
+      assert.notStrictEqual(other.body.execution_id, started.body.execution_id)
+      const peek = yield* sendJson("GET", `/api/workflows/fleet-probe/${started.body.execution_id}`, forge2)
+      assert.strictEqual(peek.status, 403)
+      assert.strictEqual(peek.body.code, "VAULT_FORBIDDEN")
       const done = yield* finished(token, started.body.execution_id)
       assert.strictEqual(done.body.state, "succeeded")
       assert.strictEqual(done.body.result.kernel, kernel)
@@ -60,7 +71,7 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
 
   it.effect("a probe of a host the registry does not declare fails at its first step", () =>
     Effect.gen(function* () {
-      const token = yield* vaultToken("ops", ["fleet-read"])
+      const token = yield* vaultToken("ops", ["fleet-read"], ["forge-1", "ghost"])
       const started = yield* sendJson("POST", "/api/workflows/fleet-probe", token, { host: "ghost" })
       const done = yield* finished(token, started.body.execution_id)
       assert.strictEqual(done.body.state, "failed")
@@ -72,7 +83,7 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
         (yield* sendJson("POST", "/api/workflows/fleet-probe", undefined, { host: "forge-1" })).status,
         401
       )
-      const stranger = yield* vaultToken("stranger", ["fleet-read"])
+      const stranger = yield* vaultToken("stranger", ["fleet-read"], ["forge-1"])
       assert.strictEqual(
         (yield* sendJson("POST", "/api/workflows/fleet-probe", stranger, { host: "forge-1" })).status,
         403
@@ -101,7 +112,19 @@ describe("FleetProbe survives kill -9 of the server", () => {
         }
         const grantFile = path.join(work, "ops-grant.json")
         const grant = yield* runCli(
-          ["vault", "grant", "create", "--consumer", "ops", "--action", "fleet-read", "--out", grantFile],
+          [
+            "vault",
+            "grant",
+            "create",
+            "--consumer",
+            "ops",
+            "--action",
+            "fleet-read",
+            "--host",
+            "forge-1",
+            "--out",
+            grantFile
+          ],
           env
         )
         assert.strictEqual(grant.exitCode, 0, grant.stderr)

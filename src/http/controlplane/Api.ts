@@ -182,7 +182,10 @@ export class FleetApi extends HttpApiGroup.make("fleet")
       .setPath(Schema.Struct({ host: Schema.String }))
       .setHeaders(Bearer)
       .addSuccess(Schema.Unknown.annotations({ description: "The JSON of `ctl host gates HOST --json`" }))
-      .annotate(OpenApi.Description, "Why the host does or does not admit work (read on the host). Needs fleet-read.")
+      .annotate(
+        OpenApi.Description,
+        "Why the host does or does not admit work (read on the host). Needs fleet-read for the host."
+      )
   )
   .add(
     HttpApiEndpoint.get("overview", "/fleet/overview")
@@ -284,9 +287,11 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
         })
       )
       .addSuccess(ProbeStarted, { status: 202 })
+      .addError(ObjectStoreError, { status: 503 })
+      .addError(StorageFenced)
       .annotate(
         OpenApi.Description,
-        "Starts a FleetProbe of the host (or attaches to the run of the same request_id). Needs fleet-read."
+        "Starts a FleetProbe of the host (or attaches to the run of the same host and request_id). Needs fleet-read for the host."
       )
   )
   .add(
@@ -295,9 +300,10 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
       .setHeaders(Bearer)
       .addSuccess(ProbeStatus)
       .addError(WorkflowNotFound)
+      .addError(ObjectStoreError, { status: 503 })
       .annotate(
         OpenApi.Description,
-        "A FleetProbe run: running, succeeded (its result) or failed (its error). Needs fleet-read."
+        "A FleetProbe run: running, succeeded (its result) or failed (its error). Needs fleet-read for the run's host."
       )
   )
   .add(

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Exit, Option, Stream } from "effect"
-import { FleetProbe } from "../../actors/FleetProbe.js"
+import { FleetProbe, probeHost, startProbe } from "../../actors/FleetProbe.js"
 import { ReleaseRunWorkflow } from "../../actors/ReleaseRunWorkflow.js"
 import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
 import { Gates } from "../../services/fleet/gates/Gates.js"
@@ -222,7 +222,12 @@ export const FleetLive = HttpApiBuilder.group(ControlPlaneApi, "fleet", (handler
             )
         )
       )
-      .handle("gates", ({ headers, path }) => Effect.zipRight(allowed(headers.authorization), gates.report(path.host)))
+      .handle("gates", ({ headers, path }) =>
+        Effect.zipRight(
+          authority.authorize(bearerToken(headers.authorization), { action: "fleet-read", host: path.host }),
+          gates.report(path.host)
+        )
+      )
       .handle("overview", ({ headers }) => Effect.zipRight(allowed(headers.authorization), overview.report()))
       .handle("services", ({ headers }) =>
         Effect.zipRight(allowed(headers.authorization), views.listing.pipe(Effect.catchAll(registryUnavailable)))
@@ -278,15 +283,13 @@ export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", 
     return handlers
       .handle("startProbe", ({ headers, payload }) =>
         Effect.gen(function* () {
-          yield* allowed(headers.authorization)
-          const executionId = yield* FleetProbe.execute(
-            {
-              host: payload.host,
-              request_id: payload.request_id ?? randomUUID(),
-              pause_ms: payload.pause_ms ?? 0
-            },
-            { discard: true }
-          )
+          // The probe runs a command on the host: the grant must cover it, as every route naming a host asks.
+          yield* authority.authorize(bearerToken(headers.authorization), { action: "fleet-read", host: payload.host })
+          const executionId = yield* startProbe({
+            host: payload.host,
+            request_id: payload.request_id ?? randomUUID(),
+            pause_ms: payload.pause_ms ?? 0
+          })
           return { execution_id: executionId, host: payload.host }
         })
       )
@@ -322,6 +325,16 @@ export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", 
               execution_id: path.execution_id,
               detail: `no FleetProbe run ${path.execution_id}`
             })
+          // A run is its host's: the grant must cover the host it probes (recorded at start; for a run started
+          // before hosts were recorded, the host its result names).
+          const recorded = yield* probeHost(path.execution_id)
+          const host = Option.orElse(recorded, () =>
+            result._tag === "Complete" && Exit.isSuccess(result.exit)
+              ? Option.some(result.exit.value.host)
+              : Option.none()
+          )
+          if (Option.isSome(host))
+            yield* authority.authorize(bearerToken(headers.authorization), { action: "fleet-read", host: host.value })
           if (result._tag === "Suspended")
             return { execution_id: path.execution_id, state: "running" as const, result: null, error: null }
           return Exit.match(result.exit, {
