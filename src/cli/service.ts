@@ -2,12 +2,13 @@ import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Effect, Option } from "effect"
 import { ReconcilerOpsLive } from "../layers/Live.js"
 import { thisHostName } from "../services/fleet/Channels.js"
+import { beaconEnsureRefusal } from "../services/fleet/reconciler/Decision.js"
 import { HostUnits, probeUrl } from "../services/fleet/reconciler/HostUnits.js"
 import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconciler.js"
 import type { ServiceReport, ServiceRow } from "../services/fleet/reconciler/ServiceReport.js"
 import { ServiceViews } from "../services/fleet/reconciler/ServiceViews.js"
 import { ServiceManager } from "../services/fleet/units/ServiceManager.js"
-import { renderProblem, renderUnit } from "../services/fleet/units/UnitRender.js"
+import { renderUnit, unrenderable } from "../services/fleet/units/UnitRender.js"
 import { CommandFailed, ExitWith, emit, errorCode, failWith, json, table } from "./Output.js"
 
 const name = Args.text({ name: "NAME" }).pipe(Args.withDescription("The service's name in the registry"))
@@ -64,7 +65,11 @@ const hereVerb = (verb: "show" | "ensure" | "kick" | "reassert", service: string
     const declared = { name: service, unit: found.service.unit, program: found.service.program }
     if (verb === "show") return { state: yield* manager.inspect(declared) }
     if (verb === "reassert") return yield* manager.reassertTimer(declared)
-    const problem = renderProblem(found.service)
+    const beacon = verb === "ensure" ? beaconEnsureRefusal(found.service) : undefined
+    if (beacon !== undefined)
+      return yield* Effect.fail({ _tag: "ServiceOperationRefused", code: "ENSURE_REFUSED", detail: beacon })
+    // Not renderProblem: host recovery ensures recovery-managed units through here (the control plane's rules decide).
+    const problem = unrenderable(found.service)
     if (problem !== undefined)
       return yield* Effect.fail({
         _tag: "DeclarationIncomplete",

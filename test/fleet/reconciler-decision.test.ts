@@ -172,5 +172,12 @@ describe("repair rules", () => {
       state: "beacon_missing",
       action: "none"
     })
+    // Issue 42 item 9: a fresh beacon that omits its own unit, which the host reports absent (or whose endpoint does
+    // not answer) is not a service ensure's either — the same rule 6 an operator's `ctl service ensure` follows.
+    for (const evidence of [{ endpoint: "not_declared" as const, probe: absent }, { endpoint: "unreachable" as const }])
+      assert.deepInclude(decideUnit({ declaration: beaconUnit, beacon: "fresh", ...evidence }), {
+        state: "beacon_missing",
+        action: "none"
+      })
   })
 })

@@ -305,4 +305,78 @@ describe("the reconciler on real processes (Keel's supervisor)", () => {
       }).pipe(Effect.provide(layer)),
     60_000
   )
+
+  // Issue 42 item 7: the supervisor answers for a unit name as systemd does — the file it loaded the unit from
+  // (FragmentPath), wherever that is — so a unit the host runs from another path can be adopted.
+  it.live(
+    "a unit the host loaded from another path reads back loaded there: omitted + observed → relocated → adopted",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* Effect.promise(freePort)
+        const declaredUnit = path.join(units, "relay.service")
+        const hostUnit = path.join(dir, "elsewhere", "relay.service")
+        fs.mkdirSync(path.dirname(hostUnit), { recursive: true })
+        fs.writeFileSync(
+          registryFile,
+          Yaml.stringify({
+            version: 1,
+            settings: { autonomy_mode: "enforce-owned", max_actions_per_tick: 5, host_silence_seconds: 900 },
+            targets: [
+              {
+                name: "box",
+                os: "linux",
+                channel: "local",
+                services: [
+                  {
+                    name: "relay",
+                    unit: declaredUnit,
+                    program: process.execPath,
+                    args: [server, String(port)],
+                    endpoint: { url: `http://127.0.0.1:${port}/` }
+                  }
+                ]
+              }
+            ]
+          })
+        )
+        const manager = yield* ServiceManager
+        // An operator installed the unit by hand at another path and started it: the declared path has no file.
+        yield* manager.ensure({
+          name: "relay",
+          unit: hostUnit,
+          program: process.execPath,
+          args: [server, String(port)],
+          kind: "service",
+          text: `[Service]\nExecStart=${process.execPath} ${server} ${port}\n`
+        })
+        yield* Effect.addFinalizer(() => Effect.ignore(supervisor.stop({ name: "relay", unit: hostUnit })))
+        const answers = yield* Effect.promise(async () => {
+          for (let i = 0; i < 100; i++) {
+            const ok = await fetch(`http://127.0.0.1:${port}/`).then(
+              () => true,
+              () => false
+            )
+            if (ok) return true
+            await new Promise((resolve) => setTimeout(resolve, 100))
+          }
+          return false
+        })
+        assert.isTrue(answers, "the relay serves")
+        assert.isFalse(fs.existsSync(declaredUnit))
+
+        const probed = yield* manager.inspect({ name: "relay", unit: declaredUnit, program: process.execPath })
+        assert.deepInclude(probed, { load_state: "loaded", active_state: "active", fragment_path: hostUnit })
+        assert.strictEqual(probed.process?.executable, process.execPath)
+
+        const before = journal().length
+        const relocated = yield* tickOn({ omit: ["relay"] })
+        assert.strictEqual(row(relocated, "relay").evidence.endpoint, "observed")
+        assert.deepInclude(row(relocated, "relay").decision, { state: "relocated", action: "adopt", unit: hostUnit })
+        assert.deepInclude(row(relocated, "relay").execution, { status: "succeeded", change: "adopted" })
+        assert.strictEqual(Yaml.parse(fs.readFileSync(registryFile, "utf8")).targets[0].services[0].unit, hostUnit)
+        assert.isFalse(fs.existsSync(declaredUnit), "no duplicate unit is created")
+        assert.strictEqual(journal().length, before, "adopting runs nothing on the host")
+      }).pipe(Effect.scoped, Effect.provide(layer)),
+    60_000
+  )
 })

@@ -319,6 +319,28 @@ describe("the first table, executed (EnforceOwned)", () => {
     }
   )
 
+  // Issue 42 item 9: seed 002 repair rule 6 is one rule for the tick and for an operator's `ctl service ensure`.
+  it.effect(
+    "an operator's ensure of the beacon is refused (rule 6) before the host, as the tick never ensures it; reassert repairs it",
+    () => {
+      const { hosts, layer } = setup()
+      return Effect.gen(function* () {
+        yield* healthyFleet(hosts)
+        const reconciler = yield* ServiceReconciler
+        const before = hosts.commands.length
+        const refused = yield* Effect.flip(reconciler.operate("ensure", "beacon", "alpha"))
+        assert.deepInclude(refused, { _tag: "ServiceOperationRefused", code: "ENSURE_REFUSED" })
+        assert.include((refused as { detail: string }).detail, "rule 6")
+        assert.strictEqual(hosts.commands.length, before, "no unit is created or reloaded on the host")
+        const policy = reconciler.policyOf(yield* (yield* FleetRegistry).read())
+        assert.strictEqual((yield* (yield* AutonomyControl).breaker("alpha", policy)).failures, 0)
+        // The repair rule 6 allows: re-enable the installed timer.
+        const reasserted = yield* reconciler.operate("reassert", "beacon", "alpha")
+        assert.strictEqual(reasserted.change, "reasserted")
+      }).pipe(Effect.provide(layer))
+    }
+  )
+
   it.effect(
     "a declaration without program → declaration_incomplete, refused; recovery-managed units are left alone",
     () => {

@@ -64,8 +64,25 @@ const incomplete = (declaration: typeof ServiceDeclaration.Type): UnitDecision |
       }
     : undefined
 
+/**
+ * Rule 6: the beacon (`role: beacon`, a oneshot and its timer installed by `ctl host beacon install`) cannot be
+ * expressed by service ensure; its host keeps its installed timer, and its repair is reasserting that timer. The
+ * one rule the reconciler's decisions and an operator's `ctl service ensure` (either side of the channel) follow.
+ */
+export const beaconEnsureRefusal = (declaration: typeof ServiceDeclaration.Type) =>
+  declaration.role === "beacon"
+    ? `${declaration.name} is the host's beacon: a service ensure cannot express its oneshot timer (rule 6); install it with ctl host beacon install, re-enable its timer with ctl service reassert`
+    : undefined
+
 const ensure = (declaration: typeof ServiceDeclaration.Type, state: "failed" | "missing", why: string): UnitDecision =>
-  incomplete(declaration) ?? { state, action: "ensure", reason: why }
+  beaconEnsureRefusal(declaration) === undefined
+    ? (incomplete(declaration) ?? { state, action: "ensure", reason: why })
+    : {
+        state: "beacon_missing",
+        action: "none",
+        reason:
+          "the beacon unit is not installed: install it with ctl host beacon install (rule 6: never a service ensure)"
+      }
 
 const loaded = (row: UnitState) => row.load_state === "loaded"
 
@@ -91,14 +108,7 @@ export const decideUnit = (evidence: UnitEvidence): UnitDecision => {
     if (row.error !== null)
       return { state: "unknown", action: "none", reason: `the unit could not be read: ${row.error}` }
     if (row.load_state === "not-found")
-      return declaration.role === "beacon"
-        ? {
-            state: "beacon_missing",
-            action: "none",
-            reason:
-              "the beacon unit is not installed: install it with ctl host beacon install (rule 6: never a service ensure)"
-          }
-        : ensure(declaration, "missing", "the host reports the unit absent: create it from its declaration")
+      return ensure(declaration, "missing", "the host reports the unit absent: create it from its declaration")
     if (row.active_state === "failed")
       return declaration.role === "beacon"
         ? {

@@ -10,7 +10,7 @@ import type { Target } from "../registry/Schema.js"
 import { renderProblem, renderUnit } from "../units/UnitRender.js"
 import { Alerts, type ServiceAlert } from "./Alerts.js"
 import { AutonomyControl, type BreakerPolicy } from "./AutonomyControl.js"
-import { decideUnit, mutatesHost, type UnitDecision } from "./Decision.js"
+import { beaconEnsureRefusal, decideUnit, mutatesHost, type UnitDecision } from "./Decision.js"
 import { type Assessed, FleetEvidence } from "./FleetEvidence.js"
 import { HostUnits } from "./HostUnits.js"
 import {
@@ -71,7 +71,7 @@ export class UnknownService extends Schema.TaggedError<UnknownService>()("Unknow
 
 /** An operator's repair that cannot apply to this declaration: refused before the host is touched (never a breaker failure). */
 export class ServiceOperationRefused extends Schema.TaggedError<ServiceOperationRefused>()("ServiceOperationRefused", {
-  code: Schema.Literal("DECLARATION_INCOMPLETE", "REASSERT_REFUSED"),
+  code: Schema.Literal("DECLARATION_INCOMPLETE", "REASSERT_REFUSED", "ENSURE_REFUSED"),
   detail: Schema.String
 }) {}
 
@@ -411,6 +411,8 @@ export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("flee
             detail: `${name} is a ${found.service.kind}, not a oneshot-timer: reassert re-enables a timer; use ensure or kick`
           })
         }
+        const beacon = verb === "ensure" ? beaconEnsureRefusal(found.service) : undefined
+        if (beacon !== undefined) return yield* new ServiceOperationRefused({ code: "ENSURE_REFUSED", detail: beacon })
         const problem = verb === "reassert" ? undefined : renderProblem(found.service)
         if (problem !== undefined)
           return yield* new ServiceOperationRefused({ code: "DECLARATION_INCOMPLETE", detail: `${name}: ${problem}` })

@@ -72,14 +72,17 @@ export const makeSupervisor = (dir: string): ServiceManager["Type"] => {
   const inspect = (declared: DeclaredUnit) =>
     Effect.gen(function* () {
       const name = unitName(declared.unit)
+      const definition = loaded(name)
+      // As systemd answers for a unit name: the file the manager loaded it from (its FragmentPath), wherever that is,
+      // else the declared path — so a unit the host runs from another path reads back loaded, at that path.
+      const fragment = definition?.fragment_path ?? declared.unit
       const text = yield* Effect.sync(() => {
         try {
-          return fs.readFileSync(declared.unit, "utf8")
+          return fs.readFileSync(fragment, "utf8")
         } catch {
           return null
         }
       })
-      const definition = loaded(name)
       const record = current(name)
       const pid = record?.main_pid ?? 0
       if (text === null && record?.active_state !== "active")
@@ -91,7 +94,7 @@ export const makeSupervisor = (dir: string): ServiceManager["Type"] => {
         sub_state: record?.sub_state ?? "dead",
         main_pid: pid,
         exec_start: definition === null ? null : definition.exec.join(" "),
-        fragment_path: text === null ? null : declared.unit,
+        fragment_path: text === null ? null : fragment,
         process: pid > 0 ? yield* liveProcess(pid, declared.program) : null,
         need_daemon_reload: text !== null && definition !== null && sha256Hex(text) !== definition.text_sha256,
         unit_file_state: definition?.enabled ? "enabled" : "disabled",

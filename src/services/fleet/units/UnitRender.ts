@@ -57,15 +57,24 @@ export const parseCommandLine = (line: string): ReadonlyArray<string> => {
 export const xml = (text: string) =>
   text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
 
-/** Why a declaration cannot be rendered (rule 2: it names only a unit path), or undefined. */
-export const renderProblem = (declaration: typeof ServiceDeclaration.Type) =>
+/**
+ * Why a declaration cannot be rendered into a unit at all (rule 2: it names only a unit path), or undefined: what the
+ * host's `ctl service ensure|kick --here` checks before it renders (host recovery ensures recovery-managed units there).
+ */
+export const unrenderable = (declaration: typeof ServiceDeclaration.Type) =>
   declaration.program === undefined
     ? "declaration_incomplete: the registry entry names no program"
+    : declaration.args.some((arg) => /[\n\r\0]/.test(arg))
+      ? "an argument spans lines"
+      : undefined
+
+/** Why an operator's repair cannot render the declaration: unrenderable, or a recovery-managed unit (rule 5). */
+export const renderProblem = (declaration: typeof ServiceDeclaration.Type) =>
+  declaration.program === undefined
+    ? unrenderable(declaration)
     : declaration.kind === "recovery-managed"
       ? "recovery-managed units are kept by the host-recovery program"
-      : declaration.args.some((arg) => /[\n\r\0]/.test(arg))
-        ? "an argument spans lines"
-        : undefined
+      : unrenderable(declaration)
 
 const timerPath = (unit: string) => unit.replace(/\.service$/, ".timer")
 
