@@ -55,6 +55,7 @@ import { Database } from "../services/platform/Database.js"
 import { Health } from "../services/platform/Health.js"
 import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js"
 import { Leases } from "../services/platform/Leases.js"
+import { LoopbackTrust } from "../services/platform/LoopbackTrust.js"
 import { ObjectGateway } from "../services/platform/objects/ObjectGateway.js"
 import { StorageFenceLive } from "../services/platform/objects/StorageFence.js"
 import { Shutdown } from "../services/platform/Shutdown.js"
@@ -95,6 +96,7 @@ export const MarketServices = Layer.mergeAll(
 export const DomainServices = Layer.mergeAll(
   Health.Default,
   TrustedProxies.Default,
+  LoopbackTrust.Default,
   Leases.Default,
   Collector.Default,
   Onboarding.Default,

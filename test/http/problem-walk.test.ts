@@ -374,6 +374,13 @@ layer(
         401,
         "UNAUTHORIZED"
       )
+      // A loopback client naming another Host (DNS rebinding) while no GT_TOKENS is set.
+      yield* g(
+        "/search",
+        { method: "GET", url: "/search?q=x", headers: { host: "rebind.example" } },
+        421,
+        "HOST_NOT_ALLOWED"
+      )
       yield* g("/search", { method: "GET", url: "/search?q=x&repo=nope" }, 404, "UNKNOWN_REPO")
       const ingest = (body: unknown) => ({ method: "POST", url: "/ingest/repo", body: json(body) })
       // Unreachable before any registry was accepted: unavailable, not refused.

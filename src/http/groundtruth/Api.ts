@@ -1,4 +1,12 @@
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, OpenApi } from "@effect/platform"
+import {
+  HttpApi,
+  HttpApiEndpoint,
+  HttpApiGroup,
+  HttpApiMiddleware,
+  HttpApiSchema,
+  HttpApiSecurity,
+  OpenApi
+} from "@effect/platform"
 import { Schema } from "effect"
 import { AskAnswer } from "../../services/groundtruth/Answerer.js"
 import { AssetNotFound, AssetRecord } from "../../services/groundtruth/BrandAssets.js"
@@ -26,9 +34,28 @@ export class GtUnauthorized extends Schema.TaggedError<GtUnauthorized>()(
   HttpApiSchema.annotations({ status: 401 })
 ) {}
 
-/** Bearer token from GT_TOKENS; with none configured, loopback clients only. */
+/**
+ * Without GT_TOKENS, a loopback client asked for a `Host` that is not this machine's (DNS rebinding: a web page
+ * whose own name resolves to 127.0.0.1). 421 Misdirected Request: this server does not answer for that name.
+ */
+export class GtHostNotAllowed extends Schema.TaggedError<GtHostNotAllowed>()(
+  "GtHostNotAllowed",
+  { code: Schema.Literal("HOST_NOT_ALLOWED"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 421 })
+) {}
+
+/** Bearer token from GT_TOKENS; with none configured, loopback clients only, asking for a loopback `Host`. */
 export class GroundTruthAuth extends HttpApiMiddleware.Tag<GroundTruthAuth>()("GroundTruthAuth", {
-  failure: GtUnauthorized
+  failure: Schema.Union(GtUnauthorized, GtHostNotAllowed),
+  security: {
+    bearer: HttpApiSecurity.bearer.pipe(
+      HttpApiSecurity.annotate(
+        OpenApi.Description,
+        "One of GT_TOKENS. With GT_TOKENS unset, no token: loopback clients only, naming a loopback Host " +
+          "(localhost, 127.x.y.z, [::1]) or one of KEEL_SERVER_NAMES (docs/groundtruth.md)."
+      )
+    )
+  }
 }) {}
 
 export class GroundTruthReadApi extends HttpApiGroup.make("read")

@@ -7,19 +7,23 @@ import { Ingester } from "../../services/groundtruth/Ingester.js"
 import { Retriever } from "../../services/groundtruth/Retriever.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import { Health } from "../../services/platform/Health.js"
-import { isLoopbackHost } from "../../services/platform/Net.js"
-import { TrustedProxies } from "../../services/platform/TrustedProxies.js"
-import { GroundTruthApi, GroundTruthAuth, GtUnauthorized } from "./Api.js"
+import { LoopbackTrust } from "../../services/platform/LoopbackTrust.js"
+import { GroundTruthApi, GroundTruthAuth, GtHostNotAllowed, GtUnauthorized } from "./Api.js"
 
 export const GroundTruthHealthLive = HttpApiBuilder.group(GroundTruthApi, "health", (handlers) =>
   handlers.handle("health", () => Health.use((health) => health.check))
 )
 
+/**
+ * GT_TOKENS set: a valid bearer token. Unset: the loopback rule (LoopbackTrust) — a loopback client naming a
+ * loopback `Host` or one of KEEL_SERVER_NAMES. The header is read as sent (the scheme in any case, as everywhere);
+ * the platform's decoded credential is not used.
+ */
 export const GroundTruthAuthLive = Layer.effect(
   GroundTruthAuth,
   Effect.gen(function* () {
     const config = yield* GtConfig
-    const proxies = yield* TrustedProxies
+    const loopback = yield* LoopbackTrust
     if (config.tokens.size === 0) {
       yield* Effect.logWarning("GT_TOKENS is not set: the ground-truth surface answers loopback clients only")
     }
@@ -27,12 +31,17 @@ export const GroundTruthAuthLive = Layer.effect(
     const challenge = HttpApp.appendPreResponseHandler((_request, response) =>
       Effect.succeed(HttpServerResponse.setHeader(response, "www-authenticate", 'Bearer realm="keel-groundtruth"'))
     )
-    return Effect.gen(function* () {
+    const authorize = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       if (config.tokens.size === 0) {
-        // Behind a trusted proxy (KEEL_TRUSTED_PROXIES), the client it names counts, not the proxy's own address.
-        const remote = proxies.clientAddress(Option.getOrUndefined(request.remoteAddress), request.headers)
-        if (isLoopbackHost(remote)) return
+        const refusal = loopback.refusal(Option.getOrUndefined(request.remoteAddress), request.headers)
+        if (refusal === undefined) return
+        if (refusal === "host-not-allowed")
+          return yield* new GtHostNotAllowed({
+            code: "HOST_NOT_ALLOWED",
+            detail:
+              "no GT_TOKENS configured: only a loopback Host (localhost, 127.x.y.z, [::1]) or one of KEEL_SERVER_NAMES is answered"
+          })
         yield* challenge
         return yield* new GtUnauthorized({
           code: "UNAUTHORIZED",
@@ -45,6 +54,7 @@ export const GroundTruthAuthLive = Layer.effect(
         return yield* new GtUnauthorized({ code: "UNAUTHORIZED", detail: "a valid bearer token is required" })
       }
     })
+    return GroundTruthAuth.of({ bearer: () => authorize })
   })
 )
 
