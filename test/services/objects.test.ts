@@ -31,7 +31,7 @@ for (const [name, layer] of Object.entries(adapters)) {
     it.effect("every adapter refuses the keys the key rules refuse, for every operation", () =>
       Effect.gen(function* () {
         const store = yield* ObjectStore
-        for (const key of ["../escape", "/abs", "a//b", "", "state/.keel-lock-x"]) {
+        for (const key of ["../escape", "/abs", "a//b", "", "state/.keel-lock-x", `state/${"n".repeat(245)}`]) {
           assert.strictEqual((yield* Effect.flip(store.put(key, bytes("x"))))._tag, "ObjectStoreError", key)
           assert.strictEqual((yield* Effect.flip(store.get(key)))._tag, "ObjectStoreError", key)
           assert.strictEqual((yield* Effect.flip(store.delete(key)))._tag, "ObjectStoreError", key)
@@ -214,7 +214,10 @@ describe("object keys", () => {
       // The file store's own lock and temporary names: a planted lock would stall every write beside it.
       "state/registry/.keel-lock-last-valid.json",
       ".keel-tmp-123/x",
-      "state/.keel-lock-"
+      "state/.keel-lock-",
+      // A segment no file system holds as a name beside its lock (255 bytes less `.keel-lock-`): by bytes, not characters.
+      `state/${"n".repeat(245)}`,
+      `state/${"é".repeat(123)}`
     ]) {
       assert.isString(keyProblem(key), JSON.stringify(key))
     }
@@ -224,7 +227,9 @@ describe("object keys", () => {
       "releases/keel/1.2.3/release.tar.gz",
       "a..b/c",
       "state/.keel-locks.json",
-      "state/keel-lock-x"
+      "state/keel-lock-x",
+      `state/${"n".repeat(244)}`,
+      `state/${"é".repeat(122)}`
     ])
       assert.isUndefined(keyProblem(key), key)
   })
@@ -300,6 +305,19 @@ describe("the filesystem adapter", () => {
       yield* store.putIfAbsent("state/x.json", bytes("three"))
       assert.deepStrictEqual(fs.readdirSync(path.join(root, "state")), ["x.json"])
       assert.strictEqual(fs.readFileSync(path.join(root, "state", "x.json"), "utf8"), "two")
+    })
+  )
+
+  it.effect("the longest segment the key rules allow is stored, replaced under its lock and deleted", () =>
+    Effect.gen(function* () {
+      const root = fs.mkdtempSync(path.join(os.tmpdir(), "keel-objects-"))
+      const store = yield* Effect.provide(ObjectStore, FsObjectStoreLayer(root))
+      for (const key of [`state/${"n".repeat(244)}`, `state/${"é".repeat(122)}`]) {
+        const head = yield* store.put(key, bytes("one"))
+        assert.isTrue((yield* store.putIfMatch(key, head.sha256, bytes("two"))).replaced, key)
+        assert.strictEqual(text(Option.getOrThrow(yield* store.get(key)).bytes), "two")
+        assert.isTrue(yield* store.delete(key), key)
+      }
     })
   )
 

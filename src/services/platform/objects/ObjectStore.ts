@@ -107,8 +107,15 @@ export class ObjectStore extends Context.Tag("platform/ObjectStore")<
 const MAX_KEY_LENGTH = 1024
 
 /**
+ * The most bytes (UTF-8) a key's segment may have: a file name is at most 255 bytes on the file systems the file
+ * store runs on (ext4, XFS, APFS), and the store keeps a write lock `.keel-lock-<name>` beside each object.
+ */
+export const MAX_SEGMENT_BYTES = 255 - ".keel-lock-".length
+
+/**
  * Why `key` is not a valid object key, or undefined when it is: relative, slash-separated, no empty,
- * `.` or `..` segment, no NUL or other control character, no backslash, at most 1024 characters.
+ * `.` or `..` segment, no NUL or other control character, no backslash, at most 1024 characters, each segment
+ * at most MAX_SEGMENT_BYTES bytes.
  * Keys never name a place outside their store, whatever the backend.
  */
 export const keyProblem = (key: string): string | undefined => {
@@ -124,11 +131,15 @@ export const keyProblem = (key: string): string | undefined => {
     // The file store's own lock and temporary files: a key named like one could fake a write lock (stalling
     // every write beside it) or be deleted as a stale lock. Reserved in every store, so keys move between them.
     if (RESERVED_SEGMENT.test(segment)) return "an object key's segments must not start with .keel-lock- or .keel-tmp-"
+    // Refused in every store, so a key one adapter holds is a key every adapter holds.
+    if (utf8.encode(segment).byteLength > MAX_SEGMENT_BYTES)
+      return `an object key's segments are at most ${MAX_SEGMENT_BYTES} bytes (UTF-8) each`
   }
   return undefined
 }
 
 const RESERVED_SEGMENT = /^\.keel-(?:lock|tmp)-/
+const utf8 = new TextEncoder()
 
 /** The key, or an InvalidObjectKey saying why not. */
 export const checkKey = (key: string): Effect.Effect<string, InvalidObjectKey> => {
