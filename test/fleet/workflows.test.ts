@@ -79,6 +79,13 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
       const unknown = yield* sendJson("GET", "/api/workflows/fleet-probe/no-such-run", token)
       assert.strictEqual(unknown.status, 404)
       assert.strictEqual(unknown.body.code, "WORKFLOW_NOT_FOUND")
+      // An id with whitespace around it (or anything else that is not 32 hex digits) names no run: 404, never a 500.
+      for (const spelled of [`%20${started.body.execution_id}%20`, `${started.body.execution_id}%0A`, "%09"]) {
+        const padded = yield* sendJson("GET", `/api/workflows/fleet-probe/${spelled}`, token)
+        assert.strictEqual(padded.status, 404, spelled)
+        assert.strictEqual(padded.body.code, "WORKFLOW_NOT_FOUND", spelled)
+        assert.match(padded.body.detail, /32 hexadecimal digits/, spelled)
+      }
       assert.strictEqual(
         (yield* sendJson("POST", "/api/workflows/fleet-probe", undefined, { host: "forge-1" })).status,
         401

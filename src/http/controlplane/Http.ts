@@ -318,6 +318,14 @@ export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", 
       .handle("probeStatus", ({ headers, path }) =>
         Effect.gen(function* () {
           yield* allowed(headers.authorization)
+          // An execution id is the workflow engine's 32 hexadecimal digits: anything else (an id with whitespace
+          // around it) names no run and is never handed to the engine, which fails on it.
+          if (!/^[0-9a-f]{32}$/.test(path.execution_id))
+            return yield* new WorkflowNotFound({
+              code: "WORKFLOW_NOT_FOUND",
+              execution_id: path.execution_id.slice(0, 80),
+              detail: "no FleetProbe run: an execution id is 32 hexadecimal digits"
+            })
           const result = yield* FleetProbe.poll(path.execution_id)
           if (result === undefined)
             return yield* new WorkflowNotFound({
