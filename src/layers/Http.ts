@@ -25,6 +25,7 @@ import {
   StorageLive,
   WorkflowsLive
 } from "../http/controlplane/Http.js"
+import { ReconcileWrongMethodsLive } from "../http/controlplane/ReconcileMethods.js"
 import { composeFastPaths, type FastPath } from "../http/FastPath.js"
 import { GroundTruthApi } from "../http/groundtruth/Api.js"
 import {
@@ -85,6 +86,7 @@ export const SurfaceRoutes = {
     HttpLayerRouter.addHttpApi(ControlPlaneApi, { openapiPath: openApiPath("controlplane") }).pipe(
       Layer.provide([HostHealthLive, ObjectsLive, FleetLive, WorkflowsLive, StorageLive, HandoffQueueLive, JobsLive])
     ),
+    ReconcileWrongMethodsLive,
     docs("controlplane")
   ),
   vault: Layer.mergeAll(

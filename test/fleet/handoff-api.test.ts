@@ -89,6 +89,17 @@ layer(
         ["2\r\n{}\r\n0\r\n\r\n"]
       )
       assert.strictEqual(chunked.status, 400)
+      // A method the path does not have is a wrong method for every phase: 400 (the seed), naming the two it has.
+      for (const method of ["PUT", "DELETE", "PATCH"]) {
+        const wrong = yield* rawRequest(
+          port,
+          `${method} ${q("run")} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ops}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`
+        )
+        assert.strictEqual(wrong.status, 400, method)
+        assert.strictEqual(JSON.parse(wrong.body).code, "INVALID_RECONCILE_REQUEST", method)
+        assert.match(JSON.parse(wrong.body).detail, new RegExp(`^${method} is not a method of the reconcile path`))
+        assert.strictEqual(wrong.headers.allow, "GET, POST", method)
+      }
     })
   )
 
