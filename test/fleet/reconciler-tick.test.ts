@@ -180,6 +180,10 @@ describe("a tick on a healthy fleet", () => {
       assert.strictEqual(latest.run_id, report.run_id)
       const run = Option.getOrThrow(yield* objects.getJson(report.report_keys.run!)) as ServiceReport
       assert.deepStrictEqual(run.services, latest.services)
+      // What is stored says where it is stored (`ctl optimize status` prints latest's report_keys, never null).
+      assert.deepStrictEqual(latest.report_keys, { latest: LATEST_REPORT_KEY, run: report.report_keys.run })
+      assert.deepStrictEqual(run.report_keys, report.report_keys)
+      assert.strictEqual(latest.write_error, null)
       assert.match(
         report.report_keys.run!,
         /^state\/autonomy\/services\/runs\/1970-01-01T00-00-00\.000Z-[0-9a-f]{6}\.json$/

@@ -233,15 +233,17 @@ export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("flee
       Effect.gen(function* () {
         const runKey = runReportKey(report.run_id)
         const tickReport = report.trigger !== "converge"
+        // The stored report says where it is stored: a reader of latest.json (`ctl optimize status`) sees its keys.
+        const stored = {
+          ...report,
+          report_keys: { latest: tickReport ? LATEST_REPORT_KEY : null, run: runKey },
+          write_error: null
+        }
         const written = yield* objects
-          .putJson(runKey, report)
-          .pipe(Effect.zipRight(tickReport ? objects.putJson(LATEST_REPORT_KEY, report) : Effect.void), Effect.either)
+          .putJson(runKey, stored)
+          .pipe(Effect.zipRight(tickReport ? objects.putJson(LATEST_REPORT_KEY, stored) : Effect.void), Effect.either)
         return written._tag === "Right"
-          ? {
-              ...report,
-              report_keys: { latest: tickReport ? LATEST_REPORT_KEY : null, run: runKey },
-              write_error: null
-            }
+          ? stored
           : { ...report, report_keys: { latest: null, run: null }, write_error: written.left.detail }
       })
 
