@@ -18,6 +18,13 @@ export class CommandFailed extends Data.TaggedError("CommandFailed")<{
 export class ExitWith extends Data.TaggedError("ExitWith")<{ readonly code: number }> {}
 
 /**
+ * A usage mistake the options' own parsing cannot see (a combination of them): one line on stderr, exit 2, as
+ * @effect/cli's own usage errors; nothing was done.
+ */
+export const usageError = (detail: string) =>
+  Effect.zipRight(Console.error(`ctl: ${detail}`), Effect.fail(new ExitWith({ code: 2 })))
+
+/**
  * Whether this process already printed a JSON document on stdout: a `--json` command that fails after its answer
  * (a partial result) must not get a second document; one that fails before any gets its `{"error": …}` from main.
  */

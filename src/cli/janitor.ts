@@ -6,7 +6,7 @@ import { renderJanitorLaunchd, renderJanitorSystemd } from "../services/fleet/ja
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { unitSettingsProblem } from "../services/fleet/UnitSettings.js"
 import { hasControlCharacter } from "../services/platform/Validation.js"
-import { CommandFailed, ExitWith, emit, integerOption, json, printJson } from "./Output.js"
+import { CommandFailed, ExitWith, emit, integerOption, json, printJson, usageError } from "./Output.js"
 
 type CleanerPart = {
   status?: string
@@ -253,9 +253,9 @@ const reclaim = Command.make(
   },
   ({ apply, dryRun, here, json, reason, target }) =>
     Effect.gen(function* () {
-      if (apply === dryRun) return yield* new CommandFailed({ detail: "say --dry-run or --apply" })
+      if (apply === dryRun) return yield* usageError("say --dry-run or --apply (one of them)")
       if (apply && Option.getOrElse(reason, () => "").trim() === "")
-        return yield* new CommandFailed({ detail: "--apply needs --reason with some text (why, for the record)" })
+        return yield* usageError("--apply needs --reason with some text (why, for the record)")
       if (!here && target !== (yield* Janitor).host) {
         const args = [
           "reclaim",

@@ -1019,19 +1019,26 @@ describe("ctl space and ctl disk-cleanup, as real processes", () => {
     assert.deepStrictEqual([treeDigest(build), treeDigest(state)], before)
   }, 60_000)
 
-  it("reclaim --apply with a blank reason is refused: exit 1, nothing deleted", () => {
-    const { build, env } = setup()
-    const before = treeDigest(build)
-    for (const reason of ["", "   "]) {
-      const run = spawnSync(process.execPath, [ctl, "space", "reclaim", "jan", "--apply", "--reason", reason], {
+  it("reclaim usage mistakes (a blank or missing reason, neither or both of --dry-run and --apply): exit 2, nothing deleted", () => {
+    const { build, env, state } = setup()
+    const before = [treeDigest(build), treeDigest(state)]
+    for (const [args, says] of [
+      [["--apply", "--reason", ""], "--apply needs --reason"],
+      [["--apply", "--reason", "   "], "--apply needs --reason"],
+      [["--apply"], "--apply needs --reason"],
+      [[], "say --dry-run or --apply"],
+      [["--dry-run", "--apply", "--reason", "why"], "say --dry-run or --apply"]
+    ] as const) {
+      const run = spawnSync(process.execPath, [ctl, "space", "reclaim", "jan", ...args, "--json"], {
         env,
         encoding: "utf8"
       })
-      assert.strictEqual(run.status, 1, run.stderr)
-      assert.include(run.stderr, "--apply needs --reason")
+      assert.strictEqual(run.status, 2, `${args.join(" ")}: ${run.stderr}`)
+      assert.include(run.stderr, says)
+      assert.strictEqual(run.stdout, "", "a usage error prints no report")
     }
-    assert.strictEqual(treeDigest(build), before)
-  }, 60_000)
+    assert.deepStrictEqual([treeDigest(build), treeDigest(state)], before)
+  }, 120_000)
 
   it("reclaim --apply records the reason and the result on the host; space report shows the pass", () => {
     const { build, env } = setup()
