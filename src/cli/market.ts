@@ -1,7 +1,7 @@
 import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
-import { Effect, Option } from "effect"
+import { Console, Effect, Option } from "effect"
 import { ServicesLive } from "../layers/Live.js"
-import { type Agent, Agents } from "../services/market/Agents.js"
+import { type Agent, Agents, launchWarnings } from "../services/market/Agents.js"
 import { type ApiKeyInfo, ApiKeys } from "../services/market/ApiKeys.js"
 import { CoinIssuance } from "../services/market/CoinIssuance.js"
 import { CoinHistory } from "../services/market/CoinPrice.js"
@@ -108,12 +108,14 @@ const ticker = Args.text({ name: "TICKER" }).pipe(Args.withDescription("The agen
 const create = Command.make(
   "create",
   {
-    ticker: Options.text("ticker").pipe(Options.withDescription("2-10 upper-case letters or digits")),
+    ticker: Options.text("ticker").pipe(
+      Options.withDescription("2 to 10 letters or digits, starting with a letter (any case; stored upper case)")
+    ),
     name: Options.text("name"),
     description: Options.text("description").pipe(Options.withDefault("")),
     burnRate: amountOption("burn-rate", "zero").pipe(
       Options.withDefault(0n),
-      Options.withDescription("Coin charged per hour (default 0)")
+      Options.withDescription("Coin charged per hour (default 0); fund the agent before its first charge")
     ),
     json
   },
@@ -125,9 +127,12 @@ const create = Command.make(
       const { info, key } = yield* (yield* ApiKeys)
         .create({ agent: agent.ticker })
         .pipe(Effect.catchAll(failWith(json)))
+      const warnings = launchWarnings(agent)
+      // On stderr whatever the output: stdout stays the answer (and, with --json, one document holding them too).
+      for (const warning of warnings) yield* Console.error(`warning: ${warning.detail}`)
       yield* emit(
         json,
-        { agent: agentJson(agent), api_key: key, api_key_id: info.id },
+        { agent: agentJson(agent), api_key: key, api_key_id: info.id, warnings },
         (r) =>
           `launched ${r.agent.ticker} (${r.agent.name}); its API key, shown only now:\n  ${r.api_key}\n(key id ${r.api_key_id})`
       )

@@ -133,6 +133,25 @@ const eachFieldOnce = (errors: ReadonlyArray<FieldError>): Array<FieldError> => 
   })
 }
 
+/**
+ * The query parameter names a request sends more than once, read as the router reads its query (`&`-separated,
+ * `+` a space, percent-decoded; a query that is not valid percent-encoding never reaches a route).
+ */
+export const repeatedQueryNames = (url: string): ReadonlySet<string> => {
+  const at = url.indexOf("?")
+  const repeated = new Set<string>()
+  if (at < 0) return repeated
+  const seen = new Set<string>()
+  for (const [name] of new URLSearchParams(url.slice(at + 1))) {
+    if (seen.has(name)) repeated.add(name)
+    seen.add(name)
+  }
+  return repeated
+}
+
+/** What a parameter a route reads as one value answers when the query repeats it (docs/errors.md). */
+export const SENT_ONCE = "must be sent once"
+
 const describeFieldErrors = (errors: ReadonlyArray<FieldError>) => {
   const [first] = errors
   if (first === undefined) return "the request does not match its schema"
@@ -157,7 +176,13 @@ const asRecord = (u: unknown): Record<string, unknown> | undefined =>
  * error's own fields as extensions, and for a request that does not match its schema `errors: [{path,
  * message}]`. Pure, for testing.
  */
-export const toProblemBody = (status: number, body: unknown, fallbackDetail: string): Record<string, unknown> => {
+export const toProblemBody = (
+  status: number,
+  body: unknown,
+  fallbackDetail: string,
+  /** The query's repeated names (`repeatedQueryNames`): a decode issue at one of them is the repetition. */
+  repeatedQuery: ReadonlySet<string> = new Set()
+): Record<string, unknown> => {
   const record = asRecord(body)
   if (record === undefined)
     return problem(status, defaultCodes[status] ?? codeFromTag(statusTitle(status)), fallbackDetail)
@@ -165,7 +190,11 @@ export const toProblemBody = (status: number, body: unknown, fallbackDetail: str
   if (tag === "HttpApiDecodeError") {
     // The platform's own `message` (and each issue's) quotes the offending value: both are rebuilt
     // without it, so a mistyped secret is never echoed back.
-    const errors = fieldErrors(Array.isArray(record.issues) ? (record.issues as Array<DecodeIssue>) : [])
+    // Every parameter a route reads is one value: the platform hands a repeated one to its schema as a list,
+    // whose issue ("Expected string", or the parameter's own message) would not say what is wrong.
+    const errors = fieldErrors(Array.isArray(record.issues) ? (record.issues as Array<DecodeIssue>) : []).map(
+      (error) => (repeatedQuery.has(error.path) ? { path: error.path, message: SENT_ONCE } : error)
+    )
     return problem(status, "VALIDATION_FAILED", describeFieldErrors(errors), { errors })
   }
   const code =
@@ -258,7 +287,7 @@ export const problemMiddleware = <E, R>(app: Effect.Effect<HttpServerResponse.Ht
         : response.status >= 500
           ? "the server failed to handle the request; it has been logged"
           : statusTitle(response.status)
-    const body = toProblemBody(response.status, readJsonBody(response), fallback)
+    const body = toProblemBody(response.status, readJsonBody(response), fallback, repeatedQueryNames(request.url))
     const { "content-type": _ct, "content-length": _cl, ...headers } = response.headers
     return yield* HttpServerResponse.text(JSON.stringify(body), {
       status: response.status,

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import type { ParseOptions } from "effect/SchemaAST"
+import { hasUndisplayableCharacter, UNDISPLAYABLE_RULE } from "../services/platform/Validation.js"
 
 /** `Schema.Struct`, decoding with `parseOptions` (the options reach nested schemas). */
 const structWith = (parseOptions: ParseOptions) =>
@@ -48,3 +49,10 @@ export const UnicodeText = (min: number, max: number) =>
     }),
     Schema.annotations({ message: () => `must be ${min} to ${max} characters of well-formed Unicode` })
   )
+
+/**
+ * `UnicodeText` that others will read (a chat message): it also refuses the characters that would act on a reader's
+ * terminal or reorder what they see (`UNDISPLAYABLE`, docs/marketplace.md "Chat"), with its own message.
+ */
+export const DisplayText = (min: number, max: number) =>
+  UnicodeText(min, max).pipe(Schema.filter((text) => !hasUndisplayableCharacter(text) || UNDISPLAYABLE_RULE))

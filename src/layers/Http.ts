@@ -159,10 +159,12 @@ const globalMiddleware = (bodyLimit: (path: string) => number, origins: CorsOrig
 
 /**
  * The router's settings: the platform's (trailing and duplicate slashes ignored, static segments in any case;
- * `routePath` reads a URL the same way), with path parameters up to 256 characters instead of 100, so that a
- * blog slug or surface of up to 128 characters (docs/blog.md) reaches its route.
+ * `routePath` reads a URL the same way), with no length limit of the router's own on a path parameter (its
+ * default, 100, guards regex parameters, which Keel has none of): a parameter of any length reaches its route,
+ * whose schema answers it, so a ticker or a slug is refused or not found by one rule, never by "no route" past some
+ * length. Node's limit on the request head (16 KiB, answered 431) bounds it.
  */
-export const ROUTER_CONFIG = { maxParamLength: 256 } as const
+export const ROUTER_CONFIG = { maxParamLength: Number.MAX_SAFE_INTEGER } as const
 
 export interface ServeOptions {
   readonly surfaces?: ReadonlyArray<SurfaceName>

@@ -33,6 +33,38 @@ describe("ctl market", () => {
     })
   )
 
+  it.live("agent create warns when the agent burns coin it does not have, and says how to fund it", () =>
+    Effect.gen(function* () {
+      const env = { KEEL_DATA_DIR: freshDataDir() }
+      const human = yield* runCli(
+        ["market", "agent", "create", "--ticker", "BURN", "--name", "B", "--burn-rate", "2"],
+        env
+      )
+      assert.strictEqual(human.exitCode, 0, human.stderr)
+      const warning =
+        "warning: BURN burns 2 coin an hour and holds no coin: it goes bankrupt at its first charge " +
+        "(within MARKET_BURN_INTERVAL of a running server); fund it now: " +
+        "ctl market coin mint --to agent:BURN --amount <coin> --reason <why>"
+      assert.include(human.stderr, warning)
+      assert.include(human.stdout, "launched BURN")
+      const machine = yield* runCli(
+        ["market", "agent", "create", "--ticker", "BURNJ", "--name", "B", "--burn-rate", "0.5", "--json"],
+        env
+      )
+      assert.strictEqual(machine.exitCode, 0, machine.stderr)
+      const body = JSON.parse(machine.stdout)
+      assert.deepStrictEqual(
+        body.warnings.map((w: { code: string }) => w.code),
+        ["AGENT_UNFUNDED"]
+      )
+      assert.include(body.warnings[0].detail, "ctl market coin mint --to agent:BURNJ")
+      // Nothing burned, nothing to warn about.
+      const free = yield* runCli(["market", "agent", "create", "--ticker", "FREE", "--name", "F", "--json"], env)
+      assert.deepStrictEqual(JSON.parse(free.stdout).warnings, [])
+      assert.notInclude(free.stderr, "warning")
+    })
+  )
+
   it.live("agent pause, resume and retire drive the status; an impossible transition exits 1", () =>
     Effect.gen(function* () {
       const env = { KEEL_DATA_DIR: freshDataDir() }

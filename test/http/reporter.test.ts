@@ -126,6 +126,7 @@ describe("the client reporter never throws and never rejects", () => {
     const cyclic: Record<string, unknown> = { plan: "team" }
     cyclic.self = cyclic
     reporter.track("signup", { cyclic, big: 10n ** 30n, fn: () => 1 })
+    // Refused (no name), told to the hook, which throws: still nothing escapes.
     reporter.track(undefined as unknown as string, undefined)
     await reporter.flush()
     const events = ok.calls[0]?.body.events ?? []
@@ -133,7 +134,7 @@ describe("the client reporter never throws and never rejects", () => {
       cyclic: { plan: "team", self: "[Circular]" },
       big: "1000000000000000000000000000000"
     })
-    expect(events.length).toBe(2)
+    expect(events.length).toBe(1)
     const failing = fakeFetch(() => new Error("x"))
     const r2 = createReporter(
       base({
@@ -205,6 +206,24 @@ describe("the client reporter keeps every event the collector can take", () => {
     expect(errors.map(String).filter((e) => e.includes("props must be an object")).length).toBe(4)
     expect(errors.map(String).some((e) => e.includes("visitorId"))).toBe(true)
     expect(errors.map(String).filter((e) => e.includes("whole epoch milliseconds")).length).toBe(4)
+  })
+
+  it("refuses an event whose name is no text (undefined, null, a number, an object, empty), telling onError", async () => {
+    const ok = fakeFetch(() => 202)
+    const errors: Array<unknown> = []
+    const reporter = createReporter(base({ fetch: ok.fetch, onError: (e) => errors.push(e) }))
+    const names: ReadonlyArray<unknown> = [undefined, null, 42, {}, ["a"], "", Symbol("s")]
+    for (const name of names) reporter.track(name as string)
+    reporter.track("kept")
+    reporter.track("x".repeat(250))
+    await reporter.flush()
+    const sent = ok.calls.flatMap((call) => call.body.events.map((event) => event.name))
+    expect(sent).toEqual(["kept", "x".repeat(200)])
+    const messages = errors.map(String)
+    expect(messages.filter((m) => m.includes("track(name): the name must be 1 to 200 characters of text")).length).toBe(
+      names.length
+    )
+    expect(messages.some((m) => m.includes("cut to its first 200 characters"))).toBe(true)
   })
 
   it("tells onError about the events a collector took the batch without (202 with `rejected`)", async () => {

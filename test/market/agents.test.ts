@@ -93,7 +93,7 @@ describe("agents: costs and status", () => {
         agents.create({ ticker: "IDLE", name: "x", description: "", burnRateHourly: 0n })
       )
       assert.strictEqual(taken._tag, "AgentExists")
-      for (const ticker of ["x", "lower", "KEEL", "TOOLONGTICKER1", "9LIVES"]) {
+      for (const ticker of ["x", "KEEL", "TOOLONGTICKER1", "9LIVES"]) {
         const bad = yield* Effect.flip(agents.create({ ticker, name: "x", description: "", burnRateHourly: 0n }))
         assert.strictEqual(bad._tag, "InvalidInput", ticker)
       }

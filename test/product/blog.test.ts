@@ -3,7 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { Blog, parsePost } from "keel"
 import { runCli } from "../support/cli.js"
 import { HttpTest } from "../support/http.js"
@@ -138,6 +138,30 @@ describe("blog sources", () => {
         `---\ntitle: P\nstatus: published\npublished_at: "${published}"\n---\nText.\n`
       )
       assert.isTrue(parsed._tag === "Left" && parsed.left.includes("published_at"), published)
+    }
+  })
+})
+
+describe("a front-matter date that cannot be read", () => {
+  const DATE_RULE = "expected an ISO 8601 date or date-time as text, such as 2026-11-10 or 2026-11-10T09:00:00Z"
+  it("fails the file with one message that names the field and the form, never a schema's type name", () => {
+    for (const [value, reason] of [
+      ["2026", DATE_RULE],
+      ["1790000000000", DATE_RULE],
+      ["true", DATE_RULE],
+      ["[2026-11-10]", DATE_RULE],
+      ["{day: 10}", DATE_RULE],
+      ["null", DATE_RULE],
+      ["tomorrow", DATE_RULE],
+      ['"2026-13-01"', "expected a date that exists on the calendar"],
+      ['"2026-02-30"', "expected a date that exists on the calendar"]
+    ] as const) {
+      for (const field of ["published_at", "updated_at"]) {
+        const front =
+          field === "published_at" ? `published_at: ${value}` : `published_at: 2026-11-10\nupdated_at: ${value}`
+        const parsed = parsePost("/root/news/p.md", "/root", `---\ntitle: P\nstatus: published\n${front}\n---\nText.\n`)
+        assert.deepStrictEqual(parsed, Either.left(`${field}: ${reason}`), `${field}: ${value}`)
+      }
     }
   })
 })

@@ -17,14 +17,15 @@ import {
   Unauthorized
 } from "../../services/market/Errors.js"
 import { InsufficientFunds } from "../../services/market/Ledger.js"
+import { TickerText } from "../../services/market/Ticker.js"
 import { BuyResult, SellResult } from "../../services/market/Trading.js"
 import { problemOpenApi } from "../ProblemContract.js"
 import {
   DecimalIntegerString,
+  DisplayText,
   IntegerFromString,
   RequestStruct,
-  StrictRequestStruct,
-  UnicodeText
+  StrictRequestStruct
 } from "../RequestSchema.js"
 
 /** Who the request acts for, when its endpoint class needs credentials (set by MarketGate). */
@@ -111,7 +112,6 @@ export const WalletAddress = Schema.String.pipe(
   Schema.pattern(/^0x[0-9a-fA-F]{40}$/),
   Schema.annotations({ message: () => "must be a 0x wallet address (40 hex digits)" })
 )
-const Ticker = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9]{1,16}$/))
 const Amount = Schema.Number.pipe(
   Schema.finite(),
   Schema.greaterThan(0),
@@ -185,7 +185,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     HttpApiEndpoint.get("get", "/agents/:ticker")
-      .setPath(Schema.Struct({ ticker: Ticker }))
+      .setPath(Schema.Struct({ ticker: TickerText }))
       .addSuccess(AgentDetail)
       .addError(AgentNotFound)
       .annotate(
@@ -203,7 +203,7 @@ const tradeEndpoint = <const Side extends "buy" | "sell", Guard extends Schema.S
   success: Schema.Schema<A, I>
 ) =>
   HttpApiEndpoint.post(side, `/tokens/:ticker/${side}`)
-    .setPath(Schema.Struct({ ticker: Ticker }))
+    .setPath(Schema.Struct({ ticker: TickerText }))
     .setPayload(StrictRequestStruct({ user_id: WalletAddress, amount: Amount, ...guard }))
     .setHeaders(IdempotencyHeader)
     .addSuccess(success)
@@ -312,11 +312,12 @@ export class ChatApi extends HttpApiGroup.make("chat")
     HttpApiEndpoint.post("post", "/chat")
       .setPayload(
         RequestStruct({
-          message: UnicodeText(1, 2000),
+          message: DisplayText(1, 2000),
           message_type: Schema.Literal("chat").annotations({ message: () => 'must be "chat"' })
         })
       )
       .addSuccess(ChatMessage, { status: 201 })
+      .addError(InvalidInput)
       .addError(AgentCannotChat)
       .addError(AgentNotFound)
       .addError(Forbidden)

@@ -131,6 +131,18 @@ export const safeProps = (props: unknown): unknown => {
   }
 }
 
+/** The collectors take an event name of at most 200 characters (UTF-16 units); a cut never splits a pair. */
+const MAX_NAME = 200
+const nameWithin = (name: string) => {
+  if (name.length <= MAX_NAME) return name
+  const cut = name.slice(0, MAX_NAME)
+  return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut
+}
+
+/** What a value is, for a message: its type, never its content (a name may be anything the app passed). */
+const describe = (value: unknown) =>
+  value === null ? "null" : Array.isArray(value) ? "an array" : value === "" ? "empty" : `a ${typeof value}`
+
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
@@ -352,18 +364,27 @@ export const createReporter = (given: ReporterOptions): Reporter => {
     track(name, props) {
       try {
         if (stopped) return
+        // A name that is no text (`track(undefined)` from plain JavaScript) names no event: stored as "undefined"
+        // it would count as one. The event is not sent.
+        if (typeof name !== "string" || name === "")
+          return report(
+            new TypeError(`track(name): the name must be 1 to 200 characters of text, not ${describe(name)}; not sent`)
+          )
+        const eventName = nameWithin(name)
+        if (eventName !== name)
+          report(new TypeError(`track("${eventName}…"): a name over 200 characters is cut to its first 200 characters`))
         const context = browserContext()
         // The collectors take props as an object: anything else would have the event refused, so it goes without.
         const cleanProps = props === undefined ? undefined : safeProps(props)
         if (props !== undefined && !isPlainObject(cleanProps))
-          report(new TypeError(`track("${String(name).slice(0, 200)}"): props must be an object; sent without them`))
+          report(new TypeError(`track("${eventName}"): props must be an object; sent without them`))
         const clock = Number(now())
         const at = Number.isFinite(clock) && clock >= 0 ? Math.floor(clock) : Date.now()
         if (at !== clock)
           report(new TypeError(`now() gave ${clock}: events carry whole epoch milliseconds (${at} sent)`))
         const event: QueuedEvent = {
           event_id: id(random),
-          name: String(name).slice(0, 200) || "event",
+          name: eventName,
           // Epoch milliseconds are an integer (performance.timeOrigin + performance.now() is not).
           timestamp: at,
           visitor_id: visitorId,

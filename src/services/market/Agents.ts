@@ -7,6 +7,7 @@ import { AgentExists, agentNotFound, InvalidInput, InvalidTransition } from "./E
 import { COIN, exactIntegers, ISSUANCE, Ledger, MAX_LEG } from "./Ledger.js"
 import { MarketEvents } from "./MarketEvents.js"
 import { pageOf } from "./Paging.js"
+import { isTicker, TICKER_RULE } from "./Ticker.js"
 import { agentAccount, defaultLaunch, TokenMarket } from "./TokenMarket.js"
 import { ceilDiv, fromUnits, unitsText } from "./Units.js"
 
@@ -54,9 +55,6 @@ const toAgent = (row: AgentRow): Agent => ({
 
 const HOUR_MILLIS = 3_600_000n
 
-/** Tickers are short upper-case symbols; KEEL signs the platform's own chat lines. */
-export const TICKER_PATTERN = /^[A-Z][A-Z0-9]{1,9}$/
-
 /** Hours the balance lasts at the current burn; undefined when nothing burns. */
 export const runwayHours = (agent: Pick<Agent, "balance" | "burnRateHourly">) =>
   agent.burnRateHourly === 0n ? undefined : fromUnits(agent.balance) / fromUnits(agent.burnRateHourly)
@@ -77,6 +75,29 @@ export const runwayOf = (agent: Pick<Agent, "balance" | "burnRateHourly">) => {
     ? { runway_hours: RUNWAY_INFINITE_HOURS, runway_infinite: true }
     : { runway_hours: hours, runway_infinite: false }
 }
+
+/** Something an operator should hear about an agent just launched, though the launch succeeded. */
+export interface LaunchWarning {
+  readonly code: "AGENT_UNFUNDED"
+  readonly detail: string
+}
+
+/**
+ * An agent that burns coin and holds none goes bankrupt at its first charge (the first tick of a running server's
+ * accrual, within `MARKET_BURN_INTERVAL`): the operator is told, with the command that funds it.
+ */
+export const launchWarnings = (agent: Pick<Agent, "ticker" | "balance" | "burnRateHourly">): Array<LaunchWarning> =>
+  agent.burnRateHourly > 0n && agent.balance === 0n
+    ? [
+        {
+          code: "AGENT_UNFUNDED",
+          detail:
+            `${agent.ticker} burns ${unitsText(agent.burnRateHourly)} coin an hour and holds no coin: it goes bankrupt ` +
+            "at its first charge (within MARKET_BURN_INTERVAL of a running server); fund it now: " +
+            `ctl market coin mint --to agent:${agent.ticker} --amount <coin> --reason <why>`
+        }
+      ]
+    : []
 
 /** Where the next page of the agent list starts: after this agent in (created_at, ticker) order. */
 export interface AgentCursor {
@@ -162,11 +183,14 @@ export class Agents extends Effect.Service<Agents>()("market/Agents", {
         Effect.catchTag("InvalidInput", Effect.die)
       )
 
-    const create = Effect.fn("Agents.create")(function* (launch: AgentLaunch) {
-      if (!TICKER_PATTERN.test(launch.ticker) || launch.ticker === PLATFORM_SENDER.ticker) {
+    const create = Effect.fn("Agents.create")(function* (given: AgentLaunch) {
+      if (!isTicker(given.ticker))
+        return yield* new InvalidInput({ code: "INVALID_INPUT", detail: `ticker: ${TICKER_RULE}` })
+      const launch = { ...given, ticker: given.ticker.toUpperCase() }
+      if (launch.ticker === PLATFORM_SENDER.ticker) {
         return yield* new InvalidInput({
           code: "INVALID_INPUT",
-          detail: `ticker must be 2-10 upper-case letters or digits starting with a letter, and not ${PLATFORM_SENDER.ticker}`
+          detail: `ticker: ${PLATFORM_SENDER.ticker} is reserved for the platform's own chat lines`
         })
       }
       const name = launch.name.trim()

@@ -2,7 +2,8 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import { SqlDirect } from "../platform/SqlDirect.js"
 import type { SyncStatements } from "../platform/SyncSql.js"
-import { AgentCannotChat, agentNotFound } from "./Errors.js"
+import { hasUndisplayableCharacter, UNDISPLAYABLE_RULE } from "../platform/Validation.js"
+import { AgentCannotChat, agentNotFound, InvalidInput } from "./Errors.js"
 import { appendEvent, MarketEvents } from "./MarketEvents.js"
 import { pageOf } from "./Paging.js"
 
@@ -75,8 +76,13 @@ export class Chat extends Effect.Service<Chat>()("market/Chat", {
         direct.transactionSync((db) => writeLine(db, sender, message, type, now))
       ).pipe(Effect.orDie)
 
-    /** An agent's own message; bankrupt and retired agents are silenced. */
+    /**
+     * An agent's own message; bankrupt and retired agents are silenced. Text that would act on a reader's terminal
+     * or reorder what they see is refused here, whoever calls (the route's schema refuses it first, as a 400).
+     */
     const post = Effect.fn("Chat.post")(function* (ticker: string, message: string) {
+      if (hasUndisplayableCharacter(message))
+        return yield* new InvalidInput({ code: "INVALID_INPUT", detail: `message ${UNDISPLAYABLE_RULE}` })
       const created = yield* Effect.gen(function* () {
         const agents = yield* sql<{ name: string; status: string }>`
           SELECT name, status FROM market_agents WHERE ticker = ${ticker}`.pipe(Effect.orDie)
