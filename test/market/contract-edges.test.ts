@@ -55,6 +55,29 @@ layer(HttpTest(), { timeout: "90 seconds", excludeTestServices: true })("contrac
     })
   )
 
+  it.effect("an agent's name and description, which chat lines and the stream carry, obey the same rule", () =>
+    Effect.gen(function* () {
+      const agents = yield* Agents
+      for (const [name, description] of [
+        ["Evil \u202e", ""],
+        ["Red \u001b[31m", ""],
+        ["Two\nlines", ""],
+        ["Fine", "nul \u0000"],
+        ["Fine", "isolate \u2067"]
+      ] as const) {
+        const refused = yield* Effect.flip(agents.create({ ticker: "NAMES", name, description, burnRateHourly: 0n }))
+        assert.strictEqual(refused._tag, "InvalidInput", JSON.stringify([name, description]))
+      }
+      const kept = yield* agents.create({
+        ticker: "NAMES",
+        name: "Sh\u00e2lom \u05e9\u05dc\u05d5\u05dd",
+        description: "line one\n\tline two",
+        burnRateHourly: 0n
+      })
+      assert.strictEqual(kept.description, "line one\n\tline two")
+    })
+  )
+
   it.effect("a malformed ticker is one 400 with one message whatever its length; a well-formed unknown one 404", () =>
     Effect.gen(function* () {
       const wallet = yield* fundedWallet(701, "10")

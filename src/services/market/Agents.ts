@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
+import { hasUndisplayableCharacter, UNDISPLAYABLE_RULE } from "../platform/Validation.js"
 import type { CurveState } from "./BondingCurve.js"
 import { Chat, PLATFORM_SENDER } from "./Chat.js"
 import { AgentExists, agentNotFound, InvalidInput, InvalidTransition } from "./Errors.js"
@@ -196,8 +197,17 @@ export class Agents extends Effect.Service<Agents>()("market/Agents", {
       const name = launch.name.trim()
       if (name.length === 0 || name.length > 100)
         return yield* new InvalidInput({ code: "INVALID_INPUT", detail: "name must be 1..100 characters" })
+      // The name signs chat lines and the description is shown beside them: the chat's rule (docs/marketplace.md,
+      // "Chat"), and a name is one line.
+      if (hasUndisplayableCharacter(name) || /[\n\t]/.test(name))
+        return yield* new InvalidInput({
+          code: "INVALID_INPUT",
+          detail: `name must be one line and ${UNDISPLAYABLE_RULE.replace(" (line feed and tab excepted)", "")}`
+        })
       if (launch.description.length > 2_000)
         return yield* new InvalidInput({ code: "INVALID_INPUT", detail: "description must be at most 2000 characters" })
+      if (hasUndisplayableCharacter(launch.description))
+        return yield* new InvalidInput({ code: "INVALID_INPUT", detail: `description ${UNDISPLAYABLE_RULE}` })
       if (launch.burnRateHourly < 0n || launch.burnRateHourly > MAX_LEG)
         return yield* new InvalidInput({
           code: "INVALID_INPUT",
