@@ -159,6 +159,7 @@ export * from "./services/fleet/units/ServiceManagerLive.js"
 export * from "./services/fleet/units/Supervisor.js"
 export * from "./services/fleet/units/Systemd.js"
 export * from "./services/fleet/units/UnitRender.js"
+export * from "./services/groundtruth/Abstention.js"
 export * from "./services/groundtruth/AnnGraph.js"
 // Ground-truth services
 export * from "./services/groundtruth/Answerer.js"

@@ -7,84 +7,15 @@
 // The embedder is whatever the environment configures (GT_EMBEDDINGS_URL …), or with --word-vectors the
 // local word-vector model of word-vectors.mjs, or with --sentence-encoder the Universal Sentence Encoder of
 // sentence-encoder.mjs (its first run embeds the corpus: minutes); none of them = lexical only.
-import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
+import { buildWorkspace, corpus, filesOf, importKeel, questions, repos } from "./corpus.mjs"
 
-const here = path.dirname(fileURLToPath(import.meta.url))
 const verbose = process.argv.includes("--verbose")
 const asJson = process.argv.includes("--json")
-const corpus = path.join(here, "corpus")
-const work = fs.mkdtempSync(path.join(os.tmpdir(), "keel-eval-gt-"))
-const gitEnv = {
-  PATH: process.env.PATH,
-  HOME: work,
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_AUTHOR_NAME: "eval",
-  GIT_AUTHOR_EMAIL: "eval@keel.invalid",
-  GIT_COMMITTER_NAME: "eval",
-  GIT_COMMITTER_EMAIL: "eval@keel.invalid",
-  GIT_AUTHOR_DATE: "2026-01-01T00:00:00Z",
-  GIT_COMMITTER_DATE: "2026-01-01T00:00:00Z"
-}
-const git = (cwd, ...args) => execFileSync("git", ["-C", cwd, ...args], { env: gitEnv, stdio: "ignore" })
-
-// Trust tiers differ on purpose: ranking must not let the canonical tier outrank the source a question is about.
-const TRUST = {
-  fastify: "canonical",
-  vite: "canonical",
-  axios: "reference",
-  prettier: "reference",
-  express: "community",
-  ripgrep: "reference"
-}
-const repos = fs
-  .readdirSync(corpus, { withFileTypes: true })
-  .filter((e) => e.isDirectory())
-  .map((e) => e.name)
-  .sort()
-const filesOf = (dir) =>
-  fs
-    .readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile())
-    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
-for (const name of repos) {
-  const dir = path.join(work, "repos", name)
-  fs.cpSync(path.join(corpus, name), dir, { recursive: true })
-  git(dir, "init", "-q", "-b", "main")
-  git(dir, "add", "-A")
-  git(dir, "commit", "-q", "-m", `snapshot of ${name}`)
-}
-const registry = path.join(work, "registry")
-fs.mkdirSync(registry, { recursive: true })
-fs.writeFileSync(
-  path.join(registry, "sources.yml"),
-  `${[
-    "version: 1",
-    "defaults:",
-    "  include: ['**/*.md', '**/*.json', '**/*.yml', '**/*.yaml', '**/*.toml', '**/*.js', '**/*.ts', '.github/workflows/*.yml']",
-    "sources:",
-    ...repos.map(
-      (name) =>
-        `  - { name: ${name}, url: ${JSON.stringify(path.join(work, "repos", name))}, trust: ${TRUST[name] ?? "reference"} }`
-    )
-  ].join("\n")}\n`
-)
-git(registry, "init", "-q", "-b", "main")
-git(registry, "add", "-A")
-git(registry, "commit", "-q", "-m", "registry")
-
-const questions = fs
-  .readdirSync(path.join(here, "questions"))
-  .filter((f) => f.endsWith(".json"))
-  .sort()
-  .flatMap((f) => {
-    const repo = f.replace(/\.json$/, "")
-    return JSON.parse(fs.readFileSync(path.join(here, "questions", f), "utf8")).map((q) => ({ ...q, repo }))
-  })
+const workspace = buildWorkspace()
+const { work } = workspace
 const answerable = questions.filter((q) => !q.unanswerable)
 const unanswerable = questions.filter((q) => q.unanswerable)
 
@@ -170,13 +101,7 @@ if (process.argv.includes("--sentence-encoder")) {
 }
 
 // ---------------------------------------------------------------- keel, through the library
-Object.assign(process.env, {
-  KEEL_DATA_DIR: path.join(work, "data"),
-  GT_REGISTRY_REPO: registry,
-  KEEL_LOG_LEVEL: process.env.KEEL_LOG_LEVEL ?? "error",
-  KEEL_DEMO_DATA: "false"
-})
-const keel = await import("keel")
+const keel = await importKeel(workspace)
 const report = await Effect.runPromise(
   Effect.gen(function* () {
     const ingester = yield* keel.Ingester
@@ -199,13 +124,13 @@ const report = await Effect.runPromise(
       latencies.push(Number(process.hrtime.bigint() - t) / 1e6)
       const deep = yield* retriever.retrieve(q.question, { limit: 50 })
       const hits = deep.slice(0, 10)
-      const salient = keel.salientTerms(q.question)
-      const df = yield* retriever.frequencies(salient.map(keel.stem))
-      const verdict = keel.abstain(salient, (s) => df.get(s) ?? 0, hits, { minSupport: 0, sourceNames: repos })
+      const { verdict } = yield* answerer.examine(q.question, undefined, 5)
       calibration.push({
         id: q.id,
         unanswerable: q.unanswerable === true,
         support: verdict.support,
+        score: verdict.score,
+        reason: verdict.reason,
         absent: verdict.unknown
       })
       if (q.unanswerable) {
@@ -260,8 +185,11 @@ const embedder = process.env.GT_EMBEDDINGS_URL
   : "lexical only"
 if (verbose) console.log(report.misses.join("\n"))
 if (process.argv.includes("--calibrate")) {
-  for (const c of [...report.calibration].sort((a, b) => a.support - b.support))
-    console.log(`${c.unanswerable ? "U" : "A"} ${c.support.toFixed(3)} ${c.id} ${c.absent.join(",")}`)
+  // Each question's support and the abstention model's score (log-odds; above its threshold = not covered).
+  for (const c of [...report.calibration].sort((a, b) => a.score - b.score))
+    console.log(
+      `${c.unanswerable ? "U" : "A"} support ${c.support.toFixed(3)} score ${c.score.toFixed(3)} ${c.reason ?? "-"} ${c.id} ${c.absent.join(",")}`
+    )
 }
 const fmt = (x) => x.toFixed(2)
 const lines = [

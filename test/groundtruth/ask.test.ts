@@ -76,8 +76,17 @@ layer(
       assert.isFalse(body.missing)
       assert.isAbove(body.citations.length, 0)
       const first = body.citations[0]
-      assert.deepStrictEqual(Object.keys(first).sort(), ["commit", "end_line", "line", "path", "repo", "snippet"])
+      assert.deepStrictEqual(Object.keys(first).sort(), [
+        "commit",
+        "end_line",
+        "line",
+        "path",
+        "repo",
+        "snippet",
+        "supports"
+      ])
       assert.strictEqual(first.path, "README.md")
+      assert.isTrue(body.citations.every((c: { supports: boolean }) => c.supports === true))
     })
   )
 
@@ -99,8 +108,39 @@ layer(
     Effect.gen(function* () {
       const { body } = yield* ask("How do I install fastify on Heroku?")
       assert.isTrue(body.missing)
-      assert.deepStrictEqual(body.citations, [])
+      assert.strictEqual(body.answer, NOT_COVERED)
     })
+  )
+
+  it.effect("a not-covered answer still cites the passages it examined, each marked supports: false", () =>
+    Effect.gen(function* () {
+      const covered = yield* ask("How do I install fastify?", undefined, 2)
+      const { body } = yield* ask("How do I install fastify on Heroku?", undefined, 2)
+      assert.isTrue(body.missing)
+      assert.strictEqual(body.citations.length, 2)
+      assert.isTrue(body.citations.every((c: { supports: boolean }) => c.supports === false))
+      // The same passages, fields and order a covered answer cites: only `supports` tells them apart.
+      assert.deepStrictEqual(
+        body.citations.map((c: { path: string; line: number; commit: string }) => `${c.path}:${c.line}@${c.commit}`),
+        covered.body.citations.map(
+          (c: { path: string; line: number; commit: string }) => `${c.path}:${c.line}@${c.commit}`
+        )
+      )
+    })
+  )
+
+  it.effect(
+    "a question whose distinctive words no examined passage holds is not covered, though its common words match",
+    () =>
+      Effect.gen(function* () {
+        // Every word is ordinary (no identifier, version or capitalised name) and "route", "handler" match well:
+        // only the fitted rule (uncovered and absent idf mass) tells that the passages do not answer it.
+        const { body } = yield* ask("How do I rotate the route handler logs every week?")
+        assert.isTrue(body.missing)
+        assert.isAbove(body.citations.length, 0)
+        assert.isTrue(body.citations.every((c: { supports: boolean }) => c.supports === false))
+        assert.isFalse((yield* ask("How do I declare a route with a handler?")).body.missing)
+      })
   )
 
   it.effect("says plainly when the sources do not cover the question, with empty citations", () =>
@@ -176,7 +216,12 @@ layer(
     Effect.gen(function* () {
       fakeLlm.reply = { status: 200, content: "NOT_COVERED" }
       const declined = yield* ask("How do I install fastify?")
-      assert.deepStrictEqual(declined.body, { mode: "generated", answer: NOT_COVERED, missing: true, citations: [] })
+      assert.strictEqual(declined.body.mode, "generated")
+      assert.strictEqual(declined.body.answer, NOT_COVERED)
+      assert.isTrue(declined.body.missing)
+      // The passages the model was given come back, marked as not supporting an answer.
+      assert.isAbove(declined.body.citations.length, 0)
+      assert.isTrue(declined.body.citations.every((c: { supports: boolean }) => c.supports === false))
       fakeLlm.reply = { status: 200, content: "Run npm install fastify@9.4.1 with --legacy-peer-deps [1]." }
       const invented = yield* ask("How do I install fastify?")
       assert.strictEqual(invented.body.mode, "extractive")

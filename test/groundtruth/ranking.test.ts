@@ -1,6 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import {
+  ABSTENTION_MODEL,
   abstain,
+  abstentionFeatures,
   features,
   ftsQuery,
   idf,
@@ -107,27 +109,65 @@ describe("fusion and reranking", () => {
 })
 
 describe("grounded abstention", () => {
-  const hit = (support: number) => ({ support })
+  const hit = (support: number, matched: Array<string> = [], density = support) => ({ support, density, matched })
   const known = (df: Record<string, number>) => (s: string) => df[s] ?? 0
   const options = { minSupport: 0.2, sourceNames: ["vite"] }
+  const question = (weights: Record<string, number>, salient: Array<string> = [], df: Record<string, number> = {}) => ({
+    weights: new Map(Object.entries(weights)),
+    salient,
+    documentFrequency: known(df)
+  })
 
   it("no passage at all: missing", () => {
-    assert.deepStrictEqual(abstain([], known({}), [], options).reason, "no_passages")
+    assert.deepStrictEqual(abstain(question({}), [], options).reason, "no_passages")
   })
 
   it("a salient term no indexed passage holds: missing, naming it; a source's name never counts", () => {
-    const verdict = abstain(["heroku", "vite"], known({}), [hit(0.9)], options)
+    const verdict = abstain(question({}, ["heroku", "vite"]), [hit(0.9)], options)
     assert.isTrue(verdict.missing)
     assert.strictEqual(verdict.reason, "salient_term_unknown")
     assert.deepStrictEqual(verdict.unknown, ["heroku"])
-    assert.isFalse(abstain(["vite", "proxy"], known({ proxy: 3 }), [hit(0.9)], options).missing)
+    assert.isFalse(abstain(question({}, ["vite", "proxy"], { proxy: 3 }), [hit(0.9)], options).missing)
   })
 
-  it("support below the threshold among the first passages: missing; at or above: answered", () => {
-    assert.strictEqual(abstain([], known({}), [hit(0.15), hit(0.1)], options).reason, "low_support")
-    const answered = abstain([], known({}), [hit(0.1), hit(0.3)], options)
+  it("support below the floor among the first passages: missing; at or above: answered", () => {
+    assert.strictEqual(abstain(question({}), [hit(0.15), hit(0.1)], options).reason, "low_support")
+    const answered = abstain(question({}), [hit(0.1), hit(0.3)], options)
     assert.isFalse(answered.missing)
     assert.strictEqual(answered.support, 0.3)
+  })
+
+  it("the features: idf shares uncovered by the examined passages, of the rarest third uncovered by the first, absent from the index", () => {
+    // idf: heartbeat 6 (no passage holds it), interval 3, stream 2, event 1 (total 12).
+    const weights = { heartbeat: 6, interval: 3, stream: 2, event: 1 }
+    const hits = [hit(0.25, ["stream", "event"], 0.2), hit(0.2, ["interval"], 0.1), hit(0.1, ["event"])]
+    const f = abstentionFeatures(new Map(Object.entries(weights)), known({ interval: 4, stream: 9, event: 30 }), hits)
+    assert.closeTo(f.uncovered, 6 / 12, 1e-12)
+    // The rarest third of four stems is the rarest two: heartbeat (uncovered) and interval (held by the second).
+    assert.closeTo(f.rare_uncovered, 6 / 9, 1e-12)
+    assert.closeTo(f.absent, 6 / 12, 1e-12)
+    assert.strictEqual(f.support, 0.25)
+    assert.strictEqual(f.density, 0.2)
+  })
+
+  it("the fitted model: a question whose rarest words no passage holds is not covered; one whose words are held is", () => {
+    const weights = { heartbeat: 6, interval: 3, stream: 2, event: 1 }
+    const df = { interval: 4, stream: 9, event: 30 }
+    const near = abstain(
+      question(weights, [], df),
+      [hit(0.25, ["stream", "event"], 0.2), hit(0.25, ["interval"]), hit(0.1, ["event"])],
+      options
+    )
+    assert.isTrue(near.missing)
+    assert.strictEqual(near.reason, "not_supported")
+    assert.isAbove(near.score, ABSTENTION_MODEL.threshold)
+    const held = abstain(
+      question(weights, [], { ...df, heartbeat: 2 }),
+      [hit(0.9, ["heartbeat", "interval", "stream"], 0.9), hit(0.4, ["event"])],
+      options
+    )
+    assert.isFalse(held.missing)
+    assert.isBelow(held.score, ABSTENTION_MODEL.threshold)
   })
 
   it("a generated answer naming what its cited passages never say is unsupported", () => {

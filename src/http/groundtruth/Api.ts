@@ -120,7 +120,8 @@ export class GroundTruthAskApi extends HttpApiGroup.make("ask")
       .annotate(
         OpenApi.Description,
         "An answer with up to k citations (default 5, at most 20). Without a configured language model: extractive " +
-          "(the supporting passages). When the sources do not support the question: missing=true and the answer says so."
+          "(the supporting passages). When the sources do not support the question: missing=true, the answer says so, " +
+          "and the citations are the passages examined, each with supports=false (true on every citation of an answer)."
       )
   )
   .middleware(GroundTruthAuth)

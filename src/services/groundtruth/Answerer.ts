@@ -1,6 +1,6 @@
 import { Effect, Redacted, Schema } from "effect"
+import { abstain, EXAMINED_DEPTH } from "./Abstention.js"
 import { GtConfig } from "./GtConfig.js"
-import { abstain, SUPPORT_DEPTH } from "./Ranking.js"
 import { Retriever } from "./Retriever.js"
 import { Sources } from "./Sources.js"
 import { salientTerms, stem, stems } from "./Terms.js"
@@ -11,7 +11,12 @@ export const Citation = Schema.Struct({
   commit: Schema.String,
   line: Schema.Int,
   end_line: Schema.Int,
-  snippet: Schema.String
+  snippet: Schema.String,
+  /**
+   * Whether the passage supports the answer: true for every citation of an answer; false for the
+   * passages a "not covered" answer examined and found not to answer the question.
+   */
+  supports: Schema.Boolean
 })
 export type Citation = typeof Citation.Type
 
@@ -50,8 +55,8 @@ export const unsupportedTerms = (answer: string, cited: ReadonlyArray<{ readonly
 
 /**
  * Answers with citations: the best `k` passages of the hybrid ranking. When the grounded-abstention
- * rule (Ranking.abstain) says the passages do not support the question, the answer says the sources do
- * not cover it. With a language model configured, it writes an answer from numbered sources and every
+ * rule (Abstention.abstain) says the passages do not support the question, the answer says the sources do
+ * not cover it, and still cites the passages it examined, each with `supports: false`. With a language model configured, it writes an answer from numbered sources and every
  * [n] it cites maps back to a citation; an answer citing nothing, or any model failure, falls back to
  * the extractive answer (the passages themselves).
  */
@@ -93,44 +98,65 @@ export class Answerer extends Effect.Service<Answerer>()("groundtruth/Answerer",
         catch: (error) => (error instanceof Error ? error : new Error(String(error)))
       })
 
+    /**
+     * The question ranked, and the abstention rule's verdict on the passages: what `ask` answers from,
+     * and what eval/groundtruth/fit-abstention.mjs fits the rule on.
+     */
+    const examine = Effect.fn("Answerer.examine")(function* (
+      question: string,
+      repos: ReadonlyArray<string> | undefined,
+      count: number
+    ) {
+      const hits = yield* retriever.retrieve(question, { repos, limit: Math.max(count, EXAMINED_DEPTH) })
+      const registry = yield* sources.current
+      const salient = salientTerms(question)
+      const profile = yield* retriever.profile(question)
+      const weights = profile?.weights ?? new Map<string, number>()
+      const df = yield* retriever.frequencies([...new Set([...salient.map(stem), ...weights.keys()])])
+      const verdict = abstain({ weights, salient, documentFrequency: (s) => df.get(s) ?? 0 }, hits, {
+        minSupport: config.askMinScore,
+        sourceNames: registry.sources.map((s) => s.name)
+      })
+      return { hits, verdict }
+    })
+
     const ask = Effect.fn("Answerer.ask")(function* (
       question: string,
       repos: ReadonlyArray<string> | undefined,
       k: number = config.askSources
     ) {
       const count = Math.max(1, Math.min(20, k))
-      const hits = yield* retriever.retrieve(question, { repos, limit: Math.max(count, SUPPORT_DEPTH) })
-      const registry = yield* sources.current
-      const salient = salientTerms(question)
-      const df = yield* retriever.frequencies(salient.map(stem))
-      const verdict = abstain(salient, (s) => df.get(s) ?? 0, hits, {
-        minSupport: config.askMinScore,
-        sourceNames: registry.sources.map((s) => s.name)
-      })
-      if (verdict.missing) {
-        yield* Effect.logDebug("question not covered").pipe(
-          Effect.annotateLogs({ reason: verdict.reason, support: verdict.support, unknown: verdict.unknown.join(",") })
-        )
-      }
-      const supported = verdict.missing ? [] : hits.slice(0, count)
-      const citations = supported.map((hit) => ({
+      const { hits, verdict } = yield* examine(question, repos, count)
+      const citations = hits.slice(0, count).map((hit) => ({
         repo: hit.repo,
         path: hit.path,
         commit: hit.commit,
         line: hit.line,
         end_line: hit.end_line,
         snippet: hit.snippet,
+        supports: true,
         content: hit.content
       }))
       const cite = (list: ReadonlyArray<(typeof citations)[number]>) =>
         list.map(({ content: _c, ...citation }) => citation)
-      if (citations.length === 0) {
-        return new AskAnswer({
-          mode: config.llm ? "generated" : "extractive",
+      // Not covered: the passages examined come back all the same, each marked as not supporting an answer.
+      const notCovered = (mode: AskAnswer["mode"]) =>
+        new AskAnswer({
+          mode,
           answer: NOT_COVERED,
           missing: true,
-          citations: []
+          citations: cite(citations).map((citation) => ({ ...citation, supports: false }))
         })
+      if (verdict.missing) {
+        yield* Effect.logDebug("question not covered").pipe(
+          Effect.annotateLogs({
+            reason: verdict.reason,
+            support: verdict.support,
+            score: verdict.score,
+            unknown: verdict.unknown.join(",")
+          })
+        )
+        return notCovered(config.llm ? "generated" : "extractive")
       }
       const extractive = new AskAnswer({ mode: "extractive", answer: null, missing: false, citations: cite(citations) })
       if (config.llm === undefined) return extractive
@@ -141,9 +167,7 @@ export class Answerer extends Effect.Service<Answerer>()("groundtruth/Answerer",
         )
         return extractive
       }
-      if (generated.right.trim() === MODEL_NOT_COVERED) {
-        return new AskAnswer({ mode: "generated", answer: NOT_COVERED, missing: true, citations: [] })
-      }
+      if (generated.right.trim() === MODEL_NOT_COVERED) return notCovered("generated")
       // In the order first cited (a Set keeps first occurrences in order).
       const cited = [...new Set([...generated.right.matchAll(/\[(\d+)\]/g)].map((m) => Number(m[1])))].filter(
         (n) => n >= 1 && n <= citations.length
@@ -177,6 +201,6 @@ export class Answerer extends Effect.Service<Answerer>()("groundtruth/Answerer",
       })
     })
 
-    return { ask } as const
+    return { ask, examine } as const
   })
 }) {}

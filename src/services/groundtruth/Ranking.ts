@@ -1,8 +1,6 @@
-import { stem } from "./Terms.js"
-
 /**
- * The ranking's pure half: rank fusion, the reranker's features and the support score that decides
- * abstention. docs/groundtruth.md states the weights; they were tuned on the whole evaluation set
+ * The ranking's pure half: rank fusion and the reranker's features (the abstention rule that reads
+ * them is Abstention.ts). docs/groundtruth.md states the weights; they were tuned on the whole evaluation set
  * (eval/groundtruth), never on single questions.
  */
 
@@ -97,7 +95,17 @@ const lineOf = (newlines: ReadonlyArray<number>, at: number) => {
   return lo
 }
 
-export const features = (profile: QueryProfile, passage: Passage, fusion: number, trustWeight: number): Features => {
+/** The features, and the question's stems the passage holds (in its text, heading, path or hidden terms). */
+export interface PassageMatch extends Features {
+  readonly matched: ReadonlyArray<string>
+}
+
+export const features = (
+  profile: QueryProfile,
+  passage: Passage,
+  fusion: number,
+  trustWeight: number
+): PassageMatch => {
   const content = passage.content.toLowerCase()
   const extra = `${passage.heading}\n${passage.terms}`.toLowerCase()
   const headingText = `${passage.heading}\n${passage.path}`.toLowerCase()
@@ -106,13 +114,17 @@ export const features = (profile: QueryProfile, passage: Passage, fusion: number
   const lineCount = newlines.length + 1
   let covered = 0
   let headed = 0
+  const matched: Array<string> = []
   const linesOf = new Map<string, ReadonlyArray<number>>()
   const positions = new Map<string, ReadonlyArray<number>>()
   for (const [s, w] of profile.weights) {
     const at = occurrences(content, s)
     positions.set(s, at)
     const inHeading = occurrences(headingText, s).length > 0
-    if (at.length > 0 || inHeading || occurrences(extra, s).length > 0) covered += w
+    if (at.length > 0 || inHeading || occurrences(extra, s).length > 0) {
+      covered += w
+      matched.push(s)
+    }
     if (inHeading) {
       headed += w
       linesOf.set(s, [-1])
@@ -152,7 +164,8 @@ export const features = (profile: QueryProfile, passage: Passage, fusion: number
     heading: profile.total > 0 ? headed / profile.total : 0,
     proximity: profile.sequence.length > 1 ? adjacent / (profile.sequence.length - 1) : 0,
     named: profile.named.has(passage.repo) ? 1 : 0,
-    trust: trustWeight
+    trust: trustWeight,
+    matched
   }
 }
 
@@ -164,37 +177,3 @@ export const rerankScore = (f: Features, weights: typeof RERANK_WEIGHTS = RERANK
   weights.proximity * f.proximity +
   weights.named * f.named +
   weights.trust * f.trust
-
-export interface Abstention {
-  readonly missing: boolean
-  /** Why: no passage at all, a salient term no indexed passage holds, or support below the threshold. */
-  readonly reason: "no_passages" | "salient_term_unknown" | "low_support" | null
-  readonly support: number
-  /** The salient terms no indexed passage holds. */
-  readonly unknown: ReadonlyArray<string>
-}
-
-/** The passages whose support counts: the best of the first SUPPORT_DEPTH. */
-export const SUPPORT_DEPTH = 3
-
-/**
- * The grounded-abstention rule (docs/groundtruth.md): `missing` when nothing matched; when a salient
- * term of the question (an identifier, a version, a flag, a name — see salientTerms) is held by no
- * indexed passage at all, the names of the sources excepted (the sources cannot be about what they
- * never mention); or when the best support among the first SUPPORT_DEPTH passages (idf-weighted share
- * of the question's stems) is below `minSupport`.
- */
-export const abstain = (
-  salient: ReadonlyArray<string>,
-  documentFrequency: (stem: string) => number,
-  hits: ReadonlyArray<{ readonly support: number }>,
-  options: { readonly minSupport: number; readonly sourceNames: ReadonlyArray<string> }
-): Abstention => {
-  if (hits.length === 0) return { missing: true, reason: "no_passages", support: 0, unknown: [] }
-  const support = Math.max(...hits.slice(0, SUPPORT_DEPTH).map((h) => h.support))
-  const names = new Set(options.sourceNames.map((n) => n.toLowerCase()))
-  const unknown = salient.filter((term) => !names.has(term) && documentFrequency(stem(term)) === 0)
-  if (unknown.length > 0) return { missing: true, reason: "salient_term_unknown", support, unknown }
-  if (support < options.minSupport) return { missing: true, reason: "low_support", support, unknown }
-  return { missing: false, reason: null, support, unknown }
-}

@@ -67,6 +67,10 @@ export interface RankedHit extends SearchHit {
   readonly content: string
   /** idf-weighted share of the question's stems the passage holds (0..1). */
   readonly support: number
+  /** The best idf-weighted share within a few consecutive lines (Ranking.features' density). */
+  readonly density: number
+  /** The question's stems the passage holds. */
+  readonly matched: ReadonlyArray<string>
   readonly id: number
 }
 
@@ -217,6 +221,8 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
             snippet: "",
             content: row.content,
             support: f?.coverage ?? 0,
+            density: f?.density ?? 0,
+            matched: f?.matched ?? [],
             id: Number(row.id),
             exact: score
           }
@@ -241,7 +247,9 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
         (hits) =>
           new SearchResult({
             query,
-            hits: hits.map(({ content: _content, support: _support, id: _id, ...hit }) => hit)
+            hits: hits.map(
+              ({ content: _content, support: _support, density: _density, matched: _matched, id: _id, ...hit }) => hit
+            )
           })
       )
 
@@ -268,6 +276,9 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
       })
     })
 
-    return { search, retrieve, repos, frequencies, denseStatus: vectors.status } as const
+    /** The question's distinct stems and their idf over the whole index (undefined: no searchable word). */
+    const profile = (query: string) => profileOf(query, new Set()).pipe(Effect.orDie)
+
+    return { search, retrieve, repos, frequencies, profile, denseStatus: vectors.status } as const
   })
 }) {}
