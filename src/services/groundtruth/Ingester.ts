@@ -9,7 +9,7 @@ import { type Chunk, chunkFile, isBinary } from "./Chunker.js"
 import { Embedder } from "./Embedder.js"
 import { GtConfig } from "./GtConfig.js"
 import { type Registry, type Source, Sources } from "./Sources.js"
-import { stems, words } from "./Terms.js"
+import { type FrequencyCounter, frequencyCounter, words } from "./Terms.js"
 
 export class UnknownRepo extends Schema.TaggedError<UnknownRepo>()(
   "UnknownRepo",
@@ -159,9 +159,9 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
     const oneAtATime = yield* Effect.makeSemaphore(1)
 
     /** Document frequencies move with the chunks: one upsert per stem, rows at zero removed. */
-    const applyFrequencies = (delta: Map<string, number>) =>
+    const applyFrequencies = (frequencies: FrequencyCounter) =>
       Effect.gen(function* () {
-        const entries = [...delta].filter(([, n]) => n !== 0).map(([stem, df]) => ({ stem, df }))
+        const entries = frequencies.changes()
         for (let i = 0; i < entries.length; i += INSERT_BATCH) {
           yield* sql`INSERT INTO gt_terms ${sql.insert(entries.slice(i, i + INSERT_BATCH))}
             ON CONFLICT (stem) DO UPDATE SET df = df + excluded.df`
@@ -176,14 +176,12 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
       readonly terms: string
     }
 
-    /** A chunk's stems counted into a document-frequency delta. */
-    const tally = (frequencies: Map<string, number>, row: Omit<IndexedRow, "id">, by: number) => {
-      for (const s of stems(`${row.heading}\n${row.content}\n${row.terms}`))
-        frequencies.set(s, (frequencies.get(s) ?? 0) + by)
-    }
+    /** A chunk's stems counted into (or out of) the document frequencies. */
+    const tally = (frequencies: FrequencyCounter, row: Omit<IndexedRow, "id">, by: 1 | -1) =>
+      frequencies.add(`${row.heading}\n${row.content}\n${row.terms}`, by)
 
     /** Deletes indexed chunks (and their full-text rows), counting their stems out of `frequencies`. */
-    const dropChunks = (stale: ReadonlyArray<IndexedRow>, frequencies: Map<string, number>) =>
+    const dropChunks = (stale: ReadonlyArray<IndexedRow>, frequencies: FrequencyCounter) =>
       Effect.gen(function* () {
         for (const row of stale) tally(frequencies, row, -1)
         const ids = stale.map((r) => r.id)
@@ -205,7 +203,7 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
         const retired = indexed.map((r) => r.name).filter((name) => !live.has(name))
         for (const name of retired) {
           yield* Effect.gen(function* () {
-            const frequencies = new Map<string, number>()
+            const frequencies = frequencyCounter()
             const stale = yield* sql<IndexedRow>`SELECT id, heading, content, terms FROM gt_chunks WHERE repo = ${name}`
             yield* dropChunks(stale, frequencies)
             yield* applyFrequencies(frequencies)
@@ -367,7 +365,7 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
           // Files whose chunks leave the index (deleted, renamed away, unselected, grown too large): counted only
           // when they had chunks — a new file the globs never select was never in the index to leave it.
           for (const row of stale) if (!selected.has(row.path)) unselected.add(row.path)
-          const frequencies = new Map<string, number>()
+          const frequencies = frequencyCounter()
           yield* dropChunks(stale, frequencies)
           const rows = files.flatMap((file) => {
             const fileWords = pathWords(file.path)
