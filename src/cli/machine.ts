@@ -128,7 +128,9 @@ const work = Command.make(
         if (untilEmpty) yield* pass
         else yield* Effect.forkScoped(Effect.repeat(pass, Schedule.spaced(`${tick} seconds`)))
       }
-      const ran = yield* (yield* JobWorker).work({ worker, concurrency, untilEmpty })
+      const ran = yield* (yield* JobWorker)
+        .work({ worker, concurrency, untilEmpty })
+        .pipe(Effect.catchTag("WorkerEnvironmentExposed", failWith(json)))
       yield* emit(json, { worker, ran }, (r) => `${r.worker} ran ${r.ran} job(s)`)
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Run queued jobs through the host channel (and, with --janitor, the disk janitor)"))

@@ -1,5 +1,9 @@
 import { NodeRuntime } from "@effect/platform-node"
+import { scrubEnvironBlock } from "../services/platform/EnvironBlock.js"
 import { ctlMain, exitCodeOf } from "./Run.js"
+
+// Before any child exists: what /proc/<pid>/environ of this process shows is what a child may see (issue 42).
+scrubEnvironBlock()
 
 ctlMain(process.argv).pipe(
   NodeRuntime.runMain({

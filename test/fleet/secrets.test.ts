@@ -94,6 +94,58 @@ describe("a child process never inherits Keel's secrets", () => {
   }, 60_000)
 })
 
+describe("a queued job cannot read its worker's secrets (issue 42)", () => {
+  // The job is a real process that tries: /proc/<pid>/environ and /proc/<pid>/cmdline of its parent and of every
+  // ancestor up to init. The worker got the secrets in its environment, as an operator's unit would give them.
+  const script = [
+    "p=$PPID",
+    'while [ "$p" -gt 1 ]; do',
+    '  if tr "\\000" "\\n" < /proc/$p/environ; then echo "environ-read $p"; else echo "environ-refused $p"; fi',
+    '  if tr "\\000" " " < /proc/$p/cmdline; then echo; echo "cmdline-read $p"; fi',
+    "  p=$(sed 's/.*) [A-Za-z] \\([0-9]*\\).*/\\1/' /proc/$p/stat)",
+    "done",
+    'echo "ancestors-walked"'
+  ].join("\n")
+
+  it("/proc/$PPID/environ and every ancestor's environ and cmdline show no secret", () => {
+    const dir = temp("keel-job-environ-")
+    const secrets = {
+      KEEL_VAULT_KEY: randomBytes(32).toString("base64"),
+      KEEL_ADMIN_TOKENS: `admin-${randomBytes(8).toString("hex")}`,
+      GT_TOKENS: `gt-${randomBytes(8).toString("hex")}`,
+      GT_LLM_API_KEY: `llm-${randomBytes(8).toString("hex")}`,
+      KEEL_SECRET_ENV: "OPERATOR_TOKEN",
+      OPERATOR_TOKEN: `op-${randomBytes(8).toString("hex")}`
+    }
+    const env = {
+      ...process.env,
+      ...secrets,
+      KEEL_DATA_DIR: path.join(dir, "data"),
+      KEEL_REGISTRY: path.join(root, "examples", "registry.yml"),
+      KEEL_DEMO_DATA: "false",
+      KEEL_LOG_LEVEL: "warning"
+    }
+    const run = (args: Array<string>) => execFileSync(process.execPath, [ctl, ...args], { env, encoding: "utf8" })
+    const id = JSON.parse(run(["machine", "submit", "forge-1", "--json", "--", "sh", "-c", script])).id as string
+    const worked = JSON.parse(run(["machine", "work", "--until-empty", "--json"])) as { ran: number }
+    assert.strictEqual(worked.ran, 1)
+    const logs = JSON.parse(run(["machine", "logs", id, "--limit", "10000", "--json"])) as {
+      lines: Array<{ line: string }>
+    }
+    const text = logs.lines.map((l) => l.line).join("\n")
+    // It did try, and could read: the walk ended, and the worker's block was read (its non-secret settings show).
+    assert.include(text, "ancestors-walked")
+    assert.match(text, /^environ-read \d+$/m)
+    assert.include(text, `KEEL_DATA_DIR=${env.KEEL_DATA_DIR}`)
+    const leaked = Object.entries(secrets)
+      .filter(([name, value]) => name !== "KEEL_SECRET_ENV" && text.includes(value))
+      .map(([name]) => name)
+    assert.deepStrictEqual(leaked, [])
+    for (const name of Object.keys(secrets).filter((n) => n !== "KEEL_SECRET_ENV"))
+      assert.notMatch(text, new RegExp(`^${name}=`, "m"), name)
+  }, 90_000)
+})
+
 /** A git smart-HTTP server (git http-backend) behind basic auth, answering each request after `delayMs`. */
 const gitServer = async (projectRoot: string, user: string, password: string, delayMs: number) => {
   const expected = `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`

@@ -2,6 +2,7 @@ import * as path from "node:path"
 import { Cause, Config, Data, Duration, Effect, Fiber, Option, Schedule } from "effect"
 import { AppConfig } from "../../platform/AppConfig.js"
 import { durationSetting } from "../../platform/DurationSetting.js"
+import { environScrubOutcome, exposedEnvironNames } from "../../platform/EnvironBlock.js"
 import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
 import { channelSpec } from "../Channels.js"
 import { FleetRegistry } from "../registry/Registry.js"
@@ -37,6 +38,15 @@ const lineBuffer = () => {
 /** A job for a target the registry does not declare. */
 export class UnknownTarget extends Data.TaggedError("UnknownTarget")<{
   readonly target: string
+  readonly detail: string
+}> {}
+
+/**
+ * This worker's environment block (`/proc/<pid>/environ`, readable by every job it runs under its own user) still
+ * shows variables a job may not see: the start-up scrub could not overwrite them. No job runs beside it.
+ */
+export class WorkerEnvironmentExposed extends Data.TaggedError("WorkerEnvironmentExposed")<{
+  readonly code: "WORKER_ENVIRONMENT_EXPOSED"
   readonly detail: string
 }> {}
 
@@ -137,6 +147,15 @@ export class JobWorker extends Effect.Service<JobWorker>()("fleet/JobWorker", {
       readonly untilEmpty: boolean
       readonly pollMillis?: number
     }) {
+      // A job reads its parent's environment block through /proc/$PPID/environ: it must show no secret.
+      const exposed = exposedEnvironNames()
+      if (exposed.length > 0) {
+        const why = environScrubOutcome().error
+        return yield* new WorkerEnvironmentExposed({
+          code: "WORKER_ENVIRONMENT_EXPOSED",
+          detail: `this worker's /proc/${process.pid}/environ still shows ${exposed.join(", ")}${why === undefined ? "" : ` (${why})`}; a job could read them: give secrets through files (KEEL_VAULT_KEY_FILE) instead of the environment`
+        })
+      }
       let targets = yield* readTargets
       const held = new Set<string>()
       let ran = 0
