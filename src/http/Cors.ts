@@ -3,10 +3,10 @@ import { Config, Effect } from "effect"
 import { routePath } from "./RoutePath.js"
 
 /** Which configured origin list a route follows. */
-export type CorsSurface = "marketplace" | "product"
+export type CorsSurface = "marketplace" | "product" | "readout"
 
 export interface CorsRoute {
-  /** An exact path, or a prefix ending in "/*". */
+  /** An exact path, a prefix ending in "/*", or a path where a "*" segment stands for any one segment. */
   readonly path: string
   readonly methods: ReadonlyArray<string>
   readonly surface: CorsSurface
@@ -28,8 +28,20 @@ export const CORS_ROUTES: ReadonlyArray<CorsRoute> = [
   // A web app's onboarding runs in the browser like its assignment does.
   { path: "/api/onboarding/bundle", methods: ["GET"], surface: "product" },
   { path: "/api/onboarding/events", methods: ["POST"], surface: "product" },
-  { path: "/api/public/blog/*", methods: ["GET"], surface: "product" }
+  { path: "/api/public/blog/*", methods: ["GET"], surface: "product" },
+  // The readout, from a dashboard on another origin: its credential is the admin token in a header, never a cookie.
+  { path: "/api/experiments/*/results", methods: ["GET"], surface: "readout" },
+  { path: "/api/analytics/summary", methods: ["GET"], surface: "readout" }
 ]
+
+/** Whether a request path is a route's: exact, under a "/*" prefix, or segment by segment with "*" for any one. */
+const routeMatches = (pattern: string, path: string) => {
+  if (pattern.endsWith("/*")) return path.startsWith(pattern.slice(0, -1))
+  if (!pattern.includes("*")) return pattern === path
+  const want = pattern.split("/")
+  const have = path.split("/")
+  return want.length === have.length && want.every((part, i) => (part === "*" ? have[i] !== "" : part === have[i]))
+}
 
 /** Headers a browser script may read on these answers (GitHub exposes its rate-limit and paging headers too). */
 export const EXPOSED_HEADERS = [
@@ -55,11 +67,14 @@ const ALLOWED_HEADERS = [
   "x-wallet-nonce"
 ].join(", ")
 
-/** `KEEL_CORS_ORIGINS_MARKETPLACE` / `KEEL_CORS_ORIGINS_PRODUCT`: `*` (default) or comma-separated origins. */
+/**
+ * `KEEL_CORS_ORIGINS_MARKETPLACE` / `KEEL_CORS_ORIGINS_PRODUCT`: `*` (default) or comma-separated origins;
+ * `KEEL_CORS_ORIGINS_READOUT` for the readout, the product's list unless set.
+ */
 export const corsOriginsFromConfig = Effect.gen(function* () {
-  const read = (name: string) =>
+  const read = (name: string, fallback = "*") =>
     Config.string(name).pipe(
-      Config.withDefault("*"),
+      Config.withDefault(fallback),
       Config.map((text): "*" | ReadonlyArray<string> =>
         text.trim() === "*"
           ? "*"
@@ -69,9 +84,11 @@ export const corsOriginsFromConfig = Effect.gen(function* () {
               .filter((origin) => origin.length > 0)
       )
     )
+  const productText = yield* Config.string("KEEL_CORS_ORIGINS_PRODUCT").pipe(Config.withDefault("*"))
   return {
     marketplace: yield* read("KEEL_CORS_ORIGINS_MARKETPLACE"),
-    product: yield* read("KEEL_CORS_ORIGINS_PRODUCT")
+    product: yield* read("KEEL_CORS_ORIGINS_PRODUCT"),
+    readout: yield* read("KEEL_CORS_ORIGINS_READOUT", productText)
   } satisfies CorsOrigins
 })
 
@@ -87,7 +104,7 @@ export const corsMiddleware =
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const path = routePath(request.url)
-      const route = routes.find((r) => (r.path.endsWith("/*") ? path.startsWith(r.path.slice(0, -1)) : r.path === path))
+      const route = routes.find((r) => routeMatches(r.path, path))
       if (route === undefined) return yield* app
       const allowed = origins[route.surface]
       const origin = request.headers.origin

@@ -63,6 +63,31 @@ layer(HttpTest(), { timeout: "30 seconds", excludeTestServices: true })("CORS, a
         const missing = yield* request(port, "GET", "/api/agents/NOPE", { origin: "https://app.example" })
         assert.strictEqual(missing.status, 404)
         assert.strictEqual(missing.headers["access-control-allow-origin"], "*")
+        // The readout, from a dashboard on another origin: preflights with the admin token's header are answered,
+        // and its answers (a refusal too) are readable.
+        for (const path of [
+          "/api/experiments/onboarding-copy/results?metric=signup",
+          "/api/analytics/summary?site=web"
+        ]) {
+          const readout = yield* request(port, "OPTIONS", path, {
+            origin: "https://dashboard.example",
+            "access-control-request-method": "GET",
+            "access-control-request-headers": "authorization"
+          })
+          assert.strictEqual(readout.status, 204, path)
+          assert.strictEqual(readout.headers["access-control-allow-origin"], "*", path)
+          assert.include(readout.headers["access-control-allow-methods"], "GET", path)
+          assert.include(readout.headers["access-control-allow-headers"], "authorization", path)
+          const refused = yield* request(port, "GET", path, { origin: "https://dashboard.example" })
+          assert.isAtLeast(refused.status, 400, path)
+          assert.strictEqual(refused.headers["access-control-allow-origin"], "*", path)
+        }
+        // Only the readout's own paths: another segment under /api/experiments is no CORS route.
+        const other = yield* request(port, "OPTIONS", "/api/experiments/x/results/more", {
+          origin: "https://dashboard.example",
+          "access-control-request-method": "GET"
+        })
+        assert.isUndefined(other.headers["access-control-allow-origin"])
         // Trading is not a browser-facing route: no CORS there.
         const trade = yield* request(port, "OPTIONS", "/api/tokens/SAGE/buy", { origin: "https://app.example" })
         assert.isUndefined(trade.headers["access-control-allow-origin"])
@@ -98,6 +123,46 @@ layer(
       })
       assert.isUndefined(refused.headers["access-control-allow-origin"])
       assert.isUndefined(refused.headers["access-control-allow-methods"])
+      // The readout follows the product's list unless KEEL_CORS_ORIGINS_READOUT is set.
+      const readout = yield* request(port, "OPTIONS", "/api/analytics/summary", {
+        origin: "https://app.example",
+        "access-control-request-method": "GET",
+        "access-control-request-headers": "authorization"
+      })
+      assert.strictEqual(readout.headers["access-control-allow-origin"], "https://app.example")
+    })
+  )
+})
+
+layer(
+  HttpTest({
+    env: {
+      KEEL_CORS_ORIGINS_PRODUCT: "https://app.example",
+      KEEL_CORS_ORIGINS_READOUT: "https://dashboard.example"
+    }
+  }),
+  { timeout: "30 seconds", excludeTestServices: true }
+)("CORS with the readout's own origins", (it) => {
+  it.effect("KEEL_CORS_ORIGINS_READOUT decides the readout's origins, and only the readout's", () =>
+    Effect.gen(function* () {
+      const port = yield* serverPort
+      const preflight = (path: string, origin: string) =>
+        request(port, "OPTIONS", path, {
+          origin,
+          "access-control-request-method": "GET",
+          "access-control-request-headers": "authorization"
+        })
+      const results = "/api/experiments/onboarding-copy/results"
+      assert.strictEqual(
+        (yield* preflight(results, "https://dashboard.example")).headers["access-control-allow-origin"],
+        "https://dashboard.example"
+      )
+      assert.isUndefined((yield* preflight(results, "https://app.example")).headers["access-control-allow-origin"])
+      assert.isUndefined(
+        (yield* preflight("/api/experiments/assign", "https://dashboard.example")).headers[
+          "access-control-allow-origin"
+        ]
+      )
     })
   )
 })

@@ -79,6 +79,43 @@ layer(HttpTest({ extraRoutes: ProbeRoutes, settings: { bodyLimitBytes: BODY_LIMI
       })
     )
 
+    it.effect("the OpenAPI documents publish what the routes demand: the client key, the ground truth's bearer", () =>
+      Effect.gen(function* () {
+        type Parameter = { name: string; in: string; required?: boolean }
+        type Operation = { parameters?: Array<Parameter>; security?: Array<Record<string, Array<string>>> }
+        type Spec = {
+          paths: Record<string, Record<string, Operation>>
+          components: { securitySchemes?: Record<string, { type: string; scheme?: string }> }
+        }
+        const product = (yield* getJson("/docs/product/openapi.json")).body as unknown as Spec
+        // A missing X-Client-Key is always 401: the header is required, not optional.
+        for (const [route, method] of [
+          ["/api/experiments/assign", "get"],
+          ["/api/onboarding/bundle", "get"],
+          ["/api/onboarding/events", "post"]
+        ] as const) {
+          const key = product.paths[route]![method]!.parameters?.find(
+            (p) => p.in === "header" && p.name === "x-client-key"
+          )
+          assert.strictEqual(key?.required, true, `${method} ${route}`)
+        }
+        // The ground truth enforces a bearer token when GT_TOKENS is set: the document declares the scheme.
+        const groundTruth = (yield* getJson("/docs/groundtruth/openapi.json")).body as unknown as Spec
+        const schemes = Object.entries(groundTruth.components.securitySchemes ?? {})
+        const bearer = schemes.find(([, scheme]) => scheme.type === "http" && scheme.scheme === "bearer")
+        assert.isDefined(bearer, JSON.stringify(groundTruth.components.securitySchemes))
+        for (const [route, method] of [
+          ["/repos", "get"],
+          ["/search", "get"],
+          ["/ask", "post"],
+          ["/ingest/repo", "post"],
+          ["/assets", "get"]
+        ] as const)
+          assert.deepStrictEqual(groundTruth.paths[route]![method]!.security, [{ [bearer![0]]: [] }], route)
+        assert.deepStrictEqual(groundTruth.paths["/health"]!.get!.security ?? [], [], "/health asks for nothing")
+      })
+    )
+
     it.effect("serves each surface's OpenAPI document and Swagger UI, and lists them at /docs", () =>
       Effect.gen(function* () {
         const client = yield* HttpClient.HttpClient

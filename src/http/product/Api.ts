@@ -27,10 +27,26 @@ import { IntegerFromString, RequestStruct } from "../RequestSchema.js"
 /** 1 to 256 characters, counted as Unicode code points (an emoji is one, as chat counts them). */
 const Param = CodePointText(256)
 
+const CLIENT_KEY_DESCRIPTION =
+  "A publishable client key of the app (from the journey registry). Required: missing or not the app's, the answer " +
+  "is 401 INVALID_CLIENT_KEY."
+
+/**
+ * Decoded as optional so that a missing key is the route's own 401 INVALID_CLIENT_KEY (as a wrong one is), never a
+ * 400 from header decoding; published as required (`requireClientKey`), which is what a client must send.
+ */
 export const ClientKeyHeader = Schema.Struct({
-  "x-client-key": Schema.optional(Schema.String).annotations({
-    description: "A publishable client key of the app (from the journey registry)"
-  })
+  "x-client-key": Schema.optional(Schema.String).annotations({ description: CLIENT_KEY_DESCRIPTION })
+})
+
+/** The OpenAPI operation with its `x-client-key` header parameter required (see ClientKeyHeader). */
+const requireClientKey = (operation: Record<string, unknown>) => ({
+  ...operation,
+  parameters: ((operation.parameters as ReadonlyArray<Record<string, unknown>> | undefined) ?? []).map((parameter) =>
+    parameter.in === "header" && parameter.name === "x-client-key"
+      ? { ...parameter, required: true, description: CLIENT_KEY_DESCRIPTION }
+      : parameter
+  )
 })
 
 /** The readout's admin token (KEEL_ADMIN_TOKENS) as `Authorization: Bearer <token>`. */
@@ -62,6 +78,7 @@ export class ExperimentsApi extends HttpApiGroup.make("experiments")
         "Sticky assignment of a subject to the experiment of a journey. The empty assignment " +
           '{"variant":null,"config":{},"experimentId":null} means "not in an experiment".'
       )
+      .annotate(OpenApi.Transform, requireClientKey)
   )
   .add(
     HttpApiEndpoint.get("results")`/experiments/${experimentIdParam}/results`
@@ -154,7 +171,7 @@ export class OnboardingApi extends HttpApiGroup.make("onboarding")
         "Every journey's assignment for the app and platform, each as /experiments/assign answers it. " +
           "Carries a weak ETag over the assignments; If-None-Match with it answers 304."
       )
-      .annotate(OpenApi.Transform, notModified)
+      .annotate(OpenApi.Transform, (operation) => requireClientKey(notModified(operation)))
   )
   .add(
     HttpApiEndpoint.post("events", "/onboarding/events")
@@ -163,6 +180,7 @@ export class OnboardingApi extends HttpApiGroup.make("onboarding")
       .addSuccess(OnboardingEventsResult, { status: 202 })
       .addError(InvalidClientKey)
       .addError(AppNotFound)
+      .annotate(OpenApi.Transform, requireClientKey)
   )
   .annotate(OpenApi.Title, "Onboarding") {}
 
