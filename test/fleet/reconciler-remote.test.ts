@@ -178,5 +178,5 @@ describe.skipIf(!sshdAvailable)("the reconciler through a control plane and an s
     // GET /api/fleet/services answers what `ctl service list --json` prints.
     const listed = JSON.parse(ctl(["service", "list", "--json"]))
     assert.strictEqual(listed.services[0].name, "worker")
-  }, 120_000)
+  }, 480_000)
 })

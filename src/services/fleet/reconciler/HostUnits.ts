@@ -72,16 +72,33 @@ export const HereAnswer = Schema.Union(
   })
 )
 
+/**
+ * The command lines the control plane runs on a host's `ctl` for its units (each one is run over a real ssh channel
+ * by test/fleet/here-commands-remote.test.ts): a unit verb on the host's service manager, and an endpoint probe
+ * from the host (`service verify --here --url`, the CLI's only probe: it takes no `--target`).
+ */
+export const unitHereArgs = (verb: "show" | "ensure" | "kick" | "reassert", service: string, target: string) => [
+  "service",
+  verb,
+  service,
+  "--target",
+  target,
+  "--here",
+  "--json"
+]
+export const probeHereArgs = (url: string) => ["service", "verify", "--here", "--url", url, "--json"]
+
 export const HostUnitsLive = Layer.effect(
   HostUnits,
   Effect.gen(function* () {
     const local = yield* ServiceManager
     const remote = yield* RemoteCtl
 
-    const ask = (target: Target, args: ReadonlyArray<string>) =>
+    /** Runs `argv` on the target's `ctl`; a failure it reports is typed by its `_tag` (`unit` and `verb` name it). */
+    const ask = (target: Target, argv: ReadonlyArray<string>, verb: string, unit: string) =>
       Effect.gen(function* () {
         const answer = yield* remote
-          .runJson(target, ["service", ...args, "--target", target.name, "--here", "--json"], 120_000)
+          .runJson(target, argv, 120_000)
           .pipe(Effect.mapError((error) => new HostUnreachable({ target: target.name, detail: error.detail })))
         const decoded = yield* Schema.decodeUnknown(HereAnswer)(answer.json).pipe(
           Effect.mapError(
@@ -91,14 +108,14 @@ export const HostUnitsLive = Layer.effect(
         if (decoded.ok) return decoded
         const { _tag, command, detail } = decoded.error
         if (_tag === "UnitCommandFailed")
-          return yield* new UnitCommandFailed({ unit: args[1] ?? "", command: command ?? args[0] ?? "", detail })
-        if (_tag === "UnitPreflightRejected") return yield* new UnitPreflightRejected({ unit: args[1] ?? "", detail })
+          return yield* new UnitCommandFailed({ unit, command: command ?? verb, detail })
+        if (_tag === "UnitPreflightRejected") return yield* new UnitPreflightRejected({ unit, detail })
         return yield* new HostUnreachable({ target: target.name, detail })
       })
 
     /** The remote's answer to ensure/kick/reassert: what it did and the unit read back. */
-    const remoteChange = (target: Target, verb: string, unit: DeclaredUnit): Ensured =>
-      Effect.flatMap(ask(target, [verb, unit.name]), (answer) =>
+    const remoteChange = (target: Target, verb: "ensure" | "kick" | "reassert", unit: DeclaredUnit): Ensured =>
+      Effect.flatMap(ask(target, unitHereArgs(verb, unit.name, target.name), verb, unit.name), (answer) =>
         "state" in answer && answer.state !== undefined && answer.change !== undefined
           ? Effect.succeed({ change: answer.change, unit: answer.unit ?? unit.unit, state: answer.state })
           : new HostUnreachable({ target: target.name, detail: `${target.name} answered no unit state` })
@@ -108,7 +125,7 @@ export const HostUnitsLive = Layer.effect(
       inspect: (target, unit) =>
         target.channel === "local"
           ? local.inspect(unit)
-          : Effect.flatMap(ask(target, ["show", unit.name]), (answer) =>
+          : Effect.flatMap(ask(target, unitHereArgs("show", unit.name, target.name), "show", unit.name), (answer) =>
               "state" in answer && answer.state !== undefined
                 ? Effect.succeed(answer.state)
                 : new HostUnreachable({ target: target.name, detail: `${target.name} answered no unit state` })
@@ -128,7 +145,7 @@ export const HostUnitsLive = Layer.effect(
         from.channel === "local"
           ? probeUrl(url)
           : Effect.flatMap(
-              ask(from, ["probe", url]).pipe(
+              ask(from, probeHereArgs(url), "verify", url).pipe(
                 Effect.catchTags({
                   UnitCommandFailed: (e) => new HostUnreachable({ target: from.name, detail: e.detail }),
                   UnitPreflightRejected: (e) => new HostUnreachable({ target: from.name, detail: e.detail })

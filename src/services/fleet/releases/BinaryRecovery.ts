@@ -12,7 +12,7 @@ import { RemoteCtl } from "../RemoteCtl.js"
 import { HostUnits } from "../reconciler/HostUnits.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import type { Target } from "../registry/Schema.js"
-import { renderUnit } from "../units/UnitRender.js"
+import { renderUnit, unrenderable } from "../units/UnitRender.js"
 import { ArchiveRefused, extractEntry } from "./ArchiveEntry.js"
 import { canonicalBytes } from "./CanonicalJson.js"
 import { ReleaseAuthority } from "./ReleaseAuthority.js"
@@ -43,6 +43,8 @@ export interface RecoveryStep {
   readonly step: RecoveryStepName
   readonly ok: boolean
   readonly detail: string
+  /** The recovery step's units it could not recover, and why (a skipped unit makes the step, and the run, not ok). */
+  readonly skipped?: ReadonlyArray<{ readonly name: string; readonly reason: string }>
 }
 
 export interface RecoveryAnswer {
@@ -177,6 +179,7 @@ export class BinaryRecovery extends Effect.Service<BinaryRecovery>()("fleet/Bina
       Effect.gen(function* () {
         const done: Array<string> = []
         const failed: Array<string> = []
+        const skipped: Array<{ name: string; reason: string }> = []
         for (const service of target.services) {
           if (service.role === "beacon") {
             const outcome = yield* units
@@ -184,7 +187,13 @@ export class BinaryRecovery extends Effect.Service<BinaryRecovery>()("fleet/Bina
               .pipe(Effect.either)
             if (outcome._tag === "Right") done.push(`${service.name}: ${outcome.right.change}`)
             else failed.push(`${service.name}: ${outcome.left.detail}`)
-          } else if (service.kind === "recovery-managed" && service.program !== undefined) {
+          } else if (service.kind === "recovery-managed") {
+            // Rule 2: a declaration naming only its unit path cannot be reinstalled; said, never passed over.
+            const problem = unrenderable(service)
+            if (problem !== undefined) {
+              skipped.push({ name: service.name, reason: problem })
+              continue
+            }
             const outcome = yield* units.ensure(target, renderUnit(service, target.os)).pipe(Effect.either)
             if (outcome._tag === "Right") done.push(`${service.name}: ${outcome.right.change}`)
             else failed.push(`${service.name}: ${outcome.left.detail}`)
@@ -192,11 +201,12 @@ export class BinaryRecovery extends Effect.Service<BinaryRecovery>()("fleet/Bina
         }
         return {
           step: "recovery" as const,
-          ok: failed.length === 0,
+          ok: failed.length === 0 && skipped.length === 0,
           detail:
-            done.length + failed.length === 0
+            done.length + failed.length + skipped.length === 0
               ? "no recovery-managed unit or beacon is declared for the target"
-              : [...done, ...failed].join("; ")
+              : [...done, ...failed, ...skipped.map((s) => `${s.name}: skipped (${s.reason})`)].join("; "),
+          ...(skipped.length === 0 ? {} : { skipped })
         }
       })
 
