@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawnSync } from "node:child_process"
+import { type ChildProcess, execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -6,7 +6,7 @@ import { manifestOf, manifestsEqual, planUnion } from "keel"
 import { afterAll, assert, describe, it } from "vitest"
 import * as Yaml from "yaml"
 import { ROLLBACK_STEPS, RUN_STEPS } from "../support/handoff.js"
-import { ctlBin, startServer } from "../support/server.js"
+import { ctlBin, requestChild, startServer } from "../support/server.js"
 
 // Issue 18, the handoff on real processes: `ctl serve` runs the workflows, `ctl host storage-root-reconcile` is
 // the client. For every step of Run and of Rollback, the server is SIGKILLed right after the step did its work
@@ -62,89 +62,125 @@ const fixture = () => {
     KEEL_CLUSTER_POLL_INTERVAL: "200 millis"
   }
   const grant = path.join(dir, "ops.grant")
-  execFileSync(
-    process.execPath,
-    [
-      ctlBin,
-      "vault",
-      "grant",
-      "create",
-      "--consumer",
-      "ops",
-      "--action",
-      "storage-reconcile-read",
-      "--action",
-      "storage-reconcile-apply",
-      "--host",
-      "box",
-      "--out",
-      grant
-    ],
-    { env: { ...process.env, ...env } }
-  )
   return { dir, a, b, route, runtime, env, grant }
+}
+
+/** The ops grant for both actions, written by `ctl vault grant create` (run before the first server starts). */
+const withGrant = async (f: Fixture) => {
+  const created = await ctlProcess(f.env, [
+    "vault",
+    "grant",
+    "create",
+    "--consumer",
+    "ops",
+    "--action",
+    "storage-reconcile-read",
+    "--action",
+    "storage-reconcile-apply",
+    "--host",
+    "box",
+    "--out",
+    f.grant
+  ])
+  assert.strictEqual(created.code, 0, created.stderr)
+  return f
 }
 
 type Fixture = ReturnType<typeof fixture>
 
-const ctl = (f: Fixture, port: number, transaction: string, phase: string) => {
-  const result = spawnSync(
-    process.execPath,
-    [ctlBin, "host", "storage-root-reconcile", "box", "--transaction", transaction, "--phase", phase, "--json"],
+/**
+ * `ctl <args>` as a child process, awaited: never spawnSync, whose blocked event loop on a loaded machine starves
+ * vitest's worker RPC (a fixed 60 s timeout) and fails the run with every test green.
+ */
+const ctlProcess = (env: Record<string, string>, args: ReadonlyArray<string>) =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [ctlBin, ...args],
+      { env: { ...process.env, ...env }, encoding: "utf8", maxBuffer: 16 * 1024 * 1024 },
+      (_error, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr })
+    )
+  })
+
+const ctl = async (f: Fixture, port: number, transaction: string, phase: string) => {
+  const result = await ctlProcess(
     {
-      env: {
-        ...process.env,
-        ...f.env,
-        KEEL_LOG_LEVEL: "warning",
-        KEEL_CONTROL_PLANE_URL: `http://127.0.0.1:${port}`,
-        KEEL_GRANT_FILE: f.grant
-      },
-      encoding: "utf8"
-    }
+      ...f.env,
+      KEEL_LOG_LEVEL: "warning",
+      KEEL_CONTROL_PLANE_URL: `http://127.0.0.1:${port}`,
+      KEEL_GRANT_FILE: f.grant
+    },
+    ["host", "storage-root-reconcile", "box", "--transaction", transaction, "--phase", phase, "--json"]
   )
-  return { code: result.status, answer: JSON.parse(result.stdout || "null") }
+  try {
+    return { code: result.code, answer: JSON.parse(result.stdout || "null") }
+  } catch {
+    throw new Error(`ctl --phase ${phase} printed no JSON (exit ${result.code}):\n${result.stdout}\n${result.stderr}`)
+  }
 }
 
 const serve = (f: Fixture, extra: Record<string, string> = {}) =>
   startServer([ctlBin, "serve", "--port", "0"], { ...f.env, ...extra }, children)
 
 /**
- * Status until the phase stops running (at most 20 s): polled over HTTP (a `ctl` process per poll costs ~2 s of
- * start-up on these machines), then answered once by `ctl … --phase status`, whose answer the tests check.
+ * The same request as `ctl … --phase P` makes, over HTTP from this process, each on a fresh connection: its
+ * answer, or null when the server answered nothing usable. A server killed at its crash point may cut the
+ * answer (or the token exchange) at any byte, and an idle keep-alive socket may be closed under a request on
+ * a loaded machine: both are "no answer", never a test failure of their own.
  */
-/** The same request as `ctl … --phase P` makes, over HTTP from this process (its answer, or null). */
 const phase = async (f: Fixture, port: number, transaction: string, name: string) => {
-  const base = `http://127.0.0.1:${port}`
-  const credential = JSON.parse(fs.readFileSync(f.grant, "utf8"))
-  const exchanged = await fetch(`${base}/v1/vault/token`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ grant_id: credential.grant_id, consumer: credential.consumer, secret: credential.secret })
-  })
-  const { token } = (await exchanged.json()) as { token: string }
-  const query = new URLSearchParams({ target: "box", transaction, phase: name })
-  const response = await fetch(`${base}/api/host/storage-root-reconcile?${query}`, {
-    method: name === "status" ? "GET" : "POST",
-    headers: { authorization: `Bearer ${token}` }
-  }).catch(() => null) // a server killed mid-request (the fault injected) answers nothing
-  return response === null
-    ? null
-    : ((await response.json().catch(() => null)) as { report?: { state?: string } } | null)
-}
-
-const settled = async (f: Fixture, port: number, transaction: string) => {
-  for (let i = 0; i < 200; i++) {
-    const answer = await phase(f, port, transaction, "status")
-    if (answer?.report?.state !== "running") return ctl(f, port, transaction, "status")
-    await new Promise((resolve) => setTimeout(resolve, 100))
+  try {
+    const credential = JSON.parse(fs.readFileSync(f.grant, "utf8"))
+    const exchanged = await requestChild(port, {
+      method: "POST",
+      path: "/v1/vault/token",
+      body: { grant_id: credential.grant_id, consumer: credential.consumer, secret: credential.secret }
+    })
+    const { token } = JSON.parse(exchanged.body) as { token: string }
+    const query = new URLSearchParams({ target: "box", transaction, phase: name })
+    const response = await requestChild(port, {
+      method: name === "status" ? "GET" : "POST",
+      path: `/api/host/storage-root-reconcile?${query}`,
+      headers: { authorization: `Bearer ${token}` }
+    })
+    return JSON.parse(response.body) as { report?: { state?: string } } | null
+  } catch {
+    return null
   }
-  throw new Error(`${transaction} still running`)
 }
 
 const exited = (child: ChildProcess) =>
   new Promise<void>((resolve) =>
     child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve())
   )
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Sends the phase to a server armed to die at a step, until it died: the request that starts the work may be
+ * cut by the crash it causes (no answer is expected), and one lost before the server read it is sent again.
+ */
+const phaseUntilKilled = async (f: Fixture, doomed: { child: ChildProcess; port: number }, name: string) => {
+  const died = exited(doomed.child)
+  for (let attempt = 0; attempt < 20 && doomed.child.exitCode === null && doomed.child.signalCode === null; attempt++) {
+    await phase(f, doomed.port, "t", name)
+    await Promise.race([died, pause(2_000)])
+  }
+  await died
+}
+
+/**
+ * Status until the phase stops running (at most 200 polls over HTTP: a `ctl` process per poll costs seconds
+ * of start-up), then answered once by `ctl … --phase status`, whose answer the tests check.
+ */
+const settled = async (f: Fixture, port: number, transaction: string) => {
+  for (let i = 0; i < 200; i++) {
+    const answer = await phase(f, port, transaction, "status")
+    if (answer !== null && answer.report?.state !== "running") return ctl(f, port, transaction, "status")
+    await pause(100)
+  }
+  throw new Error(`${transaction} still running`)
+}
 
 /** What an uninterrupted run leaves: A as the planned union, route and runtime on A, the fence released. */
 const assertActivated = async (f: Fixture, expected: ReturnType<typeof planUnion>, what: string) => {
@@ -155,18 +191,18 @@ const assertActivated = async (f: Fixture, expected: ReturnType<typeof planUnion
 
 describe("a storage-root handoff survives a SIGKILL at every step", () => {
   it("uninterrupted: run, status, finalize through ctl, exit codes as the report's", async () => {
-    const f = fixture()
+    const f = await withGrant(fixture())
     const expected = planUnion(await manifestOf(f.a), await manifestOf(f.b), "b")
     const server = await serve(f)
-    const run = ctl(f, server.port, "t", "run")
+    const run = await ctl(f, server.port, "t", "run")
     assert.strictEqual(run.code, 0)
     const done = await settled(f, server.port, "t")
     assert.strictEqual(done.answer.report.state, "activated_pending_lifecycle")
     await assertActivated(f, expected, "uninterrupted")
-    const other = ctl(f, server.port, "t2", "run")
+    const other = await ctl(f, server.port, "t2", "run")
     assert.strictEqual(other.code, 2, "a concurrent transaction is refused")
     assert.strictEqual(other.answer.refusal, "transaction_in_progress")
-    const final = ctl(f, server.port, "t", "finalize")
+    const final = await ctl(f, server.port, "t", "finalize")
     assert.strictEqual(final.code, 0)
     assert.strictEqual(final.answer.report.state, "complete")
     server.child.kill("SIGTERM")
@@ -175,20 +211,19 @@ describe("a storage-root handoff survives a SIGKILL at every step", () => {
 
   for (const step of RUN_STEPS)
     it(`Run killed after ${step}: resumed, it ends as an uninterrupted run`, async () => {
-      const f = fixture()
+      const f = await withGrant(fixture())
       const expected = planUnion(await manifestOf(f.a), await manifestOf(f.b), "b")
       const doomed = await serve(f, { KEEL_FAULT_INJECTION: "1", KEEL_HANDOFF_CRASH_AT: step })
-      await phase(f, doomed.port, "t", "run")
-      await exited(doomed.child)
+      await phaseUntilKilled(f, doomed, "run")
       assert.strictEqual(doomed.child.signalCode, "SIGKILL", `the server died at ${step}`)
       const server = await serve(f)
-      const resumed = ctl(f, server.port, "t", "resume")
+      const resumed = await ctl(f, server.port, "t", "resume")
       assert.oneOf(resumed.code, [0], JSON.stringify(resumed.answer))
       const done = await settled(f, server.port, "t")
       assert.strictEqual(done.answer.report.state, "activated_pending_lifecycle", JSON.stringify(done.answer))
       assert.strictEqual(done.answer.report.winner, "b", "the winner is never reversed")
       await assertActivated(f, expected, step)
-      const final = ctl(f, server.port, "t", "finalize")
+      const final = await ctl(f, server.port, "t", "finalize")
       assert.strictEqual(final.answer.report.state, "complete", JSON.stringify(final.answer))
       server.child.kill("SIGTERM")
       await exited(server.child)
@@ -196,7 +231,7 @@ describe("a storage-root handoff survives a SIGKILL at every step", () => {
 
   for (const step of ROLLBACK_STEPS)
     it(`Rollback killed after ${step}: rolled back again, A and the route are exactly as before`, async () => {
-      const f = fixture()
+      const f = await withGrant(fixture())
       const before = await manifestOf(f.a)
       // The run fails right after it built the union on A (before the data-commit boundary), the fence held.
       const first = await serve(f, { KEEL_FAULT_INJECTION: "1", KEEL_HANDOFF_FAIL_AT: "union" })
@@ -208,8 +243,7 @@ describe("a storage-root handoff survives a SIGKILL at every step", () => {
       first.child.kill("SIGTERM")
       await exited(first.child)
       const doomed = await serve(f, { KEEL_FAULT_INJECTION: "1", KEEL_HANDOFF_CRASH_AT: step })
-      await phase(f, doomed.port, "t", "rollback")
-      await exited(doomed.child)
+      await phaseUntilKilled(f, doomed, "rollback")
       assert.strictEqual(doomed.child.signalCode, "SIGKILL", `the server died at ${step}`)
       const server = await serve(f)
       await phase(f, server.port, "t", "rollback")
@@ -219,7 +253,7 @@ describe("a storage-root handoff survives a SIGKILL at every step", () => {
       assert.strictEqual(fs.readFileSync(f.route, "utf8").trim(), f.b)
       assert.strictEqual(fs.readlinkSync(f.runtime), f.b)
       // The transaction ended: another may run.
-      assert.strictEqual(ctl(f, server.port, "t2", "run").code, 0)
+      assert.strictEqual((await ctl(f, server.port, "t2", "run")).code, 0)
       await settled(f, server.port, "t2")
       server.child.kill("SIGTERM")
       await exited(server.child)

@@ -7,7 +7,7 @@ import Database from "better-sqlite3"
 import { Ed25519 } from "keel"
 import { afterAll, assert, describe, it } from "vitest"
 import * as Yaml from "yaml"
-import { ctlBin, startServer } from "../support/server.js"
+import { ctlBin, runCtl, startServer } from "../support/server.js"
 
 // Issue 19, submission (seed 002, "Release submission and delivery" rules 1-3) through the binaries: `ctl release
 // submit` on the control plane's host archives a clean committed tree, reserves the version, queues one build job
@@ -210,10 +210,10 @@ const submitArgs = (source: string, version: string, extra: ReadonlyArray<string
   ...extra
 ]
 
-const submit = (f: Fixture, source: string, version: string) => {
-  const result = spawnSync(process.execPath, submitArgs(source, version), { env: f.env, encoding: "utf8" })
+const submit = async (f: Fixture, source: string, version: string) => {
+  const result = await runCtl(submitArgs(source, version).slice(1), f.env)
   return {
-    code: result.status,
+    code: result.code,
     stderr: result.stderr,
     // biome-ignore lint/suspicious/noExplicitAny: answers are checked field by field
     json: (result.stdout.trim() === "" ? null : JSON.parse(result.stdout)) as any
@@ -259,7 +259,7 @@ describe("ctl release submit", () => {
     const source = path.join(f.dir, "src")
     writeSource(source, 0, { BUILD_TOKEN: "build-secrets#token" })
 
-    const first = submit(f, source, "1.0.0")
+    const first = await submit(f, source, "1.0.0")
     assert.strictEqual(first.code, 0, first.stderr)
     assert.isTrue(first.json.created)
     const record = first.json.record
@@ -298,7 +298,7 @@ describe("ctl release submit", () => {
     )
 
     // The same submit again: the same run, found as it stands; no second job, no second build.
-    const again = submit(f, source, "1.0.0")
+    const again = await submit(f, source, "1.0.0")
     assert.strictEqual(again.code, 0, again.stderr)
     assert.isFalse(again.json.created)
     assert.strictEqual(again.json.run_id, first.json.run_id)
@@ -337,16 +337,16 @@ describe("ctl release submit", () => {
       encoding: "utf8"
     })
     assert.strictEqual(audited.status, 0, audited.stdout)
-    assert.strictEqual(submit(f, source, "1.0.0").json.record.state, "published")
+    assert.strictEqual((await submit(f, source, "1.0.0")).json.record.state, "published")
 
     // Refusals write nothing: a dirty tree, a used version for another revision, no recipe.
     fs.writeFileSync(path.join(source, "notes.txt"), "draft")
-    const dirty = submit(f, source, "1.0.1")
+    const dirty = await submit(f, source, "1.0.1")
     assert.strictEqual(dirty.code, 1)
     assert.strictEqual(dirty.json.error.code, "SOURCE_REFUSED")
     git(source, "add", "-A")
     git(source, "commit", "-q", "-m", "notes")
-    const reused = submit(f, source, "1.0.0")
+    const reused = await submit(f, source, "1.0.0")
     assert.strictEqual(reused.code, 1)
     assert.strictEqual(reused.json.error.code, "VERSION_RESERVED")
     assert.deepStrictEqual(releaseFiles(f, "1.0.1"), [])
@@ -356,19 +356,19 @@ describe("ctl release submit", () => {
     fs.writeFileSync(path.join(bare, "x"), "x")
     git(bare, "add", "-A")
     git(bare, "commit", "-q", "-m", "x")
-    const norecipe = submit(f, bare, "1.0.0")
+    const norecipe = await submit(f, bare, "1.0.0")
     assert.strictEqual(norecipe.code, 1)
     assert.strictEqual(norecipe.json.error.code, "SUBMIT_REFUSED")
     // A directory that is not a git work tree at all is the source's problem, not a missing recipe.
     const plain = path.join(f.dir, "plain")
     fs.mkdirSync(plain)
-    const notGit = submit(f, plain, "1.0.0")
+    const notGit = await submit(f, plain, "1.0.0")
     assert.strictEqual(notGit.code, 1)
     assert.strictEqual(notGit.json.error.code, "SOURCE_REFUSED")
     // A recipe naming a secret the registry does not allow (agent.skarbiec.secret_fields).
     const greedy = path.join(f.dir, "greedy")
     writeSource(greedy, 0, { OTHER: "build-secrets#other" })
-    const refusedSecret = submit(f, greedy, "3.0.0")
+    const refusedSecret = await submit(f, greedy, "3.0.0")
     assert.strictEqual(refusedSecret.code, 1)
     assert.strictEqual(refusedSecret.json.error.code, "SUBMIT_REFUSED")
     assert.include(refusedSecret.json.error.detail, "secret_fields")
@@ -423,7 +423,7 @@ describe("ctl release submit", () => {
       assert.strictEqual(present.length, i + 1, `killed after ${file}: ${present.join(", ")}`)
     }
 
-    const done = submit(f, source, version)
+    const done = await submit(f, source, version)
     assert.strictEqual(done.code, 0, done.stderr)
     assert.isFalse(done.json.created)
     assert.strictEqual(done.json.record.state, "published")

@@ -74,3 +74,24 @@ export const requestChild = (
     req.on("error", reject)
     req.end(text)
   })
+
+/**
+ * `node bin/ctl.js <args>` as a child process, awaited. Tests use this rather than spawnSync for anything that may
+ * run long: a worker blocked in spawnSync cannot answer vitest's RPC, whose fixed 60 s timeout fails the run
+ * (every test green) on a loaded machine.
+ */
+export const runCtl = (args: ReadonlyArray<string>, env: Record<string, string | undefined>, input?: string) =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, [ctlBin, ...args], { cwd: root, env, stdio: ["pipe", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk
+    })
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk
+    })
+    child.on("error", reject)
+    child.on("close", (code) => resolve({ code, stdout, stderr }))
+    child.stdin.end(input ?? "")
+  })
