@@ -254,9 +254,13 @@ describe("the trade fast path", () => {
         assert.strictEqual(withFastPath.length, without.length)
         for (const [i, answer] of withFastPath.entries()) {
           assert.deepStrictEqual(comparable(answer), comparable(without[i]!), answer.label)
-          const a = Number(answer.headers["x-ratelimit-reset"] ?? 0)
-          const b = Number(without[i]!.headers["x-ratelimit-reset"] ?? 0)
-          assert.isAtMost(Math.abs(a - b), 2, `${answer.label}: x-ratelimit-reset`)
+          // The reset is an epoch second, and the two servers ran one after the other (minutes apart on a loaded
+          // machine): each answer's reset is compared with its own Date, within the next window (60 s by default).
+          for (const one of [answer, without[i]!]) {
+            if (one.headers["x-ratelimit-reset"] === undefined) continue
+            const ahead = Number(one.headers["x-ratelimit-reset"]) - Date.parse(one.headers.date ?? "") / 1000
+            assert.isTrue(ahead >= -1 && ahead <= 61, `${answer.label}: x-ratelimit-reset ${ahead} s ahead of Date`)
+          }
         }
         // The script covers what it means to: successes, replays, refusals of every kind, the limit.
         const statuses = new Set(withFastPath.map((answer) => answer.status))
