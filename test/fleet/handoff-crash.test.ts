@@ -207,7 +207,7 @@ describe("a storage-root handoff survives a SIGKILL at every step", () => {
     assert.strictEqual(final.answer.report.state, "complete")
     server.child.kill("SIGTERM")
     await exited(server.child)
-  }, 60_000)
+  }, 300_000)
 
   for (const step of RUN_STEPS)
     it(`Run killed after ${step}: resumed, it ends as an uninterrupted run`, async () => {
@@ -227,7 +227,7 @@ describe("a storage-root handoff survives a SIGKILL at every step", () => {
       assert.strictEqual(final.answer.report.state, "complete", JSON.stringify(final.answer))
       server.child.kill("SIGTERM")
       await exited(server.child)
-    }, 90_000)
+    }, 300_000)
 
   for (const step of ROLLBACK_STEPS)
     it(`Rollback killed after ${step}: rolled back again, A and the route are exactly as before`, async () => {
@@ -257,5 +257,5 @@ describe("a storage-root handoff survives a SIGKILL at every step", () => {
       await settled(f, server.port, "t2")
       server.child.kill("SIGTERM")
       await exited(server.child)
-    }, 90_000)
+    }, 300_000)
 })

@@ -23,7 +23,8 @@ export const startServer = (
     })
     children.push(child)
     let output = ""
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 20_000)
+    // Only a guard against a server that hangs: a loaded machine has taken over 20 s to start one.
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 120_000)
     const onData = (chunk: Buffer) => {
       output += chunk.toString()
       const match = /Listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
