@@ -62,6 +62,31 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
   timeout: "60 seconds",
   excludeTestServices: true
 })("host-health beacons", (it) => {
+  it.effect("an unreachable server is named with its port (even the scheme's default) and the system's reason", () =>
+    Effect.gen(function* () {
+      const local = `http://127.0.0.1:${yield* serverPort}`
+      const good = yield* grantFile("reach.json", { actions: ["host-health-write"], hosts: ["forge-1"] })
+      const next = writeJson("reach-beacon.json", beacon("forge-1", "2026-11-23T10:30:00.000Z"), 0o644)
+      const routing: BeaconRouting = {
+        controlPlaneUrl: local,
+        vaultUrl: local,
+        consumer: "beacon-forge-1",
+        grantFile: good.file
+      }
+      // Nothing listens on port 80 of the loopback here: `http://127.0.0.1` and `http://127.0.0.1:80` are the same.
+      for (const [spelled, changed] of [
+        ["http://127.0.0.1", { controlPlaneUrl: "http://127.0.0.1" }],
+        ["http://127.0.0.1:80/", { controlPlaneUrl: "http://127.0.0.1:80/" }],
+        ["http://127.0.0.1 (vault)", { vaultUrl: "http://127.0.0.1" }]
+      ] as const) {
+        const failure = yield* failureOf(publishBeacon(next, { ...routing, ...changed }))
+        assert.strictEqual(failure.reason, "backend_error", spelled)
+        assert.match(failure.detail ?? "", /^cannot reach http:\/\/127\.0\.0\.1:80 \(connect ECONNREFUSED /, spelled)
+        assert.include(failure.detail, "ECONNREFUSED", spelled)
+      }
+    })
+  )
+
   it.effect("publish-beacon stores the beacon; each failure leaves the stored bytes exactly as they were", () =>
     Effect.gen(function* () {
       const port = yield* serverPort

@@ -1,6 +1,6 @@
 import * as fs from "node:fs/promises"
 import { Config, Data, Effect, Option, Schema } from "effect"
-import { isLoopbackHost } from "../../platform/Net.js"
+import { isLoopbackHost, unreachable } from "../../platform/Net.js"
 import { formatIssues } from "../../platform/Validation.js"
 import { GrantCredential } from "../../platform/vault/Vault.js"
 import { decodeBeacon } from "./Beacon.js"
@@ -97,7 +97,7 @@ const request = (url: URL, init: RequestInit) =>
       } catch {}
       return { status: response.status, body }
     },
-    catch: (error) => fail("backend_error", `${url.origin}: ${(error as Error).message}`)
+    catch: (error) => fail("backend_error", unreachable(url, error))
   })
 
 const problemDetail = (body: unknown) =>

@@ -3,7 +3,7 @@ import * as fs from "node:fs"
 import { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import { Config, type Duration, Effect, Option, Schedule, Schema } from "effect"
-import { isLoopbackHost } from "../../platform/Net.js"
+import { isLoopbackHost, unreachable } from "../../platform/Net.js"
 import type { ObjectHead, WriteCondition } from "../../platform/objects/ObjectStore.js"
 import { readGrantCredential } from "../beacon/BeaconPublisher.js"
 
@@ -101,14 +101,7 @@ export const makeObjectApiClient = (options: {
           })
           return response
         },
-        catch: (error) => {
-          const cause = (error as { cause?: { message?: string } }).cause?.message
-          return failure(
-            "CONTROL_PLANE_UNREACHABLE",
-            0,
-            `${base.origin}: ${(error as Error).message}${cause === undefined ? "" : ` (${cause})`}`
-          )
-        }
+        catch: (error) => failure("CONTROL_PLANE_UNREACHABLE", 0, unreachable(base, error))
       })
 
     const problem = (response: Response) =>
@@ -264,7 +257,7 @@ export const vaultTokenFromGrantFile = (vaultUrl: string, grantFile: string) =>
           }),
           signal: AbortSignal.timeout(15_000)
         }),
-      catch: (error) => failure("CONTROL_PLANE_UNREACHABLE", 0, `${base.origin}: ${(error as Error).message}`)
+      catch: (error) => failure("CONTROL_PLANE_UNREACHABLE", 0, unreachable(base, error))
     })
     if (!response.ok) return yield* failure("VAULT_REFUSED", response.status, `the vault answered ${response.status}`)
     const answer = (yield* Effect.promise(() => response.json())) as { token: string }
@@ -326,7 +319,7 @@ export const readVaultField = (vaultUrl: string, token: string, reference: strin
           headers: { authorization: `Bearer ${token}` },
           signal: AbortSignal.timeout(15_000)
         }),
-      catch: (error) => failure("CONTROL_PLANE_UNREACHABLE", 0, `${base.origin}: ${(error as Error).message}`)
+      catch: (error) => failure("CONTROL_PLANE_UNREACHABLE", 0, unreachable(base, error))
     })
     if (!response.ok)
       return yield* failure("VAULT_REFUSED", response.status, `the vault refused ${reference} (${response.status})`)
