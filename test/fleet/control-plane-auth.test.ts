@@ -275,6 +275,16 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
           ok: 202
         },
         {
+          route: "/api/fleet/jobs",
+          method: "GET",
+          url: "/api/fleet/jobs?target=forge-1&state=running",
+          consumer: "janitor-forge-1",
+          action: "job-read",
+          host: "forge-1",
+          ok: 200,
+          wrong: "job-submit"
+        },
+        {
           route: "/api/fleet/jobs/{id}",
           method: "GET",
           url: `/api/fleet/jobs/${jobId}`,
@@ -328,6 +338,7 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
         "GET /api/host/storage-root-reconcile",
         "POST /api/host/storage-root-reconcile",
         "POST /api/fleet/jobs",
+        "GET /api/fleet/jobs",
         "GET /api/fleet/jobs/{id}"
       ])
         assert.include(hostRoutes, named)

@@ -534,7 +534,8 @@ export class JobKeyReusedProblem extends Schema.TaggedError<JobKeyReusedProblem>
 
 /**
  * Fleet jobs over HTTP, for clients off the control plane (a pre-check runner's gateway): submit a command to a
- * target's queue and read the job and its output. Registry action `job-submit`, for the job's target.
+ * target's queue and read the job and its output (registry action `job-submit`, for the job's target); list a
+ * target's queued or running jobs (`job-read` for the target: a host's janitor asks which run on it).
  */
 export class JobsApi extends HttpApiGroup.make("jobs")
   .add(
@@ -553,6 +554,27 @@ export class JobsApi extends HttpApiGroup.make("jobs")
       .annotate(
         OpenApi.Description,
         "Queues argv on the target (a repeat with the same idempotency_key answers the same job). Needs job-submit for the target."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("live", "/fleet/jobs")
+      .setUrlParams(
+        RequestStruct({
+          target: Schema.String.pipe(Schema.minLength(1)),
+          state: Schema.Literal("queued", "running")
+        })
+      )
+      .setHeaders(Bearer)
+      .addSuccess(
+        Schema.Struct({
+          target: Schema.String,
+          state: Schema.Literal("queued", "running"),
+          jobs: Schema.Array(JobView)
+        })
+      )
+      .annotate(
+        OpenApi.Description,
+        "The target's jobs in that state, oldest first (a host's janitor asks which run on it). Needs job-read for the target."
       )
   )
   .add(

@@ -538,6 +538,13 @@ export const JobsLive = HttpApiBuilder.group(ControlPlaneApi, "jobs", (handlers)
           return jobView(job)
         })
       )
+      .handle("live", ({ headers, urlParams }) =>
+        Effect.gen(function* () {
+          yield* authority.authorize(bearerToken(headers.authorization), { action: "job-read", host: urlParams.target })
+          const jobs = yield* queue.liveOn(urlParams.target, urlParams.state)
+          return { target: urlParams.target, state: urlParams.state, jobs: jobs.map(jobView) }
+        })
+      )
       .handle("job", ({ headers, path, urlParams }) =>
         Effect.gen(function* () {
           // The action first (a caller without it learns nothing about ids), then the job's own target.

@@ -9,7 +9,8 @@ import { ObjectStore } from "../../platform/objects/ObjectStore.js"
 import { packageVersion } from "../../platform/Package.js"
 import { thisHostName } from "../Channels.js"
 import { JobQueue } from "../jobs/JobQueue.js"
-import { configuredObjectApiClient } from "../objects/ObjectApiClient.js"
+import { runningJobsOn } from "../jobs/JobsApiClient.js"
+import { configuredAccess, configuredObjectApiClient } from "../objects/ObjectApiClient.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import { CleanerNames, type DiskCleanupPolicy, type FleetRegistryDocument } from "../registry/Schema.js"
 import { unitEnvironment } from "../UnitSettings.js"
@@ -400,23 +401,10 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
             finish("report_only", { policy, freeBefore: free, detail: "mode off: nothing scanned" }),
             { last_pass_at: started }
           )
-        if (Option.isSome(controlPlane) && policy.cleaners.build_caches !== undefined) {
-          // The jobs running here are the control plane's; until it answers that question, cannot tell = busy.
-          const report = finish("blocked_running_jobs", {
-            policy,
-            freeBefore: free,
-            detail: `cannot tell which jobs run on ${hostName}: they are the control plane's (KEEL_CONTROL_PLANE_URL), which does not answer that yet; build_caches needs the host idle`
-          })
-          return yield* persist(report, { last_pass_at: started })
-        }
-        const running = (yield* queue.usage(0)).get(hostName)?.running ?? 0
-        if (running > 0 && policy.cleaners.build_caches !== undefined) {
-          // queue_workdirs alone does not need the host idle: it only takes finished jobs' trees.
-          const report = finish("blocked_running_jobs", {
-            policy,
-            freeBefore: free,
-            detail: `${running} job(s) running on ${hostName}; build_caches needs the host idle`
-          })
+        // queue_workdirs alone does not need the host idle: it only takes finished jobs' trees.
+        const busy = policy.cleaners.build_caches === undefined ? undefined : yield* busyWith
+        if (busy !== undefined) {
+          const report = finish("blocked_running_jobs", { policy, freeBefore: free, detail: busy })
           return yield* persist(report, { last_pass_at: started })
         }
         const runningIds = policy.cleaners.queue_workdirs?.root === undefined ? [] : yield* runningJobIds
@@ -691,6 +679,30 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
       ),
       Effect.catchAll((error) => Effect.succeed(unreadableEvidence(`${error.code}: ${error.detail}`)))
     )
+
+    /**
+     * Why build_caches must wait (a job runs here, or nobody can tell whether one does), or undefined when the host
+     * is idle. The jobs are this host's own queue's, or — on a host that reports to a control plane elsewhere — the
+     * control plane's, asked with the grant in KEEL_JANITOR_GRANT_FILE (else KEEL_GRANT_FILE) holding job-read for
+     * this host. A control plane that does not answer is "cannot tell", which counts as busy.
+     */
+    const busyWith = Effect.gen(function* () {
+      const needsIdle = "build_caches needs the host idle"
+      if (Option.isNone(controlPlane)) {
+        const running = (yield* queue.usage(0)).get(hostName)?.running ?? 0
+        return running > 0 ? `${running} job(s) running on ${hostName}; ${needsIdle}` : undefined
+      }
+      const asked = yield* configuredAccess(["KEEL_JANITOR_GRANT_FILE", "KEEL_GRANT_FILE"], { needs: "job-read" }).pipe(
+        Effect.flatMap((access) => runningJobsOn(access, hostName)),
+        Effect.either
+      )
+      if (asked._tag === "Left")
+        return `cannot tell which jobs run on ${hostName}: the control plane (KEEL_CONTROL_PLANE_URL) holds them and did not answer (${asked.left.code}: ${asked.left.detail}); ${needsIdle}`
+      const ids = asked.right
+      return ids.length > 0
+        ? `${ids.length} job(s) running on ${hostName} (the control plane says: ${ids.slice(0, 5).join(", ")}${ids.length > 5 ? ", …" : ""}); ${needsIdle}`
+        : undefined
+    })
 
     /** Ids of the jobs running on this host (their trees are protected). */
     const runningJobIds = Effect.map(queue.runningOn(hostName), (jobs) => jobs.map((j) => j.id))

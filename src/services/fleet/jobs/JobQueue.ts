@@ -305,6 +305,13 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
 
     /** Per target: jobs running now, and job-hours since `since` (running jobs count up to now). */
     /** The jobs running on `target` now (their work trees must not be touched). */
+    /** A target's jobs in one of the live states, oldest first (a host's janitor asks which run on it). */
+    const liveOn = (target: string, state: "queued" | "running") =>
+      sql<JobRow>`SELECT * FROM jobs WHERE target = ${target} AND state = ${state} ORDER BY seq`.pipe(
+        Effect.map((rows) => rows.map(toJob)),
+        Effect.orDie
+      )
+
     const runningOn = (target: string) =>
       sql<{ id: string }>`SELECT id FROM jobs WHERE state = 'running' AND target = ${target}`.pipe(Effect.orDie)
 
@@ -411,6 +418,7 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
       stats,
       usage,
       release,
+      liveOn,
       runningOn,
       statesOf
     } as const

@@ -342,7 +342,9 @@ const ActionHolders = Schema.Struct({
   /** Read the fleet's state over HTTP: hosts, gates, the overview. */
   "fleet-read": Schema.optional(Schema.Array(Name)),
   /** Queue jobs on a target and read them over HTTP (`POST|GET /api/fleet/jobs`): a pre-check runner's gateway. */
-  "job-submit": Schema.optional(Schema.Array(Name))
+  "job-submit": Schema.optional(Schema.Array(Name)),
+  /** Read a target's queued or running jobs over HTTP (`GET /api/fleet/jobs?target=`): a host's janitor. */
+  "job-read": Schema.optional(Schema.Array(Name))
 })
 
 export type FleetAction = keyof typeof ActionHolders.fields
