@@ -82,6 +82,32 @@ layer(HttpTest({ env: { KEEL_SERVER_NAMES: "gt.internal.example, [fd00::7]" } })
       })
   )
 
+  it.effect(
+    "an absolute-form request target is the host asked for, whatever Host says (RFC 9112 §3.2.2): a foreign one is 421",
+    () =>
+      Effect.gen(function* () {
+        for (const target of [
+          "http://rebind.attacker.example/repos",
+          "http://rebind.attacker.example:{port}/repos",
+          "http://[fd00::8]:{port}/repos",
+          "http://localhost@rebind.attacker.example/repos",
+          "http://rebind.attacker.example@localhost/repos"
+        ]) {
+          const answer = yield* ask("GET", target.replace("{port}", String(yield* serverPort)), "localhost")
+          assert.strictEqual(answer.status, 421, `GET ${target} with Host localhost`)
+          assert.strictEqual(JSON.parse(answer.body).code, "HOST_NOT_ALLOWED")
+        }
+        for (const target of ["http://localhost/repos", "http://127.0.0.1:{port}/repos", "http://[::1]/repos"]) {
+          const answer = yield* ask(
+            "GET",
+            target.replace("{port}", String(yield* serverPort)),
+            "rebind.attacker.example"
+          )
+          assert.strictEqual(answer.status, 200, `GET ${target} with Host rebind.attacker.example`)
+        }
+      })
+  )
+
   it.effect("loopback names and addresses, with or without a port, and the configured names are answered", () =>
     Effect.gen(function* () {
       for (const host of [

@@ -34,7 +34,7 @@ export const GroundTruthAuthLive = Layer.effect(
     const authorize = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       if (config.tokens.size === 0) {
-        const refusal = loopback.refusal(Option.getOrUndefined(request.remoteAddress), request.headers)
+        const refusal = loopback.refusal(Option.getOrUndefined(request.remoteAddress), request.headers, request.url)
         if (refusal === undefined) return
         if (refusal === "host-not-allowed")
           return yield* new GtHostNotAllowed({
