@@ -43,7 +43,8 @@ const ingest = Command.make(
             UnknownRepo: failWith(json),
             UnknownRef: failWith(json),
             SourceRegistryRefused: failWith(json),
-            SourceRegistryUnavailable: failWith(json),
+            SourceRegistryUnreachable: failWith(json),
+            SourceRegistryNotConfigured: failWith(json),
             SourceDisabled: failWith(json)
           })
         )

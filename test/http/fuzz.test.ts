@@ -1,9 +1,12 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { HttpServer } from "@effect/platform"
 import { assert, layer } from "@effect/vitest"
 import { Duration, Effect, FastCheck as fc, Runtime } from "effect"
 import { Vault } from "keel"
+import { commitFiles, initRepo } from "../groundtruth/git-fixture.js"
 import { CLIENT_KEY, registryDir } from "../product/registry-fixture.js"
 import { HttpTest, type RawResponse, rawRequest } from "../support/http.js"
 import { fundedWallet, launchAgent } from "../support/market.js"
@@ -371,6 +374,13 @@ const fuzz = (routes: { readonly json?: ReadonlyArray<JsonRoute>; readonly query
     }
   })
 
+/** A ground-truth registry listing no source: an ingest is answered (with no source), not refused for want of one. */
+const emptySourceRegistry = () => {
+  const dir = initRepo(fs.mkdtempSync(path.join(os.tmpdir(), "keel-fuzz-gt-")), "registry")
+  commitFiles(dir, { "sources.yml": "version: 1\nsources: []\n" }, "no sources")
+  return dir
+}
+
 const event = {
   event_id: "e-1",
   name: "pageview",
@@ -390,6 +400,7 @@ layer(
       KEEL_COLLECT_SITES: SITE,
       KEEL_ADMIN_TOKENS: ADMIN,
       KEEL_REGISTRY: path.join(root, "examples", "registry.yml"),
+      GT_REGISTRY_REPO: emptySourceRegistry(),
       MARKET_RATE_LIMIT_PUBLIC: "1000000",
       MARKET_RATE_LIMIT_AUTHENTICATED: "1000000",
       MARKET_RATE_LIMIT_TRADING: "1000000"

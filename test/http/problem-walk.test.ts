@@ -744,46 +744,55 @@ describe("a server whose dependencies fail", () => {
     HttpTest({
       settings: { dataDir },
       app,
-      // No admin tokens; a registry file the test removes halfway.
+      // No admin tokens; a registry file the test removes halfway; no ground-truth source registry.
       env: { KEEL_REGISTRY: registryCopy }
     }),
     { timeout: "60 seconds", excludeTestServices: true }
   )("health, the readout, the beacon store and the registry", (it) => {
-    it.effect("UNHEALTHY, ADMIN_TOKENS_NOT_CONFIGURED, BEACON_STORE_FAILED, REGISTRY_UNAVAILABLE", () =>
-      Effect.gen(function* () {
-        yield* expectProblem("groundtruth", "/health", { method: "GET", url: "/health" }, 503, "UNHEALTHY")
-        yield* expectProblem("product", "/api/health", { method: "GET", url: "/api/health" }, 503, "UNHEALTHY")
-        yield* expectProblem(
-          "product",
-          "/api/analytics/summary",
-          { method: "GET", url: "/api/analytics/summary?site=keel-docs", headers: bearer(ADMIN) },
-          401,
-          "ADMIN_TOKENS_NOT_CONFIGURED"
-        )
-        const { token } = yield* tokenFor({
-          actions: ["host-health-write"],
-          hosts: ["forge-1"],
-          consumer: "beacon-forge-1"
+    it.effect(
+      "UNHEALTHY, ADMIN_TOKENS_NOT_CONFIGURED, BEACON_STORE_FAILED, REGISTRY_UNAVAILABLE, REGISTRY_NOT_CONFIGURED",
+      () =>
+        Effect.gen(function* () {
+          yield* expectProblem("groundtruth", "/health", { method: "GET", url: "/health" }, 503, "UNHEALTHY")
+          yield* expectProblem(
+            "groundtruth",
+            "/ingest/repo",
+            { method: "POST", url: "/ingest/repo", body: json({}) },
+            503,
+            "REGISTRY_NOT_CONFIGURED"
+          )
+          yield* expectProblem("product", "/api/health", { method: "GET", url: "/api/health" }, 503, "UNHEALTHY")
+          yield* expectProblem(
+            "product",
+            "/api/analytics/summary",
+            { method: "GET", url: "/api/analytics/summary?site=keel-docs", headers: bearer(ADMIN) },
+            401,
+            "ADMIN_TOKENS_NOT_CONFIGURED"
+          )
+          const { token } = yield* tokenFor({
+            actions: ["host-health-write"],
+            hosts: ["forge-1"],
+            consumer: "beacon-forge-1"
+          })
+          const put = {
+            method: "PUT",
+            url: "/api/host-health",
+            headers: bearer(token),
+            body: json(beaconDocument("forge-1", "2026-11-23T10:00:00.000Z"))
+          }
+          yield* expectProblem("controlplane", "/api/host-health", put, 503, "BEACON_STORE_FAILED")
+          const ops = yield* tokenFor({ actions: ["object-write"], consumer: "ops" })
+          yield* expectProblem(
+            "controlplane",
+            "/api/objects/*",
+            { method: "PUT", url: "/api/objects/state/walk.json", headers: bearer(ops.token), body: "x" },
+            503,
+            "OBJECT_STORE_ERROR"
+          )
+          // Without the registry (and with no snapshot of it) nobody can be authorized: fail closed.
+          fs.rmSync(registryCopy)
+          yield* expectProblem("controlplane", "/api/host-health", put, 503, "REGISTRY_UNAVAILABLE")
         })
-        const put = {
-          method: "PUT",
-          url: "/api/host-health",
-          headers: bearer(token),
-          body: json(beaconDocument("forge-1", "2026-11-23T10:00:00.000Z"))
-        }
-        yield* expectProblem("controlplane", "/api/host-health", put, 503, "BEACON_STORE_FAILED")
-        const ops = yield* tokenFor({ actions: ["object-write"], consumer: "ops" })
-        yield* expectProblem(
-          "controlplane",
-          "/api/objects/*",
-          { method: "PUT", url: "/api/objects/state/walk.json", headers: bearer(ops.token), body: "x" },
-          503,
-          "OBJECT_STORE_ERROR"
-        )
-        // Without the registry (and with no snapshot of it) nobody can be authorized: fail closed.
-        fs.rmSync(registryCopy)
-        yield* expectProblem("controlplane", "/api/host-health", put, 503, "REGISTRY_UNAVAILABLE")
-      })
     )
   })
 })

@@ -13,6 +13,7 @@ import { AssetNotFound, AssetRecord } from "../../services/groundtruth/BrandAsse
 import {
   IngestResult,
   SourceDisabled,
+  SourceRegistryNotConfigured,
   SourceRegistryRefused,
   SourceRegistryUnavailable,
   UnknownRef,
@@ -91,6 +92,7 @@ export class GroundTruthIngestApi extends HttpApiGroup.make("ingest")
       .addError(SourceRegistryRefused)
       .addError(SourceDisabled)
       .addError(SourceRegistryUnavailable)
+      .addError(SourceRegistryNotConfigured)
       .annotate(
         OpenApi.Description,
         "Ingests the named source (all enabled sources without repo) at ref (its branch without ref), and drops the " +

@@ -72,7 +72,13 @@ export const GroundTruthReadLive = HttpApiBuilder.group(GroundTruthApi, "read", 
 )
 
 export const GroundTruthIngestLive = HttpApiBuilder.group(GroundTruthApi, "ingest", (handlers) =>
-  handlers.handle("repo", ({ payload }) => Ingester.use((ingester) => ingester.ingest(payload)))
+  handlers.handle("repo", ({ payload }) =>
+    Ingester.use((ingester) =>
+      ingester
+        .ingest(payload)
+        .pipe(Effect.catchTag("SourceRegistryUnreachable", (error) => Effect.fail(error.overHttp)))
+    )
+  )
 )
 
 export const GroundTruthAskLive = HttpApiBuilder.group(GroundTruthApi, "ask", (handlers) =>

@@ -1,6 +1,6 @@
 import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Either, Schema } from "effect"
+import { Clock, Data, Effect, Either, Schema } from "effect"
 import { Minimatch } from "minimatch"
 import { sha256Hex } from "../platform/Digest.js"
 import { displayUrl, GitMirror, redactUrls, type TreeEntry } from "../platform/GitMirror.js"
@@ -37,12 +37,58 @@ export class SourceRegistryRefused extends Schema.TaggedError<SourceRegistryRefu
   HttpApiSchema.annotations({ status: 422 })
 ) {}
 
-/** The registry could not be fetched and none was ever accepted: nothing to ingest from, try again later. */
+/**
+ * The registry could not be fetched and none was ever accepted: nothing to ingest from, try again later. The HTTP
+ * answer: git's reason (the server's paths and hosts) stays in the server log.
+ */
 export class SourceRegistryUnavailable extends Schema.TaggedError<SourceRegistryUnavailable>()(
   "SourceRegistryUnavailable",
   { code: Schema.Literal("REGISTRY_UNAVAILABLE"), detail: Schema.String },
   HttpApiSchema.annotations({ status: 503 })
 ) {}
+
+/**
+ * What the ingester fails with when the registry could not be fetched and none was ever accepted: with git's own
+ * reason (credentials taken out), for a caller on this machine — `ctl gt ingest` has no server log to point to.
+ * Over HTTP it is answered as `SourceRegistryUnavailable`, whose detail leaves the reason in the server log.
+ */
+export class SourceRegistryUnreachable extends Data.TaggedError("SourceRegistryUnreachable")<{
+  readonly code: "REGISTRY_UNAVAILABLE"
+  readonly detail: string
+}> {
+  static because(reason: string) {
+    return new SourceRegistryUnreachable({
+      code: "REGISTRY_UNAVAILABLE",
+      detail: `the source registry could not be fetched, and none was ever accepted (${reason}); try again`
+    })
+  }
+
+  /** The answer to an HTTP client: the reason is in the server's log, not in the answer. */
+  get overHttp() {
+    return new SourceRegistryUnavailable({
+      code: "REGISTRY_UNAVAILABLE",
+      detail:
+        "the source registry could not be fetched (git's reason is in the server log), and none was ever accepted; try again"
+    })
+  }
+}
+
+/**
+ * No registry is configured: GT_REGISTRY_REPO is unset and the default local one (created by the demo data)
+ * does not exist. An ingest has nothing to read, and says how to give it something rather than answer nothing.
+ */
+export class SourceRegistryNotConfigured extends Schema.TaggedError<SourceRegistryNotConfigured>()(
+  "SourceRegistryNotConfigured",
+  { code: Schema.Literal("REGISTRY_NOT_CONFIGURED"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
+const notConfigured = new SourceRegistryNotConfigured({
+  code: "REGISTRY_NOT_CONFIGURED",
+  detail:
+    "no source registry is configured: set GT_REGISTRY_REPO to the git URL or path of a repository holding sources.yml " +
+    "(docs/groundtruth.md, Sources); the first start of a server with demo data creates one naming Keel's own docs"
+})
 
 /** The source named is in the registry with `enabled: false` (a transcript unless enabled): never ingested. */
 export class SourceDisabled extends Schema.TaggedError<SourceDisabled>()(
@@ -437,12 +483,9 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
       onProgress: (p: IngestProgress) => Effect.Effect<void>
     ) {
       const registry = yield* sources.load()
+      if (registry.configured === false) return yield* notConfigured
       if (registry.commit === null && registry.refused !== null && registry.unreachable === true) {
-        return yield* new SourceRegistryUnavailable({
-          code: "REGISTRY_UNAVAILABLE",
-          detail:
-            "the source registry could not be fetched (git's reason is in the server log), and none was ever accepted; try again"
-        })
+        return yield* SourceRegistryUnreachable.because(registry.refused)
       }
       if (registry.commit === null && registry.refused !== null) {
         return yield* new SourceRegistryRefused({

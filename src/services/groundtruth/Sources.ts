@@ -61,6 +61,8 @@ export interface Registry {
   readonly refused: string | null
   /** The newest registry could not be fetched at all (git failed), rather than read and refused. */
   readonly unreachable?: boolean
+  /** false when there is no registry to read: GT_REGISTRY_REPO unset and no default one created. */
+  readonly configured?: boolean
 }
 
 export class RegistryRefused extends Data.TaggedError("RegistryRefused")<{ readonly detail: string }> {}
@@ -168,7 +170,7 @@ export class Sources extends Effect.Service<Sources>()("groundtruth/Sources", {
       const repo = config.registryRepo
       // The default local registry that was never created means "no sources", not an error.
       if (config.registryIsDefault && !fs.existsSync(repo))
-        return { commit: null, sources: [], refused: null } satisfies Registry
+        return { commit: null, sources: [], refused: null, configured: false } satisfies Registry
       const attempt = yield* Effect.either(
         Effect.gen(function* () {
           const dir = yield* GitMirror.sync(repo, config.mirrorsDir)
