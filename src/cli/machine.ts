@@ -3,9 +3,11 @@ import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option, Schedule } from "effect"
 import { HostOpsLive, ServicesLive } from "../layers/Live.js"
 import { Janitor } from "../services/fleet/janitor/Janitor.js"
+import { JobDiagnosis } from "../services/fleet/jobs/JobDiagnosis.js"
 import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
 import { jobView } from "../services/fleet/jobs/JobView.js"
 import { JobWorker } from "../services/fleet/jobs/JobWorker.js"
+import type { SelectedProfile } from "../services/fleet/providers/ProviderProfile.js"
 import { emit, failWith, integerOption, json } from "./Output.js"
 
 const jobId = Args.text({ name: "JOB_ID" })
@@ -34,9 +36,17 @@ const submit = Command.make(
   )
 )
 
+/** Which provider diagnostics were offered: the selected profile's, or why none. */
+const profileLine = (profile: SelectedProfile) =>
+  profile.error !== null
+    ? `provider diagnostics: none (${profile.error})`
+    : profile.name === null
+      ? "provider diagnostics: none (no profile selected)"
+      : `provider diagnostics: profile ${profile.name}: ${profile.providers.join(", ") || "no provider"}`
+
 const status = Command.make("status", { id: jobId, json }, ({ id, json }) =>
   Effect.gen(function* () {
-    const { diagnosis, job } = yield* (yield* JobQueue).status(id).pipe(Effect.catchAll(failWith(json)))
+    const { diagnosis, job } = yield* (yield* JobDiagnosis).status(id).pipe(Effect.catchAll(failWith(json)))
     yield* emit(json, { ...jobView(job), diagnosis }, (j) =>
       [
         `${j.id} ${j.state} on ${j.target} (attempt ${j.attempt})${j.exit_code === null ? "" : `, exit ${j.exit_code}`}`,
@@ -49,7 +59,8 @@ const status = Command.make("status", { id: jobId, json }, ({ id, json }) =>
           ? []
           : j.diagnosis.id === "unknown"
             ? ["  diagnosis: unknown (no known failure in the output)"]
-            : [`  diagnosis: ${j.diagnosis.id}: ${j.diagnosis.cause}`, `  remedy: ${j.diagnosis.remedy}`])
+            : [`  diagnosis: ${j.diagnosis.id}: ${j.diagnosis.cause}`, `  remedy: ${j.diagnosis.remedy}`]),
+        ...(j.diagnosis === null ? [] : [`  ${profileLine(j.diagnosis.profile)}`])
       ].join("\n")
     )
   })

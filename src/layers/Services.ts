@@ -10,10 +10,12 @@ import { GrantIssuer } from "../services/fleet/grants/GrantIssuer.js"
 import { HandoffQueueLocal } from "../services/fleet/handoff/HandoffQueue.js"
 import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
 import { TargetQueue } from "../services/fleet/handoff/TargetQueue.js"
+import { JobDiagnosis } from "../services/fleet/jobs/JobDiagnosis.js"
 import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
 import { ObjectAccess } from "../services/fleet/objects/ObjectAccess.js"
 import { FleetHosts } from "../services/fleet/overview/FleetHosts.js"
 import { Overview } from "../services/fleet/overview/Overview.js"
+import { ProviderProfile } from "../services/fleet/providers/ProviderProfile.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { AlertsLive } from "../services/fleet/reconciler/Alerts.js"
 import { AutonomyControl } from "../services/fleet/reconciler/AutonomyControl.js"
@@ -116,13 +118,15 @@ export const DomainServices = Layer.mergeAll(
   CatalogMaintenance.Default,
   ReleaseRun.Default,
   RunCopies.Default,
-  VersionDeclaration.Default
+  VersionDeclaration.Default,
+  JobDiagnosis.Default
 ).pipe(
   Layer.provideMerge(ReleasePublisher.Default),
   Layer.provideMerge(RunRecords.Default),
   Layer.provideMerge(RegistryWriter.Default),
   Layer.provideMerge(ReleaseCatalog.Default),
   Layer.provideMerge(ReleaseAuthority.Default),
+  Layer.provideMerge(ProviderProfile.Default),
   Layer.provideMerge(JobQueue.Default),
   Layer.provideMerge(ActionAuthority.Default),
   Layer.provideMerge(FleetRegistry.Default),

@@ -6,7 +6,16 @@ import { fileURLToPath } from "node:url"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Fiber, Layer, Option, TestClock } from "effect"
-import { diagnose, FailureTable, HostChannelLive, JobQueue, JobWorker, ServicesLive, ServicesTest } from "keel"
+import {
+  diagnose,
+  FailureTable,
+  GcpProvider,
+  HostChannelLive,
+  JobQueue,
+  JobWorker,
+  ServicesLive,
+  ServicesTest
+} from "keel"
 import { runCli } from "../support/cli.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
@@ -15,11 +24,21 @@ const registryFile = path.join(root, "examples", "registry.yml")
 
 describe("failure diagnosis", () => {
   it("each of the ten fixture logs is diagnosed as its row; a log with none is unknown", () => {
-    assert.strictEqual(FailureTable.length, 10)
+    // Nine rows any job may show; the tenth (the preemptible GPU quota) is the gcp provider adapter's.
+    assert.strictEqual(FailureTable.length, 9)
     for (const row of FailureTable) {
       const diagnosis = diagnose(fs.readFileSync(path.join(logs, `${row.id}.log`), "utf8"))
       assert.strictEqual(diagnosis.id, row.id)
       assert.strictEqual(diagnosis.cause, row.cause)
+      assert.strictEqual(diagnosis.provider, null)
+    }
+    for (const row of GcpProvider.diagnostics) {
+      const log = fs.readFileSync(path.join(logs, `${row.id}.log`), "utf8")
+      assert.strictEqual(diagnose(log).id, "unknown", "a provider's diagnostic is not offered unless it is enabled")
+      const enabled = diagnose(log, [GcpProvider])
+      assert.strictEqual(enabled.id, row.id)
+      assert.strictEqual(enabled.cause, row.cause)
+      assert.strictEqual(enabled.provider, "gcp")
     }
     assert.strictEqual(diagnose(fs.readFileSync(path.join(logs, "unknown.log"), "utf8")).id, "unknown")
   })
@@ -228,6 +247,14 @@ describe("ctl machine", () => {
       assert.strictEqual(status.state, "failed")
       assert.strictEqual(status.exit_code, 1)
       assert.strictEqual(status.diagnosis.id, "preemptible_gpu_quota")
+      assert.strictEqual(status.diagnosis.provider, "gcp")
+      assert.deepStrictEqual(status.diagnosis.profile, { name: "gpu-batch", providers: ["gcp"], error: null })
+      // The registry's other profile enables no provider: the gcp adapter's diagnosis is not offered.
+      const local = JSON.parse(
+        (yield* runCli(["machine", "status", id, "--json"], { ...env, KEEL_PROFILE: "local" })).stdout
+      )
+      assert.strictEqual(local.diagnosis.id, "unknown")
+      assert.deepStrictEqual(local.diagnosis.profile, { name: "local", providers: [], error: null })
       const page = JSON.parse(
         (yield* runCli(["machine", "logs", id, "--cursor", "1", "--limit", "1", "--json"], env)).stdout
       )
@@ -240,6 +267,8 @@ describe("ctl machine", () => {
       // Text output: the status has its timings; a logs page says where the next one starts (on stderr).
       const text = yield* runCli(["machine", "status", id], env)
       assert.match(text.stdout, /created .*, started .*, finished .* \(\d+\.\d s\)/)
+      assert.include(text.stdout, "  diagnosis: preemptible_gpu_quota: regional preemptible GPU quota hit")
+      assert.include(text.stdout, "  provider diagnostics: profile gpu-batch: gcp")
       const logsText = yield* runCli(["machine", "logs", id, "--limit", "2"], env)
       assert.strictEqual(logsText.stdout.trim(), "a\nb")
       assert.include(logsText.stderr, "next cursor: 2")

@@ -1,6 +1,10 @@
+import type { FailureRow, ProviderAdapter } from "../providers/ProviderAdapter.js"
+
 /**
- * The seed's failure substrings in per-job output, with cause and remedy, as data. `...` and `*` in a
- * pattern stand for any text on the line; ` / ` separates alternatives that mean the same failure.
+ * The seed's failure substrings in per-job output that any job may show, with cause and remedy, as data. `...` and
+ * `*` in a pattern stand for any text on the line; ` / ` separates alternatives that mean the same failure. A
+ * provider's own failures (the GPU quota of Google Compute Engine) live in its adapter (src/services/fleet/providers)
+ * and are matched only when the selected profile enables it.
  */
 export const FailureTable = [
   {
@@ -56,22 +60,18 @@ export const FailureTable = [
     pattern: "gated repo / 401 Client Error",
     cause: "the scoped workload credential cannot read the repository",
     remedy: "rotate it through the stdin-only vault path"
-  },
-  {
-    id: "preemptible_gpu_quota",
-    pattern: "Quota 'PREEMPTIBLE_NVIDIA_*_GPUS' exceeded",
-    cause: "regional preemptible GPU quota hit",
-    remedy: "raise the quota or add zones to MACHINE_TYPE_ZONES"
   }
-] as const
+] as const satisfies ReadonlyArray<FailureRow>
 
 export type Diagnosis =
   | {
-      readonly id: (typeof FailureTable)[number]["id"]
+      readonly id: string
       readonly cause: string
       readonly remedy: string
       readonly matched: string
       readonly offset: number
+      /** The provider adapter whose diagnostic this is; null for a failure any job may show. */
+      readonly provider: string | null
     }
   | {
       readonly id: "unknown"
@@ -79,6 +79,7 @@ export type Diagnosis =
       readonly remedy: null
       readonly matched: null
       readonly offset: null
+      readonly provider: null
     }
 
 const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
@@ -97,16 +98,38 @@ const compile = (pattern: string) =>
       .join("|")
   )
 
-const compiled = FailureTable.map((row) => ({ row, regex: compile(row.pattern) }))
+interface Compiled {
+  readonly row: FailureRow
+  readonly provider: string | null
+  readonly regex: RegExp
+}
 
-/** The failure whose substring occurs first in the output; `unknown` when none does. */
-export const diagnose = (output: string): Diagnosis => {
+const generic: ReadonlyArray<Compiled> = FailureTable.map((row) => ({
+  row,
+  provider: null,
+  regex: compile(row.pattern)
+}))
+const byProvider = new Map<string, ReadonlyArray<Compiled>>()
+const rowsOf = (adapter: ProviderAdapter) => {
+  let rows = byProvider.get(adapter.name)
+  if (rows === undefined) {
+    rows = adapter.diagnostics.map((row) => ({ row, provider: adapter.name, regex: compile(row.pattern) }))
+    byProvider.set(adapter.name, rows)
+  }
+  return rows
+}
+
+/**
+ * The failure whose substring occurs first in the output, among the rows any job may show and those of the enabled
+ * provider adapters (none unless given); `unknown` when none does.
+ */
+export const diagnose = (output: string, providers: ReadonlyArray<ProviderAdapter> = []): Diagnosis => {
   let best: Diagnosis | undefined
-  for (const { regex, row } of compiled) {
+  for (const { provider, regex, row } of [...generic, ...providers.flatMap(rowsOf)]) {
     const match = regex.exec(output)
     if (match !== null && (best === undefined || match.index < (best.offset ?? Number.POSITIVE_INFINITY))) {
-      best = { id: row.id, cause: row.cause, remedy: row.remedy, matched: match[0], offset: match.index }
+      best = { id: row.id, cause: row.cause, remedy: row.remedy, matched: match[0], offset: match.index, provider }
     }
   }
-  return best ?? { id: "unknown", cause: null, remedy: null, matched: null, offset: null }
+  return best ?? { id: "unknown", cause: null, remedy: null, matched: null, offset: null, provider: null }
 }

@@ -4,7 +4,6 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option, Schema } from "effect"
 import { retryBusy, sqlDefect } from "../../platform/Database.js"
 import { SqlDirect } from "../../platform/SqlDirect.js"
-import { diagnose } from "./FailureTable.js"
 
 export type JobState = "queued" | "running" | "succeeded" | "failed" | "cancelled"
 
@@ -258,14 +257,6 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
         Effect.orDie
       )
 
-    /** A job and, when it failed, what its output says went wrong (null otherwise). */
-    const status = (id: string) =>
-      Effect.gen(function* () {
-        const job = yield* get(id)
-        const diagnosis = job.state === "failed" ? diagnose(yield* fullOutput(id)) : null
-        return { job, diagnosis }
-      })
-
     const cancel = (id: string) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
@@ -402,7 +393,6 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
       appendOutput,
       complete,
       get,
-      status,
       output,
       fullOutput,
       lastLine,

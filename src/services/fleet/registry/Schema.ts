@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ProviderNames } from "../providers/Providers.js"
 
 /** Target, service and principal names: DNS-label-like, so they are safe in object keys and unit names. */
 export const Name = Schema.String.pipe(
@@ -296,7 +297,14 @@ export const PrecheckRunnerSettings = Schema.Struct({
   public_repositories: Schema.optionalWith(Schema.Array(RepositoryName), { default: () => [] })
 })
 
+/** A profile: the provider adapters it enables (their diagnostics are offered only then). */
+export const Profile = Schema.Struct({
+  providers: Schema.optionalWith(Schema.Array(Schema.Literal(...ProviderNames)), { default: () => [] })
+})
+
 export const Settings = Schema.Struct({
+  /** The selected profile (a key of `profiles`); KEEL_PROFILE overrides it. None: no provider enabled. */
+  profile: Schema.optional(Name),
   /** A beacon older than this makes every unit of its host `unknown`. */
   host_silence_seconds: Schema.optionalWith(PositiveInt, { default: () => 900 }),
   max_actions_per_tick: Schema.optionalWith(PositiveInt, { default: () => 5 }),
@@ -360,6 +368,8 @@ export const FleetRegistryDocument = Schema.Struct({
   settings: Schema.optionalWith(Settings, { default: () => Schema.decodeSync(Settings)({}) }),
   /** Which principals hold each action. */
   actions: Schema.optionalWith(ActionHolders, { default: () => ({}) }),
+  /** Named profiles, each enabling provider adapters; `settings.profile` (or KEEL_PROFILE) selects one. */
+  profiles: Schema.optionalWith(Schema.Record({ key: Name, value: Profile }), { default: () => ({}) }),
   release_control: Schema.optionalWith(ReleaseControl, {
     default: () => ({ generation: 0, channel: "stable", versions: {} })
   }),
@@ -437,5 +447,11 @@ export const crossReferenceProblems = (registry: FleetRegistryDocument): Readonl
         `targets.${i}.precheck_runner.archive.os: ${runner.archive.os} is not the archive for a ${target.os} host`
       )
   })
+  // `?.`: the same checks run on a document that did not decode (no defaults applied).
+  const selected = registry.settings?.profile
+  if (selected !== undefined && !Object.hasOwn(registry.profiles ?? {}, selected))
+    problems.push(
+      `settings.profile: no profile named ${selected} (profiles: ${Object.keys(registry.profiles ?? {}).join(", ") || "none"})`
+    )
   return problems
 }
