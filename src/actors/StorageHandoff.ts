@@ -432,7 +432,9 @@ export const HandoffEngineInProcess = Layer.effect(
           .execute(payload, { discard: true })
           .pipe(Effect.asVoid, Effect.provideService(WorkflowEngine.WorkflowEngine, engine)),
       resume: (kind, _payload, executionId) =>
-        workflowOf(kind).resume(executionId).pipe(Effect.provideService(WorkflowEngine.WorkflowEngine, engine))
+        workflowOf(kind).resume(executionId).pipe(Effect.provideService(WorkflowEngine.WorkflowEngine, engine)),
+      // The phase runs in this process's engine, which resumes it after a restart: no worker of its own to lose.
+      workerGone: () => Effect.succeed(false)
     }
   })
 )

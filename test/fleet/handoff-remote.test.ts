@@ -217,12 +217,23 @@ describe.skipIf(!sshdAvailable)("the storage-root handoff on a target reached ov
     assert.strictEqual(other.code, 2)
     assert.strictEqual(other.answer.refusal, "transaction_in_progress")
 
-    // The worker died at the union, before the engine recorded it: Status (read on the target) still says running.
+    // The worker died at the union, before the engine recorded it. Status (read on the target) no longer says
+    // running (issue 42 item 10): the worker is gone and Resume is needed; the receipt itself is unchanged.
     for (let i = 0; i < 300 && !fs.existsSync(path.join(handoffDir, "crashed-at-union")); i++) await sleep(100)
     assert.isTrue(fs.existsSync(path.join(handoffDir, "crashed-at-union")), "the worker reached the union")
     await workerGone()
     const stalled = reconcile("t1", "status")
-    assert.strictEqual(stalled.answer.report.state, "running")
+    assert.strictEqual(stalled.code, 1, JSON.stringify(stalled.answer))
+    assert.deepInclude(stalled.answer, { exit_code: 1, refusal: "worker_gone" })
+    assert.deepInclude(stalled.answer.report, {
+      transaction: "t1",
+      phase: "run",
+      state: "interrupted",
+      worker: "gone",
+      next_phase: "resume"
+    })
+    assert.include(stalled.answer.report.detail, "--phase resume")
+    assert.strictEqual(JSON.parse(fs.readFileSync(path.join(handoffDir, "receipt.json"), "utf8")).state, "running")
     // Writes are fenced on the target meanwhile (the fence is a lease in the target's database).
     assert.include(ctl(["lease", "list", "--json"], remoteEnv), "storage-fence")
 
@@ -305,5 +316,5 @@ describe.skipIf(!sshdAvailable)("the storage-root handoff on a target reached ov
       "cancelled",
       "the jobs t1 cancelled stay cancelled"
     )
-  }, 240_000)
+  }, 600_000)
 })

@@ -27,19 +27,31 @@ export class HandoffEngine extends Context.Tag("fleet/HandoffEngine")<
     readonly start: (kind: HandoffKind, payload: HandoffPayload) => Effect.Effect<void>
     /** Makes an execution a killed process interrupted go on from its recorded steps. */
     readonly resume: (kind: HandoffKind, payload: HandoffPayload, executionId: string) => Effect.Effect<void>
+    /**
+     * Whether the process that runs the transaction's phase is known to be gone (a target's worker whose pid is
+     * dead): then a `running` receipt is interrupted, and nothing goes on until Resume (or Rollback) starts another.
+     * False where the phase runs in a live engine of this process.
+     */
+    readonly workerGone: (transaction: string) => Effect.Effect<boolean>
   }
 >() {}
 
 /** The worker's pid file: present and alive means a worker is on the transaction already. */
 export const workerPidFile = (dir: string) => path.join(dir, "worker.pid")
 
+/** The pid a pid file names (NaN when it cannot be read). */
+const pidIn = (file: string) => {
+  try {
+    return Number(fs.readFileSync(file, "utf8").trim())
+  } catch {
+    return Number.NaN
+  }
+}
+
 /** Whether a live worker holds the transaction (its pid file names a running process). */
 export const workerAlive = (dir: string) => {
-  try {
-    return processAlive(Number(fs.readFileSync(workerPidFile(dir), "utf8").trim()))
-  } catch {
-    return false
-  }
+  const pid = pidIn(workerPidFile(dir))
+  return Number.isInteger(pid) && pid > 0 && processAlive(pid)
 }
 
 /**
@@ -78,18 +90,26 @@ export const HandoffEngineWorker = Layer.effect(
             cwd: process.cwd(),
             env: selfEnv()
           })
+          // The worker's pid in its pid file from the start (the worker claims it as its own): a Status between the
+          // start and the worker's first step sees a live worker, never a gone one.
+          if (child.pid !== undefined) fs.writeFileSync(workerPidFile(dir), `${child.pid}\n`, { mode: 0o600 })
           child.unref()
         } finally {
           fs.closeSync(log)
         }
       })
-    return { start: launch, resume: (kind, payload) => launch(kind, payload) }
+    return {
+      start: launch,
+      resume: (kind, payload) => launch(kind, payload),
+      workerGone: (transaction) => Effect.sync(() => !workerAlive(handoffDir(config.dataDir, transaction)))
+    }
   })
 )
 
 /**
- * Makes this process the transaction's worker: its pid in the pid file, created exclusively. False when a live
- * worker holds it already; a pid file left by a killed worker is taken over.
+ * Makes this process the transaction's worker: its pid in the pid file, created exclusively (or already written
+ * there by the process that started it). False when another live worker holds it; a pid file left by a killed
+ * worker is taken over.
  */
 export const claimWorker = (dir: string): boolean => {
   fs.mkdirSync(dir, { recursive: true })
@@ -100,6 +120,7 @@ export const claimWorker = (dir: string): boolean => {
       return true
     } catch (cause) {
       if ((cause as { code?: string }).code !== "EEXIST") throw cause
+      if (pidIn(file) === process.pid) return true
       if (workerAlive(dir)) return false
       fs.rmSync(file, { force: true })
     }

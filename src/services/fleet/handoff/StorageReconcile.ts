@@ -76,6 +76,26 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
       report: receipt
     })
 
+    /**
+     * Status of a `running` receipt whose worker is gone (killed, or the host restarted): nothing runs it any more, so
+     * it is not reported running. The receipt itself is unchanged (Status changes nothing); the phase that starts the
+     * next worker — Resume for a run, Rollback for a rollback — goes on from its recorded steps.
+     */
+    const interrupted = (receipt: HandoffReceipt): ReconcileAnswer => {
+      const next = receipt.phase === "rollback" ? "rollback" : "resume"
+      return {
+        exit_code: 1,
+        refusal: "worker_gone",
+        report: {
+          ...receipt,
+          state: "interrupted",
+          worker: "gone",
+          next_phase: next,
+          detail: `the worker running ${receipt.transaction}'s ${receipt.phase} is gone before the phase ended: --phase ${next} starts the next one, which goes on from the recorded steps`
+        }
+      }
+    }
+
     /** A phase on this host: the target's own files, service manager and engine (docs/handoff.md). */
     const onThisHost = (target: string, transaction: string, phase: ReconcilePhase) =>
       Effect.gen(function* () {
@@ -85,6 +105,7 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
           return refuse("transaction_of_another_target", `${transaction} belongs to ${receipt.target}`)
         if (phase === "status") {
           if (receipt === null) return yield* failed(`no report of transaction ${transaction} on ${target}`)
+          if (receipt.state === "running" && (yield* engine.workerGone(transaction))) return interrupted(receipt)
           return answer(receipt)
         }
         const declared = yield* storageOf(target)
