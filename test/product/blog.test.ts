@@ -91,6 +91,8 @@ describe("blog sources", () => {
     assert.strictEqual(at("2026-11-01"), "2026-11-01T00:00:00.000Z")
     assert.strictEqual(at("2026-11-01T10:00:00+02:00"), "2026-11-01T08:00:00.000Z")
     assert.strictEqual(at("2028-02-29"), "2028-02-29T00:00:00.000Z")
+    assert.strictEqual(at("2026-11-01T10:00:00.5+0200"), "2026-11-01T08:00:00.500Z")
+    assert.strictEqual(at("2026-11-01 10:00Z"), "2026-11-01T10:00:00.000Z")
   })
 
   it("the excerpt is plain text with the characters the Markdown wrote; a BOM is no content; a cover is a path or http(s)", () => {
@@ -153,6 +155,12 @@ describe("a front-matter date that cannot be read", () => {
       ["{day: 10}", DATE_RULE],
       ["null", DATE_RULE],
       ["tomorrow", DATE_RULE],
+      // Text the JavaScript date parser reads but that is no ISO 8601 (the last in the server's own zone).
+      ['"2026"', DATE_RULE],
+      ['"Nov 10 2026"', DATE_RULE],
+      ['"Tue, 10 Nov 2026 09:00:00 GMT"', DATE_RULE],
+      ['"11/10/2026 09:00"', DATE_RULE],
+      ['"2026-11-10 and then some"', DATE_RULE],
       ['"2026-13-01"', "expected a date that exists on the calendar"],
       ['"2026-02-30"', "expected a date that exists on the calendar"]
     ] as const) {

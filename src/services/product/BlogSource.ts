@@ -14,6 +14,8 @@ import { isCalendarTime } from "./EventTime.js"
 const markdown = new MarkdownIt({ html: false, linkify: true, typographer: true })
 
 const Slug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]{0,127}$/))
+/** What a front-matter date must be, the one reason given for any date that cannot be read (docs/blog.md). */
+const DATE_RULE = "expected an ISO 8601 date or date-time as text, such as 2026-11-10 or 2026-11-10T09:00:00Z"
 /**
  * A date-time without a zone (`2026-11-01 10:00`, `2026-11-01T10:00:00`) is UTC — Hugo's default — never the
  * server's zone, so the same file schedules a post at the same instant on every host; a date alone is its UTC
@@ -21,25 +23,27 @@ const Slug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]{0,127}$/))
  */
 const zoned = (text: string) =>
   /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(text.trim()) ? `${text.trim().replace(" ", "T")}Z` : text
-/** The calendar fields a date-time starts with, when it is written the ISO way. */
-const CALENDAR = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?/
+/**
+ * An ISO 8601 date or date-time as RFC 3339 writes it (a space for `T`, the seconds and the zone optional), with
+ * its calendar fields. Nothing else is a date: the JavaScript parser would also read `2026`, `Nov 10 2026` or
+ * `11/10/2026 09:00` — the last in the server's own zone.
+ */
+const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/
 /** `2026-02-30` or `T25:00` would be rolled over into another day by the date parser: refused instead. */
-const possibleDateTime = (text: string) => {
-  const match = CALENDAR.exec(text.trim())
-  if (match === null) return true
+const dateTimeProblem = (text: string): string | undefined => {
+  const match = ISO_DATE_TIME.exec(text.trim())
+  if (match === null) return DATE_RULE
   const [year, month, day, hour, minute, second] = match.slice(1).map((part) => (part === undefined ? 0 : Number(part)))
   return isCalendarTime(year!, month!, day!, hour, minute, second)
+    ? undefined
+    : "expected a date that exists on the calendar"
 }
-/** What a front-matter date must be, the one reason given for any date that cannot be read (docs/blog.md). */
-const DATE_RULE = "expected an ISO 8601 date or date-time as text, such as 2026-11-10 or 2026-11-10T09:00:00Z"
 /**
  * YAML 1.2 (what the front matter is read as) has no date type: a date is text, and anything else — `2026`, a
  * number of milliseconds, `true`, a list — is refused with the rule, not with the decoder's type names.
  */
 const DateTimeText = Schema.transform(
-  Schema.String.annotations({ message: () => DATE_RULE }).pipe(
-    Schema.filter((text) => possibleDateTime(text) || "expected a date that exists on the calendar")
-  ),
+  Schema.String.annotations({ message: () => DATE_RULE }).pipe(Schema.filter((text) => dateTimeProblem(text) ?? true)),
   Schema.String,
   { strict: true, decode: zoned, encode: (t) => t }
 )
