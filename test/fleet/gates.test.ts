@@ -267,6 +267,7 @@ describe("admission gates", () => {
                   load: () => Effect.never,
                   parse: () => Effect.never,
                   lastValid: Effect.never,
+                  cachedOnly: () => Effect.never,
                   bundled: () => Effect.never,
                   origin: {
                     location: undefined,

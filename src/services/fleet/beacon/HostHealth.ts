@@ -4,7 +4,6 @@ import { durationSetting } from "../../platform/DurationSetting.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { VaultForbidden } from "../../platform/vault/Vault.js"
 import { ActionAuthority } from "../grants/ActionAuthority.js"
-import { FleetRegistry } from "../registry/Registry.js"
 import { beaconKey, decodeBeacon, HostBeacon } from "./Beacon.js"
 
 export class BeaconInvalid extends Schema.TaggedError<BeaconInvalid>()(
@@ -47,7 +46,6 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
   effect: Effect.gen(function* () {
     const authority = yield* ActionAuthority
     const objects = yield* ObjectGateway
-    const registry = yield* FleetRegistry
     // A beacon may be this far ahead of the control plane's clock (hosts' clocks drift); further is refused.
     const maxSkewMs = Duration.toMillis(
       yield* durationSetting("KEEL_BEACON_MAX_SKEW").pipe(Config.withDefault(Duration.minutes(5)))
@@ -68,9 +66,10 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
           detail: `this token may write the health of ${grant.hosts.join(", ") || "no host"}, not ${beacon.host}`
         })
       }
-      const snapshot = yield* registry
-        .read({ allowCached: true })
-        .pipe(Effect.mapError((error) => new BeaconStoreFailed({ code: "BEACON_STORE_FAILED", detail: error.detail })))
+      // The snapshot authorization used: validating the beacon never waits on git either.
+      const snapshot = yield* authority.registry.pipe(
+        Effect.mapError((error) => new BeaconStoreFailed({ code: "BEACON_STORE_FAILED", detail: error.detail }))
+      )
       const target = snapshot.registry.targets.find((t) => t.name === beacon.host)
       if (target === undefined) {
         return yield* new BeaconInvalid({

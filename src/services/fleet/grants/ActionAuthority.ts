@@ -1,7 +1,7 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { type Grant, Vault, VaultDenied } from "../../platform/vault/Vault.js"
-import { FleetRegistry } from "../registry/Registry.js"
+import { AuthorityRegistry } from "../registry/AuthorityRegistry.js"
 import type { FleetAction } from "../registry/Schema.js"
 
 /** The token's grant carries the action, but the registry does not list the grant's consumer under it. */
@@ -36,11 +36,12 @@ export interface ActionNeed {
  * token is 401 `VAULT_DENIED`; a grant without the action or the target is 403 `VAULT_FORBIDDEN` (audited
  * by the vault); a consumer the registry does not list is 403 `ACTION_NOT_HELD` (logged); an unreadable
  * registry is 503 `REGISTRY_UNAVAILABLE`. Revoking a consumer is one registry change, whatever grants exist.
+ * The registry is the snapshot AuthorityRegistry holds: no request waits on git.
  */
 export class ActionAuthority extends Effect.Service<ActionAuthority>()("fleet/ActionAuthority", {
   effect: Effect.gen(function* () {
     const vault = yield* Vault
-    const registry = yield* FleetRegistry
+    const registry = yield* AuthorityRegistry
 
     const authorize = Effect.fn("ActionAuthority.authorize")(function* (token: string | undefined, need: ActionNeed) {
       if (token === undefined || token.length === 0)
@@ -52,7 +53,7 @@ export class ActionAuthority extends Effect.Service<ActionAuthority>()("fleet/Ac
         action: need.action,
         ...(need.host === undefined ? {} : { host: need.host })
       })
-      const snapshot = yield* registry.read({ allowCached: true }).pipe(
+      const snapshot = yield* registry.current.pipe(
         Effect.mapError(
           (error) =>
             new AuthorityUnavailable({
@@ -76,6 +77,11 @@ export class ActionAuthority extends Effect.Service<ActionAuthority>()("fleet/Ac
       return grant
     })
 
-    return { authorize } as const
-  })
+    return {
+      authorize,
+      /** The registry authorization reads (for what a request checks against it next, without another read). */
+      registry: registry.current
+    } as const
+  }),
+  dependencies: [AuthorityRegistry.Default]
 }) {}

@@ -257,6 +257,17 @@ export class FleetRegistry extends Effect.Service<FleetRegistry>()("fleet/FleetR
       )
     })
 
+    /**
+     * The last valid snapshot of the configured source, marked `cached` with `because`, without reading the source
+     * (no git): what a reader that must not wait answers before its first read completes.
+     */
+    const cachedOnly = (because: string) =>
+      Effect.map(lastValid, (snapshot) =>
+        Option.filter(snapshot, (s) => isConfiguredSource(s.source)).pipe(
+          Option.map((s): FleetRegistrySnapshot => ({ ...s, freshness: "cached", cachedBecause: because }))
+        )
+      )
+
     /** The registry shipped inside the package: used only when asked for (`--bundled-registry`). */
     const bundled = Effect.fn("FleetRegistry.bundled")(function* () {
       const file = packageExample("registry.yml")
@@ -292,6 +303,6 @@ export class FleetRegistry extends Effect.Service<FleetRegistry>()("fleet/FleetR
       gitTimeoutMs: Duration.toMillis(gitTimeout)
     } as const
 
-    return { parse, load, read, lastValid, bundled, origin } as const
+    return { parse, load, read, lastValid, cachedOnly, bundled, origin } as const
   })
 }) {}
