@@ -222,6 +222,15 @@ describe.skipIf(!sshdAvailable)("the control plane's `ctl … --here` command li
     assert.deepInclude(reasserted.json, { ok: true, change: "reasserted" })
     assert.strictEqual(reasserted.json.state.active_state, "active")
     assert.includeMembers(journal(), ["restart web.service", "enable cleanup.timer", "start cleanup.timer"])
+
+    // Not a `--here` line but ctl on the host all the same: `ctl host health` runs `host beacon write --host T` there.
+    const health = ctl(["host", "health", "remote-1", "--json"])
+    assert.strictEqual(health.code, 0, health.stdout + health.stderr)
+    assert.strictEqual(health.json.host, "remote-1")
+    assert.deepInclude(
+      health.json.units.find((u: { name: string }) => u.name === "web"),
+      { manager: "supervisor", active_state: "active" }
+    )
   }, 420_000)
 
   it("host recover on the remote host ensures its recovery-managed unit there; one without program is skipped, not ok", () => {
