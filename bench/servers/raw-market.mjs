@@ -12,7 +12,7 @@ import * as path from "node:path"
 import { keccak_256 } from "@noble/hashes/sha3.js"
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js"
 import Database from "better-sqlite3"
-import { defaultLaunch } from "keel"
+import { defaultLaunch, ratioText, unitsText } from "keel"
 
 const dir = process.env.BENCH_DIR
 fs.mkdirSync(dir, { recursive: true })
@@ -186,12 +186,18 @@ const trade = db.transaction((side, ticker, keyHash, userId, amount) => {
     side,
     wallet: checksum(address),
     coin: fromUnits(q.coin),
+    coin_str: unitsText(q.coin),
     curve_coin: fromUnits(q.curveCoin),
+    curve_coin_str: unitsText(q.curveCoin),
     tokens: fromUnits(q.tokens),
+    tokens_str: unitsText(q.tokens),
     fee: fromUnits(q.fee),
+    fee_str: unitsText(q.fee),
     partial: q.partial === true,
     price_per_token: price(q.curveCoin, q.tokens),
+    price_per_token_str: ratioText(q.curveCoin, q.tokens),
     price: price(q.next.vc, q.next.vt),
+    price_str: ratioText(q.next.vc, q.next.vt),
     created_at: new Date(now).toISOString()
   }
   insertEvent.run("trade", JSON.stringify(event), now)
@@ -200,20 +206,30 @@ const trade = db.transaction((side, ticker, keyHash, userId, amount) => {
     ? {
         ...common,
         tokens_received: fromUnits(q.tokens),
+        tokens_received_str: unitsText(q.tokens),
         price_per_token: price(q.curveCoin, q.tokens),
+        price_per_token_str: ratioText(q.curveCoin, q.tokens),
         fee: fromUnits(q.fee),
+        fee_str: unitsText(q.fee),
         coin_spent: fromUnits(q.coin),
+        coin_spent_str: unitsText(q.coin),
         partial: q.partial === true,
-        new_balance: fromUnits(balance)
+        new_balance: fromUnits(balance),
+        new_balance_str: unitsText(balance)
       }
     : {
         ...common,
         coin_received: fromUnits(q.coin),
+        coin_received_str: unitsText(q.coin),
         price_per_token: price(q.curveCoin, q.tokens),
+        price_per_token_str: ratioText(q.curveCoin, q.tokens),
         fee: fromUnits(q.fee),
+        fee_str: unitsText(q.fee),
         tokens_sold: fromUnits(q.tokens),
+        tokens_sold_str: unitsText(q.tokens),
         partial: false,
-        new_balance: fromUnits(balance)
+        new_balance: fromUnits(balance),
+        new_balance_str: unitsText(balance)
       }
 })
 

@@ -7,7 +7,15 @@ import { CoinIssuance } from "../services/market/CoinIssuance.js"
 import { CoinHistory } from "../services/market/CoinPrice.js"
 import { Ledger, MAX_LEG } from "../services/market/Ledger.js"
 import { TREASURY } from "../services/market/TokenMarket.js"
-import { canonicalDecimal, fromUnits, toUnits, unitsText } from "../services/market/Units.js"
+import {
+  AMOUNT_TOO_LONG,
+  AmountTooLarge,
+  canonicalDecimal,
+  fromUnits,
+  MAX_AMOUNT_TEXT,
+  toUnits,
+  unitsText
+} from "../services/market/Units.js"
 import { checksumAddress } from "../services/market/WalletSignature.js"
 import { CommandFailed, emit, failWith, iso, json, table } from "./Output.js"
 
@@ -16,10 +24,16 @@ const audit = Command.make("audit", { json }, ({ json }) =>
     const report = yield* (yield* Ledger).audit()
     yield* emit(
       json,
-      { ok: report.ok, entries: report.entries, coin_supply: fromUnits(report.coinSupply), problems: report.problems },
+      {
+        ok: report.ok,
+        entries: report.entries,
+        coin_supply: fromUnits(report.coinSupply),
+        coin_supply_str: unitsText(report.coinSupply),
+        problems: report.problems
+      },
       (r) =>
         r.ok
-          ? `ledger consistent: ${r.entries} entries, coin supply ${r.coin_supply}`
+          ? `ledger consistent: ${r.entries} entries, coin supply ${r.coin_supply_str}`
           : ["ledger INCONSISTENT:", ...r.problems.map((p) => `  ${p}`)].join("\n")
     )
     if (!report.ok) return yield* new CommandFailed({ detail: `${report.problems.length} ledger problem(s)` })
@@ -35,17 +49,21 @@ const amountOption = (name: string, least: "positive" | "zero") =>
   Options.text(name).pipe(
     Options.mapEffect((text) => {
       const refuse = (why: string) => Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name}: ${why}`)))
+      const tooLarge = `must be at most ${unitsText(MAX_LEG)}, the most the ledger holds`
+      // Before any digit is converted, as the API bounds an amount's text.
+      if (text.trim().length > MAX_AMOUNT_TEXT) return refuse(AMOUNT_TOO_LONG)
       let units: bigint
       try {
         units = toUnits(text)
-      } catch {
+      } catch (error) {
+        if (error instanceof AmountTooLarge) return refuse(tooLarge)
         return refuse("expected a decimal amount such as 12.5 (digits past the ninth decimal are rounded down)")
       }
       if (units < 0n || (least === "positive" && units === 0n && canonicalDecimal(text) === "0"))
         return refuse(least === "positive" ? "must be more than 0" : "must not be negative")
       if (units === 0n && canonicalDecimal(text) !== "0")
         return refuse(`is below the smallest amount, ${unitsText(1n)}`)
-      if (units > MAX_LEG) return refuse(`must be at most ${unitsText(MAX_LEG)}, the most the ledger holds`)
+      if (units > MAX_LEG) return refuse(tooLarge)
       return Effect.succeed(units)
     })
   )
@@ -69,9 +87,11 @@ const mint = Command.make(
           entry: minted.entry,
           to: minted.account,
           amount: fromUnits(minted.amount),
-          balance: fromUnits(minted.balance)
+          amount_str: unitsText(minted.amount),
+          balance: fromUnits(minted.balance),
+          balance_str: unitsText(minted.balance)
         },
-        (r) => `minted ${r.amount} to ${r.to} (entry ${r.entry}); balance ${r.balance}`
+        (r) => `minted ${r.amount_str} to ${r.to} (entry ${r.entry}); balance ${r.balance_str}`
       )
     })
 ).pipe(Command.withDescription("Mint platform coin into a wallet or account (journaled)"))
@@ -87,7 +107,11 @@ const setPrice = Command.make(
   ({ json, price }) =>
     Effect.gen(function* () {
       yield* (yield* CoinHistory).setPrice(price).pipe(Effect.catchAll(failWith(json)))
-      yield* emit(json, { price: fromUnits(price) }, (r) => `coin price set to ${r.price}`)
+      yield* emit(
+        json,
+        { price: fromUnits(price), price_str: unitsText(price) },
+        (r) => `coin price set to ${r.price_str}`
+      )
     })
 ).pipe(Command.withDescription("Set the coin's price (recorded as a point of its history)"))
 
@@ -97,9 +121,13 @@ const agentJson = (agent: Agent) => ({
   name: agent.name,
   status: agent.status,
   balance: fromUnits(agent.balance),
+  balance_str: unitsText(agent.balance),
   burn_rate_hourly: fromUnits(agent.burnRateHourly),
+  burn_rate_hourly_str: unitsText(agent.burnRateHourly),
   total_revenue: fromUnits(agent.totalRevenue),
+  total_revenue_str: unitsText(agent.totalRevenue),
   total_costs: fromUnits(agent.totalCosts),
+  total_costs_str: unitsText(agent.totalCosts),
   created_at: iso(agent.createdAt)
 })
 
@@ -155,7 +183,7 @@ const listAgents = Command.make("list", { json }, ({ json }) =>
     yield* emit(json, agents.map(agentJson), (rows) =>
       table(
         ["TICKER", "NAME", "STATUS", "BALANCE", "BURN/H"],
-        rows.map((a) => [a.ticker, a.name, a.status, String(a.balance), String(a.burn_rate_hourly)])
+        rows.map((a) => [a.ticker, a.name, a.status, a.balance_str, a.burn_rate_hourly_str])
       )
     )
   })

@@ -114,10 +114,28 @@ describe("ctl market", () => {
         2
       )
       const price = yield* runCli(["market", "coin", "set-price", "--price", "1.25", "--json"], env)
-      assert.deepStrictEqual(JSON.parse(price.stdout), { price: 1.25 })
+      assert.deepStrictEqual(JSON.parse(price.stdout), { price: 1.25, price_str: "1.25" })
       const audit = JSON.parse((yield* runCli(["market", "audit", "--json"], env)).stdout)
       assert.strictEqual(audit.ok, true)
       assert.strictEqual(audit.coin_supply, 12.5)
+    })
+  )
+
+  it.live("amount options are bounded before conversion: 64 characters, and no exponent builds a huge number", () =>
+    Effect.gen(function* () {
+      const env = { KEEL_DATA_DIR: freshDataDir() }
+      const mint = (amount: string) =>
+        runCli(["market", "coin", "mint", "--to", WALLET, "--amount", amount, "--reason", "bound"], env)
+      const long = yield* mint(`1.${"0".repeat(1_000)}1`)
+      assert.strictEqual(long.exitCode, 2)
+      assert.include(long.stderr + long.stdout, "--amount: must be written in at most 64 characters")
+      const huge = yield* mint("1e999999999")
+      assert.strictEqual(huge.exitCode, 2)
+      assert.include(huge.stderr + huge.stdout, "--amount: must be at most 4611686018.427387904")
+      const exact = yield* mint("123456789.123456789")
+      assert.strictEqual(exact.exitCode, 0, exact.stderr)
+      assert.include(exact.stdout, "minted 123456789.123456789 to ")
+      assert.include(exact.stdout, "balance 123456789.123456789")
     })
   )
 })

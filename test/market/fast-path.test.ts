@@ -67,6 +67,24 @@ const script = (
       body: `{"user_id":"${w1.address}","amount":0.10000000000000001,"min_tokens_out":1.5}`
     },
     {
+      label: "buy, money as a decimal string (18 digits)",
+      path: "/api/tokens/FAST/buy",
+      headers: key(w2.key),
+      body: `{"user_id":"${w2.address}","amount":"0.123456789","min_tokens_out":"1.000000000000000001"}`
+    },
+    {
+      label: "buy, an amount written in 65 characters",
+      path: "/api/tokens/FAST/buy",
+      headers: key(w2.key),
+      body: `{"user_id":"${w2.address}","amount":1.${"0".repeat(63)}}`
+    },
+    {
+      label: "buy, a zero guard with a huge exponent",
+      path: "/api/tokens/FAST/buy",
+      headers: key(w2.key),
+      body: `{"user_id":"${w2.address}","amount":0.01,"min_tokens_out":0e-999999999}`
+    },
+    {
       label: "buy, lower-case ticker, upper-case address",
       path: "/api/tokens/fast/buy",
       headers: key(w1.key),

@@ -37,13 +37,17 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
       const summary = list.body.find((a: { ticker: string }) => a.ticker === "LISTA")
       assert.deepStrictEqual(Object.keys(summary).sort(), [
         "balance",
+        "balance_str",
         "burn_rate_hourly",
+        "burn_rate_hourly_str",
         "instance_id",
         "name",
         "status",
         "ticker",
         "total_costs",
-        "total_revenue"
+        "total_costs_str",
+        "total_revenue",
+        "total_revenue_str"
       ])
       assert.strictEqual(summary.status, "running")
       assert.strictEqual(summary.balance, 10)
@@ -98,12 +102,17 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
       assert.strictEqual(buy.status, 200)
       assert.deepStrictEqual(Object.keys(buy.body).sort(), [
         "coin_spent",
+        "coin_spent_str",
         "fee",
+        "fee_str",
         "new_balance",
+        "new_balance_str",
         "partial",
         "price_per_token",
+        "price_per_token_str",
         "success",
-        "tokens_received"
+        "tokens_received",
+        "tokens_received_str"
       ])
       assert.strictEqual(buy.body.success, true)
       assert.strictEqual(buy.body.coin_spent, 10)
@@ -121,12 +130,17 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
       assert.strictEqual(sell.status, 200)
       assert.deepStrictEqual(Object.keys(sell.body).sort(), [
         "coin_received",
+        "coin_received_str",
         "fee",
+        "fee_str",
         "new_balance",
+        "new_balance_str",
         "partial",
         "price_per_token",
+        "price_per_token_str",
         "success",
-        "tokens_sold"
+        "tokens_sold",
+        "tokens_sold_str"
       ])
       assert.strictEqual(sell.body.tokens_sold, buy.body.tokens_received)
       assert.strictEqual(sell.body.partial, false)
@@ -178,7 +192,7 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("the mar
       })
       assert.strictEqual(garbage.status, 401)
       const balance = yield* call("GET", `/api/coin/balance?user_id=${alice.address}`, { bearer: alice.key })
-      assert.deepStrictEqual(balance.body, { balance: 1000 })
+      assert.deepStrictEqual(balance.body, { balance: 1000, balance_str: "1000" })
       assert.strictEqual((yield* call("GET", `/api/coin/balance?user_id=${alice.address}`)).status, 401)
       assert.strictEqual(
         (yield* call("GET", `/api/coin/balance?user_id=${alice.address}`, { bearer: bob.key })).body.code,

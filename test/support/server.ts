@@ -44,10 +44,17 @@ export const startServer = (
 /** One request to a server process on a fresh connection (no keep-alive): its status and its whole body. */
 export const requestChild = (
   port: number,
-  request: { method: string; path: string; headers?: Record<string, string>; body?: unknown }
+  request: {
+    method: string
+    path: string
+    headers?: Record<string, string>
+    body?: unknown
+    /** The JSON body's exact text (for numbers JSON.stringify cannot write), instead of `body`. */
+    rawBody?: string
+  }
 ) =>
   new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const text = request.body === undefined ? "" : JSON.stringify(request.body)
+    const text = request.rawBody ?? (request.body === undefined ? "" : JSON.stringify(request.body))
     const req = http.request(
       {
         host: "127.0.0.1",
@@ -57,7 +64,7 @@ export const requestChild = (
         agent: false,
         headers: {
           ...request.headers,
-          ...(request.body === undefined
+          ...(request.body === undefined && request.rawBody === undefined
             ? {}
             : { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
         }

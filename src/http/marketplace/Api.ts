@@ -19,6 +19,7 @@ import {
 import { InsufficientFunds } from "../../services/market/Ledger.js"
 import { TickerText } from "../../services/market/Ticker.js"
 import { BuyResult, SellResult } from "../../services/market/Trading.js"
+import { AMOUNT_TOO_LONG, ExactDecimal, JSON_NUMBER_TEXT, MAX_AMOUNT_TEXT } from "../../services/market/Units.js"
 import { problemOpenApi } from "../ProblemContract.js"
 import {
   DecimalIntegerString,
@@ -112,13 +113,56 @@ export const WalletAddress = Schema.String.pipe(
   Schema.pattern(/^0x[0-9a-fA-F]{40}$/),
   Schema.annotations({ message: () => "must be a 0x wallet address (40 hex digits)" })
 )
-const Amount = Schema.Number.pipe(
-  Schema.finite(),
-  Schema.greaterThan(0),
-  Schema.lessThanOrEqualTo(1e12),
-  Schema.annotations({ message: () => "must be a positive number (at most 1e12)" })
+/**
+ * An amount as a client writes it: a JSON number, or the same text as a decimal string (`"123456789.123456789"`,
+ * what a client whose numbers are doubles sends to be exact). Either way at most `MAX_AMOUNT_TEXT` characters
+ * (a number's text is checked where the body's text is read, `Trade.ts`), from more than 0 (or 0) to `max`.
+ */
+const AmountInput = (least: "positive" | "zero", max: number, description: string) => {
+  const range = `${least === "positive" ? "more than 0" : "at least 0"} and at most ${max === 1e12 ? "1e12" : "1e18"}`
+  const message = `must be a number or a decimal string, ${range}`
+  const inRange = (n: number) => Number.isFinite(n) && (least === "positive" ? n > 0 : n >= 0) && n <= max
+  return Schema.Union(Schema.Number, Schema.String).pipe(
+    Schema.annotations({ message: () => ({ message, override: true }) }),
+    // The length first: a million-digit string is refused before any pattern or conversion reads it.
+    Schema.filter((value) => {
+      if (typeof value === "number") return inRange(value) || message
+      if (value.length > MAX_AMOUNT_TEXT) return AMOUNT_TOO_LONG
+      return (JSON_NUMBER_TEXT.test(value) && inRange(Number(value))) || message
+    }),
+    Schema.annotations({
+      jsonSchema: {
+        description,
+        anyOf: [
+          {
+            type: "number",
+            ...(least === "positive" ? { exclusiveMinimum: 0 } : { minimum: 0 }),
+            maximum: max,
+            description: `At most ${MAX_AMOUNT_TEXT} characters as written in the body`
+          },
+          {
+            type: "string",
+            pattern: JSON_NUMBER_TEXT.source,
+            maxLength: MAX_AMOUNT_TEXT,
+            description: "The amount's decimal text, exactly: the same text as the number, in quotes"
+          }
+        ]
+      }
+    })
+  )
+}
+const Amount = AmountInput(
+  "positive",
+  1e12,
+  "Coin to spend (buy) or tokens to sell (sell): a number or a decimal string; rounded down to 9 decimals"
 )
-const Minimum = Schema.Number.pipe(Schema.finite(), Schema.greaterThanOrEqualTo(0), Schema.lessThanOrEqualTo(1e18))
+const Minimum = AmountInput(
+  "zero",
+  1e18,
+  "The least to receive, or the trade fails whole: a number or a decimal string; rounded up to 9 decimals"
+)
+
+const exact = (of: string) => ExactDecimal(`${of}, exactly: decimal text (the number beside it is a double)`)
 
 export const AgentSummary = Schema.Struct({
   instance_id: Schema.String,
@@ -126,9 +170,13 @@ export const AgentSummary = Schema.Struct({
   name: Schema.String,
   status: Schema.Literal("running", "paused", "bankrupt", "retired"),
   balance: Schema.Number,
+  balance_str: exact("balance"),
   total_revenue: Schema.Number,
+  total_revenue_str: exact("total_revenue"),
   total_costs: Schema.Number,
-  burn_rate_hourly: Schema.Number
+  total_costs_str: exact("total_costs"),
+  burn_rate_hourly: Schema.Number,
+  burn_rate_hourly_str: exact("burn_rate_hourly")
 })
 
 export const AgentDetail = Schema.Struct({
@@ -150,9 +198,12 @@ export const TokenSummary = Schema.Struct({
   ticker: Schema.String,
   name: Schema.String,
   price: Schema.Number,
+  price_str: ExactDecimal("price to 18 significant digits, as decimal text (the number beside it keeps 12)"),
   price_change_24h: Schema.Number,
   market_cap: Schema.Number,
-  volume_24h: Schema.Number
+  market_cap_str: exact("market_cap"),
+  volume_24h: Schema.Number,
+  volume_24h_str: exact("volume_24h")
 })
 
 export const ChatMessage = Schema.Struct({
@@ -165,9 +216,16 @@ export const ChatMessage = Schema.Struct({
 })
 
 export const CoinHistoryResult = Schema.Struct({
-  current: Schema.Struct({ price: Schema.Number, supply: Schema.Number, market_cap: Schema.Number }),
+  current: Schema.Struct({
+    price: Schema.Number,
+    price_str: exact("price"),
+    supply: Schema.Number,
+    supply_str: exact("supply"),
+    market_cap: Schema.Number,
+    market_cap_str: exact("market_cap")
+  }),
   price_change_percent: Schema.Number,
-  history: Schema.Array(Schema.Struct({ price: Schema.Number, timestamp: Schema.String }))
+  history: Schema.Array(Schema.Struct({ price: Schema.Number, price_str: exact("price"), timestamp: Schema.String }))
 })
 
 const IdempotencyHeader = Schema.Struct({
@@ -256,7 +314,7 @@ export class CoinApi extends HttpApiGroup.make("coin")
   .add(
     HttpApiEndpoint.get("balance", "/coin/balance")
       .setUrlParams(RequestStruct({ user_id: WalletAddress }))
-      .addSuccess(Schema.Struct({ balance: Schema.Number }))
+      .addSuccess(Schema.Struct({ balance: Schema.Number, balance_str: exact("balance") }))
       .addError(Forbidden)
       .annotate(OpenApi.Description, "The wallet's coin balance; the caller must prove the wallet. Authenticated.")
   )

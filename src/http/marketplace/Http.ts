@@ -9,7 +9,7 @@ import { MarketEvents } from "../../services/market/MarketEvents.js"
 import { TokenBoard } from "../../services/market/TokenBoard.js"
 import { walletAccount } from "../../services/market/TokenMarket.js"
 import type { BuyResult, SellResult } from "../../services/market/Trading.js"
-import { fromUnits } from "../../services/market/Units.js"
+import { fromUnits, unitsText } from "../../services/market/Units.js"
 import { AgentCursor, Caller, CoinHistoryCursor, MarketplaceApi, TokenCursor } from "./Api.js"
 import { placeTrade, provenWallet, type TradeInput } from "./Trade.js"
 
@@ -19,9 +19,13 @@ const agentJson = (agent: Agent) => ({
   name: agent.name,
   status: agent.status,
   balance: fromUnits(agent.balance),
+  balance_str: unitsText(agent.balance),
   total_revenue: fromUnits(agent.totalRevenue),
+  total_revenue_str: unitsText(agent.totalRevenue),
   total_costs: fromUnits(agent.totalCosts),
-  burn_rate_hourly: fromUnits(agent.burnRateHourly)
+  total_costs_str: unitsText(agent.totalCosts),
+  burn_rate_hourly: fromUnits(agent.burnRateHourly),
+  burn_rate_hourly_str: unitsText(agent.burnRateHourly)
 })
 
 /**
@@ -140,7 +144,8 @@ export const CoinLive = HttpApiBuilder.group(MarketplaceApi, "coin", (handlers) 
       .handle("balance", ({ urlParams }) =>
         Effect.gen(function* () {
           const { wallet } = yield* provenWallet((yield* Caller).principal, urlParams.user_id)
-          return { balance: fromUnits(yield* ledger.balance(walletAccount(wallet), COIN)) }
+          const balance = yield* ledger.balance(walletAccount(wallet), COIN)
+          return { balance: fromUnits(balance), balance_str: unitsText(balance) }
         })
       )
       .handle("history", ({ urlParams }) =>

@@ -1,8 +1,10 @@
+import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { Effect, Either } from "effect"
 import { TradeSender } from "../../actors/MarketAgent.js"
 import type { Principal } from "../../services/market/ApiKeys.js"
 import { Forbidden } from "../../services/market/Errors.js"
 import { tradeOrder } from "../../services/market/Trading.js"
+import { AMOUNT_TOO_LONG, MAX_AMOUNT_TEXT } from "../../services/market/Units.js"
 import { jsonNumberTexts } from "../../services/platform/JsonNumbers.js"
 
 /**
@@ -26,13 +28,36 @@ export interface TradeInput {
   readonly side: "buy" | "sell"
   /** Upper case. */
   readonly ticker: string
-  readonly amount: number
-  readonly minimum: number | undefined
+  /** A JSON number or a decimal string, as decoded. */
+  readonly amount: number | string
+  readonly minimum: number | string | undefined
   /** The guard's field in the body (`min_tokens_out`, `min_coin_out`), for its decimal text. */
   readonly minimumField: string
   readonly fillOrKill?: boolean | undefined
   /** The Idempotency-Key header. */
   readonly key: string | undefined
+}
+
+/**
+ * The source text of a decoded number member (`undefined` for a string, whose value is its text): the body's
+ * last member of that name, as `JSON.parse` reads it.
+ */
+const numberText = (texts: ReadonlyMap<string, string>, field: string, value: number | string | undefined) =>
+  typeof value === "number" ? texts.get(field) : undefined
+
+/**
+ * A number written in more than `MAX_AMOUNT_TEXT` characters is refused as the schema refuses such a string
+ * (400 VALIDATION_FAILED naming the member), before any of its digits is converted: the schema sees only the
+ * double `JSON.parse` made of it, so its text is checked here, for the route and the fast path alike.
+ */
+const tooLong = (fields: ReadonlyArray<readonly [string, string | undefined]>) => {
+  const field = fields.find(([, text]) => text !== undefined && text.length > MAX_AMOUNT_TEXT)?.[0]
+  return field === undefined
+    ? undefined
+    : new HttpApiDecodeError({
+        issues: [{ _tag: "Type", path: [field], message: AMOUNT_TOO_LONG }],
+        message: `${field}: ${AMOUNT_TOO_LONG}`
+      })
 }
 
 /**
@@ -43,23 +68,31 @@ export interface TradeInput {
  */
 export const placeTrade = Effect.gen(function* () {
   const sender = yield* TradeSender
-  return (wallet: string, principal: Principal, input: TradeInput, body: string) => {
-    const texts = jsonNumberTexts(body)
-    const order = tradeOrder({
-      side: input.side,
-      ticker: input.ticker,
-      wallet,
-      principal,
-      amount: input.amount,
-      minimum: input.minimum,
-      amountText: texts.get("amount"),
-      minimumText: texts.get(input.minimumField),
-      fillOrKill: input.fillOrKill,
-      idempotencyKey: input.key
+  return (wallet: string, principal: Principal, input: TradeInput, body: string) =>
+    Effect.gen(function* () {
+      const texts = jsonNumberTexts(body)
+      const amountText = numberText(texts, "amount", input.amount)
+      const minimumText = numberText(texts, input.minimumField, input.minimum)
+      const refused = tooLong([
+        ["amount", amountText],
+        [input.minimumField, minimumText]
+      ])
+      if (refused !== undefined) return yield* Effect.fail(refused)
+      const order = tradeOrder({
+        side: input.side,
+        ticker: input.ticker,
+        wallet,
+        principal,
+        amount: input.amount,
+        minimum: input.minimum,
+        amountText,
+        minimumText,
+        fillOrKill: input.fillOrKill,
+        idempotencyKey: input.key
+      })
+      return yield* sender.place(input.ticker, order).pipe(
+        // Logged by the actor; a 500 here (the problem middleware logs the request too).
+        Effect.catchTag("ActorFailed", (failed) => Effect.die(failed))
+      )
     })
-    return sender.place(input.ticker, order).pipe(
-      // Logged by the actor; a 500 here (the problem middleware logs the request too).
-      Effect.catchTag("ActorFailed", (failed) => Effect.die(failed))
-    )
-  }
 })

@@ -76,8 +76,8 @@ export const tradeFastPath = Effect.gen(function* () {
         {
           side,
           ticker,
-          amount: payload.right.amount as number,
-          minimum: payload.right[compiled.minimumField] as number | undefined,
+          amount: payload.right.amount as number | string,
+          minimum: payload.right[compiled.minimumField] as number | string | undefined,
           minimumField: compiled.minimumField,
           fillOrKill: payload.right.fill_or_kill as boolean | undefined,
           key: headers.right["idempotency-key"] as string | undefined

@@ -53,11 +53,20 @@ export type Period = keyof typeof Periods
 
 export interface PricePoint {
   readonly price: number
+  /** The same, exactly, as decimal text (every amount has its `_str`: docs/marketplace.md). */
+  readonly price_str: string
   readonly timestamp: string
 }
 
 export interface CoinHistoryReport {
-  readonly current: { readonly price: number; readonly supply: number; readonly market_cap: number }
+  readonly current: {
+    readonly price: number
+    readonly price_str: string
+    readonly supply: number
+    readonly supply_str: string
+    readonly market_cap: number
+    readonly market_cap_str: string
+  }
   readonly price_change_percent: number
   readonly history: ReadonlyArray<PricePoint>
 }
@@ -120,16 +129,21 @@ export class CoinHistory extends Effect.Service<CoinHistory>()("market/CoinHisto
     ): CoinHistoryReport => {
       const first = firstOfPeriod === undefined ? head.price : BigInt(firstOfPeriod.price)
       const change = first === 0n ? 0 : (Number(head.price - first) / Number(first)) * 100
+      const marketCap = (head.price * head.supply) / UNIT
       return {
         current: {
           price: fromUnits(head.price),
+          price_str: unitsText(head.price),
           supply: fromUnits(head.supply),
+          supply_str: unitsText(head.supply),
           // price × supply in nano × nano: divide once to stay exact before turning into a number.
-          market_cap: fromUnits((head.price * head.supply) / UNIT)
+          market_cap: fromUnits(marketCap),
+          market_cap_str: unitsText(marketCap)
         },
         price_change_percent: round(change, 4),
         history: points.map((row) => ({
           price: fromUnits(BigInt(row.price)),
+          price_str: unitsText(BigInt(row.price)),
           timestamp: new Date(Number(row.at)).toISOString()
         }))
       }

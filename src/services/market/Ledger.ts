@@ -3,7 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
 import { placeholders, SqlDirect } from "../platform/SqlDirect.js"
 import { refuse, type SyncStatements } from "../platform/SyncSql.js"
-import { fromUnits, unitsText } from "./Units.js"
+import { unitsText } from "./Units.js"
 import { checksumAddress } from "./WalletSignature.js"
 
 /** The platform coin; a token's asset is its ticker. */
@@ -169,7 +169,7 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
         if (amount > MAX_LEG || held + amount > MAX_LEG || supply + amount > MAX_LEG)
           return yield* new UnbalancedEntry({
             asset: COIN,
-            detail: `minting ${fromUnits(amount)} would put more than ${unitsText(MAX_LEG)} coin in ${displayAccount(to)} or in the supply, the most the ledger holds`
+            detail: `minting ${unitsText(amount)} would put more than ${unitsText(MAX_LEG)} coin in ${displayAccount(to)} or in the supply, the most the ledger holds`
           })
         return yield* post("mint", reason, [
           { account: ISSUANCE, asset: COIN, amount: -amount },

@@ -4,19 +4,23 @@ import { InvalidInput } from "./Errors.js"
 import { COIN, exactIntegers } from "./Ledger.js"
 import { pageOf } from "./Paging.js"
 import { priceNumber } from "./Trading.js"
-import { fromUnits } from "./Units.js"
+import { fromUnits, ratioText, unitsText } from "./Units.js"
 
 export interface TokenSummary {
   readonly ticker: string
   readonly name: string
   /** The curve's marginal price now, in coin per token. */
   readonly price: number
+  /** The same to 18 significant digits, as decimal text. */
+  readonly price_str: string
   /** Percent change of the marginal price over the last 24 h. */
   readonly price_change_24h: number
   /** price × circulating supply, in coin. */
   readonly market_cap: number
+  readonly market_cap_str: string
   /** Coin traded over the last 24 h. */
   readonly volume_24h: number
+  readonly volume_24h_str: string
 }
 
 type Int = bigint | number
@@ -74,14 +78,18 @@ export class TokenBoard extends Effect.Service<TokenBoard>()("market/TokenBoard"
           const launchPrice = priceNumber(vCoin - (reserve.get(`curve:${curve.ticker}/${COIN}`) ?? 0n), vToken + supply)
           const then = before.get(curve.ticker) ?? launchPrice
           const capUnits = (vCoin * supply) / vToken
+          const traded = volume.get(curve.ticker) ?? 0n
           return {
             capUnits,
             ticker: curve.ticker,
             name: curve.name ?? curve.ticker,
             price,
+            price_str: ratioText(vCoin, vToken),
             price_change_24h: then === 0 ? 0 : Number((((price - then) / then) * 100).toFixed(4)),
             market_cap: fromUnits(capUnits),
-            volume_24h: fromUnits(volume.get(curve.ticker) ?? 0n)
+            market_cap_str: unitsText(capUnits),
+            volume_24h: fromUnits(traded),
+            volume_24h_str: unitsText(traded)
           }
         })
         tokens.sort((a, b) =>

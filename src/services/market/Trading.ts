@@ -10,32 +10,45 @@ import type { UnbalancedEntry } from "./Ledger.js"
 import { MarketConfig } from "./MarketConfig.js"
 import { appendEvent, MarketEvents } from "./MarketEvents.js"
 import { buyIn, sellIn, type TradeRefusal, type TradeResult, walletAccount } from "./TokenMarket.js"
-import { canonicalDecimal, fromUnits, toUnits } from "./Units.js"
+import { canonicalDecimal, ExactDecimal, fromUnits, plainDecimal, ratioText, toUnits, unitsText } from "./Units.js"
 import { checksumAddress } from "./WalletSignature.js"
+
+const exactAmount = ExactDecimal("The amount beside it (same name without _str) as exact decimal text")
+const exactPrice = ExactDecimal("price_per_token to 18 significant digits, as decimal text")
 
 export const BuyResult = Schema.Struct({
   success: Schema.Boolean,
   tokens_received: Schema.Number,
+  tokens_received_str: exactAmount,
   price_per_token: Schema.Number,
+  price_per_token_str: exactPrice,
   fee: Schema.Number,
+  fee_str: exactAmount,
   /** The coin taken from the wallet, fee included (less than `amount` when the curve ran out). */
   coin_spent: Schema.Number,
+  coin_spent_str: exactAmount,
   /** True when the curve ran out and only what was left was bought. */
   partial: Schema.Boolean,
   /** The wallet's coin balance after the trade. */
-  new_balance: Schema.Number
+  new_balance: Schema.Number,
+  new_balance_str: exactAmount
 })
 
 export const SellResult = Schema.Struct({
   success: Schema.Boolean,
   coin_received: Schema.Number,
+  coin_received_str: exactAmount,
   price_per_token: Schema.Number,
+  price_per_token_str: exactPrice,
   fee: Schema.Number,
+  fee_str: exactAmount,
   /** The tokens taken from the wallet (always all of `amount`). */
   tokens_sold: Schema.Number,
+  tokens_sold_str: exactAmount,
   /** Always false: a sell fills whole or fails. */
   partial: Schema.Boolean,
-  new_balance: Schema.Number
+  new_balance: Schema.Number,
+  new_balance_str: exactAmount
 })
 
 export const TradeReceipt = Schema.Union(BuyResult, SellResult)
@@ -58,19 +71,20 @@ export const TradeOrder = Schema.Struct({
 })
 export type TradeOrder = typeof TradeOrder.Type
 
-/** What a caller asks for, in the API's units: coin or tokens as JSON numbers. */
+/** What a caller asks for, in the API's units: coin or tokens as JSON numbers or decimal strings. */
 export interface TradeRequest {
   readonly side: "buy" | "sell"
   readonly ticker: string
   /** Lowercase 0x address, already proven to be the caller's. */
   readonly wallet: string
   readonly principal: Principal
-  readonly amount: number
+  /** A JSON number, or a decimal string (converted from its own text). */
+  readonly amount: number | string
   /** min_tokens_out (buy) or min_coin_out (sell). */
-  readonly minimum: number | undefined
+  readonly minimum: number | string | undefined
   /**
-   * The JSON numbers' own decimal text (`amount`, the guard), when the body is at hand: a double cannot hold
-   * every decimal a client sends, so money is converted from the text.
+   * The JSON numbers' own decimal text (`amount`, the guard), when the body is at hand and they were numbers:
+   * a double cannot hold every decimal a client sends, so money is converted from the text.
    */
   readonly amountText?: string | undefined
   readonly minimumText?: string | undefined
@@ -116,11 +130,27 @@ export const tradeOrder = (request: TradeRequest): TradeOrder => ({
 export const TradeOutcome = Schema.Struct({ receipt: TradeReceipt, replayed: Schema.Boolean })
 export type TradeOutcome = typeof TradeOutcome.Type
 
-/** A ratio as a JSON number: prices are not balances, so they keep 12 significant digits. */
+/** A ratio as a JSON number: prices are not balances, so they keep 12 significant digits (18 in `ratioText`). */
 export const priceNumber = (numerator: bigint, denominator: bigint) =>
   denominator === 0n ? 0 : Number((Number(numerator) / Number(denominator)).toPrecision(12))
 
 const IDEMPOTENCY_TTL_MILLIS = 24 * 3_600_000
+
+/**
+ * A receipt stored before receipts carried exact decimal text (numbers only) as it is answered now: each
+ * number's `_str` from the number itself — exact for every amount up to 2^53 nano-units, which is all an older
+ * version could have answered exactly anyway. A receipt that has them is returned as it is.
+ */
+const withExactFields = (receipt: Record<string, unknown>): Record<string, unknown> => {
+  if (typeof receipt.new_balance_str === "string") return receipt
+  const upgraded: Record<string, unknown> = {}
+  for (const [field, value] of Object.entries(receipt)) {
+    upgraded[field] = value
+    if (typeof value === "number")
+      upgraded[`${field}_str`] = field === "price_per_token" ? plainDecimal(value) : unitsText(toUnits(value))
+  }
+  return upgraded
+}
 
 /** The event /api/stream sends for a committed trade. */
 export const tradeEvent = (wallet: string, trade: TradeResult) => ({
@@ -130,13 +160,19 @@ export const tradeEvent = (wallet: string, trade: TradeResult) => ({
   wallet: checksumAddress(wallet),
   // The wallet's side on both: buy = coin paid, fee included; sell = coin received, fee deducted.
   coin: fromUnits(trade.coin),
+  coin_str: unitsText(trade.coin),
   // The curve's side: coin that entered it (buy, fee excluded) or left it (sell, before the fee).
   curve_coin: fromUnits(trade.curveCoin),
+  curve_coin_str: unitsText(trade.curveCoin),
   tokens: fromUnits(trade.tokens),
+  tokens_str: unitsText(trade.tokens),
   fee: fromUnits(trade.fee),
+  fee_str: unitsText(trade.fee),
   partial: trade.partial,
   price_per_token: priceNumber(trade.curveCoin, trade.tokens),
+  price_per_token_str: ratioText(trade.curveCoin, trade.tokens),
   price: priceNumber(trade.next.virtualCoin, trade.next.virtualToken),
+  price_str: ratioText(trade.next.virtualCoin, trade.next.virtualToken),
   created_at: new Date(trade.createdAt).toISOString()
 })
 
@@ -168,7 +204,7 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
             detail: "this Idempotency-Key was used for a different request"
           })
         )
-      return JSON.parse(row.response) as TradeReceipt
+      return withExactFields(JSON.parse(row.response) as Record<string, unknown>) as TradeReceipt
     }
 
     const execute = (db: SyncStatements, order: TradeOrder, now: number) =>
@@ -201,17 +237,29 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
       const common = {
         success: true,
         price_per_token: priceNumber(trade.curveCoin, trade.tokens),
+        price_per_token_str: ratioText(trade.curveCoin, trade.tokens),
         fee: fromUnits(trade.fee),
-        new_balance: fromUnits(balance)
+        fee_str: unitsText(trade.fee),
+        new_balance: fromUnits(balance),
+        new_balance_str: unitsText(balance)
       }
       return trade.side === "buy"
         ? {
             ...common,
             tokens_received: fromUnits(trade.tokens),
+            tokens_received_str: unitsText(trade.tokens),
             coin_spent: fromUnits(trade.coin),
+            coin_spent_str: unitsText(trade.coin),
             partial: trade.partial
           }
-        : { ...common, coin_received: fromUnits(trade.coin), tokens_sold: fromUnits(trade.tokens), partial: false }
+        : {
+            ...common,
+            coin_received: fromUnits(trade.coin),
+            coin_received_str: unitsText(trade.coin),
+            tokens_sold: fromUnits(trade.tokens),
+            tokens_sold_str: unitsText(trade.tokens),
+            partial: false
+          }
     }
 
     /** The chat line of a large trade, when its token has an agent. */
@@ -223,7 +271,7 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
       writeLine(
         db,
         { ticker: trade.ticker, name: agent.name },
-        `${who} ${verb} ${fromUnits(trade.tokens)} ${trade.ticker} for ${fromUnits(trade.coin)} coin`,
+        `${who} ${verb} ${unitsText(trade.tokens)} ${trade.ticker} for ${unitsText(trade.coin)} coin`,
         "trade",
         now
       )
