@@ -95,13 +95,28 @@ const storageOf = (target: string) =>
     return { target: found as Target, storage: found.storage }
   })
 
-/** Points the runtime at `root` atomically (a staged symlink or file renamed over it); null removes it. */
-const setRuntime = (runtime: { kind: "symlink" | "config_file"; path: string }, root: string | null) => {
+/** The mode a runtime config file keeps: the one it replaces, else 0644 (its application may be another user). */
+const configFileMode = (file: string) => {
+  try {
+    return fs.statSync(file).mode & 0o7777
+  } catch {
+    return 0o644
+  }
+}
+
+/**
+ * Points the runtime at `root` atomically (a staged symlink or file renamed over it); null removes it. A config
+ * file is given its mode explicitly, never the process umask's (the server's is 077, docs/security.md).
+ */
+export const setRuntime = (runtime: { kind: "symlink" | "config_file"; path: string }, root: string | null) => {
   if (root === null) return fs.rmSync(runtime.path, { force: true })
   const staged = `${runtime.path}.keel-handoff-${process.pid}`
   fs.rmSync(staged, { force: true })
   if (runtime.kind === "symlink") fs.symlinkSync(root, staged)
-  else fs.writeFileSync(staged, `${root}\n`)
+  else {
+    fs.writeFileSync(staged, `${root}\n`)
+    fs.chmodSync(staged, configFileMode(runtime.path))
+  }
   fs.renameSync(staged, runtime.path)
 }
 
