@@ -180,7 +180,7 @@ export const toProblemBody = (
   status: number,
   body: unknown,
   fallbackDetail: string,
-  /** The query's repeated names (`repeatedQueryNames`): a decode issue at one of them is the repetition. */
+  /** The query's repeated names (`repeatedQueryNames`): a decode issue at one of them about a list is the repetition. */
   repeatedQuery: ReadonlySet<string> = new Set()
 ): Record<string, unknown> => {
   const record = asRecord(body)
@@ -191,9 +191,16 @@ export const toProblemBody = (
     // The platform's own `message` (and each issue's) quotes the offending value: both are rebuilt
     // without it, so a mistyped secret is never echoed back.
     // Every parameter a route reads is one value: the platform hands a repeated one to its schema as a list,
-    // whose issue ("Expected string", or the parameter's own message) would not say what is wrong.
-    const errors = fieldErrors(Array.isArray(record.issues) ? (record.issues as Array<DecodeIssue>) : []).map(
-      (error) => (repeatedQuery.has(error.path) ? { path: error.path, message: SENT_ONCE } : error)
+    // whose issue ("Expected string, actual [...]") would not say what is wrong. Only an issue about a list is the
+    // repetition: a path parameter or header of the same name is always one text, and its own issue stands.
+    const issues = Array.isArray(record.issues) ? (record.issues as Array<DecodeIssue>) : []
+    const listsAt = new Set(
+      issues
+        .filter((issue) => /\bactual \[/.test(String(issue.message)))
+        .map((issue) => (Array.isArray(issue.path) ? issue.path.map(String).join(".") : ""))
+    )
+    const errors = fieldErrors(issues).map((error) =>
+      repeatedQuery.has(error.path) && listsAt.has(error.path) ? { path: error.path, message: SENT_ONCE } : error
     )
     return problem(status, "VALIDATION_FAILED", describeFieldErrors(errors), { errors })
   }

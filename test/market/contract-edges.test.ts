@@ -142,6 +142,10 @@ layer(HttpTest(), { timeout: "90 seconds", excludeTestServices: true })("contrac
       }
       // A repeated parameter no route reads changes nothing, as any parameter it does not read.
       assert.strictEqual((yield* call("GET", "/api/agents?utm=a&utm=b")).status, 200)
+      // Nor does it take the place of what is wrong elsewhere under the same name (the path's ticker here).
+      const path = yield* call("GET", "/api/agents/A?ticker=a&ticker=b")
+      assert.strictEqual(path.status, 400)
+      assert.strictEqual(path.body.detail, TICKER_MESSAGE)
     })
   )
 })
