@@ -141,7 +141,7 @@ const work = Command.make(
       }
       const ran = yield* (yield* JobWorker)
         .work({ worker, concurrency, untilEmpty })
-        .pipe(Effect.catchTag("WorkerEnvironmentExposed", failWith(json)))
+        .pipe(Effect.catchTags({ WorkerEnvironmentExposed: failWith(json), WorkerJobUserRefused: failWith(json) }))
       yield* emit(json, { worker, ran }, (r) => `${r.worker} ran ${r.ran} job(s)`)
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Run queued jobs through the host channel (and, with --janitor, the disk janitor)"))

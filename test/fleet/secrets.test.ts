@@ -146,6 +146,62 @@ describe("a queued job cannot read its worker's secrets (issue 42)", () => {
   }, 90_000)
 })
 
+describe("with KEEL_JOB_USER, a job runs as another user (issue 42)", () => {
+  // A job of the worker's own user can read what that user can (files; memory where ptrace is allowed); another
+  // user cannot open the worker's /proc entries at all. A root worker switches; any other worker refuses to start.
+  const probe = [
+    "id -u",
+    "if cat /proc/$PPID/environ > /dev/null 2>&1; then echo environ-open; else echo environ-refused; fi",
+    "if ( exec 3< /proc/$PPID/mem ) 2> /dev/null; then echo mem-open; else echo mem-refused; fi",
+    'echo "home=$HOME user=$USER"'
+  ].join("\n")
+
+  it("the job is nobody and cannot open its worker's environ or memory; a worker not root refuses", () => {
+    const dir = temp("keel-job-user-")
+    const vaultKey = randomBytes(32).toString("base64")
+    const env = {
+      ...process.env,
+      KEEL_VAULT_KEY: vaultKey,
+      KEEL_DATA_DIR: path.join(dir, "data"),
+      KEEL_REGISTRY: path.join(root, "examples", "registry.yml"),
+      KEEL_DEMO_DATA: "false",
+      KEEL_LOG_LEVEL: "warning",
+      KEEL_JOB_USER: "nobody"
+    }
+    const run = (args: Array<string>) => execFileSync(process.execPath, [ctl, ...args], { env, encoding: "utf8" })
+    const nobody = execFileSync("getent", ["passwd", "nobody"], { encoding: "utf8" }).split(":")
+    const id = JSON.parse(run(["machine", "submit", "forge-1", "--json", "--", "sh", "-c", probe])).id as string
+    if (process.getuid?.() !== 0) {
+      // Not root: the worker cannot become nobody, says so and runs nothing.
+      let refusal = ""
+      try {
+        run(["machine", "work", "--until-empty", "--json"])
+      } catch (error) {
+        refusal = String((error as { stdout?: string }).stdout)
+      }
+      assert.include(refusal, "WORKER_JOB_USER_REFUSED")
+      assert.strictEqual(JSON.parse(run(["machine", "status", id, "--json"])).state, "queued")
+      return
+    }
+    assert.strictEqual((JSON.parse(run(["machine", "work", "--until-empty", "--json"])) as { ran: number }).ran, 1)
+    const logs = JSON.parse(run(["machine", "logs", id, "--json"])) as { lines: Array<{ line: string }> }
+    const lines = logs.lines.map((l) => l.line)
+    assert.deepStrictEqual(lines, [nobody[2], "environ-refused", "mem-refused", `home=${nobody[5]} user=nobody`])
+    assert.notInclude(lines.join("\n"), vaultKey)
+    // A user the host does not have is refused before any job is claimed.
+    let unknown = ""
+    try {
+      execFileSync(process.execPath, [ctl, "machine", "work", "--until-empty", "--json"], {
+        env: { ...env, KEEL_JOB_USER: "keel-no-such-user" },
+        encoding: "utf8"
+      })
+    } catch (error) {
+      unknown = String((error as { stdout?: string }).stdout)
+    }
+    assert.include(unknown, "WORKER_JOB_USER_REFUSED")
+  }, 90_000)
+})
+
 /** A git smart-HTTP server (git http-backend) behind basic auth, answering each request after `delayMs`. */
 const gitServer = async (projectRoot: string, user: string, password: string, delayMs: number) => {
   const expected = `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`

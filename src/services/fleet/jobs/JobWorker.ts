@@ -1,9 +1,11 @@
+import { execFileSync } from "node:child_process"
 import * as path from "node:path"
 import { Cause, Config, Data, Duration, Effect, Fiber, Option, Schedule } from "effect"
 import { AppConfig } from "../../platform/AppConfig.js"
+import { childEnv } from "../../platform/ChildEnv.js"
 import { durationSetting } from "../../platform/DurationSetting.js"
 import { environScrubOutcome, exposedEnvironNames } from "../../platform/EnvironBlock.js"
-import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
+import { HostChannel, type RunAs } from "../../platform/hostchannel/HostChannel.js"
 import { channelSpec } from "../Channels.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import type { Target } from "../registry/Schema.js"
@@ -50,6 +52,35 @@ export class WorkerEnvironmentExposed extends Data.TaggedError("WorkerEnvironmen
   readonly detail: string
 }> {}
 
+/** KEEL_JOB_USER names no user of this host, or this worker cannot switch to it (it is not root). */
+export class WorkerJobUserRefused extends Data.TaggedError("WorkerJobUserRefused")<{
+  readonly code: "WORKER_JOB_USER_REFUSED"
+  readonly detail: string
+}> {}
+
+/** The user `name` (or uid) from the host's user database (`getent passwd`, so NSS users count too). */
+const lookUpUser = (name: string) =>
+  Effect.try({
+    try: () => execFileSync("getent", ["passwd", name], { env: childEnv(), encoding: "utf8" }).split("\n")[0] ?? "",
+    catch: () =>
+      new WorkerJobUserRefused({
+        code: "WORKER_JOB_USER_REFUSED",
+        detail: `KEEL_JOB_USER: no user ${name} on this host`
+      })
+  }).pipe(
+    Effect.flatMap((line) => {
+      const [user = "", , uid = "", gid = "", , home = "/"] = line.split(":")
+      return /^\d+$/.test(uid) && /^\d+$/.test(gid)
+        ? Effect.succeed({ user, uid: Number(uid), gid: Number(gid), home } satisfies RunAs)
+        : Effect.fail(
+            new WorkerJobUserRefused({
+              code: "WORKER_JOB_USER_REFUSED",
+              detail: `KEEL_JOB_USER: no user ${name} on this host`
+            })
+          )
+    })
+  )
+
 /**
  * Runs queued jobs through the host channel: claim, run on the job's target with its lease renewed
  * while it runs, store the output as ordered lines as it arrives, record the outcome.
@@ -63,11 +94,26 @@ export class JobWorker extends Effect.Service<JobWorker>()("fleet/JobWorker", {
     const leaseMillis = Duration.toMillis(
       yield* durationSetting("KEEL_JOB_LEASE").pipe(Config.withDefault(Duration.seconds(60)))
     )
+    // Jobs of local targets run as this user instead of the worker's (docs/security.md).
+    const jobUser = yield* Config.option(Config.nonEmptyString("KEEL_JOB_USER"))
     const knownHosts = Option.getOrElse(yield* Config.option(Config.string("KEEL_SSH_KNOWN_HOSTS")), () =>
       path.join(app.dataDir, "known_hosts")
     )
 
-    const execute = (job: Job, targets: ReadonlyMap<string, Target>, worker: string) =>
+    /** The user local jobs run as: none when KEEL_JOB_USER is unset; refused when this worker cannot become it. */
+    const resolveJobUser = Effect.gen(function* () {
+      if (Option.isNone(jobUser)) return undefined
+      const runAs = yield* lookUpUser(jobUser.value)
+      const own = process.getuid?.()
+      if (own !== undefined && own !== 0 && own !== runAs.uid)
+        return yield* new WorkerJobUserRefused({
+          code: "WORKER_JOB_USER_REFUSED",
+          detail: `KEEL_JOB_USER=${jobUser.value}: running jobs as another user needs a worker running as root (this one is uid ${own})`
+        })
+      return runAs
+    })
+
+    const execute = (job: Job, targets: ReadonlyMap<string, Target>, worker: string, runAs: RunAs | undefined) =>
       Effect.gen(function* () {
         const target = targets.get(job.target)
         if (target === undefined) {
@@ -97,6 +143,7 @@ export class JobWorker extends Effect.Service<JobWorker>()("fleet/JobWorker", {
         const run = channel
           .run(channelSpec(target, knownHosts), {
             argv: job.argv,
+            runAs,
             timeoutMs: 6 * 3_600_000,
             onOutput: (stream, chunk) => buffer.push(stream, chunk)
           })
@@ -156,6 +203,7 @@ export class JobWorker extends Effect.Service<JobWorker>()("fleet/JobWorker", {
           detail: `this worker's /proc/${process.pid}/environ still shows ${exposed.join(", ")}${why === undefined ? "" : ` (${why})`}; a job could read them: give secrets through files (KEEL_VAULT_KEY_FILE) instead of the environment`
         })
       }
+      const runAs = yield* resolveJobUser
       let targets = yield* readTargets
       const held = new Set<string>()
       let ran = 0
@@ -165,7 +213,7 @@ export class JobWorker extends Effect.Service<JobWorker>()("fleet/JobWorker", {
         const job = claimed.value
         held.add(job.id)
         if (!targets.has(job.target)) targets = yield* readTargets
-        yield* execute(job, targets, options.worker)
+        yield* execute(job, targets, options.worker, runAs)
         held.delete(job.id)
         ran++
         return "ran" as const

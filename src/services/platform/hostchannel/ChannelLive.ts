@@ -98,7 +98,8 @@ export const HostChannelLive = Layer.effect(
                 // ssh hands the remote shell one string: each word is quoted, so it sees exactly argv.
                 request.argv.map(shellQuote).join(" ")
               ],
-              request
+              // ssh reads the identity as this process's user; on the host the command runs as the target's user.
+              { ...request, runAs: undefined }
             ),
           ({ dir }) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
         )

@@ -12,6 +12,19 @@ export interface CommandRequest {
   readonly maxOutputBytes?: number | undefined
   /** Streams output as it arrives (for `ctl host exec`). */
   readonly onOutput?: ((stream: "stdout" | "stderr", chunk: Uint8Array) => void) | undefined
+  /**
+   * A local command runs as this user (setgid, setuid, no supplementary groups: the caller is root), with its
+   * HOME, USER and LOGNAME and its home (or `/`) as working directory. Over ssh it does not apply: the command
+   * runs as the target's ssh user on that host.
+   */
+  readonly runAs?: RunAs | undefined
+}
+
+export interface RunAs {
+  readonly user: string
+  readonly uid: number
+  readonly gid: number
+  readonly home: string
 }
 
 export interface CommandResult {

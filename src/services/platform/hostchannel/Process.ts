@@ -21,7 +21,19 @@ export const runProcess = (target: string, argv: ReadonlyArray<string>, request:
     const started = Date.now()
     const limit = request.maxOutputBytes ?? DEFAULT_MAX_OUTPUT
     // The environment is built: no KEEL_* secret (the vault key) reaches a command or a job.
-    const child = spawn(program, args, { stdio: ["pipe", "pipe", "pipe"], detached: true, env: childEnv() })
+    const runAs = request.runAs
+    const child = spawn(program, args, {
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: true,
+      ...(runAs === undefined
+        ? { env: childEnv() }
+        : {
+            uid: runAs.uid,
+            gid: runAs.gid,
+            cwd: fs.existsSync(runAs.home) ? runAs.home : "/",
+            env: childEnv({ HOME: runAs.home, USER: runAs.user, LOGNAME: runAs.user })
+          })
+    })
     const out: Array<Buffer> = []
     const err: Array<Buffer> = []
     let sizes = { stdout: 0, stderr: 0 }
