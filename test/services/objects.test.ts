@@ -337,39 +337,43 @@ describe("the filesystem adapter", () => {
       })
   )
 
-  it.effect("compare-and-set across processes: of 6 processes shown the same digest exactly one wins", () =>
-    Effect.gen(function* () {
-      const root = fs.mkdtempSync(path.join(os.tmpdir(), "keel-objects-"))
-      const store = yield* Effect.provide(ObjectStore, FsObjectStoreLayer(root))
-      const base = yield* store.put("state/cas.json", bytes("base"))
-      const script = `
+  it.effect(
+    "compare-and-set across processes: of 6 processes shown the same digest exactly one wins",
+    () =>
+      Effect.gen(function* () {
+        const root = fs.mkdtempSync(path.join(os.tmpdir(), "keel-objects-"))
+        const store = yield* Effect.provide(ObjectStore, FsObjectStoreLayer(root))
+        const base = yield* store.put("state/cas.json", bytes("base"))
+        const script = `
         const { Effect } = await import("effect")
         const { FsObjectStoreLayer, ObjectStore } = await import("keel")
         const [root, expected, value] = process.argv.slice(1)
         const swap = Effect.flatMap(ObjectStore, (s) => s.putIfMatch("state/cas.json", expected, new TextEncoder().encode(value)))
         const outcome = await Effect.runPromise(Effect.provide(swap, FsObjectStoreLayer(root)))
         process.stdout.write(String(outcome.replaced))`
-      const cwd = fileURLToPath(new URL("../..", import.meta.url))
-      const runs = yield* Effect.promise(() =>
-        Promise.all(
-          Array.from(
-            { length: 6 },
-            (_, i) =>
-              new Promise<string>((resolve, reject) =>
-                execFile(
-                  process.execPath,
-                  ["--input-type=module", "-e", script, root, base.sha256, `process-${i}`],
-                  { cwd, timeout: 60_000 },
-                  (error, stdout) => (error ? reject(error) : resolve(stdout))
+        const cwd = fileURLToPath(new URL("../..", import.meta.url))
+        const runs = yield* Effect.promise(() =>
+          Promise.all(
+            Array.from(
+              { length: 6 },
+              (_, i) =>
+                new Promise<string>((resolve, reject) =>
+                  execFile(
+                    process.execPath,
+                    ["--input-type=module", "-e", script, root, base.sha256, `process-${i}`],
+                    // Six processes each load the library at once: on a loaded 2-core machine that alone takes a minute.
+                    { cwd, timeout: 240_000 },
+                    (error, stdout) => (error ? reject(error) : resolve(stdout))
+                  )
                 )
-              )
+            )
           )
         )
-      )
-      assert.deepStrictEqual(runs.filter((r) => r === "true").length, 1, runs.join(","))
-      const winner = runs.indexOf("true")
-      assert.strictEqual(fs.readFileSync(path.join(root, "state", "cas.json"), "utf8"), `process-${winner}`)
-      assert.deepStrictEqual(fs.readdirSync(path.join(root, "state")), ["cas.json"])
-    })
+        assert.deepStrictEqual(runs.filter((r) => r === "true").length, 1, runs.join(","))
+        const winner = runs.indexOf("true")
+        assert.strictEqual(fs.readFileSync(path.join(root, "state", "cas.json"), "utf8"), `process-${winner}`)
+        assert.deepStrictEqual(fs.readdirSync(path.join(root, "state")), ["cas.json"])
+      }),
+    300_000
   )
 })
