@@ -295,7 +295,9 @@ describe("ctl", () => {
           entry: 1,
           to: `wallet:${wallet}`,
           amount: 4611686018,
-          balance: 4611686018
+          amount_str: "4611686018",
+          balance: 4611686018,
+          balance_str: "4611686018"
         })
         // A second one would pass 2^62 nano-units (SQLite's integers turn to floating point past 2^63).
         const over = yield* mint(wallet, "4611686018")
@@ -350,7 +352,7 @@ describe("ctl", () => {
       assert.deepStrictEqual(JSON.parse(agents.stdout), [])
       const price = yield* runCli(["market", "coin", "set-price", "--price", "2.5", "--json"], env)
       assert.strictEqual(price.exitCode, 0, price.stderr)
-      assert.deepStrictEqual(JSON.parse(price.stdout), { price: 2.5 })
+      assert.deepStrictEqual(JSON.parse(price.stdout), { price: 2.5, price_str: "2.5" })
     })
   )
 
