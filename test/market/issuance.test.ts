@@ -53,6 +53,13 @@ describe("coin issuance: coin goes only where someone can use it, with a reason"
         }
         const missing = yield* Effect.either(issuance.mintTo("agent:NOPE", UNIT, "x"))
         assert.isTrue(Either.isLeft(missing) && missing.left._tag === "AgentNotFound")
+        // The one ticker rule (docs/marketplace.md, "Tickers"): a malformed ticker is refused by the rule, not looked up.
+        for (const to of ["agent:A", "agent:1ABC", "agent:ABCDEFGHIJK", "agent:SA GE"]) {
+          const refused = yield* Effect.either(issuance.mintTo(to, UNIT, "x"))
+          assert.isTrue(Either.isLeft(refused) && refused.left._tag === "MintRefused", to)
+          if (Either.isLeft(refused) && refused.left._tag === "MintRefused")
+            assert.include(refused.left.detail, "must be 2 to 10 letters or digits, starting with a letter", to)
+        }
         for (const [amount, reason] of [
           [UNIT, " "],
           [0n, "x"],

@@ -1,6 +1,7 @@
 import { Effect, Schema } from "effect"
 import { Agents } from "./Agents.js"
 import { COIN, displayAccount, Ledger } from "./Ledger.js"
+import { isTicker, TICKER_RULE } from "./Ticker.js"
 import { TREASURY, walletAccount } from "./TokenMarket.js"
 import { isAddress } from "./WalletSignature.js"
 
@@ -33,8 +34,11 @@ export class CoinIssuance extends Effect.Service<CoinIssuance>()("market/CoinIss
     const mintTo = Effect.fn("CoinIssuance.mintTo")(function* (to: string, amount: bigint, reason: string) {
       const target = to.trim()
       const address = target.startsWith("wallet:") ? target.slice("wallet:".length) : target
-      // Tickers are upper case; like the API's paths, `agent:sage` names SAGE.
-      const ticker = /^agent:([A-Za-z0-9]+)$/.exec(target)?.[1]?.toUpperCase()
+      // Tickers are upper case; like the API's paths, `agent:sage` names SAGE, and one rule refuses a malformed one.
+      const named = target.startsWith("agent:") && target.length > "agent:".length ? target.slice(6) : undefined
+      if (named !== undefined && !isTicker(named))
+        return yield* new MintRefused({ code: "MINT_REFUSED", detail: `agent:${named}: the ticker ${TICKER_RULE}` })
+      const ticker = named?.toUpperCase()
       const account = isAddress(address) ? walletAccount(address) : ticker !== undefined ? `agent:${ticker}` : target
       if (!(isAddress(address) || ticker !== undefined || account === TREASURY))
         return yield* new MintRefused({
