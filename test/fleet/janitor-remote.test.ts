@@ -1,10 +1,10 @@
-import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { CACHEDIR_SIGNATURE } from "keel"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { runCtlOk } from "../support/server.js"
 import { sshChannel, sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
@@ -13,12 +13,12 @@ let sshd: TestSshd | undefined
 
 beforeAll(async () => {
   if (sshdAvailable) sshd = await startSshd()
-}, 30_000)
+}, 120_000) // a bound on a hang: sshd's start is slow on a loaded machine
 afterAll(() => sshd?.stop())
 
 // Skipped only where /usr/sbin/sshd is absent; CI installs it.
 describe.skipIf(!sshdAvailable)("a remote target's janitor runs there, through its host channel", () => {
-  it("ctl space report and reclaim --dry-run for an ssh target relay the remote pass", () => {
+  it("ctl space report and reclaim --dry-run for an ssh target relay the remote pass", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-remote-janitor-"))
     const build = path.join(dir, "remote-build", "proj", "target")
     fs.mkdirSync(build, { recursive: true })
@@ -59,35 +59,19 @@ describe.skipIf(!sshdAvailable)("a remote target's janitor runs there, through i
       KEEL_REMOTE_CTL: remoteCtl,
       KEEL_LOG_LEVEL: "warning"
     }
-    execFileSync(process.execPath, [ctl, "vault", "item", "put", "fleet-ssh"], {
-      env,
-      input: JSON.stringify({ private_key: sshd!.clientKey })
-    })
-    const report = JSON.parse(
-      execFileSync(process.execPath, [ctl, "space", "report", "remote-1", "--json"], { env, encoding: "utf8" })
-    )
+    await runCtlOk(["vault", "item", "put", "fleet-ssh"], env, JSON.stringify({ private_key: sshd!.clientKey }))
+    const report = JSON.parse(await runCtlOk(["space", "report", "remote-1", "--json"], env))
     expect(report.cleanup_state.outcome).toBe("never_run")
-    const preview = JSON.parse(
-      execFileSync(process.execPath, [ctl, "space", "reclaim", "remote-1", "--dry-run", "--json"], {
-        env,
-        encoding: "utf8"
-      })
-    )
+    const preview = JSON.parse(await runCtlOk(["space", "reclaim", "remote-1", "--dry-run", "--json"], env))
     expect(preview.host).toBe("remote-1")
     expect(preview.outcome).toBe("report_only")
     expect(preview.cleaners.build_caches.candidates.map((c: { path: string }) => c.path)).toEqual([build])
     expect(fs.existsSync(build)).toBe(true)
     const applied = JSON.parse(
-      execFileSync(
-        process.execPath,
-        [ctl, "space", "reclaim", "remote-1", "--apply", "--reason", "remote test", "--json"],
-        {
-          env,
-          encoding: "utf8"
-        }
-      )
+      await runCtlOk(["space", "reclaim", "remote-1", "--apply", "--reason", "remote test", "--json"], env)
     )
     expect(applied.reason).toBe("remote test")
     expect(fs.existsSync(build)).toBe(false)
-  }, 90_000)
+    // A bound on a hang: each call starts ctl here and again on the remote, 10–20 s apiece on a loaded machine.
+  }, 600_000)
 })

@@ -24,6 +24,7 @@ import {
   unlimitedBudget
 } from "keel"
 import { janitorTestLayer, scriptedMeter } from "../support/janitor.js"
+import { runCtl, runCtlOk } from "../support/server.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const GIB = 1024 ** 3
@@ -972,7 +973,8 @@ describe("ctl space and ctl disk-cleanup, as real processes", () => {
       out += chunk.toString("utf8")
     })
     try {
-      for (let i = 0; i < 150 && out.split("\n").filter((l) => l !== "").length < 2; i++)
+      // A bound on a hang, not a timing: ctl's start-up alone takes 10–20 s on a loaded machine.
+      for (let i = 0; i < 1200 && out.split("\n").filter((l) => l !== "").length < 2; i++)
         await new Promise((resolve) => setTimeout(resolve, 100))
     } finally {
       child.kill("SIGTERM")
@@ -980,46 +982,39 @@ describe("ctl space and ctl disk-cleanup, as real processes", () => {
     const lines = out.split("\n").filter((l) => l !== "")
     assert.isAtLeast(lines.length, 2, out)
     for (const line of lines) assert.strictEqual(JSON.parse(line).outcome, "report_only")
-  }, 60_000)
+  }, 180_000)
 
-  it("disk-cleanup --dry-run creates nothing (no data dir, no database) and its text names the paths and the policy", () => {
+  it("disk-cleanup --dry-run creates nothing (no data dir, no database) and its text names the paths and the policy", async () => {
     const { build, dir, env } = setup()
-    const text = execFileSync(process.execPath, [ctl, "disk-cleanup", "--dry-run"], { env, encoding: "utf8" })
+    const text = await runCtlOk(["disk-cleanup", "--dry-run"], env)
     assert.isFalse(fs.existsSync(path.join(dir, "data")), "a preview creates no data dir and no keel.db")
     assert.include(text, "report_only [dry run]")
     assert.include(text, `policy: target jan, declared, from file registry ${path.join(dir, "registry.yml")}`)
     assert.include(text, `would delete ${path.join(build, "a")}`)
     assert.include(text, `would delete ${path.join(build, "b")}`)
-  })
+  }, 120_000)
 
-  it("a path with a line break is shown quoted in the text report: a directory name cannot forge report lines", () => {
+  it("a path with a line break is shown quoted in the text report: a directory name cannot forge report lines", async () => {
     const { build, env } = setup()
     const forged = path.join(build, "x\n  would delete /etc")
     cacheDir(forged)
-    const text = execFileSync(process.execPath, [ctl, "disk-cleanup", "--dry-run"], { env, encoding: "utf8" })
+    const text = await runCtlOk(["disk-cleanup", "--dry-run"], env)
     assert.notInclude(text.split("\n"), "  would delete /etc")
     assert.include(text, `would delete ${JSON.stringify(forged)}`)
-  })
+  }, 120_000)
 
-  it("reclaim --dry-run writes no state and deletes nothing (tree and state dir hashed before and after)", () => {
+  it("reclaim --dry-run writes no state and deletes nothing (tree and state dir hashed before and after)", async () => {
     const { build, env, state } = setup()
     const before = [treeDigest(build), treeDigest(state)]
     const out = JSON.parse(
-      execFileSync(
-        process.execPath,
-        [ctl, "space", "reclaim", "jan", "--stage", "registry_cleanup", "--dry-run", "--json"],
-        {
-          env,
-          encoding: "utf8"
-        }
-      )
+      await runCtlOk(["space", "reclaim", "jan", "--stage", "registry_cleanup", "--dry-run", "--json"], env)
     )
     assert.strictEqual(out.outcome, "report_only")
     assert.strictEqual(out.dry_run, true)
     assert.deepStrictEqual([treeDigest(build), treeDigest(state)], before)
-  }, 60_000)
+  }, 120_000)
 
-  it("reclaim usage mistakes (a blank or missing reason, neither or both of --dry-run and --apply): exit 2, nothing deleted", () => {
+  it("reclaim usage mistakes (a blank or missing reason, neither or both of --dry-run and --apply): exit 2, nothing deleted", async () => {
     const { build, env, state } = setup()
     const before = [treeDigest(build), treeDigest(state)]
     for (const [args, says] of [
@@ -1029,95 +1024,71 @@ describe("ctl space and ctl disk-cleanup, as real processes", () => {
       [[], "say --dry-run or --apply"],
       [["--dry-run", "--apply", "--reason", "why"], "say --dry-run or --apply"]
     ] as const) {
-      const run = spawnSync(process.execPath, [ctl, "space", "reclaim", "jan", ...args, "--json"], {
-        env,
-        encoding: "utf8"
-      })
-      assert.strictEqual(run.status, 2, `${args.join(" ")}: ${run.stderr}`)
+      const run = await runCtl(["space", "reclaim", "jan", ...args, "--json"], env)
+      assert.strictEqual(run.code, 2, `${args.join(" ")}: ${run.stderr}`)
       assert.include(run.stderr, says)
       assert.strictEqual(run.stdout, "", "a usage error prints no report")
     }
     assert.deepStrictEqual([treeDigest(build), treeDigest(state)], before)
-  }, 120_000)
+  }, 300_000)
 
-  it("reclaim --apply records the reason and the result on the host; space report shows the pass", () => {
+  it("reclaim --apply records the reason and the result on the host; space report shows the pass", async () => {
     const { build, env } = setup()
     const applied = JSON.parse(
-      execFileSync(
-        process.execPath,
-        [ctl, "space", "reclaim", "jan", "--apply", "--reason", "disk alert #42", "--json"],
-        {
-          env,
-          encoding: "utf8"
-        }
-      )
+      await runCtlOk(["space", "reclaim", "jan", "--apply", "--reason", "disk alert #42", "--json"], env)
     )
     assert.strictEqual(applied.reason, "disk alert #42")
     assert.strictEqual(applied.deleted.length, 2)
     assert.deepStrictEqual(fs.readdirSync(build), [])
-    const recorded = JSON.parse(
-      execFileSync(process.execPath, [ctl, "space", "report", "jan", "--json"], { env, encoding: "utf8" })
-    )
+    const recorded = JSON.parse(await runCtlOk(["space", "report", "jan", "--json"], env))
     assert.strictEqual(recorded.cleanup_state.report.reason, "disk alert #42")
     assert.strictEqual(recorded.cleanup_state.outcome, applied.outcome)
     // The cleaners of a target the registry does not know: listed with the reason, and a failure (exit 1).
-    const unknown = spawnSync(process.execPath, [ctl, "space", "cleaners", "list", "nope", "--json"], {
-      env,
-      encoding: "utf8"
-    })
-    assert.strictEqual(unknown.status, 1)
+    const unknown = await runCtl(["space", "cleaners", "list", "nope", "--json"], env)
+    assert.strictEqual(unknown.code, 1)
     assert.isNotNull(JSON.parse(unknown.stdout).policy_error)
     assert.include(unknown.stderr, "nope: no usable policy")
-  }, 60_000)
+  }, 180_000)
 
-  it("both writers share one pass, lock and state file: the queue agent's tick is recorded as such", () => {
+  it("both writers share one pass, lock and state file: the queue agent's tick is recorded as such", async () => {
     const { build, env } = setup()
-    execFileSync(process.execPath, [ctl, "machine", "work", "--until-empty", "--janitor"], { env, encoding: "utf8" })
-    const recorded = JSON.parse(
-      execFileSync(process.execPath, [ctl, "space", "report", "jan", "--json"], { env, encoding: "utf8" })
-    )
+    await runCtlOk(["machine", "work", "--until-empty", "--janitor"], env)
+    const recorded = JSON.parse(await runCtlOk(["space", "report", "jan", "--json"], env))
     assert.strictEqual(recorded.cleanup_state.report.writer, "queue-agent")
     assert.strictEqual(recorded.cleanup_state.outcome, "reclaimed_progress")
     assert.deepStrictEqual(fs.readdirSync(build), [])
     // The watch writer's next pass reads the same state: it is gated by the agent's pass.
-    const watch = JSON.parse(
-      execFileSync(process.execPath, [ctl, "disk-cleanup", "--once", "--json"], { env, encoding: "utf8" })
-    )
+    const watch = JSON.parse(await runCtlOk(["disk-cleanup", "--once", "--json"], env))
     assert.strictEqual(watch.writer, "watch")
     assert.strictEqual(watch.outcome, "no_eligible_items")
-  }, 60_000)
+  }, 180_000)
 
   it("lock recovery: a SIGSTOPped holder's overdue lock is replaced, but nothing is deleted while it lives", async () => {
     const { build, env } = setup()
     const holdEnv = { ...env, KEEL_JANITOR_HOLD_MS: "60000" }
     const holder = spawn(process.execPath, [ctl, "disk-cleanup", "--once"], { env: holdEnv, stdio: "ignore" })
     const lockFile = path.join(env.KEEL_DATA_DIR, "janitor", "janitor.lock")
-    const deadline = Date.now() + 20_000
+    const deadline = Date.now() + 120_000 // a bound on a hang: the holder's start-up is slow on a loaded machine
     while (!fs.existsSync(lockFile) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
     holder.kill("SIGSTOP")
     try {
-      const run = (extra: Record<string, string> = {}) =>
-        JSON.parse(
-          execFileSync(process.execPath, [ctl, "disk-cleanup", "--once", "--json"], {
-            env: { ...env, ...extra },
-            encoding: "utf8"
-          })
-        )
-      assert.strictEqual(run().outcome, "lock_busy")
+      const run = async (extra: Record<string, string> = {}) =>
+        JSON.parse(await runCtlOk(["disk-cleanup", "--once", "--json"], { ...env, ...extra }))
+      assert.strictEqual((await run()).outcome, "lock_busy")
       // Make the stopped holder's heartbeat overdue (policy max_pass_seconds is 30: overdue after 65 s).
       // The heartbeat is the lock file's mtime.
       const overdue = new Date(Date.now() - 120_000)
       fs.utimesSync(lockFile, overdue, overdue)
-      const recovering = run()
+      const recovering = await run()
       assert.strictEqual(recovering.outcome, "lock_recovery_report_only")
       assert.strictEqual(fs.readdirSync(build).length, 2)
       holder.kill("SIGKILL")
       await new Promise((r) => holder.once("exit", r))
-      const after = run()
+      const after = await run()
       assert.strictEqual(after.outcome, "reclaimed_progress")
       assert.strictEqual(fs.readdirSync(build).length, 0)
     } finally {
       holder.kill("SIGKILL")
     }
-  }, 90_000)
+  }, 300_000)
 })

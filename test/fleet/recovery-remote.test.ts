@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from "node:child_process"
+import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -6,7 +6,7 @@ import { Ed25519 } from "keel"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import * as Yaml from "yaml"
 import { script, sha256, writeReleaseTree } from "../support/releases.js"
-import { ctlBin } from "../support/server.js"
+import { runCtl } from "../support/server.js"
 import { sshChannel, sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
 
 // Issue 19 over a real sshd: a multi-megabyte binary streamed through the ssh channel's stdin (`ctl host release`),
@@ -15,11 +15,11 @@ import { sshChannel, sshdAvailable, startSshd, type TestSshd } from "../support/
 let sshd: TestSshd | undefined
 beforeAll(async () => {
   if (sshdAvailable) sshd = await startSshd()
-}, 30_000)
+}, 120_000) // a bound on a hang: sshd's start is slow on a loaded machine
 afterAll(() => sshd?.stop())
 
 describe.skipIf(!sshdAvailable)("binary delivery and recovery through an ssh channel", () => {
-  it("delivers the exact binary over ssh stdin and rolls back a failed probe there", () => {
+  it("delivers the exact binary over ssh stdin and rolls back a failed probe there", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-recover-remote-"))
     const key = Ed25519.generateKeyPair()
     const installed = path.join(dir, "remote", "bin", "ctl")
@@ -51,8 +51,8 @@ describe.skipIf(!sshdAvailable)("binary delivery and recovery through an ssh cha
       KEEL_DEMO_DATA: "false",
       KEEL_LOG_LEVEL: "warning"
     }
-    const ctl = (args: ReadonlyArray<string>, input?: string) => {
-      const result = spawnSync(process.execPath, [ctlBin, ...args], { env, encoding: "utf8", input })
+    const ctl = async (args: ReadonlyArray<string>, input?: string) => {
+      const result = await runCtl(args, env, input)
       const parsed = (() => {
         try {
           return JSON.parse(result.stdout)
@@ -60,17 +60,17 @@ describe.skipIf(!sshdAvailable)("binary delivery and recovery through an ssh cha
           return null
         }
       })()
-      return { code: result.status, json: parsed, stderr: result.stderr, stdout: result.stdout }
+      return { code: result.code, json: parsed, stderr: result.stderr, stdout: result.stdout }
     }
-    ctl(["vault", "item", "put", "fleet-ssh"], JSON.stringify({ private_key: sshd!.clientKey }))
-    ctl(["vault", "item", "put", "release-signing"], JSON.stringify({ private_key: key.private_key }))
+    await ctl(["vault", "item", "put", "fleet-ssh"], JSON.stringify({ private_key: sshd!.clientKey }))
+    await ctl(["vault", "item", "put", "release-signing"], JSON.stringify({ private_key: key.private_key }))
     const tree = path.join(dir, "tree")
     const big = script("ctl 2.0.0", 0, 3 * 1024 * 1024)
     writeReleaseTree(path.join(dir, "staging"), tree, "2.0.0", big, key)
     writeReleaseTree(path.join(dir, "staging"), tree, "2.0.1", script("ctl 2.0.1 broken", 2), key)
-    assert.strictEqual(ctl(["release", "catalog", "sync", "--root", tree, "--json"]).code, 0)
+    assert.strictEqual((await ctl(["release", "catalog", "sync", "--root", tree, "--json"])).code, 0)
 
-    const delivered = ctl(["host", "release", "remote", "--binary", "ctl", "--version", "2.0.0", "--json"])
+    const delivered = await ctl(["host", "release", "remote", "--binary", "ctl", "--version", "2.0.0", "--json"])
     assert.strictEqual(delivered.code, 0, `${JSON.stringify(delivered.json)} ${delivered.stderr}`)
     assert.isNotNull(delivered.json, delivered.stdout.slice(0, 2000))
     assert.deepStrictEqual(
@@ -81,7 +81,7 @@ describe.skipIf(!sshdAvailable)("binary delivery and recovery through an ssh cha
     assert.strictEqual(sha256(fs.readFileSync(installed)), sha256(Buffer.from(big)))
     assert.strictEqual(execFileSync(`${installed}.prev`, ["--help"], { encoding: "utf8" }).trim(), "ctl old")
 
-    const broken = ctl(["host", "recover", "remote", "--release", "2.0.1", "--json"])
+    const broken = await ctl(["host", "recover", "remote", "--release", "2.0.1", "--json"])
     assert.strictEqual(broken.code, 1)
     assert.isTrue(broken.json.rolled_back)
     assert.strictEqual(execFileSync(installed, ["--help"], { encoding: "utf8" }).trim(), "ctl 2.0.0")
@@ -91,10 +91,11 @@ describe.skipIf(!sshdAvailable)("binary delivery and recovery through an ssh cha
     const document = Yaml.parse(fs.readFileSync(registry, "utf8"))
     document.settings.agent.skarbiec.secret_fields = []
     fs.writeFileSync(registry, Yaml.stringify(document))
-    const unlisted = ctl(["host", "release", "remote", "--binary", "ctl", "--version", "2.0.0", "--json"])
+    const unlisted = await ctl(["host", "release", "remote", "--binary", "ctl", "--version", "2.0.0", "--json"])
     assert.strictEqual(unlisted.code, 1)
     assert.strictEqual(unlisted.json.error.code, "RECOVERY_REFUSED")
     assert.include(unlisted.json.error.detail, "fleet-ssh#private_key")
     assert.strictEqual(execFileSync(installed, ["--help"], { encoding: "utf8" }).trim(), "ctl 2.0.0")
-  }, 120_000)
+    // A bound on a hang: every call starts ctl here and again on the remote, 10–20 s apiece on a loaded machine.
+  }, 600_000)
 })

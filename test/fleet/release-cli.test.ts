@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -6,14 +5,14 @@ import { Ed25519 } from "keel"
 import { assert, describe, it } from "vitest"
 import * as Yaml from "yaml"
 import { script, writeReleaseTree } from "../support/releases.js"
-import { ctlBin } from "../support/server.js"
+import { runCtl } from "../support/server.js"
 
 // Issue 19 through the binary: the signing key lives in the vault (`ctl release key`), an existing release tree
 // signed by that key is imported (`ctl release catalog sync`), and `ctl release catalog audit` re-verifies the
 // object store — exit 1 with the problem once a stored byte changes.
 
 describe("ctl release", () => {
-  it("key create|show, catalog sync and audit: exit codes, JSON, and nothing secret printed", () => {
+  it("key create|show, catalog sync and audit: exit codes, JSON, and nothing secret printed", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-release-cli-"))
     const registry = path.join(dir, "registry.yml")
     const writeRegistry = (release: Record<string, string>) =>
@@ -29,29 +28,29 @@ describe("ctl release", () => {
       KEEL_DEMO_DATA: "false",
       KEEL_LOG_LEVEL: "warning"
     }
-    const ctl = (args: ReadonlyArray<string>, input?: string) => {
-      const result = spawnSync(process.execPath, [ctlBin, ...args], { env, encoding: "utf8", input })
-      return { code: result.status, stdout: result.stdout, stderr: result.stderr }
-    }
+    const ctl = (args: ReadonlyArray<string>, input?: string) => runCtl(args, env, input)
 
     // Without a configured authority nothing can be verified.
-    const unconfigured = ctl(["release", "catalog", "audit", "--json"])
+    const unconfigured = await ctl(["release", "catalog", "audit", "--json"])
     assert.strictEqual(unconfigured.code, 1)
     assert.strictEqual(JSON.parse(unconfigured.stdout).error.code, "RELEASE_AUTHORITY_UNAVAILABLE")
 
     // A key made in the vault: its id and public key are printed, the private key is not.
-    const created = ctl(["release", "key", "create", "--item", "made-here", "--json"])
+    const created = await ctl(["release", "key", "create", "--item", "made-here", "--json"])
     assert.strictEqual(created.code, 0, created.stderr)
     const made = JSON.parse(created.stdout) as { key_id: string; public_key: string }
     assert.match(made.key_id, /^sha256:[0-9a-f]{64}$/)
     assert.notInclude(created.stdout, "private")
-    assert.strictEqual(ctl(["release", "key", "create", "--item", "made-here"]).code, 1)
-    assert.deepInclude(JSON.parse(ctl(["release", "key", "show", "--item", "made-here", "--json"]).stdout), made)
+    assert.strictEqual((await ctl(["release", "key", "create", "--item", "made-here"])).code, 1)
+    assert.deepInclude(
+      JSON.parse((await ctl(["release", "key", "show", "--item", "made-here", "--json"])).stdout),
+      made
+    )
 
     // The fleet's key, brought in from elsewhere (on stdin), trusted by the registry.
     const key = Ed25519.generateKeyPair()
     assert.strictEqual(
-      ctl(["vault", "item", "put", "release-signing"], JSON.stringify({ private_key: key.private_key })).code,
+      (await ctl(["vault", "item", "put", "release-signing"], JSON.stringify({ private_key: key.private_key }))).code,
       0
     )
     writeRegistry({ signing_key_item: "release-signing", signing_key_id: key.key_id })
@@ -59,7 +58,7 @@ describe("ctl release", () => {
     writeReleaseTree(path.join(dir, "staging"), tree, "1.0.0", script("ctl 1.0.0"), key)
     writeReleaseTree(path.join(dir, "staging"), tree, "1.1.0", script("ctl 1.1.0"), key)
 
-    const synced = ctl(["release", "catalog", "sync", "--root", tree, "--json"])
+    const synced = await ctl(["release", "catalog", "sync", "--root", tree, "--json"])
     assert.strictEqual(synced.code, 0, synced.stderr)
     assert.deepStrictEqual(
       (JSON.parse(synced.stdout) as { releases: Array<{ version: string; outcome: string }> }).releases.map(
@@ -86,13 +85,13 @@ describe("ctl release", () => {
     writeReleaseTree(path.join(dir, "staging"), forged, "1.2.0", script("ctl 1.2.0"), key)
     const forgedVersion = fs.readdirSync(forged, { recursive: true }).find((p) => String(p).endsWith("1.2.0"))
     fs.writeFileSync(path.join(forged, String(forgedVersion), "source-revision.json"), "not json at all")
-    const refusedSync = ctl(["release", "catalog", "sync", "--root", forged, "--json"])
+    const refusedSync = await ctl(["release", "catalog", "sync", "--root", forged, "--json"])
     assert.strictEqual(refusedSync.code, 1)
     assert.deepInclude(JSON.parse(refusedSync.stdout).releases[0], { version: "1.2.0", outcome: "refused" })
     assert.strictEqual(JSON.parse(refusedSync.stdout).releases[0].problems[0].code, "source_revision_mismatch")
     assert.isFalse(fs.existsSync(path.join(dir, "data", "objects", "releases", "keel", "1.2.0")))
 
-    const human = ctl(["release", "catalog", "audit"])
+    const human = await ctl(["release", "catalog", "audit"])
     assert.strictEqual(human.code, 0, human.stderr)
     assert.include(human.stdout, "ok       keel 1.0.0")
     assert.include(human.stdout, "2 release(s) verified")
@@ -102,7 +101,7 @@ describe("ctl release", () => {
     const bytes = fs.readFileSync(stored)
     bytes[0] = (bytes[0] ?? 0) ^ 1
     fs.writeFileSync(stored, bytes)
-    const audit = ctl(["release", "catalog", "audit", "--json"])
+    const audit = await ctl(["release", "catalog", "audit", "--json"])
     assert.strictEqual(audit.code, 1)
     const report = JSON.parse(audit.stdout) as {
       ok: boolean
@@ -116,9 +115,9 @@ describe("ctl release", () => {
         ["1.1.0", ["artifact_mismatch"]]
       ]
     )
-  }, 120_000)
+  }, 600_000) // a bound on a hang: each ctl call takes 10–20 s on a loaded machine
 
-  it("host declare-version writes the declared version through the registry's compare-and-set, comments kept", () => {
+  it("host declare-version writes the declared version through the registry's compare-and-set, comments kept", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-declare-"))
     const registry = path.join(dir, "registry.yml")
     fs.writeFileSync(
@@ -141,11 +140,8 @@ describe("ctl release", () => {
       KEEL_REGISTRY: registry,
       KEEL_LOG_LEVEL: "warning"
     }
-    const ctl = (args: ReadonlyArray<string>) => {
-      const result = spawnSync(process.execPath, [ctlBin, ...args], { env, encoding: "utf8" })
-      return { code: result.status, stdout: result.stdout, stderr: result.stderr }
-    }
-    const declared = ctl(["host", "declare-version", "box", "ctl", "1.4.2", "--json"])
+    const ctl = (args: ReadonlyArray<string>) => runCtl(args, env)
+    const declared = await ctl(["host", "declare-version", "box", "ctl", "1.4.2", "--json"])
     assert.strictEqual(declared.code, 0, declared.stderr)
     const answer = JSON.parse(declared.stdout) as { previous: string | null; version: string; audit_key: string }
     assert.deepInclude(answer, { previous: null, version: "1.4.2" })
@@ -158,7 +154,7 @@ describe("ctl release", () => {
       version: "1.4.2"
     })
     assert.strictEqual(
-      JSON.parse(ctl(["host", "declare-version", "box", "ctl", "1.4.3", "--json"]).stdout).previous,
+      JSON.parse((await ctl(["host", "declare-version", "box", "ctl", "1.4.3", "--json"])).stdout).previous,
       "1.4.2"
     )
     for (const [args, why] of [
@@ -166,11 +162,11 @@ describe("ctl release", () => {
       [["nowhere", "ctl", "1.0.0"], "is not a target"],
       [["box", "ctl", "1.0 beta"], "is not a version"]
     ] as const) {
-      const refused = ctl(["host", "declare-version", ...args, "--json"])
+      const refused = await ctl(["host", "declare-version", ...args, "--json"])
       assert.strictEqual(refused.code, 1)
       assert.strictEqual(JSON.parse(refused.stdout).error.code, "DECLARE_REFUSED")
       assert.include(JSON.parse(refused.stdout).error.detail, why)
     }
     assert.include(fs.readFileSync(registry, "utf8"), "version: 1.4.3")
-  }, 60_000)
+  }, 300_000) // a bound on a hang: each ctl call takes 10–20 s on a loaded machine
 })

@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -19,12 +18,12 @@ import {
 } from "keel"
 import { HttpTest } from "../support/http.js"
 import { call } from "../support/market.js"
+import { runCtl } from "../support/server.js"
 
 const SECRET = "hunter2-raw-secret-Zq8vX3"
 const SECRET_NUMBER = 987654321012345
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const registryFile = path.join(root, "examples", "registry.yml")
-const ctlBin = path.join(root, "bin", "ctl.js")
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "keel-vault-hardening-"))
 
 const beacon = (host: string, reportedAt: string): HostBeacon => ({
@@ -115,24 +114,21 @@ describe("grant credential files are never quoted", () => {
     })
   )
 
-  it("ctl host publish-beacon prints the file and `not valid JSON` on stderr, not the secret", () => {
+  it("ctl host publish-beacon prints the file and `not valid JSON` on stderr, not the secret", async () => {
     const grantFile = writeFile("raw-grant", SECRET)
-    const run = spawnSync(process.execPath, [ctlBin, "host", "publish-beacon", beaconFile], {
-      env: {
-        ...process.env,
-        KEEL_DATA_DIR: path.join(work, "publish-data"),
-        KEEL_LOG_LEVEL: "warning",
-        KEEL_CONTROL_PLANE_URL: "http://127.0.0.1:9",
-        KEEL_VAULT_URL: "http://127.0.0.1:9",
-        KEEL_BEACON_CONSUMER: "beacon-forge-1",
-        KEEL_BEACON_GRANT_FILE: grantFile
-      },
-      encoding: "utf8"
+    const run = await runCtl(["host", "publish-beacon", beaconFile], {
+      ...process.env,
+      KEEL_DATA_DIR: path.join(work, "publish-data"),
+      KEEL_LOG_LEVEL: "warning",
+      KEEL_CONTROL_PLANE_URL: "http://127.0.0.1:9",
+      KEEL_VAULT_URL: "http://127.0.0.1:9",
+      KEEL_BEACON_CONSUMER: "beacon-forge-1",
+      KEEL_BEACON_GRANT_FILE: grantFile
     })
-    assert.strictEqual(run.status, 1, run.stderr)
+    assert.strictEqual(run.code, 1, run.stderr)
     assert.include(run.stderr, `grant_unreadable: ${grantFile} is not valid JSON`)
     assert.notInclude(run.stderr + run.stdout, SECRET.slice(0, 8))
-  }, 60_000)
+  }, 120_000)
 })
 
 layer(HttpTest({ surfaces: ["vault", "controlplane"], env: { KEEL_REGISTRY: registryFile } }), {
@@ -479,28 +475,27 @@ describe("ctl vault item put stdin", () => {
     })
   )
 
-  it("the docs' example stores a multi-line key exactly; the old printf form is refused without echo", () => {
+  it("the docs' example stores a multi-line key exactly; the old printf form is refused without echo", async () => {
     const dataDir = path.join(work, "item-data")
     const env = { ...process.env, KEEL_DATA_DIR: dataDir, KEEL_LOG_LEVEL: "warning" }
     const keyFile = writeFile("id_ed25519", KEY)
-    const ctl = (args: Array<string>, input: string | Buffer) =>
-      spawnSync(process.execPath, [ctlBin, ...args], { env, input, encoding: "utf8" })
+    const ctl = (args: Array<string>, input: string | Buffer) => runCtl(args, env, input)
     // docs/vault.md: ctl vault item put fleet-ssh --field private_key < id_ed25519
-    const stored = ctl(["vault", "item", "put", "fleet-ssh", "--field", "private_key"], fs.readFileSync(keyFile))
-    assert.strictEqual(stored.status, 0, stored.stderr)
-    const read = ctl(["vault", "item", "get", "fleet-ssh", "--json"], "")
+    const stored = await ctl(["vault", "item", "put", "fleet-ssh", "--field", "private_key"], fs.readFileSync(keyFile))
+    assert.strictEqual(stored.code, 0, stored.stderr)
+    const read = await ctl(["vault", "item", "get", "fleet-ssh", "--json"], "")
     assert.deepStrictEqual(JSON.parse(read.stdout), { private_key: KEY })
     // The old example: printf 'private_key=%s\n' "$(cat id_ed25519)" | ctl vault item put fleet-ssh
-    const old = ctl(["vault", "item", "put", "fleet-ssh"], `private_key=${KEY.trimEnd()}\n`)
-    assert.strictEqual(old.status, 1)
+    const old = await ctl(["vault", "item", "put", "fleet-ssh"], `private_key=${KEY.trimEnd()}\n`)
+    assert.strictEqual(old.code, 1)
     assert.include(old.stderr, "line 2 of stdin is not name=value")
     assert.notInclude(old.stderr + old.stdout, SECRET.slice(0, 8))
-    const json = ctl(["vault", "item", "put", "db"], `{"password": ${SECRET}}`)
-    assert.strictEqual(json.status, 1)
+    const json = await ctl(["vault", "item", "put", "db"], `{"password": ${SECRET}}`)
+    assert.strictEqual(json.code, 1)
     assert.include(json.stderr, "not valid JSON")
     assert.notInclude(json.stderr + json.stdout, SECRET.slice(0, 8))
     // The refused puts left the stored key as it was.
-    assert.deepStrictEqual(JSON.parse(ctl(["vault", "item", "get", "fleet-ssh", "--json"], "").stdout), {
+    assert.deepStrictEqual(JSON.parse((await ctl(["vault", "item", "get", "fleet-ssh", "--json"], "")).stdout), {
       private_key: KEY
     })
     // What is not there has its own code.
@@ -510,72 +505,52 @@ describe("ctl vault item put stdin", () => {
       [["vault", "item", "rm", "ghost", "--json"], "VAULT_ITEM_NOT_FOUND"],
       [["vault", "grant", "revoke", "grant_nope", "--json"], "VAULT_GRANT_NOT_FOUND"]
     ] as const) {
-      const missing = ctl([...args], "")
-      assert.strictEqual(missing.status, 1, args.join(" "))
+      const missing = await ctl([...args], "")
+      assert.strictEqual(missing.code, 1, args.join(" "))
       assert.strictEqual(JSON.parse(missing.stdout).error.code, code, args.join(" "))
     }
-  }, 60_000)
+  }, 300_000)
 })
 
 describe("ctl vault grant create", () => {
-  it("refuses unknown actions, hosts, items and an existing --out without --force, with a code", () => {
+  it("refuses unknown actions, hosts, items and an existing --out without --force, with a code", async () => {
     const dataDir = path.join(work, "grant-data")
     const env = { ...process.env, KEEL_DATA_DIR: dataDir, KEEL_REGISTRY: registryFile, KEEL_LOG_LEVEL: "warning" }
     const out = path.join(work, "cli-grant.json")
     const ctl = (...args: Array<string>) =>
-      spawnSync(
-        process.execPath,
-        [ctlBin, "vault", "grant", "create", "--consumer", "beacon-forge-1", "--out", out, ...args],
-        {
-          env,
-          encoding: "utf8"
-        }
-      )
+      runCtl(["vault", "grant", "create", "--consumer", "beacon-forge-1", "--out", out, ...args], env)
     const refusals: Array<[Array<string>, string, string]> = [
       [["--action", "host-health-wrte", "--host", "forge-1"], "UNKNOWN_ACTION", "unknown action host-health-wrte"],
       [["--action", "host-health-write", "--host", "web-1"], "UNKNOWN_HOST", "web-1 is not a target of the registry"],
       [["--item", "ghost"], "UNKNOWN_ITEM", "the vault holds no item ghost"]
     ]
     for (const [args, code, detail] of refusals) {
-      const refused = ctl(...args, "--json")
-      assert.strictEqual(refused.status, 1, refused.stdout)
+      const refused = await ctl(...args, "--json")
+      assert.strictEqual(refused.code, 1, refused.stdout)
       assert.include(refused.stderr, detail)
       assert.strictEqual(JSON.parse(refused.stdout).error.code, code)
     }
     assert.isFalse(fs.existsSync(out))
-    const first = ctl("--action", "host-health-write", "--host", "forge-1", "--json")
-    assert.strictEqual(first.status, 0, first.stderr)
+    const first = await ctl("--action", "host-health-write", "--host", "forge-1", "--json")
+    assert.strictEqual(first.code, 0, first.stderr)
     const written = fs.readFileSync(out, "utf8")
-    const again = ctl("--action", "host-health-write", "--host", "forge-1")
-    assert.strictEqual(again.status, 1)
+    const again = await ctl("--action", "host-health-write", "--host", "forge-1")
+    assert.strictEqual(again.code, 1)
     assert.include(again.stderr, `${out} already exists; pass --force to replace it`)
     assert.strictEqual(fs.readFileSync(out, "utf8"), written)
-    const forced = ctl("--action", "host-health-write", "--host", "forge-1", "--force", "--json")
-    assert.strictEqual(forced.status, 0, forced.stderr)
+    const forced = await ctl("--action", "host-health-write", "--host", "forge-1", "--force", "--json")
+    assert.strictEqual(forced.code, 0, forced.stderr)
     assert.strictEqual(JSON.parse(fs.readFileSync(out, "utf8")).grant_id, JSON.parse(forced.stdout).grant.id)
     assert.strictEqual(fs.statSync(out).mode & 0o777, 0o600)
-  }, 90_000)
+  }, 300_000)
 
-  it("an --out that is a directory, or under a file, is a coded refusal (exit 1, one JSON document), never a stack trace", () => {
+  it("an --out that is a directory, or under a file, is a coded refusal (exit 1, one JSON document), never a stack trace", async () => {
     const dataDir = path.join(work, "grant-out-data")
     const env = { ...process.env, KEEL_DATA_DIR: dataDir, KEEL_LOG_LEVEL: "warning" }
     const grant = (out: string) =>
-      spawnSync(
-        process.execPath,
-        [
-          ctlBin,
-          "vault",
-          "grant",
-          "create",
-          "--consumer",
-          "c",
-          "--action",
-          "host-health-write",
-          "--out",
-          out,
-          "--json"
-        ],
-        { env, encoding: "utf8" }
+      runCtl(
+        ["vault", "grant", "create", "--consumer", "c", "--action", "host-health-write", "--out", out, "--json"],
+        env
       )
     const directory = path.join(work, "out-is-a-directory")
     fs.mkdirSync(directory, { recursive: true })
@@ -587,50 +562,43 @@ describe("ctl vault grant create", () => {
       [path.join(work, "no-such-dir", "grant.json"), "CREDENTIAL_WRITE_FAILED"],
       ["/proc/nope/grant.json", "CREDENTIAL_WRITE_FAILED"]
     ] as const) {
-      const refused = grant(out)
-      assert.strictEqual(refused.status, 1, refused.stderr)
+      const refused = await grant(out)
+      assert.strictEqual(refused.code, 1, refused.stderr)
       assert.strictEqual(JSON.parse(refused.stdout).error.code, code, out)
       assert.match(refused.stderr, /^ctl: [^\n]+\n$/)
     }
     assert.isFalse(fs.existsSync(path.join(work, "no-such-dir")))
     // Refused before anything was granted: no live grant whose secret is nowhere.
-    const listed = spawnSync(process.execPath, [ctlBin, "vault", "grant", "list", "--json"], { env, encoding: "utf8" })
-    assert.strictEqual(listed.status, 0, listed.stderr)
+    const listed = await runCtl(["vault", "grant", "list", "--json"], env)
+    assert.strictEqual(listed.code, 0, listed.stderr)
     assert.deepStrictEqual(
       (JSON.parse(listed.stdout) as Array<{ revoked_at: string | null }>).filter((g) => g.revoked_at === null),
       []
     )
-  }, 60_000)
+  }, 300_000)
 })
 
 describe("the vault's master key", () => {
-  it("a bad KEEL_VAULT_KEY, or a key file readable by others, is a one-line configuration error", () => {
+  it("a bad KEEL_VAULT_KEY, or a key file readable by others, is a one-line configuration error", async () => {
     const dataDir = path.join(work, "key-data")
     const env = { ...process.env, KEEL_DATA_DIR: dataDir, KEEL_LOG_LEVEL: "warning" }
     const get = (extra: Record<string, string> = {}) =>
-      spawnSync(process.execPath, [ctlBin, "vault", "item", "get", "x", "--json"], {
-        env: { ...env, ...extra },
-        encoding: "utf8"
-      })
-    const stored = spawnSync(process.execPath, [ctlBin, "vault", "item", "put", "x"], {
-      env,
-      input: '{"a": "b"}',
-      encoding: "utf8"
-    })
-    assert.strictEqual(stored.status, 0, stored.stderr)
-    const badKey = get({ KEEL_VAULT_KEY: "not-a-key" })
-    assert.strictEqual(badKey.status, 1)
+      runCtl(["vault", "item", "get", "x", "--json"], { ...env, ...extra })
+    const stored = await runCtl(["vault", "item", "put", "x"], env, '{"a": "b"}')
+    assert.strictEqual(stored.code, 0, stored.stderr)
+    const badKey = await get({ KEEL_VAULT_KEY: "not-a-key" })
+    assert.strictEqual(badKey.code, 1)
     assert.strictEqual(JSON.parse(badKey.stdout).error.code, "INVALID_CONFIGURATION")
     assert.match(badKey.stderr, /^ctl: invalid configuration: .*KEEL_VAULT_KEY.*must be a base64 32-byte key.*\n$/)
     assert.notInclude(badKey.stderr + badKey.stdout, "not-a-key")
     fs.chmodSync(path.join(dataDir, "vault.key"), 0o644)
-    const exposed = get()
-    assert.strictEqual(exposed.status, 1)
+    const exposed = await get()
+    assert.strictEqual(exposed.code, 1)
     assert.match(
       exposed.stderr,
       /^ctl: invalid configuration: .*vault\.key is readable by others \(mode 644\); chmod 600 it.*\n$/
     )
     fs.chmodSync(path.join(dataDir, "vault.key"), 0o600)
-    assert.deepStrictEqual(JSON.parse(get().stdout), { a: "b" })
-  }, 60_000)
+    assert.deepStrictEqual(JSON.parse((await get()).stdout), { a: "b" })
+  }, 300_000)
 })

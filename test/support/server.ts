@@ -88,7 +88,7 @@ export const requestChild = (
  * run long: a worker blocked in spawnSync cannot answer vitest's RPC, whose fixed 60 s timeout fails the run
  * (every test green) on a loaded machine.
  */
-export const runCtl = (args: ReadonlyArray<string>, env: Record<string, string | undefined>, input?: string) =>
+export const runCtl = (args: ReadonlyArray<string>, env: Record<string, string | undefined>, input?: string | Buffer) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
     const child = spawn(process.execPath, [ctlBin, ...args], { cwd: root, env, stdio: ["pipe", "pipe", "pipe"] })
     let stdout = ""
@@ -103,3 +103,18 @@ export const runCtl = (args: ReadonlyArray<string>, env: Record<string, string |
     child.on("close", (code) => resolve({ code, stdout, stderr }))
     child.stdin.end(input ?? "")
   })
+
+/**
+ * `runCtl` for a call that must succeed: resolves with its stdout, and rejects (naming the exit code and stderr)
+ * when it exits non-zero, as execFileSync threw.
+ */
+export const runCtlOk = async (
+  args: ReadonlyArray<string>,
+  env: Record<string, string | undefined>,
+  input?: string | Buffer
+): Promise<string> => {
+  const result = await runCtl(args, env, input)
+  if (result.code !== 0)
+    throw new Error(`ctl ${args.join(" ")} exited ${result.code}\n${result.stderr}\n${result.stdout}`)
+  return result.stdout
+}

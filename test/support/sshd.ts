@@ -82,8 +82,8 @@ export const startSshd = async (
   child.stderr?.on("data", (c) => {
     stderr += c
   })
-  // Ready when the port accepts connections.
-  const deadline = Date.now() + 10_000
+  // Ready when the port accepts connections. The deadline only bounds a hang: a loaded machine starts sshd slowly.
+  const deadline = Date.now() + 60_000
   for (;;) {
     const open = await new Promise<boolean>((resolve) => {
       const socket = net.connect({ host: address, port }, () => {
