@@ -24,7 +24,21 @@ export const INHERITED_ENV: ReadonlyArray<string> = [
 const inherited = (name: string) => INHERITED_ENV.includes(name) || /^LC_[A-Z_]+$/.test(name)
 
 /** Secrets Keel reads from its environment; never handed to a child, even when a caller names them. */
-export const SECRET_ENV: ReadonlyArray<string> = ["KEEL_VAULT_KEY", "KEEL_ADMIN_TOKENS", "GT_TOKENS", "GT_LLM_API_KEY"]
+export const SECRET_ENV: ReadonlyArray<string> = [
+  "KEEL_VAULT_KEY",
+  "KEEL_ADMIN_TOKENS",
+  "GT_TOKENS",
+  "GT_LLM_API_KEY",
+  "GT_EMBEDDINGS_API_KEY"
+]
+
+/**
+ * Whether a setting that is no secret by name holds one in its value: a URL with a user or password in it
+ * (`KEEL_REGISTRY` may carry a token: docs/beacon.md) or the alert webhook, whose path is its secret (Slack-style
+ * hooks). Keel itself reads them; a process's environment block must not show them (EnvironBlock.ts).
+ */
+export const carriesCredential = (name: string, value: string) =>
+  name === "KEEL_ALERT_WEBHOOK_URL" || /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(value.trim())
 
 /** Whether `name` may never be set on a child: a known secret, any `KEEL_*`, or one listed in KEEL_SECRET_ENV. */
 export const isSecretEnvName = (name: string, parent: NodeJS.ProcessEnv = process.env) =>

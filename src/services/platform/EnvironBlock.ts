@@ -1,5 +1,5 @@
 import * as fs from "node:fs"
-import { SECRET_ENV, selfEnv } from "./ChildEnv.js"
+import { carriesCredential, SECRET_ENV, selfEnv } from "./ChildEnv.js"
 
 /**
  * A process's initial environment lives in one block of its own memory, and `/proc/<pid>/environ` shows that
@@ -14,12 +14,25 @@ import { SECRET_ENV, selfEnv } from "./ChildEnv.js"
  * there is no `/proc` nothing is done and nothing is claimed.
  */
 
-/** The variables a process's environment block may keep: those `selfEnv` would hand to Keel itself. */
-const keptNames = (env: NodeJS.ProcessEnv) => new Set(Object.keys(selfEnv(env)))
+/**
+ * The variables a process's environment block may keep: those `selfEnv` would hand to Keel itself, but for a
+ * setting whose value holds a credential (a token in `KEEL_REGISTRY`'s URL, the webhook URL).
+ */
+const keptNames = (env: NodeJS.ProcessEnv) =>
+  new Set(
+    Object.entries(selfEnv(env))
+      .filter(([name, value]) => !carriesCredential(name, value))
+      .map(([name]) => name)
+  )
 
 /** `NAME=value` entries of a block, with each one's byte offset in it. */
 const entriesOf = (block: Buffer) => {
-  const entries: Array<{ readonly name: string; readonly offset: number; readonly length: number }> = []
+  const entries: Array<{
+    readonly name: string
+    readonly value: string
+    readonly offset: number
+    readonly length: number
+  }> = []
   let offset = 0
   while (offset < block.length) {
     let end = block.indexOf(0, offset)
@@ -27,7 +40,12 @@ const entriesOf = (block: Buffer) => {
     if (end > offset) {
       const text = block.subarray(offset, end).toString("utf8")
       const equals = text.indexOf("=")
-      entries.push({ name: equals < 0 ? text : text.slice(0, equals), offset, length: end - offset })
+      entries.push({
+        name: equals < 0 ? text : text.slice(0, equals),
+        value: equals < 0 ? "" : text.slice(equals + 1),
+        offset,
+        length: end - offset
+      })
     }
     offset = end + 1
   }
@@ -102,8 +120,8 @@ export const scrubEnvironBlock = (env: NodeJS.ProcessEnv = process.env): Environ
 export const environScrubOutcome = () => outcome
 
 /**
- * The known secrets (SECRET_ENV, and the names KEEL_SECRET_ENV lists) this process's environment block still
- * shows: none after a scrub that worked, or when they were never in the environment. Empty where there is no
+ * The known secrets (SECRET_ENV, the names KEEL_SECRET_ENV lists, a setting whose value carries a credential)
+ * this process's environment block still shows: none after a scrub that worked, or when they were never in the environment. Empty where there is no
  * `/proc`. (An embedder that runs jobs in its own process calls `scrubEnvironBlock` first, as `ctl` does.)
  */
 export const exposedEnvironNames = (env: NodeJS.ProcessEnv = process.env): ReadonlyArray<string> => {
@@ -115,6 +133,11 @@ export const exposedEnvironNames = (env: NodeJS.ProcessEnv = process.env): Reado
   }
   const named = (env.KEEL_SECRET_ENV ?? "").split(",").map((n) => n.trim())
   return entriesOf(block)
+    .filter(
+      ({ name, value }) =>
+        SECRET_ENV.includes(name) ||
+        (name !== "" && named.includes(name)) ||
+        (name.startsWith("KEEL_") && carriesCredential(name, value))
+    )
     .map((entry) => entry.name)
-    .filter((name) => SECRET_ENV.includes(name) || (name !== "" && named.includes(name)))
 }
