@@ -837,6 +837,19 @@ describe("janitor passes: every outcome", () => {
     )
   })
 
+  it("the lock file is 0644 as stated, whatever the process umask (ctl serve's is 077)", () => {
+    const stateDir = temp("keel-lock-mode-")
+    const umask = process.umask(0o077)
+    try {
+      const held = acquireLock(stateDir, 60_000)
+      assert.strictEqual(held.kind, "held")
+      assert.strictEqual(fs.statSync(path.join(stateDir, "janitor.lock")).mode & 0o777, 0o644)
+      if (held.kind === "held") held.release()
+    } finally {
+      process.umask(umask)
+    }
+  })
+
   it.live("a live lock holder: lock_busy, and the holder's state is left alone", () => {
     const dir = temp("keel-outcomes-")
     const build = path.join(dir, "build")

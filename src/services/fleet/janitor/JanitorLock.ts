@@ -152,7 +152,14 @@ export const acquireLock = (stateDir: string, overdueMs: number, now = Date.now(
   }
   const create = () => {
     try {
-      fs.writeFileSync(file, JSON.stringify({ pid: process.pid, acquired_at: now }), { flag: "wx", mode: 0o644 })
+      const fd = fs.openSync(file, "wx", 0o644)
+      try {
+        // 0644 as stated, not 0644 less the process umask (ctl serve's is 077, docs/security.md).
+        fs.fchmodSync(fd, 0o644)
+        fs.writeSync(fd, JSON.stringify({ pid: process.pid, acquired_at: now }))
+      } finally {
+        fs.closeSync(fd)
+      }
       return true
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "EEXIST") return false

@@ -48,6 +48,10 @@ export const ServiceDeclaration = Schema.Struct({
     default: () => "service" as const
   }),
   endpoint: Schema.optional(Endpoint),
+  /** The program's umask (octal, `0027`), rendered as `UMask=` / `Umask`; without it the manager's default, 0022. */
+  umask: Schema.optional(
+    Schema.String.pipe(Schema.pattern(/^0?[0-7]{3}$/, { message: () => "umask must be an octal mode such as 0027" }))
+  ),
   /**
    * `beacon`: the host's beacon units (`ctl host beacon install`: a oneshot service and its timer, or a
    * launchd daemon). Reasserting it means enabling and verifying the installed timer, never a service ensure.

@@ -23,7 +23,12 @@ export interface LoadedUnit {
   readonly environment?: Readonly<Record<string, string>>
   /** `EnvironmentFile=`s, read at each start in order; `optional` for a `-` prefix (a missing file is no error). */
   readonly environment_files?: ReadonlyArray<{ readonly path: string; readonly optional: boolean }>
+  /** `UMask=` (octal, services): the program's umask; absent means systemd's default, 0022. */
+  readonly umask?: number | null
 }
+
+/** systemd's `UMask=` default: a unit never inherits the umask of whoever started the manager (`ctl serve`'s is 077). */
+export const DEFAULT_UNIT_UMASK = 0o022
 
 export interface RunRecord {
   readonly supervisor_pid: number
@@ -159,6 +164,8 @@ export const unitProgram = (
   if (type !== "simple" && type !== "oneshot") return { problem: `Type=${type} is not supported (simple, oneshot)` }
   const directory = values.get("Service.WorkingDirectory") ?? null
   if (directory !== null && !path.isAbsolute(directory)) return { problem: "WorkingDirectory must be an absolute path" }
+  const umask = values.get("Service.UMask") ?? null
+  if (umask !== null && !/^0?[0-7]{1,3}$/.test(umask)) return { problem: `UMask=${umask} is not an octal mode` }
   return {
     ok: {
       type,
@@ -169,7 +176,8 @@ export const unitProgram = (
       group: values.get("Service.Group") ?? null,
       working_directory: directory,
       environment: environmentOf(values.get("Service.Environment")),
-      environment_files: environmentFilesOf(values.get("Service.EnvironmentFile"))
+      environment_files: environmentFilesOf(values.get("Service.EnvironmentFile")),
+      umask: umask === null ? null : Number.parseInt(umask, 8)
     }
   }
 }

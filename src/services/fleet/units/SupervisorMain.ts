@@ -2,6 +2,7 @@ import { spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import {
+  DEFAULT_UNIT_UMASK,
   type LoadedUnit,
   loadedFile,
   logFile,
@@ -105,6 +106,9 @@ const runService = (name: string, unitDefinition: LoadedUnit, supervisor: number
       })
       return resolve(217)
     }
+    // spawn has no umask option and a child inherits its parent's: this process runs one unit, so its own umask
+    // is set to the unit's (systemd's 0022 unless UMask= says otherwise), never the starter's.
+    process.umask(unitDefinition.umask ?? DEFAULT_UNIT_UMASK)
     const child = spawn(exec[0]!, exec.slice(1), { stdio: ["ignore", log, log], ...options })
     fs.closeSync(log)
     current = child

@@ -89,6 +89,7 @@ const systemdText = (declaration: typeof ServiceDeclaration.Type, program: strin
     "[Service]",
     `Type=${oneshot ? "oneshot" : "simple"}`,
     `ExecStart=${commandLine([program, ...declaration.args])}`,
+    ...(declaration.umask === undefined ? [] : [`UMask=${declaration.umask.padStart(4, "0")}`]),
     ...(oneshot ? [] : ["Restart=on-failure", "RestartSec=5"]),
     "",
     ...(oneshot ? [] : ["[Install]", "WantedBy=multi-user.target", ""])
@@ -126,6 +127,10 @@ const launchdText = (declaration: typeof ServiceDeclaration.Type, program: strin
     "  </array>",
     "  <key>RunAtLoad</key>",
     "  <true/>",
+    // launchd's Umask is an integer: the octal mode's value.
+    ...(declaration.umask === undefined
+      ? []
+      : ["  <key>Umask</key>", `  <integer>${Number.parseInt(declaration.umask, 8)}</integer>`]),
     ...(declaration.kind === "oneshot-timer"
       ? ["  <key>StartInterval</key>", `  <integer>${DEFAULT_ONESHOT_INTERVAL_SECONDS}</integer>`]
       : ["  <key>KeepAlive</key>", "  <true/>"]),
