@@ -1,12 +1,13 @@
-import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process"
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { promisify } from "node:util"
 import { Ed25519 } from "keel"
 import { afterAll, assert, describe, it } from "vitest"
 import * as Yaml from "yaml"
 import { script } from "../support/releases.js"
-import { ctlBin, startServer } from "../support/server.js"
+import { ctlBin, runCtl, startServer } from "../support/server.js"
 
 // Issue 19, the repository tag adapter (seed 002, "Release submission and delivery" rule 7) through the binaries:
 // a stable tag passes the exact-source version check and reserves every identity, then native publication (read
@@ -88,22 +89,22 @@ describe("ctl release tag", () => {
       KEEL_DEMO_DATA: "false",
       KEEL_LOG_LEVEL: "warning"
     }
-    const ctl = (args: ReadonlyArray<string>, input?: string) => {
-      const result = spawnSync(process.execPath, [ctlBin, ...args], { env, encoding: "utf8", input })
+    const ctl = async (args: ReadonlyArray<string>, input?: string) => {
+      const result = await runCtl(args, env, input)
       // biome-ignore lint/suspicious/noExplicitAny: answers are checked field by field
       let json: any = null
       try {
         json = JSON.parse(result.stdout)
       } catch {}
-      return { code: result.status, json, stdout: result.stdout, stderr: result.stderr }
+      return { code: result.code, json, stdout: result.stdout, stderr: result.stderr }
     }
     let env: Record<string, string> = base
     assert.strictEqual(
-      ctl(["vault", "item", "put", "release-signing"], JSON.stringify({ private_key: key.private_key })).code,
+      (await ctl(["vault", "item", "put", "release-signing"], JSON.stringify({ private_key: key.private_key }))).code,
       0
     )
     const grant = path.join(dir, "builder.grant")
-    const granted = ctl([
+    const granted = await ctl([
       "vault",
       "grant",
       "create",
@@ -155,7 +156,7 @@ describe("ctl release tag", () => {
 
     // A stable tag: all four, native first.
     release(source, "1.0.0", "v1.0.0", ["mac"])
-    const stable = ctl(["release", "tag", "v1.0.0", "--source", source, "--json"])
+    const stable = await ctl(["release", "tag", "v1.0.0", "--source", source, "--json"])
     assert.strictEqual(stable.code, 0, stable.stdout + stable.stderr)
     assert.deepInclude(stable.json, { tag: "v1.0.0", version: "1.0.0", kind: "stable", ok: true })
     for (const step of ["native_publication", "native_delivery", "linux_publication", "linux_delivery"])
@@ -171,7 +172,7 @@ describe("ctl release tag", () => {
 
     // A required native target that cannot take the release: native delivery fails, Linux never starts.
     release(source, "1.1.0", "v1.1.0", ["bare"])
-    const refusedTarget = ctl(["release", "tag", "v1.1.0", "--source", source, "--json"])
+    const refusedTarget = await ctl(["release", "tag", "v1.1.0", "--source", source, "--json"])
     assert.strictEqual(refusedTarget.code, 1)
     assert.strictEqual(refusedTarget.json.native_publication.outcome, "succeeded")
     assert.strictEqual(refusedTarget.json.native_delivery.outcome, "failed")
@@ -182,11 +183,11 @@ describe("ctl release tag", () => {
 
     // The exact-source version check: a tag whose source declares another version reserves nothing.
     git(source, "tag", "v1.2.0")
-    const mismatch = ctl(["release", "tag", "v1.2.0", "--source", source, "--json"])
+    const mismatch = await ctl(["release", "tag", "v1.2.0", "--source", source, "--json"])
     assert.strictEqual(mismatch.code, 1)
     assert.strictEqual(mismatch.json.error.code, "TAG_REFUSED")
     assert.include(mismatch.json.error.detail, "declares 1.1.0, not 1.2.0")
-    const reservations = execFileSync(
+    const { stdout: reservations } = await promisify(execFile)(
       "node",
       [
         "-e",
@@ -198,7 +199,7 @@ describe("ctl release tag", () => {
 
     // A candidate tag: Linux publication only, on the candidate channel, marked as a candidate's run.
     release(source, "1.3.0-rc1", "v1.3.0-rc1", ["mac"])
-    const candidate = ctl(["release", "tag", "v1.3.0-rc1", "--source", source, "--json"])
+    const candidate = await ctl(["release", "tag", "v1.3.0-rc1", "--source", source, "--json"])
     assert.strictEqual(candidate.code, 0, candidate.stdout + candidate.stderr)
     assert.strictEqual(candidate.json.kind, "candidate")
     assert.strictEqual(candidate.json.native_publication.outcome, "not_applicable")
@@ -211,5 +212,5 @@ describe("ctl release tag", () => {
     assert.deepStrictEqual(run.steps.tag, { name: "v1.3.0-rc1", kind: "candidate" })
     assert.strictEqual(run.inputs.channel, "candidate")
     assert.strictEqual(runs("forge"), "tool 1.0.0", "a candidate is delivered nowhere")
-  }, 300_000)
+  }, 900_000) // a bound on a hang: each ctl call takes 10–20 s on a loaded machine
 })
