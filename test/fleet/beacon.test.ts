@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from "node:child_process"
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -22,6 +22,7 @@ import {
 import { beaconDocument } from "../support/controlplane.js"
 import { HttpTest } from "../support/http.js"
 import { call, serverPort } from "../support/market.js"
+import { runCtlOk } from "../support/server.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const registryFile = path.join(root, "examples", "registry.yml")
@@ -488,7 +489,8 @@ describe("a beacon end to end, through real ctl processes", () => {
     try {
       const port = await new Promise<number>((resolve, reject) => {
         let output = ""
-        const timer = setTimeout(() => reject(new Error(output)), 20_000)
+        // Only a guard against a server that hangs: a loaded machine has taken over 20 s to start one.
+        const timer = setTimeout(() => reject(new Error(output)), 120_000)
         const onData = (chunk: Buffer) => {
           output += chunk.toString()
           const match = /Listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
@@ -500,10 +502,9 @@ describe("a beacon end to end, through real ctl processes", () => {
         server.stdout.on("data", onData)
         server.stderr.on("data", onData)
       })
-      const ctl = (args: Array<string>, extra: Record<string, string> = {}) =>
-        execFileSync(process.execPath, [ctlBin, ...args], { env: { ...env, ...extra }, encoding: "utf8" })
+      const ctl = (args: Array<string>, extra: Record<string, string> = {}) => runCtlOk(args, { ...env, ...extra })
       const grant = path.join(dataDir, "..", "grant.json")
-      ctl([
+      await ctl([
         "vault",
         "grant",
         "create",
@@ -517,13 +518,15 @@ describe("a beacon end to end, through real ctl processes", () => {
         grant
       ])
       const beaconFile = path.join(dataDir, "..", "beacon.json")
-      ctl(["host", "beacon", "write", "--host", "forge-1", "--out", beaconFile])
+      await ctl(["host", "beacon", "write", "--host", "forge-1", "--out", beaconFile])
       const routing = path.join(dataDir, "..", "routing.env")
       fs.writeFileSync(
         routing,
         `KEEL_CONTROL_PLANE_URL=http://127.0.0.1:${port}\nKEEL_VAULT_URL=http://127.0.0.1:${port}\nKEEL_BEACON_CONSUMER=beacon-forge-1\nKEEL_BEACON_GRANT_FILE=${grant}\n`
       )
-      const published = JSON.parse(ctl(["host", "publish-beacon", beaconFile, "--routing-file", routing, "--json"]))
+      const published = JSON.parse(
+        await ctl(["host", "publish-beacon", beaconFile, "--routing-file", routing, "--json"])
+      )
       assert.strictEqual(published.key, "host_health/forge-1.json")
       const stored = JSON.parse(fs.readFileSync(path.join(dataDir, "objects", "host_health", "forge-1.json"), "utf8"))
       const written = JSON.parse(fs.readFileSync(beaconFile, "utf8"))
@@ -537,5 +540,6 @@ describe("a beacon end to end, through real ctl processes", () => {
     } finally {
       server.kill("SIGTERM")
     }
-  }, 90_000)
+    // A bound on a hang: the server's start and each ctl call take 10–20 s on a loaded machine.
+  }, 300_000)
 })

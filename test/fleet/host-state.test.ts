@@ -1,12 +1,13 @@
-import { type ChildProcess, execFileSync } from "node:child_process"
+import { type ChildProcess, execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { promisify } from "node:util"
 import { Effect } from "effect"
 import { measureCapacity } from "keel"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ctlBin, startServer } from "../support/server.js"
+import { ctlBin, runCtlOk, startServer } from "../support/server.js"
 import { sshChannel, sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
 
 // Issue 15: a second host (reached over the ssh test host) publishes its capacity and its janitor report
@@ -16,7 +17,7 @@ let sshd: TestSshd | undefined
 const children: Array<ChildProcess> = []
 beforeAll(async () => {
   if (sshdAvailable) sshd = await startSshd()
-}, 30_000)
+}, 120_000) // a bound on a hang: sshd's start is slow on a loaded machine
 afterAll(() => {
   for (const child of children) child.kill("SIGKILL")
   sshd?.stop()
@@ -75,11 +76,10 @@ describe.skipIf(!sshdAvailable)("a second host publishes through the object API"
       KEEL_DEMO_DATA: "false",
       KEEL_LOG_LEVEL: "warning"
     }
-    const ctl = (args: Array<string>, input?: string) =>
-      execFileSync(process.execPath, [ctlBin, ...args], { env, encoding: "utf8", ...(input ? { input } : {}) })
-    ctl(["vault", "item", "put", "fleet-ssh"], JSON.stringify({ private_key: sshd!.clientKey }))
+    const ctl = (args: Array<string>, input?: string) => runCtlOk(args, env, input)
+    await ctl(["vault", "item", "put", "fleet-ssh"], JSON.stringify({ private_key: sshd!.clientKey }))
     const stateGrant = path.join(dir, "state-grant.json")
-    ctl([
+    await ctl([
       "vault",
       "grant",
       "create",
@@ -93,7 +93,7 @@ describe.skipIf(!sshdAvailable)("a second host publishes through the object API"
       stateGrant
     ])
     const opsGrant = path.join(dir, "ops-grant.json")
-    ctl([
+    await ctl([
       "vault",
       "grant",
       "create",
@@ -123,27 +123,30 @@ describe.skipIf(!sshdAvailable)("a second host publishes through the object API"
       process.execPath,
       ctlBin
     ].join(" ")
-    const ssh = (command: string) =>
-      execFileSync(
-        "ssh",
-        [
-          "-i",
-          key,
-          "-p",
-          String(sshd!.port),
-          "-o",
-          `UserKnownHostsFile=${sshd!.knownHosts}`,
-          "-o",
-          "StrictHostKeyChecking=yes",
-          "-o",
-          "BatchMode=yes",
-          `${sshd!.user}@127.0.0.1`,
-          command
-        ],
-        { encoding: "utf8" }
-      )
-    ssh(`${remote} disk-cleanup --once --json > /dev/null`)
-    const published = JSON.parse(ssh(`${remote} host publish-state --json`))
+    // Awaited, never execFileSync: the remote ctl runs a janitor pass, too long to block the worker's event loop.
+    const ssh = async (command: string) =>
+      (
+        await promisify(execFile)(
+          "ssh",
+          [
+            "-i",
+            key,
+            "-p",
+            String(sshd!.port),
+            "-o",
+            `UserKnownHostsFile=${sshd!.knownHosts}`,
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            "BatchMode=yes",
+            `${sshd!.user}@127.0.0.1`,
+            command
+          ],
+          { encoding: "utf8" }
+        )
+      ).stdout
+    await ssh(`${remote} disk-cleanup --once --json > /dev/null`)
+    const published = JSON.parse(await ssh(`${remote} host publish-state --json`))
     expect(published.host).toBe("remote-1")
     expect(published.capacity.key).toBe("state/capacity/remote-1.json")
     // Its policy says 1,000,000 GiB must be free: the host says it does not admit work, and why.
@@ -177,5 +180,6 @@ describe.skipIf(!sshdAvailable)("a second host publishes through the object API"
     expect(gates.pressure_source).toBe("capacity_publication")
     expect(gates.capacity.diagnostics).toMatchObject({ state: "disk_low", admitting: false })
     server.child.kill("SIGTERM")
-  }, 120_000)
+    // A bound on a hang: each ctl call (and the remote ones through ssh) takes 10–20 s on a loaded machine.
+  }, 600_000)
 })

@@ -1,11 +1,11 @@
-import { type ChildProcess, execFileSync } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { commandAllowed, makeNonceBook, SIGNATURE_HEADERS, signGatewayRequest, verifyRequest } from "keel"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
-import { ctlBin, startServer } from "../support/server.js"
+import { ctlBin, runCtlOk, startServer } from "../support/server.js"
 
 // Issue 20, the gateway (rule 3's one loopback exception, rule 6's signing secret): pre-check jobs sign each request
 // with an HMAC over agent, method, path, timestamp, nonce and body digest (±300 s, each nonce once); the gateway
@@ -92,8 +92,7 @@ describe("ctl host gateway in front of a control plane", () => {
     KEEL_REGISTRY: registry,
     KEEL_DEMO_DATA: "false"
   }
-  const ctl = (args: Array<string>) =>
-    execFileSync(process.execPath, [ctlBin, ...args], { env: { ...process.env, ...env }, encoding: "utf8" })
+  const ctl = (args: Array<string>) => runCtlOk(args, { ...process.env, ...env })
   let gateway = ""
 
   beforeAll(async () => {
@@ -133,7 +132,7 @@ describe("ctl host gateway in front of a control plane", () => {
     const server = await startServer([ctlBin, "serve", "--port", "0"], env, children)
     const url = `http://127.0.0.1:${server.port}`
     // The gateway's grant: job-submit, for its own host only.
-    ctl([
+    await ctl([
       "vault",
       "grant",
       "create",
@@ -157,7 +156,8 @@ describe("ctl host gateway in front of a control plane", () => {
       children
     )
     gateway = `http://127.0.0.1:${started.port}`
-  }, 60_000)
+    // A bound on a hang: two servers and a ctl call start, 10–20 s apiece on a loaded machine.
+  }, 300_000)
 
   afterAll(() => {
     for (const child of children) child.kill("SIGTERM")
@@ -198,13 +198,13 @@ describe("ctl host gateway in front of a control plane", () => {
       "error"
     ])
 
-    ctl(["machine", "work", "--until-empty"])
+    await ctl(["machine", "work", "--until-empty"])
     const target = `/v1/jobs/${submitted.body.id}?cursor=0`
     const read = await send("GET", target, "", sign("GET", target, ""))
     assert.strictEqual(read.status, 200, JSON.stringify(read.body))
     assert.strictEqual(read.body.job.state, "succeeded")
     assert.deepStrictEqual(read.body.output.lines, [{ line_no: 1, stream: "stdout", line: "precheck ok" }])
-  }, 60_000)
+  }, 180_000) // a bound on a hang: the ctl worker takes 10–20 s to start on a loaded machine
 
   it("refuses what is unsigned, replayed, unlisted, outside its grant or too large — in the one error shape", async () => {
     const body = JSON.stringify({ target: "gw-host", argv: ["echo", "precheck"] })

@@ -17,9 +17,9 @@ import {
   selfEnv,
   splitCredentials
 } from "keel"
+import { runCtl, runCtlOk } from "../support/server.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
-const ctl = path.join(root, "bin", "ctl.js")
 const temp = (prefix: string) => fs.mkdtempSync(path.join(os.tmpdir(), prefix))
 
 describe("a child process never inherits Keel's secrets", () => {
@@ -62,7 +62,7 @@ describe("a child process never inherits Keel's secrets", () => {
     })
   })
 
-  it("`env` through `ctl host exec` and through a queued job shows no KEEL_* secret", () => {
+  it("`env` through `ctl host exec` and through a queued job shows no KEEL_* secret", async () => {
     const dir = temp("keel-secrets-")
     const secrets = {
       KEEL_VAULT_KEY: randomBytes(32).toString("base64"),
@@ -77,21 +77,21 @@ describe("a child process never inherits Keel's secrets", () => {
       KEEL_DEMO_DATA: "false",
       KEEL_LOG_LEVEL: "warning"
     }
-    const run = (args: Array<string>) => execFileSync(process.execPath, [ctl, ...args], { env, encoding: "utf8" })
+    const run = (args: Array<string>) => runCtlOk(args, env)
     const leaks = (text: string) =>
       [...Object.values(secrets), "KEEL_"].filter((needle) => text.includes(needle)).map((n) => n.slice(0, 5))
 
-    const exec = run(["host", "exec", "forge-1", "--", "env"])
+    const exec = await run(["host", "exec", "forge-1", "--", "env"])
     assert.include(exec, "PATH=")
     assert.deepStrictEqual(leaks(exec), [])
 
-    const id = JSON.parse(run(["machine", "submit", "forge-1", "--json", "--", "env"])).id as string
-    run(["machine", "work", "--until-empty"])
-    const logs = JSON.parse(run(["machine", "logs", id, "--json"])) as { lines: Array<{ line: string }> }
+    const id = JSON.parse(await run(["machine", "submit", "forge-1", "--json", "--", "env"])).id as string
+    await run(["machine", "work", "--until-empty"])
+    const logs = JSON.parse(await run(["machine", "logs", id, "--json"])) as { lines: Array<{ line: string }> }
     const text = logs.lines.map((l) => l.line).join("\n")
     assert.include(text, "PATH=")
     assert.deepStrictEqual(leaks(text), [])
-  }, 60_000)
+  }, 300_000) // a bound on a hang: each ctl call takes 10–20 s on a loaded machine
 })
 
 describe("a queued job cannot read its worker's secrets (issue 42)", () => {
@@ -107,7 +107,7 @@ describe("a queued job cannot read its worker's secrets (issue 42)", () => {
     'echo "ancestors-walked"'
   ].join("\n")
 
-  it("/proc/$PPID/environ and every ancestor's environ and cmdline show no secret", () => {
+  it("/proc/$PPID/environ and every ancestor's environ and cmdline show no secret", async () => {
     const dir = temp("keel-job-environ-")
     const secrets = {
       KEEL_VAULT_KEY: randomBytes(32).toString("base64"),
@@ -125,11 +125,11 @@ describe("a queued job cannot read its worker's secrets (issue 42)", () => {
       KEEL_DEMO_DATA: "false",
       KEEL_LOG_LEVEL: "warning"
     }
-    const run = (args: Array<string>) => execFileSync(process.execPath, [ctl, ...args], { env, encoding: "utf8" })
-    const id = JSON.parse(run(["machine", "submit", "forge-1", "--json", "--", "sh", "-c", script])).id as string
-    const worked = JSON.parse(run(["machine", "work", "--until-empty", "--json"])) as { ran: number }
+    const run = (args: Array<string>) => runCtlOk(args, env)
+    const id = JSON.parse(await run(["machine", "submit", "forge-1", "--json", "--", "sh", "-c", script])).id as string
+    const worked = JSON.parse(await run(["machine", "work", "--until-empty", "--json"])) as { ran: number }
     assert.strictEqual(worked.ran, 1)
-    const logs = JSON.parse(run(["machine", "logs", id, "--limit", "10000", "--json"])) as {
+    const logs = JSON.parse(await run(["machine", "logs", id, "--limit", "10000", "--json"])) as {
       lines: Array<{ line: string }>
     }
     const text = logs.lines.map((l) => l.line).join("\n")
@@ -143,7 +143,7 @@ describe("a queued job cannot read its worker's secrets (issue 42)", () => {
     assert.deepStrictEqual(leaked, [])
     for (const name of Object.keys(secrets).filter((n) => n !== "KEEL_SECRET_ENV"))
       assert.notMatch(text, new RegExp(`^${name}=`, "m"), name)
-  }, 90_000)
+  }, 300_000) // a bound on a hang: each ctl call takes 10–20 s on a loaded machine
 })
 
 describe("with KEEL_JOB_USER, a job runs as another user (issue 42)", () => {
@@ -156,7 +156,7 @@ describe("with KEEL_JOB_USER, a job runs as another user (issue 42)", () => {
     'echo "home=$HOME user=$USER"'
   ].join("\n")
 
-  it("the job is nobody and cannot open its worker's environ or memory; a worker not root refuses", () => {
+  it("the job is nobody and cannot open its worker's environ or memory; a worker not root refuses", async () => {
     const dir = temp("keel-job-user-")
     const vaultKey = randomBytes(32).toString("base64")
     const env = {
@@ -168,38 +168,33 @@ describe("with KEEL_JOB_USER, a job runs as another user (issue 42)", () => {
       KEEL_LOG_LEVEL: "warning",
       KEEL_JOB_USER: "nobody"
     }
-    const run = (args: Array<string>) => execFileSync(process.execPath, [ctl, ...args], { env, encoding: "utf8" })
+    const run = (args: Array<string>) => runCtlOk(args, env)
     const nobody = execFileSync("getent", ["passwd", "nobody"], { encoding: "utf8" }).split(":")
-    const id = JSON.parse(run(["machine", "submit", "forge-1", "--json", "--", "sh", "-c", probe])).id as string
+    const id = JSON.parse(await run(["machine", "submit", "forge-1", "--json", "--", "sh", "-c", probe])).id as string
     if (process.getuid?.() !== 0) {
       // Not root: the worker cannot become nobody, says so and runs nothing.
-      let refusal = ""
-      try {
-        run(["machine", "work", "--until-empty", "--json"])
-      } catch (error) {
-        refusal = String((error as { stdout?: string }).stdout)
-      }
+      const worked = await runCtl(["machine", "work", "--until-empty", "--json"], env)
+      const refusal = worked.code === 0 ? "" : worked.stdout
       assert.include(refusal, "WORKER_JOB_USER_REFUSED")
-      assert.strictEqual(JSON.parse(run(["machine", "status", id, "--json"])).state, "queued")
+      assert.strictEqual(JSON.parse(await run(["machine", "status", id, "--json"])).state, "queued")
       return
     }
-    assert.strictEqual((JSON.parse(run(["machine", "work", "--until-empty", "--json"])) as { ran: number }).ran, 1)
-    const logs = JSON.parse(run(["machine", "logs", id, "--json"])) as { lines: Array<{ line: string }> }
+    assert.strictEqual(
+      (JSON.parse(await run(["machine", "work", "--until-empty", "--json"])) as { ran: number }).ran,
+      1
+    )
+    const logs = JSON.parse(await run(["machine", "logs", id, "--json"])) as { lines: Array<{ line: string }> }
     const lines = logs.lines.map((l) => l.line)
     assert.deepStrictEqual(lines, [nobody[2], "environ-refused", "mem-refused", `home=${nobody[5]} user=nobody`])
     assert.notInclude(lines.join("\n"), vaultKey)
     // A user the host does not have is refused before any job is claimed.
-    let unknown = ""
-    try {
-      execFileSync(process.execPath, [ctl, "machine", "work", "--until-empty", "--json"], {
-        env: { ...env, KEEL_JOB_USER: "keel-no-such-user" },
-        encoding: "utf8"
-      })
-    } catch (error) {
-      unknown = String((error as { stdout?: string }).stdout)
-    }
+    const refused = await runCtl(["machine", "work", "--until-empty", "--json"], {
+      ...env,
+      KEEL_JOB_USER: "keel-no-such-user"
+    })
+    const unknown = refused.code === 0 ? "" : refused.stdout
     assert.include(unknown, "WORKER_JOB_USER_REFUSED")
-  }, 90_000)
+  }, 300_000) // a bound on a hang: each ctl call takes 10–20 s on a loaded machine
 })
 
 /** A git smart-HTTP server (git http-backend) behind basic auth, answering each request after `delayMs`. */
