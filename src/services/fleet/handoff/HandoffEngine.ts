@@ -92,7 +92,7 @@ export const HandoffEngineWorker = Layer.effect(
           })
           // The worker's pid in its pid file from the start (the worker claims it as its own): a Status between the
           // start and the worker's first step sees a live worker, never a gone one.
-          if (child.pid !== undefined) fs.writeFileSync(workerPidFile(dir), `${child.pid}\n`, { mode: 0o600 })
+          if (child.pid !== undefined) recordLaunchedWorker(dir, child.pid)
           child.unref()
         } finally {
           fs.closeSync(log)
@@ -107,26 +107,33 @@ export const HandoffEngineWorker = Layer.effect(
 )
 
 /**
- * Makes this process the transaction's worker: its pid in the pid file, created exclusively (or already written
- * there by the process that started it). False when another live worker holds it; a pid file left by a killed
- * worker is taken over.
+ * Writes `pid` into the transaction's pid file, created exclusively: false when another live process holds it; a
+ * file naming a dead process is taken over, and one already naming `pid` is kept. Both the launch and the worker
+ * claim through here, so when two launches race the first live worker keeps the file and the other, finding it
+ * held, exits without running (a launch that overwrote the file let both workers claim the transaction).
  */
-export const claimWorker = (dir: string): boolean => {
+const claimPidFile = (dir: string, pid: number): boolean => {
   fs.mkdirSync(dir, { recursive: true })
   const file = workerPidFile(dir)
   for (let tries = 0; tries < 2; tries++) {
     try {
-      fs.writeFileSync(file, `${process.pid}\n`, { flag: "wx", mode: 0o600 })
+      fs.writeFileSync(file, `${pid}\n`, { flag: "wx", mode: 0o600 })
       return true
     } catch (cause) {
       if ((cause as { code?: string }).code !== "EEXIST") throw cause
-      if (pidIn(file) === process.pid) return true
+      if (pidIn(file) === pid) return true
       if (workerAlive(dir)) return false
       fs.rmSync(file, { force: true })
     }
   }
   return false
 }
+
+/** Records a just-started worker's pid (a Status before its first step sees it alive); see claimPidFile. */
+export const recordLaunchedWorker = (dir: string, pid: number): boolean => claimPidFile(dir, pid)
+
+/** Makes this process the transaction's worker (its launch may have recorded it already): false when another holds it. */
+export const claimWorker = (dir: string): boolean => claimPidFile(dir, process.pid)
 
 /** Gives the pid file up, if it is still this process's. */
 export const releaseWorker = (dir: string) => {
