@@ -101,7 +101,8 @@ export const scrubEnvironBlock = (env: NodeJS.ProcessEnv = process.env): Environ
     const memory = fs.openSync("/proc/self/mem", "r+")
     try {
       for (const entry of doomed)
-        fs.writeSync(memory, Buffer.alloc(entry.length), 0, entry.length, start + entry.offset)
+        if (fs.writeSync(memory, Buffer.alloc(entry.length), 0, entry.length, start + entry.offset) !== entry.length)
+          throw new Error(`the environment block took a short write at ${entry.name}`)
     } finally {
       fs.closeSync(memory)
     }
