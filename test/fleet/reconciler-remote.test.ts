@@ -1,9 +1,10 @@
-import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, execFile, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
+import { runCtlOk } from "../support/server.js"
 import { sshChannel, sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
 
 // Issue 17, the whole path on real processes: a control plane (`ctl serve`) ticks on `ctl optimize run`, reads
@@ -20,7 +21,7 @@ const supervisorDir = path.join(dir, "remote-supervisor")
 
 beforeAll(async () => {
   if (sshdAvailable) sshd = await startSshd()
-}, 30_000)
+}, 120_000) // a bound on a hang: sshd's start is slow on a loaded machine
 afterAll(() => {
   server?.kill("SIGTERM")
   sshd?.stop()
@@ -84,8 +85,8 @@ describe.skipIf(!sshdAvailable)("the reconciler through a control plane and an s
       KEEL_LOG_LEVEL: "warning"
     }
     const ctl = (args: Array<string>, extra: Record<string, string> = {}, input?: string) =>
-      execFileSync(process.execPath, [ctlBin, ...args], { env: { ...env, ...extra }, encoding: "utf8", input })
-    ctl(["vault", "item", "put", "fleet-ssh"], {}, JSON.stringify({ private_key: sshd!.clientKey }))
+      runCtlOk(args, { ...env, ...extra }, input)
+    await ctl(["vault", "item", "put", "fleet-ssh"], {}, JSON.stringify({ private_key: sshd!.clientKey }))
 
     server = spawn(process.execPath, [ctlBin, "serve", "--port", "0"], {
       env: { ...env, KEEL_LOG_LEVEL: "info" },
@@ -93,7 +94,8 @@ describe.skipIf(!sshdAvailable)("the reconciler through a control plane and an s
     })
     const port = await new Promise<number>((resolve, reject) => {
       let output = ""
-      const timer = setTimeout(() => reject(new Error(output)), 20_000)
+      // Only a guard against a server that hangs: a loaded machine has taken over 20 s to start one.
+      const timer = setTimeout(() => reject(new Error(output)), 120_000)
       const onData = (chunk: Buffer) => {
         output += chunk.toString()
         const match = /Listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
@@ -119,24 +121,24 @@ describe.skipIf(!sshdAvailable)("the reconciler through a control plane and an s
         "--out",
         path.join(dir, file)
       ])
-    grant("beacon-remote-1", "host-health-write", "beacon.grant", "remote-1")
-    grant("ops", "service-ensure", "ops.grant")
+    await grant("beacon-remote-1", "host-health-write", "beacon.grant", "remote-1")
+    await grant("ops", "service-ensure", "ops.grant")
     const routing = path.join(dir, "routing.env")
     fs.writeFileSync(
       routing,
       `KEEL_CONTROL_PLANE_URL=${url}\nKEEL_VAULT_URL=${url}\nKEEL_BEACON_CONSUMER=beacon-remote-1\nKEEL_BEACON_GRANT_FILE=${path.join(dir, "beacon.grant")}\n`
     )
     /** The host writes its beacon from its own service manager and publishes it to the control plane. */
-    const publishBeacon = () => {
+    const publishBeacon = async () => {
       const file = path.join(dir, "beacon.json")
-      ctl(["host", "beacon", "write", "--host", "remote-1", "--out", file], remoteEnv)
-      ctl(["host", "publish-beacon", file, "--routing-file", routing])
+      await ctl(["host", "beacon", "write", "--host", "remote-1", "--out", file], remoteEnv)
+      await ctl(["host", "publish-beacon", file, "--routing-file", routing])
     }
     const optimize = { KEEL_CONTROL_PLANE_URL: url, KEEL_GRANT_FILE: path.join(dir, "ops.grant") }
 
     // Nothing installed on the host: the control plane's tick creates the unit there, through ssh.
-    publishBeacon()
-    const first = JSON.parse(ctl(["optimize", "run", "--json"], optimize))
+    await publishBeacon()
+    const first = JSON.parse(await ctl(["optimize", "run", "--json"], optimize))
     const row = first.services.find((s: { name: string }) => s.name === "worker")
     assert.deepInclude(row.decision, { state: "missing", action: "ensure" })
     assert.deepInclude(row.execution, { status: "succeeded", change: "created" })
@@ -144,7 +146,7 @@ describe.skipIf(!sshdAvailable)("the reconciler through a control plane and an s
       journal().map((line) => line.split(" ").slice(1).join(" ")),
       [`install ${unit}`, "daemon-reload", "enable worker.service", "restart worker.service"]
     )
-    const shown = JSON.parse(ctl(["service", "show", "worker", "--json"]))
+    const shown = JSON.parse(await ctl(["service", "show", "worker", "--json"]))
     assert.strictEqual(shown.state.active_state, "active")
     assert.strictEqual(shown.state.manager, "supervisor")
     assert.strictEqual(shown.state.process.executable, worker)
@@ -155,7 +157,7 @@ describe.skipIf(!sshdAvailable)("the reconciler through a control plane and an s
     // (it waits for the tick lease, or finds the host already repaired).
     process.kill(shown.state.main_pid, "SIGKILL")
     await new Promise((resolve) => setTimeout(resolve, 300))
-    publishBeacon()
+    await publishBeacon()
     const before = journal().length
     const runAt = () =>
       new Promise<{ code: number; stdout: string }>((resolve) => {
@@ -176,7 +178,7 @@ describe.skipIf(!sshdAvailable)("the reconciler through a control plane and an s
     for (const status of statuses) assert.oneOf(status, ["succeeded", "TICK_IN_PROGRESS", "skipped"])
 
     // GET /api/fleet/services answers what `ctl service list --json` prints.
-    const listed = JSON.parse(ctl(["service", "list", "--json"]))
+    const listed = JSON.parse(await ctl(["service", "list", "--json"]))
     assert.strictEqual(listed.services[0].name, "worker")
-  }, 480_000)
+  }, 900_000) // a bound on a hang: each ctl call takes 10–20 s here and again on the remote on a loaded machine
 })
