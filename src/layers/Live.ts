@@ -29,7 +29,7 @@ import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js
 import { EmbeddedVaultLayer } from "../services/platform/vault/EmbeddedVault.js"
 import { AllMigrations } from "./Migrations.js"
 import { ObjectStoreLive } from "./Objects.js"
-import { DomainServices, HostReach, ReconcilerServices, WorkflowsLive } from "./Services.js"
+import { DomainServices, HostReach, ReconcilerServices, ServedRegistry, WorkflowsLive } from "./Services.js"
 
 /** The embedded SQLite database of the data dir, migrated before anything reads it. */
 export const SqlLive = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteFromConfig))
@@ -102,6 +102,7 @@ export const EntitiesLive = Layer.mergeAll(LeaseKeeperLive, MarketAgentLive, Tra
 /** Services plus the actor runtime and the reach to hosts: what a long-running server needs. */
 export const AppLive = Layer.merge(EntitiesLive, ReconcilerServices).pipe(
   Layer.provideMerge(HostReach),
+  Layer.provideMerge(ServedRegistry),
   Layer.provideMerge(ServicesLive)
 )
 

@@ -1,5 +1,5 @@
 import { ClusterWorkflowEngine } from "@effect/cluster"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { FleetProbeLive } from "../actors/FleetProbe.js"
 import { ReleaseRunWorkflowLive } from "../actors/ReleaseRunWorkflow.js"
 import { HandoffEngineInProcess, StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
@@ -22,6 +22,7 @@ import { AutonomyControl } from "../services/fleet/reconciler/AutonomyControl.js
 import { HostUnitsLive } from "../services/fleet/reconciler/HostUnits.js"
 import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconciler.js"
 import { ServiceViews } from "../services/fleet/reconciler/ServiceViews.js"
+import { AuthorityRegistry } from "../services/fleet/registry/AuthorityRegistry.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { RegistryWriter } from "../services/fleet/registry/RegistryWriter.js"
 import { CatalogMaintenance } from "../services/fleet/releases/CatalogMaintenance.js"
@@ -128,7 +129,8 @@ export const DomainServices = Layer.mergeAll(
   Layer.provideMerge(ReleaseAuthority.Default),
   Layer.provideMerge(ProviderProfile.Default),
   Layer.provideMerge(JobQueue.Default),
-  Layer.provideMerge(ActionAuthority.Default),
+  Layer.provideMerge(ActionAuthority.DefaultWithoutDependencies),
+  Layer.provideMerge(AuthorityRegistry.Default),
   Layer.provideMerge(FleetRegistry.Default),
   Layer.provideMerge(ObjectGateway.Default),
   Layer.provideMerge(StorageFenceLive),
@@ -140,6 +142,20 @@ export const DomainServices = Layer.mergeAll(
   Layer.provideMerge(JourneyRegistry.Default),
   Layer.provideMerge(ProductConfig.Default),
   Layer.provideMerge(Database.Default)
+)
+
+/**
+ * A long-running server's registry: from now on every `FleetRegistry.read` in the process (request handlers,
+ * workflows, the reconciler) answers the snapshot authorization holds, refreshed in the background — one source,
+ * bounded staleness, no request waiting on git (docs/control-plane.md). One-shot commands do not install it: they
+ * read the source.
+ */
+export const ServedRegistry = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const registry = yield* FleetRegistry
+    const held = yield* AuthorityRegistry
+    yield* registry.serveFromHeld(held)
+  })
 )
 
 /**

@@ -25,7 +25,7 @@ import { MemoryObjectStoreLayer } from "../services/platform/objects/MemoryObjec
 import { embeddedVault } from "../services/platform/vault/EmbeddedVault.js"
 import { SqlLive } from "./Live.js"
 import { AllMigrations } from "./Migrations.js"
-import { DomainServices, HostReach, ReconcilerServices, WorkflowsLive } from "./Services.js"
+import { DomainServices, HostReach, ReconcilerServices, ServedRegistry, WorkflowsLive } from "./Services.js"
 
 export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings => ({
   dataDir: "/nonexistent/keel-test",
@@ -97,6 +97,7 @@ export const AppTest = (overrides: Partial<AppSettings> = {}) =>
   Layer.mergeAll(LeaseKeeperLive, MarketAgentLive, TradeSender.Default, WorkflowsLive, ReconcilerServices).pipe(
     Layer.provideMerge(ClusterTest),
     Layer.provideMerge(HostReach),
+    Layer.provideMerge(ServedRegistry),
     Layer.provideMerge(ServicesTest(overrides))
   )
 

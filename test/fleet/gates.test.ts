@@ -264,6 +264,9 @@ describe("admission gates", () => {
                 FleetRegistry,
                 FleetRegistry.make({
                   read: () => Effect.never,
+                  readSourceNow: () => Effect.never,
+                  serveFromHeld: () => Effect.void,
+                  reread: Effect.never,
                   load: () => Effect.never,
                   parse: () => Effect.never,
                   lastValid: Effect.never,

@@ -13,7 +13,8 @@ import { root } from "../support/server.js"
 // Issue 42, item 5: the control plane's authorization fetched a git registry on every request, refused ones
 // included; with the git server hanging, each request waited for it. Authorization now reads a snapshot held in
 // memory and refreshed in the background (KEEL_REGISTRY_REFRESH): a change pushed to the repository is in force
-// within the interval, and no request waits on git — here, on a git server that never answers again.
+// within the interval, and no request waits on git — here, on a git server that never answers again. The routes'
+// own reads of the registry (fleet hosts, gates, overview, services, a probe's steps) answer from the same snapshot.
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "keel-registry-cache-"))
 const git = (cwd: string, ...args: Array<string>) =>
@@ -134,6 +135,31 @@ layer(
         // Git was being asked meanwhile (the background read), and hangs there, not in a request.
         while (gitServer.held === 0) yield* Effect.sleep("100 millis")
         assert.strictEqual((yield* list(dashboard)).status, 200)
+
+        // The routes' own registry reads answer from the same snapshot: with git hanging, each still answers.
+        const reader = yield* vaultToken("dashboard", ["fleet-read"])
+        const prober = yield* vaultToken("ops", ["fleet-read"], ["forge-1"])
+        for (const [route, token] of [
+          ["/api/fleet/hosts", reader],
+          ["/api/fleet/gates/forge-1", prober],
+          ["/api/fleet/overview", reader],
+          ["/api/fleet/services", reader]
+        ] as const) {
+          const answer = yield* sendJson("GET", route, token)
+          assert.strictEqual(answer.status, 200, `${route}: ${JSON.stringify(answer.body)}`)
+        }
+        // A probe starts, and its steps (which read the registry in the workflow) run to the end.
+        const started = yield* sendJson("POST", "/api/workflows/fleet-probe", prober, { host: "forge-1" })
+        assert.strictEqual(started.status, 202)
+        for (;;) {
+          const status = yield* sendJson("GET", `/api/workflows/fleet-probe/${started.body.execution_id}`, prober)
+          assert.strictEqual(status.status, 200)
+          if (status.body.state !== "running") {
+            assert.strictEqual(status.body.state, "succeeded", JSON.stringify(status.body))
+            break
+          }
+          yield* Effect.sleep("100 millis")
+        }
       }),
     120_000
   )

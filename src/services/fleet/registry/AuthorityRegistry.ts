@@ -56,7 +56,7 @@ export class AuthorityRegistry extends Effect.Service<AuthorityRegistry>()("flee
       Effect.gen(function* () {
         // The stamp before the read: a change made during it is seen by the next comparison.
         const stamp = file === undefined ? undefined : yield* stampOf(file)
-        const result = yield* registry.read({ allowCached: true }).pipe(Effect.either)
+        const result = yield* registry.readSourceNow({ allowCached: true }).pipe(Effect.either)
         if (Either.isLeft(result))
           yield* Effect.logWarning("the registry could not be read for authorization").pipe(
             Effect.annotateLogs("detail", result.left.detail)
@@ -107,6 +107,6 @@ export class AuthorityRegistry extends Effect.Service<AuthorityRegistry>()("flee
       })
     })
 
-    return { current } as const
+    return { current, refresh } as const
   })
 }) {}

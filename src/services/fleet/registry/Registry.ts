@@ -1,6 +1,6 @@
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { Clock, Config, Duration, Effect, Option, type ParseResult, Schema } from "effect"
+import { Clock, Config, Duration, Effect, Option, type ParseResult, Ref, Schema } from "effect"
 import * as Yaml from "yaml"
 import { AppConfig } from "../../platform/AppConfig.js"
 import { sha256Hex } from "../../platform/Digest.js"
@@ -51,6 +51,15 @@ export interface FleetRegistrySnapshot {
   readonly freshness: "current" | "cached" | "bundled"
   /** Why a cached snapshot was answered instead of a current read. */
   readonly cachedBecause?: string
+}
+
+/**
+ * A snapshot held in memory that `read` answers instead of reading the source (`ctl serve`: no request waits on
+ * git): `current` never reads git, `refresh` reads the source now and holds what it answered.
+ */
+export interface HeldRegistry {
+  readonly current: Effect.Effect<FleetRegistrySnapshot, FleetRegistryUnavailable | FleetRegistryInvalid>
+  readonly refresh: Effect.Effect<void>
 }
 
 /** Where every successful load is kept, with its digest and load time. */
@@ -231,7 +240,7 @@ export class FleetRegistry extends Effect.Service<FleetRegistry>()("fleet/FleetR
      * A current read, or, when the source cannot be read and the caller accepts history, the last
      * valid snapshot marked `cached`. An invalid registry is never papered over by a snapshot.
      */
-    const read = Effect.fn("FleetRegistry.read")(function* (
+    const readSourceNow = Effect.fn("FleetRegistry.readSourceNow")(function* (
       options: {
         readonly allowCached?: boolean
         /** false for pure readers (gates): the read then writes nothing, not even the snapshot. */
@@ -255,6 +264,39 @@ export class FleetRegistry extends Effect.Service<FleetRegistry>()("fleet/FleetR
           })
         )
       )
+    })
+
+    /** The held snapshot `read` answers, once the server installs one (`serveFromHeld`); none in one-shot commands. */
+    const held = yield* Ref.make(Option.none<HeldRegistry>())
+
+    /**
+     * The registry: in `ctl serve`, the held snapshot (no git on the caller's path; bounded staleness,
+     * docs/control-plane.md); elsewhere a read of the source (`readSourceNow`). A caller that does not accept
+     * history (`allowCached` unset) is refused a snapshot that is itself history, as a direct read would be.
+     */
+    const read = Effect.fn("FleetRegistry.read")(function* (
+      options: { readonly allowCached?: boolean; readonly record?: boolean } = {}
+    ) {
+      const serving = yield* Ref.get(held)
+      if (Option.isNone(serving)) return yield* readSourceNow(options)
+      const snapshot = yield* serving.value.current
+      if (snapshot.freshness === "cached" && options.allowCached !== true)
+        return yield* new FleetRegistryUnavailable({
+          code: "REGISTRY_UNAVAILABLE",
+          source: stripCredentials(snapshot.source.location),
+          detail: snapshot.cachedBecause ?? "only a snapshot of the registry is at hand"
+        })
+      return snapshot
+    })
+
+    /** From now on `read` answers `source`'s snapshot (`ctl serve` installs it at start). */
+    const serveFromHeld = (source: HeldRegistry) => Ref.set(held, Option.some(source))
+
+    /** After a write: the held snapshot (if any) is read again now, so the change is in force at once. */
+    const reread = Effect.gen(function* () {
+      const serving = yield* Ref.get(held)
+      if (Option.isSome(serving)) return yield* serving.value.refresh
+      yield* readSourceNow().pipe(Effect.ignore)
     })
 
     /**
@@ -303,6 +345,17 @@ export class FleetRegistry extends Effect.Service<FleetRegistry>()("fleet/FleetR
       gitTimeoutMs: Duration.toMillis(gitTimeout)
     } as const
 
-    return { parse, load, read, lastValid, cachedOnly, bundled, origin } as const
+    return {
+      parse,
+      load,
+      read,
+      readSourceNow,
+      serveFromHeld,
+      reread,
+      lastValid,
+      cachedOnly,
+      bundled,
+      origin
+    } as const
   })
 }) {}

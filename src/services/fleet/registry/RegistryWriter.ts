@@ -210,8 +210,9 @@ export class RegistryWriter extends Effect.Service<RegistryWriter>()("fleet/Regi
       const written = origin.isGit
         ? yield* writeGit(origin.location, expected, change, reason)
         : yield* writeFile(origin.location, expected, change)
-      // The new registry becomes the last valid snapshot at once (a read records it).
-      yield* registry.read().pipe(Effect.ignore)
+      // The new registry becomes the last valid snapshot at once (a read records it), and the server's held
+      // snapshot is read again: a write is in force on the next request, not after the refresh interval.
+      yield* registry.reread
       const at = yield* Clock.currentTimeMillis
       const auditKey = `state/registry/audit/${new Date(at).toISOString().replace(/[:.]/g, "-")}-${written.digest_after.slice(0, 12)}.json`
       const audit = { at: new Date(at).toISOString(), operator, reason, ...written }
