@@ -1,4 +1,3 @@
-import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -6,6 +5,7 @@ import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { runCli } from "../support/cli.js"
+import { runCtlOk } from "../support/server.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const env = () => ({
@@ -38,15 +38,15 @@ describe("ctl host", () => {
     })
   )
 
-  it("exec --stdin forwards standard input to the command", () => {
+  it("exec --stdin forwards standard input to the command", async () => {
     const settings = env()
-    const out = execFileSync(
-      process.execPath,
-      [path.join(root, "bin", "ctl.js"), "host", "exec", "forge-1", "--stdin", "--", "tr", "a-z", "A-Z"],
-      { env: { ...process.env, ...settings, KEEL_LOG_LEVEL: "error" }, input: "piped text\n", encoding: "utf8" }
+    const out = await runCtlOk(
+      ["host", "exec", "forge-1", "--stdin", "--", "tr", "a-z", "A-Z"],
+      { ...process.env, ...settings, KEEL_LOG_LEVEL: "error" },
+      "piped text\n"
     )
     assert.strictEqual(out, "PIPED TEXT\n")
-  })
+  }, 120_000) // a bound on a hang: ctl's start-up takes 10–20 s on a loaded machine
 
   it.live("health and inventory read the host now: disks per declared mount, declared units, tool version", () =>
     Effect.gen(function* () {
