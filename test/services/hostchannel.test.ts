@@ -31,7 +31,7 @@ beforeAll(async () => {
   await runtime.runPromise(
     Effect.flatMap(Vault, (vault) => vault.putItem("test-ssh", { private_key: sshd!.clientKey }))
   )
-}, 30_000)
+}, 120_000) // a bound on a hang: sshd's start is slow on a loaded machine
 
 afterAll(async () => {
   sshd?.stop()
