@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
@@ -103,14 +103,14 @@ const setUp = async (): Promise<Fixture> => {
     KEEL_DEMO_DATA: "false",
     KEEL_LOG_LEVEL: "warning"
   }
-  const run = (args: ReadonlyArray<string>, input?: string) => {
-    const result = spawnSync(process.execPath, [ctlBin, ...args], { env: base, encoding: "utf8", input })
-    assert.strictEqual(result.status, 0, `${args.join(" ")}: ${result.stderr}`)
+  const run = async (args: ReadonlyArray<string>, input?: string) => {
+    const result = await runCtl(args, base, input)
+    assert.strictEqual(result.code, 0, `${args.join(" ")}: ${result.stderr}`)
   }
-  run(["vault", "item", "put", "release-signing"], JSON.stringify({ private_key: key.private_key }))
-  run(["vault", "item", "put", "build-secrets"], JSON.stringify({ token: BUILD_SECRET, other: "not allowed" }))
+  await run(["vault", "item", "put", "release-signing"], JSON.stringify({ private_key: key.private_key }))
+  await run(["vault", "item", "put", "build-secrets"], JSON.stringify({ token: BUILD_SECRET, other: "not allowed" }))
   const opsGrant = path.join(dir, "ops-grant.json")
-  run([
+  await run([
     "vault",
     "grant",
     "create",
@@ -245,7 +245,8 @@ const attemptsOf = (f: Fixture, runId: string) => {
   return fs.existsSync(dir) ? fs.readdirSync(dir) : []
 }
 
-const waitFor = async (what: string, check: () => boolean, timeoutMs = 60_000) => {
+// The timeouts only bound a hang: a loaded machine is 5–10× slower.
+const waitFor = async (what: string, check: () => boolean, timeoutMs = 300_000) => {
   const until = Date.now() + timeoutMs
   while (!check()) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`)
@@ -275,10 +276,7 @@ describe("ctl release submit", () => {
     assert.strictEqual(manifest.created_at, record.created_at)
 
     // The build ran with the release's identity and nothing of Keel's in its environment.
-    const log = spawnSync(process.execPath, [ctlBin, "machine", "logs", record.steps.build.job], {
-      env: f.env,
-      encoding: "utf8"
-    }).stdout
+    const log = (await runCtl(["machine", "logs", record.steps.build.job], f.env)).stdout
     assert.include(log, `building tool 1.0.0 for linux-x64 at ${record.inputs.source.revision}`)
     assert.match(log, /^0$/m, "no KEEL_* variable reached the build")
     // The build secret reached the build (its length) and never its log, even when the build printed it.
@@ -287,11 +285,8 @@ describe("ctl release submit", () => {
     assert.notInclude(log, BUILD_SECRET)
 
     // The catalog verifies it; the run record is the one in the store.
-    const audit = spawnSync(process.execPath, [ctlBin, "release", "catalog", "audit", "--json"], {
-      env: f.env,
-      encoding: "utf8"
-    })
-    assert.strictEqual(audit.status, 0, audit.stdout)
+    const audit = await runCtl(["release", "catalog", "audit", "--json"], f.env)
+    assert.strictEqual(audit.code, 0, audit.stdout)
     assert.deepStrictEqual(
       JSON.parse(audit.stdout).releases.map((r: { version: string; ok: boolean }) => `${r.version}:${r.ok}`),
       ["1.0.0:true"]
@@ -310,12 +305,12 @@ describe("ctl release submit", () => {
     const lost = path.join(f.objects, "release-runs", first.json.run_id, "builds", "linux-x64", "0000000000000000")
     fs.mkdirSync(lost, { recursive: true })
     fs.writeFileSync(path.join(lost, "release.tar.gz"), "a lost attempt")
-    const ctlJson = (args: ReadonlyArray<string>) => {
-      const result = spawnSync(process.execPath, [ctlBin, ...args], { env: f.env, encoding: "utf8" })
-      assert.strictEqual(result.status, 0, result.stderr)
+    const ctlJson = async (args: ReadonlyArray<string>) => {
+      const result = await runCtl(args, f.env)
+      assert.strictEqual(result.code, 0, result.stderr)
       return JSON.parse(result.stdout)
     }
-    const dry = ctlJson(["release", "prune", "--json"])
+    const dry = await ctlJson(["release", "prune", "--json"])
     assert.deepStrictEqual(
       dry.reclaimed
         .map((c: { key: string; reason: string }) => `${c.key.split("/").slice(-2).join("/")}:${c.reason}`)
@@ -327,16 +322,13 @@ describe("ctl release submit", () => {
       ].sort()
     )
     assert.isTrue(fs.existsSync(path.join(lost, "release.tar.gz")), "a dry run deletes nothing")
-    assert.lengthOf(ctlJson(["release", "prune", "--apply", "--json"]).reclaimed, 3)
-    assert.lengthOf(ctlJson(["release", "prune", "--json"]).reclaimed, 0)
+    assert.lengthOf((await ctlJson(["release", "prune", "--apply", "--json"])).reclaimed, 3)
+    assert.lengthOf((await ctlJson(["release", "prune", "--json"])).reclaimed, 0)
     // What stays: the run, its output record, its source, the canonical release — and it still verifies.
     for (const kept of ["run.json", "source.tar.gz", "outputs/linux-x64/output.json"])
       assert.isTrue(fs.existsSync(path.join(f.objects, "release-runs", first.json.run_id, kept)), kept)
-    const audited = spawnSync(process.execPath, [ctlBin, "release", "catalog", "audit"], {
-      env: f.env,
-      encoding: "utf8"
-    })
-    assert.strictEqual(audited.status, 0, audited.stdout)
+    const audited = await runCtl(["release", "catalog", "audit"], f.env)
+    assert.strictEqual(audited.code, 0, audited.stdout)
     assert.strictEqual((await submit(f, source, "1.0.0")).json.record.state, "published")
 
     // Refusals write nothing: a dirty tree, a used version for another revision, no recipe.
@@ -374,10 +366,8 @@ describe("ctl release submit", () => {
     assert.include(refusedSecret.json.error.detail, "secret_fields")
     assert.lengthOf(jobsOf(f), 1)
     // Nor may a grant scope it.
-    const grant = spawnSync(
-      process.execPath,
+    const grant = await runCtl(
       [
-        ctlBin,
         "vault",
         "grant",
         "create",
@@ -389,11 +379,11 @@ describe("ctl release submit", () => {
         path.join(f.dir, "x.json"),
         "--json"
       ],
-      { env: f.env, encoding: "utf8" }
+      f.env
     )
-    assert.strictEqual(grant.status, 1)
+    assert.strictEqual(grant.code, 1)
     assert.include(grant.stdout + grant.stderr, "SECRET_FIELD_NOT_ALLOWED")
-  }, 180_000)
+  }, 900_000) // a bound on a hang: builds and each ctl call take 10–20 s apiece on a loaded machine
 
   it("SIGKILL after each publication object and during the build: submitting again resumes, nothing rebuilt", async () => {
     const f = await setUp()
@@ -415,7 +405,7 @@ describe("ctl release submit", () => {
         stdio: "ignore"
       })
       children.push(child)
-      await waitFor(file, () => fs.existsSync(path.join(f.objects, "releases", "tool", version, file)), 120_000)
+      await waitFor(file, () => fs.existsSync(path.join(f.objects, "releases", "tool", version, file)), 600_000)
       child.kill("SIGKILL")
       await new Promise((resolve) => child.once("exit", resolve))
       const present = releaseFiles(f, version)
@@ -430,23 +420,17 @@ describe("ctl release submit", () => {
     assert.deepStrictEqual(releaseFiles(f, version), PUBLISHED)
     assert.lengthOf(jobsOf(f), 1, "one build job for the run, ever")
     assert.lengthOf(attemptsOf(f, done.json.run_id), 1, "built once")
-    const audit = spawnSync(process.execPath, [ctlBin, "release", "catalog", "audit", "--json"], {
-      env: f.env,
-      encoding: "utf8"
-    })
-    assert.strictEqual(audit.status, 0, audit.stdout)
-  }, 300_000)
+    const audit = await runCtl(["release", "catalog", "audit", "--json"], f.env)
+    assert.strictEqual(audit.code, 0, audit.stdout)
+  }, 1_200_000) // a bound on a hang: five submits and builds, 10–20 s per ctl start on a loaded machine
 
   it("--detach hands the run to the server's workflow, which finishes it across a server SIGKILL", async () => {
     const f = await setUp()
     const source = path.join(f.dir, "src")
     writeSource(source, 3)
     const version = "4.0.0"
-    const detached = spawnSync(process.execPath, submitArgs(source, version, ["--detach"]), {
-      env: f.env,
-      encoding: "utf8"
-    })
-    assert.strictEqual(detached.status, 3, detached.stderr)
+    const detached = await runCtl(submitArgs(source, version, ["--detach"]).slice(1), f.env)
+    assert.strictEqual(detached.code, 3, detached.stderr)
     const answer = JSON.parse(detached.stdout)
     assert.match(answer.workflow.execution_id, /\S/)
     const recordFile = path.join(f.objects, "release-runs", answer.run_id, "run.json")
@@ -458,7 +442,7 @@ describe("ctl release submit", () => {
     await new Promise((resolve) => f.server.child.once("exit", resolve))
     // Restarted, it resumes the workflow on its own: nobody submits again.
     await f.serve()
-    await waitFor("the run published by the restarted server", () => state() === "published", 150_000).catch((e) => {
+    await waitFor("the run published by the restarted server", () => state() === "published", 600_000).catch((e) => {
       throw new Error(`${e.message}: ${fs.readFileSync(recordFile, "utf8")}`)
     })
     assert.deepStrictEqual(releaseFiles(f, version), PUBLISHED)
@@ -466,11 +450,8 @@ describe("ctl release submit", () => {
     assert.lengthOf(attemptsOf(f, answer.run_id), 1)
 
     // Submitting again with --detach inspects it.
-    const again = spawnSync(process.execPath, submitArgs(source, version, ["--detach"]), {
-      env: f.env,
-      encoding: "utf8"
-    })
-    assert.strictEqual(again.status, 0, again.stderr)
+    const again = await runCtl(submitArgs(source, version, ["--detach"]).slice(1), f.env)
+    assert.strictEqual(again.code, 0, again.stderr)
     assert.strictEqual(JSON.parse(again.stdout).record.state, "published")
-  }, 300_000)
+  }, 1_200_000) // a bound on a hang: two server starts, a build and ctl starts, slow on a loaded machine
 })
