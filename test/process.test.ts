@@ -89,7 +89,7 @@ describe("the ctl process", () => {
     expect(JSON.parse(balance.body).balance).toBeGreaterThan(9_000)
     server.child.kill("SIGTERM")
     expect(await exitOf(server.child)).toEqual({ code: 0, signal: null })
-  }, 40_000)
+  }, 180_000) // a bound on a hang: a server or ctl start takes 10–20 s on a loaded machine
 
   it("a client that resets an upgrade request's connection mid-answer takes nothing down", async () => {
     const server = await startServer([ctlBin, "serve", "--port", "0"], { KEEL_DATA_DIR: path.join(tempDir(), "data") })
@@ -111,7 +111,7 @@ describe("the ctl process", () => {
     await new Promise((resolve) => setTimeout(resolve, 500))
     expect(server.child.exitCode).toBeNull()
     expect((await get(server.port, "/api/health")).status).toBe(200)
-  }, 40_000)
+  }, 180_000) // a bound on a hang: a server or ctl start takes 10–20 s on a loaded machine
 
   it("ctl serve on a port already taken exits 1 and says which address is in use", async () => {
     const taken = http.createServer()
@@ -134,7 +134,7 @@ describe("the ctl process", () => {
     } finally {
       taken.close()
     }
-  }, 40_000)
+  }, 180_000) // a bound on a hang: a server or ctl start takes 10–20 s on a loaded machine
 
   it("SIGTERM with an event stream open: the stream ends cleanly and the process exits 0", async () => {
     const server = await startServer([ctlBin, "serve", "--port", "0"], {
@@ -161,7 +161,7 @@ describe("the ctl process", () => {
     expect(ended.status).toBe(200)
     expect(ended.text.startsWith("retry: 3000")).toBe(true)
     expect(await exitOf(server.child)).toEqual({ code: 0, signal: null })
-  }, 40_000)
+  }, 180_000) // a bound on a hang: a server or ctl start takes 10–20 s on a loaded machine
 
   it("ctl serve --surface groundtruth serves only that surface", async () => {
     const server = await startServer([ctlBin, "serve", "--surface", "groundtruth", "--port", "0"], {
@@ -173,7 +173,7 @@ describe("the ctl process", () => {
     expect(JSON.parse(product.body).code).toBe("NOT_FOUND")
     server.child.kill("SIGTERM")
     expect((await exitOf(server.child)).code).toBe(0)
-  }, 40_000)
+  }, 180_000) // a bound on a hang: a server or ctl start takes 10–20 s on a loaded machine
 
   it("SIGTERM during a slow request: the request completes, then the process exits 0", async () => {
     const server = await startServer([path.join(root, "test", "fixtures", "slow-server.mjs")], {
@@ -189,7 +189,7 @@ describe("the ctl process", () => {
     expect(await slow).toEqual({ status: 200, body: "done" })
     expect(await exitOf(server.child)).toEqual({ code: 0, signal: null })
     expect(server.logs()).not.toMatch(/"level":"ERROR"|"logLevel":"ERROR"/)
-  }, 40_000)
+  }, 180_000) // a bound on a hang: a server or ctl start takes 10–20 s on a loaded machine
 
   it("ctl with no arguments at all or a bad flag exits 2; --version prints the version", async () => {
     const run = (args: ReadonlyArray<string>) =>
@@ -206,7 +206,7 @@ describe("the ctl process", () => {
     expect(shown.code).toBe(0)
     expect(shown.stdout.trim()).toBe(version)
     expect((await run(["serve", "--port", "not-a-port"])).code).toBe(2)
-  }, 40_000)
+  }, 180_000) // a bound on a hang: a server or ctl start takes 10–20 s on a loaded machine
 })
 
 describe("the package entry", () => {
@@ -264,5 +264,5 @@ describe("the package entry", () => {
     ]) {
       expect(report.exports).toContain(name)
     }
-  }, 40_000)
+  }, 180_000) // a bound on a hang: a server or ctl start takes 10–20 s on a loaded machine
 })

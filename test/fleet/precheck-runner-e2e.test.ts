@@ -137,7 +137,7 @@ beforeAll(async () => {
   })
   await new Promise<void>((resolve) => archives!.listen(0, hostAddress, resolve))
   sha256 = built.sha256
-}, 60_000)
+}, 180_000) // a bound on a hang: sshd's start is slow on a loaded machine
 
 let sha256 = ""
 
@@ -287,7 +287,8 @@ describe.skipIf(!ready)("ctl host precheck-runner, end to end on a host of its o
     })
     const port = await new Promise<number>((resolve, reject) => {
       let output = ""
-      const timer = setTimeout(() => reject(new Error(`the control plane did not start: ${output}`)), 30_000)
+      // Only a guard against a server that hangs: a loaded machine has taken over 20 s to start one.
+      const timer = setTimeout(() => reject(new Error(`the control plane did not start: ${output}`)), 120_000)
       const onData = (chunk: Buffer) => {
         output += chunk
         const match = /Listening on http:\/\/[0-9.]+:(\d+)/.exec(output)
@@ -304,7 +305,7 @@ describe.skipIf(!ready)("ctl host precheck-runner, end to end on a host of its o
     await ctl(["vault", "item", "put", "fleet-ssh"], JSON.stringify({ private_key: sshd!.clientKey }))
     await ctl(["vault", "item", "put", "github"], JSON.stringify({ token: CREDENTIAL }))
     await ctl(["vault", "item", "put", "runner"], JSON.stringify({ signing_key: SIGNING_SECRET }))
-  }, 60_000)
+  }, 300_000) // a bound on a hang: the control plane and three ctl calls start, 10–20 s apiece when loaded
 
   it("refuses a tampered archive before anything is created", async () => {
     writeRegistry(registry, { account: tamperedAccount, archivePath: "/tampered.tar.gz", root: runnerRoot })

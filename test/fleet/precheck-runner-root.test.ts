@@ -25,7 +25,7 @@ beforeAll(async () => {
   execFileSync("usermod", ["-p", "*", user])
   sshd = await startSshd({ user })
   github = await startFakeGithub({ repositories: [{ full_name: "acme/app", id: 101, private: true }] })
-}, 60_000)
+}, 180_000) // a bound on a hang: sshd's start is slow on a loaded machine
 
 afterAll(() => {
   sshd?.stop()
