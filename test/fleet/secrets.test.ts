@@ -367,7 +367,6 @@ describe("a git registry whose server never answers", () => {
         server.on("connection", (socket) => sockets.push(socket))
         yield* Effect.promise(() => new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve)))
         const port = (server.address() as AddressInfo).port
-        const started = Date.now()
         const failure = yield* Effect.flip(
           Effect.flatMap(FleetRegistry, (r) => r.read()).pipe(
             Effect.provide(
@@ -396,7 +395,8 @@ describe("a git registry whose server never answers", () => {
           )
         )
         assert.strictEqual(failure._tag, "FleetRegistryUnavailable")
-        assert.isBelow(Date.now() - started, 20_000, "bounded by the stall timeout, not by the server")
+        // The server never answers and never closes: only the stall timeout can have ended the read (no elapsed-time
+        // assert: on a loaded machine git's start alone varies; the test's own timeout bounds a hang).
         // No git left talking to the dead server.
         let left: Array<string> = []
         for (let i = 0; i < 100; i++) {
