@@ -206,7 +206,13 @@ describe("ctl market", () => {
       assert.strictEqual(bad.exitCode, 2)
       const audit = yield* runCli(["market", "audit", "--json"], env)
       assert.strictEqual(audit.exitCode, 0)
-      assert.deepStrictEqual(JSON.parse(audit.stdout), { ok: true, entries: 1, coin_supply: 12.5, problems: [] })
+      assert.deepStrictEqual(JSON.parse(audit.stdout), {
+        ok: true,
+        entries: 1,
+        coin_supply: 12.5,
+        coin_supply_str: "12.5",
+        problems: []
+      })
     })
   )
 })
