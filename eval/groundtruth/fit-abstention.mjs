@@ -41,7 +41,7 @@ const rows = await Effect.runPromise(
 fs.rmSync(workspace.work, { recursive: true, force: true })
 
 /** Standardise, fit a class-balanced L2 logistic regression by gradient descent, choose the threshold. */
-const fit = (train) => {
+const fitModel = (train) => {
   const d = names.length
   const mean = names.map((_, j) => train.reduce((s, r) => s + r.x[j], 0) / train.length)
   const scale = names.map(
@@ -94,11 +94,11 @@ for (const group of [rows.filter((r) => r.unanswerable), rows.filter((r) => !r.u
   })
 const outOfFold = new Set()
 folds.forEach((held, k) => {
-  const model = fit(folds.flatMap((f, j) => (j === k ? [] : f)))
+  const model = fitModel(folds.flatMap((f, j) => (j === k ? [] : f)))
   for (const r of held) if (model.flags(r)) outOfFold.add(r)
 })
 const hardOnly = new Set(rows.filter((r) => r.hard))
-const final = fit(rows)
+const final = fitModel(rows)
 const inSample = new Set(rows.filter((r) => final.flags(r)))
 
 console.log(
