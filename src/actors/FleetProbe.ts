@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto"
 import { Activity, DurableClock, Workflow } from "@effect/workflow"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Exit, Option, Schema } from "effect"
 import { channelSpec, defaultKnownHosts } from "../services/fleet/Channels.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
@@ -66,16 +66,26 @@ export const startProbe = (payload: typeof FleetProbe.payloadSchema.Type) =>
   })
 
 /** The host a run probes, as recorded when it started; none for a run started before runs recorded it. */
-export const probeHost = (executionId: string) =>
+/**
+ * The host a probe run is of, for authorizing who may read it: the one recorded at its start, or, for a run started
+ * before hosts were recorded, the host its successful result names (none for such a run still going or failed).
+ */
+export const probeHost = (
+  executionId: string,
+  result: Workflow.Result<typeof FleetProbe.successSchema.Type, unknown>
+) =>
   Effect.gen(function* () {
     const record = yield* (yield* ObjectGateway)
       .getJson(hostRecordKey(executionId))
       // The id names a run the engine knows (asked first): its key is valid.
       .pipe(Effect.catchTag("InvalidObjectKey", Effect.die))
-    return Option.flatMap(record, (value) =>
+    const recorded = Option.flatMap(record, (value) =>
       typeof value === "object" && value !== null && typeof (value as { host?: unknown }).host === "string"
         ? Option.some((value as { host: string }).host)
         : Option.none()
+    )
+    return Option.orElse(recorded, () =>
+      result._tag === "Complete" && Exit.isSuccess(result.exit) ? Option.some(result.exit.value.host) : Option.none()
     )
   })
 

@@ -335,12 +335,7 @@ export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", 
             })
           // A run is its host's: the grant must cover the host it probes (recorded at start; for a run started
           // before hosts were recorded, the host its result names).
-          const recorded = yield* probeHost(path.execution_id)
-          const host = Option.orElse(recorded, () =>
-            result._tag === "Complete" && Exit.isSuccess(result.exit)
-              ? Option.some(result.exit.value.host)
-              : Option.none()
-          )
+          const host = yield* probeHost(path.execution_id, result)
           if (Option.isSome(host))
             yield* authority.authorize(bearerToken(headers.authorization), { action: "fleet-read", host: host.value })
           if (result._tag === "Suspended")
