@@ -1,8 +1,8 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { GatewayLive } from "../layers/Live.js"
-import { thisHostName } from "../services/fleet/Channels.js"
 import { RunnerGateway } from "../services/fleet/runners/RunnerGateway.js"
+import { thisHostName } from "../services/platform/AppConfig.js"
 import { failWith, integerOption } from "./Output.js"
 
 /** `ctl host gateway`: the pre-check runner's loopback gateway on this host, until stopped (docs/runners.md). */

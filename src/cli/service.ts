@@ -1,7 +1,6 @@
 import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Effect, Option } from "effect"
 import { ReconcilerOpsLive } from "../layers/Live.js"
-import { thisHostName } from "../services/fleet/Channels.js"
 import { beaconEnsureRefusal } from "../services/fleet/reconciler/Decision.js"
 import { HostUnits, probeUrl } from "../services/fleet/reconciler/HostUnits.js"
 import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconciler.js"
@@ -9,6 +8,7 @@ import type { ServiceReport, ServiceRow } from "../services/fleet/reconciler/Ser
 import { ServiceViews } from "../services/fleet/reconciler/ServiceViews.js"
 import { ServiceManager } from "../services/fleet/units/ServiceManager.js"
 import { renderUnit, unrenderable } from "../services/fleet/units/UnitRender.js"
+import { thisHostName } from "../services/platform/AppConfig.js"
 import { CommandFailed, ExitWith, emit, errorCode, failWith, json, table } from "./Output.js"
 
 const name = Args.text({ name: "NAME" }).pipe(Args.withDescription("The service's name in the registry"))

@@ -1,4 +1,3 @@
-import * as os from "node:os"
 import * as path from "node:path"
 import { Config, Effect, Option } from "effect"
 import { AppConfig } from "../platform/AppConfig.js"
@@ -25,8 +24,3 @@ export const defaultKnownHosts = Effect.gen(function* () {
   const configured = yield* Config.option(Config.string("KEEL_SSH_KNOWN_HOSTS")).pipe(Effect.orDie)
   return Option.getOrElse(configured, () => path.join(app.dataDir, "known_hosts"))
 })
-
-/** The registry target this host is: KEEL_HOST, or else the machine's hostname. */
-export const thisHostName = Effect.map(Config.option(Config.string("KEEL_HOST")), (configured) =>
-  Option.getOrElse(configured, () => os.hostname())
-)

@@ -1,8 +1,7 @@
 import * as path from "node:path"
 import { Config, Effect, Option } from "effect"
-import { AppConfig } from "../platform/AppConfig.js"
+import { AppConfig, thisHostName } from "../platform/AppConfig.js"
 import { hasControlCharacter } from "../platform/Validation.js"
-import { thisHostName } from "./Channels.js"
 
 /** The account rendered units run as unless told otherwise: a dedicated one. */
 export const DEFAULT_UNIT_USER = "keel"

@@ -1,5 +1,6 @@
+import * as os from "node:os"
 import * as path from "node:path"
-import { Config, Duration, Effect, Schema } from "effect"
+import { Config, Duration, Effect, Option, Schema } from "effect"
 import { durationSetting } from "./DurationSetting.js"
 
 export const LogFormat = Schema.Literal("auto", "pretty", "json", "logfmt")
@@ -88,3 +89,8 @@ export const loadSettings = Effect.gen(function* () {
 export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig", {
   effect: loadSettings
 }) {}
+
+/** The registry target this host is: KEEL_HOST, or else the machine's hostname. */
+export const thisHostName = Effect.map(Config.option(Config.string("KEEL_HOST")), (configured) =>
+  Option.getOrElse(configured, () => os.hostname())
+)

@@ -1,7 +1,6 @@
 import * as path from "node:path"
 import { Config, Duration, Effect, Option } from "effect"
-import { thisHostName } from "../fleet/Channels.js"
-import { AppConfig } from "./AppConfig.js"
+import { AppConfig, thisHostName } from "./AppConfig.js"
 import { durationSetting } from "./DurationSetting.js"
 import { displayUrl } from "./GitMirror.js"
 

@@ -1,7 +1,7 @@
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import { Data, Effect } from "effect"
-import { thisHostName } from "../Channels.js"
+import { thisHostName } from "../../platform/AppConfig.js"
 import type { CapacityPublication } from "../gates/Gates.js"
 import { capacityKey } from "../gates/Gates.js"
 import { Janitor } from "../janitor/Janitor.js"
