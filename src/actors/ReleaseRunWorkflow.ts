@@ -1,6 +1,6 @@
 import { Activity, DurableClock, Workflow } from "@effect/workflow"
 import { Clock, Effect, Schema } from "effect"
-import { ReleaseRun, SubmitRefused } from "../services/fleet/releases/ReleaseRun.js"
+import { ReleaseRun } from "../services/fleet/releases/ReleaseRun.js"
 
 /** How long one `advance` activity waits on a build before the workflow records a round and sleeps. */
 const ROUND_MILLIS = 5 * 60_000
@@ -36,11 +36,10 @@ export const ReleaseRunWorkflowLive = ReleaseRunWorkflow.toLayer(
           const now = yield* Clock.currentTimeMillis
           return yield* runs.advance(payload.run_id, { deadline: now + ROUND_MILLIS, stepPauseMillis: 0 }).pipe(
             Effect.map((record) => record.state as string),
+            Effect.catchTag("SubmitRefused", () => Effect.succeed("missing")),
+            // A store or database hiccup: the next round tries again.
             Effect.catchAll((error) =>
-              error instanceof SubmitRefused
-                ? Effect.succeed("missing")
-                : // A store or database hiccup: the next round tries again.
-                  Effect.as(Effect.logWarning(`release run ${payload.run_id}: ${String(error)}`), "retry")
+              Effect.as(Effect.logWarning(`release run ${payload.run_id}: ${String(error)}`), "retry")
             )
           )
         })

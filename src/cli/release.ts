@@ -9,14 +9,13 @@ import {
   retryTransient
 } from "../services/fleet/objects/ObjectApiClient.js"
 import { CatalogMaintenance, type SyncedRelease } from "../services/fleet/releases/CatalogMaintenance.js"
-import { SIGNING_KEY_FIELD } from "../services/fleet/releases/ReleaseAuthority.js"
+import { ReleaseAuthority, SIGNING_KEY_FIELD } from "../services/fleet/releases/ReleaseAuthority.js"
 import { buildRun } from "../services/fleet/releases/ReleaseBuilder.js"
 import { type ProductRollout, ReleaseRollout } from "../services/fleet/releases/ReleaseRollout.js"
 import { ReleaseRun, type RunProgress } from "../services/fleet/releases/ReleaseRun.js"
 import { RunCopies } from "../services/fleet/releases/RunCopies.js"
 import { type RunRecord, runRecordKey } from "../services/fleet/releases/RunRecords.js"
-import { type StepResult, TagRelease } from "../services/fleet/releases/TagRelease.js"
-import { generateKeyPair } from "../services/platform/vault/Ed25519.js"
+import { type StepResult, TagRelease, tagStanding } from "../services/fleet/releases/TagRelease.js"
 import { Vault } from "../services/platform/vault/Vault.js"
 import { controlPlaneAccess } from "./fleet.js"
 import { CommandFailed, ExitWith, emit, failWith, integerOption, json, printJson } from "./Output.js"
@@ -83,17 +82,12 @@ const keyCreate = Command.make(
   },
   ({ item, json }) =>
     Effect.gen(function* () {
-      const vault = yield* Vault
-      const existing = yield* vault.listItems
-      if (existing.some((i) => i.name === item))
-        return yield* new CommandFailed({
-          detail: `the vault already holds ${item}: a signing key is never replaced here`
-        })
-      const pair = generateKeyPair()
-      yield* vault
-        .putItem(item, { [SIGNING_KEY_FIELD]: pair.private_key })
-        .pipe(Effect.catchTag("VaultInvalid", failWith(json)))
-      yield* emit(json, { item, key_id: pair.key_id, public_key: pair.public_key }, (k) =>
+      const created = yield* (yield* ReleaseAuthority).createSigningKey(item).pipe(
+        // COMMAND_FAILED, as the refusal always answered (it names no code of its own).
+        Effect.catchTag("SigningKeyExists", (e) => new CommandFailed({ detail: e.detail })),
+        Effect.catchTag("VaultInvalid", failWith(json))
+      )
+      yield* emit(json, created, (k) =>
         [
           `created ${k.item} (field ${SIGNING_KEY_FIELD}; the private key stays in the vault)`,
           `key id      ${k.key_id}`,
@@ -201,8 +195,6 @@ const submit = Command.make(
   },
   ({ channel, detach, json, source, stepPauseMs, version, waitSeconds }) =>
     Effect.gen(function* () {
-      if (waitSeconds < 0 || stepPauseMs < 0 || stepPauseMs > 60_000)
-        return yield* new CommandFailed({ detail: "--wait-seconds must be >= 0 and --step-pause-ms 0-60000" })
       const answer = yield* (yield* ReleaseRun)
         .submit({
           source,
@@ -348,8 +340,6 @@ const rollout = Command.make(
   },
   ({ json, product, stepPauseMs }) =>
     Effect.gen(function* () {
-      if (stepPauseMs < 0 || stepPauseMs > 60_000)
-        return yield* new CommandFailed({ detail: "--step-pause-ms must be 0-60000" })
       const report = yield* (yield* ReleaseRollout)
         .rollout({
           product: Option.getOrUndefined(product),
@@ -433,11 +423,9 @@ const tag = Command.make(
           a.ok ? "released" : "not a complete release"
         ].join("\n")
       )
-      if (answer.ok) return
-      const all = [answer.native_publication, answer.native_delivery, answer.linux_publication, answer.linux_delivery]
-      if (all.some((s) => s.outcome === "in_progress") && !all.some((s) => s.outcome === "failed"))
-        return yield* new ExitWith({ code: EXIT_RUN_IN_PROGRESS })
-      return yield* new ExitWith({ code: 1 })
+      const standing = tagStanding(answer)
+      if (standing === "in_progress") return yield* new ExitWith({ code: EXIT_RUN_IN_PROGRESS })
+      if (standing === "incomplete") return yield* new ExitWith({ code: 1 })
     })
 ).pipe(
   Command.withDescription(

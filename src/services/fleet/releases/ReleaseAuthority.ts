@@ -1,4 +1,5 @@
 import { Effect, Schema } from "effect"
+import { generateKeyPair } from "../../platform/vault/Ed25519.js"
 import { Vault } from "../../platform/vault/Vault.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import type { ReleaseSettings } from "../registry/Schema.js"
@@ -9,6 +10,12 @@ export class ReleaseAuthorityUnavailable extends Schema.TaggedError<ReleaseAutho
   "ReleaseAuthorityUnavailable",
   { code: Schema.Literal("RELEASE_AUTHORITY_UNAVAILABLE"), detail: Schema.String }
 ) {}
+
+/** The vault already holds an item of that name: a signing key is never replaced (readers trust it by id). */
+export class SigningKeyExists extends Schema.TaggedError<SigningKeyExists>()("SigningKeyExists", {
+  item: Schema.String,
+  detail: Schema.String
+}) {}
 
 /** The field of the signing item that holds the private key (seed 002: `private_key`). */
 export const SIGNING_KEY_FIELD = "private_key"
@@ -79,6 +86,23 @@ export class ReleaseAuthority extends Effect.Service<ReleaseAuthority>()("fleet/
         } satisfies ReleaseSignature
       })
 
-    return { trusted, trustedBy, sign } as const
+    /**
+     * A new Ed25519 signing key in the vault item `item` (its private half stays there). An item of that name is
+     * never replaced: releases signed by the key it holds would stop verifying for every reader that trusts it.
+     */
+    const createSigningKey = (item: string) =>
+      Effect.gen(function* () {
+        const existing = yield* vault.listItems
+        if (existing.some((i) => i.name === item))
+          return yield* new SigningKeyExists({
+            item,
+            detail: `the vault already holds ${item}: a signing key is never replaced here`
+          })
+        const pair = generateKeyPair()
+        yield* vault.putItem(item, { [SIGNING_KEY_FIELD]: pair.private_key })
+        return { item, key_id: pair.key_id, public_key: pair.public_key }
+      })
+
+    return { trusted, trustedBy, sign, createSigningKey } as const
   })
 }) {}

@@ -30,6 +30,21 @@ export class SubmitRefused extends Schema.TaggedError<SubmitRefused>()("SubmitRe
   detail: Schema.String
 }) {}
 
+/**
+ * The recipe committed at `revision` and its bytes' digest: none when the tree has no `file`, a Left saying why
+ * its text is not a recipe. Each caller words its own refusal (a submit's, the tag adapter's).
+ */
+export const recipeAt = (source: string, revision: string, file: string) =>
+  Effect.map(
+    committedFile(source, revision, file),
+    Option.map((text) =>
+      Either.map(parseRecipe(text), (recipe): { readonly recipe: ReleaseRecipe; readonly sha256: string } => ({
+        recipe,
+        sha256: sha256Hex(text)
+      }))
+    )
+  )
+
 export const VERSION_PATTERN = /^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$/
 export const CHANNEL_PATTERN = /^[a-z][a-z0-9-]{0,31}$/
 
@@ -103,15 +118,14 @@ export class ReleaseRun extends Effect.Service<ReleaseRun>()("fleet/ReleaseRun",
       (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
     )
 
-    /** The recipe committed at `revision`, its bytes' digest, and the commit's time. */
-    const recipeAt = (source: string, revision: string, file: string) =>
+    /** The recipe committed at `revision` and its bytes' digest, or the submit's refusal. */
+    const recipeOrRefused = (source: string, revision: string, file: string) =>
       Effect.gen(function* () {
-        const text = yield* committedFile(source, revision, file)
-        if (Option.isNone(text))
+        const read = yield* recipeAt(source, revision, file)
+        if (Option.isNone(read))
           return yield* refused(`${source} has no committed ${file} (docs/releases.md, "The recipe")`)
-        const recipe = parseRecipe(text.value)
-        if (Either.isLeft(recipe)) return yield* refused(recipe.left)
-        return { recipe: recipe.right, sha256: sha256Hex(text.value) }
+        if (Either.isLeft(read.value)) return yield* refused(read.value.left)
+        return read.value.right
       })
 
     /**
@@ -374,11 +388,11 @@ export class ReleaseRun extends Effect.Service<ReleaseRun>()("fleet/ReleaseRun",
             return yield* refused(`${recipeFile} is not a relative path inside the tree`)
           // Not a work tree's top is the source's problem (SOURCE_REFUSED), not a missing recipe.
           yield* checkSourceTop(request.source)
-          const headRecipe = yield* recipeAt(request.source, "HEAD", recipeFile)
+          const headRecipe = yield* recipeOrRefused(request.source, "HEAD", recipeFile)
           const dir = yield* spool
           const archive = path.join(dir, "source.tar.gz")
           const source = yield* archiveSource(request.source, headRecipe.recipe.product, request.version, archive)
-          const { recipe, sha256: manifestSha256 } = yield* recipeAt(request.source, source.revision, recipeFile)
+          const { recipe, sha256: manifestSha256 } = yield* recipeOrRefused(request.source, source.revision, recipeFile)
           if (manifestSha256 !== headRecipe.sha256 || recipe.product !== headRecipe.recipe.product)
             return yield* refused(`${request.source} changed while it was archived: submit again`)
           const builder = yield* builderFor(recipe.platform, recipe.secrets ?? {})

@@ -4,9 +4,8 @@ import { ReleaseAuthority } from "./ReleaseAuthority.js"
 import { ReleaseCatalog } from "./ReleaseCatalog.js"
 import { releaseKey, verifyRelease } from "./ReleaseManifest.js"
 import { objectStoreReader } from "./ReleaseReaders.js"
-import { parseRecipe } from "./ReleaseRecipe.js"
 import { type ProductRollout, ReleaseRollout } from "./ReleaseRollout.js"
-import { ReleaseRun } from "./ReleaseRun.js"
+import { ReleaseRun, recipeAt } from "./ReleaseRun.js"
 import { committedFile, tagAndHead } from "./SourceArchive.js"
 
 /** The tag cannot be released: not a release tag, not checked out, its declaration or recipes wrong. */
@@ -59,6 +58,18 @@ export interface TagAnswer {
   readonly ok: boolean
 }
 
+/**
+ * Where a tag's answer leaves the release: `released`; `in_progress` when a build has not finished and nothing
+ * failed (giving the tag again attaches to it); `incomplete` otherwise. The command's exit code follows it.
+ */
+export const tagStanding = (answer: TagAnswer): "released" | "in_progress" | "incomplete" => {
+  if (answer.ok) return "released"
+  const all = [answer.native_publication, answer.native_delivery, answer.linux_publication, answer.linux_delivery]
+  return all.some((s) => s.outcome === "in_progress") && !all.some((s) => s.outcome === "failed")
+    ? "in_progress"
+    : "incomplete"
+}
+
 const notStarted = (detail: string): StepResult => ({ outcome: "not_started", detail })
 const notApplicable: StepResult = { outcome: "not_applicable", detail: "a candidate tag publishes Linux only" }
 
@@ -84,11 +95,10 @@ export class TagRelease extends Effect.Service<TagRelease>()("fleet/TagRelease",
 
     const recipeOf = (source: string, revision: string, file: string) =>
       Effect.gen(function* () {
-        const text = yield* committedFile(source, revision, file)
-        if (Option.isNone(text)) return yield* refused(`the tagged tree has no ${file}`)
-        const recipe = parseRecipe(text.value)
-        if (Either.isLeft(recipe)) return yield* refused(recipe.left)
-        return recipe.right
+        const read = yield* recipeAt(source, revision, file)
+        if (Option.isNone(read)) return yield* refused(`the tagged tree has no ${file}`)
+        if (Either.isLeft(read.value)) return yield* refused(read.value.left)
+        return read.value.right.recipe
       })
 
     /** One platform's publication: the submit of its recipe, then `release.json` read back and verified. */
