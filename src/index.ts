@@ -12,6 +12,27 @@ export * from "./actors/StorageHandoff.js"
 export { ctl, runCtl } from "./cli/Cli.js"
 export { type CommandNode, commandTree } from "./cli/Help.js"
 export { ctlMain, exitCodeOf, unknownCommand } from "./cli/Run.js"
+export {
+  AgentDetail,
+  AgentSummary,
+  AgentsApi,
+  Caller,
+  ChatApi,
+  CoinApi,
+  CoinHistoryResult,
+  MarketGate,
+  MarketplaceApi,
+  StreamApi,
+  TokensApi,
+  WalletAddress
+} from "./contracts/market/Api.js"
+// Contracts: wire schemas, tagged errors, the actor protocols
+export * from "./contracts/market/Errors.js"
+export * from "./contracts/market/MarketAgent.js"
+export * from "./contracts/market/Money.js"
+export type { Principal } from "./contracts/market/Principal.js"
+export * from "./contracts/market/Receipts.js"
+export * from "./contracts/market/Ticker.js"
 // HTTP contracts, shared middleware and typed clients
 export * from "./http/BodyLimit.js"
 export * from "./http/ClientError.js"
@@ -27,20 +48,6 @@ export {
   GroundTruthReadApi
 } from "./http/groundtruth/Api.js"
 export { HealthApi } from "./http/Health.js"
-export {
-  AgentDetail,
-  AgentSummary,
-  AgentsApi,
-  Caller,
-  ChatApi,
-  CoinApi,
-  CoinHistoryResult,
-  MarketGate,
-  MarketplaceApi,
-  StreamApi,
-  TokensApi,
-  WalletAddress
-} from "./http/marketplace/Api.js"
 export { endpointClass, MarketGateLive } from "./http/marketplace/Gate.js"
 export { tradeFastPath } from "./http/marketplace/TradeFastPath.js"
 export * from "./http/Problem.js"
@@ -191,13 +198,11 @@ export * from "./services/market/Chat.js"
 export * from "./services/market/CoinIssuance.js"
 export * from "./services/market/CoinPrice.js"
 export { demoCredentialsFile } from "./services/market/DemoData.js"
-export * from "./services/market/Errors.js"
 export * from "./services/market/Ledger.js"
 export * from "./services/market/MarketConfig.js"
 export * from "./services/market/MarketEvents.js"
 export { marketMigrations } from "./services/market/migrations.js"
 export * from "./services/market/RateLimits.js"
-export * from "./services/market/Ticker.js"
 export * from "./services/market/TokenBoard.js"
 export * from "./services/market/TokenMarket.js"
 export * from "./services/market/Trading.js"

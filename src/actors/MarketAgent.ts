@@ -1,67 +1,23 @@
 import { Entity, type Envelope } from "@effect/cluster"
-import { Rpc } from "@effect/rpc"
-import { Cause, Chunk, Effect, Either, Exit, Layer, Option, Runtime, Schedule, Schema } from "effect"
-import { constant, identity } from "effect/Function"
+import { Cause, Chunk, Effect, Either, Exit, Layer, Option, Runtime, Schedule } from "effect"
+import { constant } from "effect/Function"
+import { ActorFailed, Overloaded } from "../contracts/market/Errors.js"
+import {
+  type Accrue,
+  MarketAgent,
+  type OrderRefusal,
+  type Trade,
+  type TradeBatch,
+  type TradeOrder,
+  type TradeOutcome
+} from "../contracts/market/MarketAgent.js"
 import { Agents } from "../services/market/Agents.js"
 import { CoinHistory } from "../services/market/CoinPrice.js"
-import {
-  ActorFailed,
-  AgentNotFound,
-  AgentNotTrading,
-  CurveComplete,
-  IdempotencyKeyReused,
-  OrderNotFilled,
-  Overloaded,
-  SlippageExceeded,
-  TradeTooSmall
-} from "../services/market/Errors.js"
-import { InsufficientFunds } from "../services/market/Ledger.js"
 import { MarketConfig } from "../services/market/MarketConfig.js"
-import { TradeOrder, TradeOutcome, Trading } from "../services/market/Trading.js"
+import { Trading } from "../services/market/Trading.js"
 
-/**
- * `schema` as a transformation from itself, for an RPC payload. A struct schema has a `make`, and the RPC
- * client calls it on every message, which validates the whole payload again (≈ 2 % of a trade's CPU in the
- * market bench profile); the orders are built from the request's decoded fields, and what a remote runner
- * receives is still decoded by the schema.
- */
-const withoutMake = <A, I>(schema: Schema.Schema<A, I>) =>
-  Schema.transform(schema, Schema.typeSchema(schema), { strict: true, decode: identity, encode: identity })
-
-/** Why one order was not applied: a refusal, or `ActorFailed` when its transaction failed. */
-const TradeRefusal = Schema.Union(
-  AgentNotFound,
-  AgentNotTrading,
-  SlippageExceeded,
-  TradeTooSmall,
-  CurveComplete,
-  OrderNotFilled,
-  InsufficientFunds,
-  IdempotencyKeyReused,
-  ActorFailed
-)
-
-const Trade = Rpc.make("Trade", { payload: withoutMake(TradeOrder), success: TradeOutcome, error: TradeRefusal })
-
-/**
- * Several orders of one ticker in one message, answered with one result per order, in order: what the HTTP
- * side sends (`TradeSender`), so the trades that arrive together cross the actor hop once.
- */
-const TradeBatch = Rpc.make("TradeBatch", {
-  payload: withoutMake(Schema.Struct({ orders: Schema.Array(TradeOrder) })),
-  success: Schema.Array(Schema.Either({ right: TradeOutcome, left: TradeRefusal }))
-})
 type TradeRequest = Envelope.Request<typeof Trade> | Envelope.Request<typeof TradeBatch>
-type TradeRefusalError = typeof TradeRefusal.Type | Overloaded
-
-const Accrue = Rpc.make("Accrue", { success: Schema.BigInt, error: Schema.Union(AgentNotFound, ActorFailed) })
-
-/**
- * One actor per agent, keyed by ticker: its trades and its cost accrual are handled one at a time,
- * while different tickers run side by side. All state is in SQL (Trading, Agents), so passivation
- * or a restart loses nothing; messages are volatile because an HTTP caller waits for the answer.
- */
-export const MarketAgent = Entity.make("MarketAgent", [Trade, TradeBatch, Accrue])
+type TradeRefusalError = typeof OrderRefusal.Type | Overloaded
 
 /**
  * Resumes once the event loop has polled its sockets. Effect runs a request from its parse to its answer in

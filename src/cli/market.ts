@@ -1,5 +1,6 @@
 import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
+import { AMOUNT_TOO_LONG, MAX_AMOUNT_TEXT } from "../contracts/market/Money.js"
 import { ServicesLive } from "../layers/Live.js"
 import { type Agent, Agents, launchWarnings } from "../services/market/Agents.js"
 import { type ApiKeyInfo, ApiKeys } from "../services/market/ApiKeys.js"
@@ -7,15 +8,7 @@ import { CoinIssuance } from "../services/market/CoinIssuance.js"
 import { CoinHistory } from "../services/market/CoinPrice.js"
 import { Ledger, MAX_LEG } from "../services/market/Ledger.js"
 import { TREASURY } from "../services/market/TokenMarket.js"
-import {
-  AMOUNT_TOO_LONG,
-  AmountTooLarge,
-  canonicalDecimal,
-  fromUnits,
-  MAX_AMOUNT_TEXT,
-  toUnits,
-  unitsText
-} from "../services/market/Units.js"
+import { AmountTooLarge, canonicalDecimal, fromUnits, toUnits, unitsText } from "../services/market/Units.js"
 import { checksumAddress } from "../services/market/WalletSignature.js"
 import { CommandFailed, emit, failWith, iso, json, table } from "./Output.js"
 

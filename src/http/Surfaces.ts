@@ -1,6 +1,6 @@
+import { MarketplaceApi } from "../contracts/market/Api.js"
 import { ControlPlaneApi } from "./controlplane/Api.js"
 import { GroundTruthApi } from "./groundtruth/Api.js"
-import { MarketplaceApi } from "./marketplace/Api.js"
 import { ProductApi } from "./product/Api.js"
 import { VaultApi } from "./vault/Api.js"
 

@@ -12,6 +12,7 @@ import {
 } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Config, Duration, Effect, Layer, Option } from "effect"
+import { MarketplaceApi } from "../contracts/market/Api.js"
 import { bodyLimitMiddleware } from "../http/BodyLimit.js"
 import { installClientErrorAnswer } from "../http/ClientError.js"
 import { CORS_ROUTES, type CorsOrigins, corsMiddleware, corsOriginsFromConfig } from "../http/Cors.js"
@@ -36,7 +37,6 @@ import {
   GroundTruthIngestLive,
   GroundTruthReadLive
 } from "../http/groundtruth/Http.js"
-import { MarketplaceApi } from "../http/marketplace/Api.js"
 import { MarketGateLive } from "../http/marketplace/Gate.js"
 import { AgentsLive, ChatLive, CoinLive, StreamLive, TokensLive } from "../http/marketplace/Http.js"
 import { tradeFastPath } from "../http/marketplace/TradeFastPath.js"

@@ -1,14 +1,14 @@
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Duration, Effect, Layer, Option } from "effect"
+import { MarketGate } from "../../contracts/market/Api.js"
+import { RateLimited, Unauthorized } from "../../contracts/market/Errors.js"
 import { ApiKeys, type Principal, principalId } from "../../services/market/ApiKeys.js"
-import { RateLimited, Unauthorized } from "../../services/market/Errors.js"
 import { MarketConfig } from "../../services/market/MarketConfig.js"
 import { RateLimits } from "../../services/market/RateLimits.js"
 import { WalletAuth } from "../../services/market/WalletAuth.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import { TrustedProxies } from "../../services/platform/TrustedProxies.js"
 import { routePath } from "../RoutePath.js"
-import { MarketGate } from "./Api.js"
 
 export type EndpointClass = "public" | "authenticated" | "trading"
 

@@ -1,10 +1,10 @@
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { Effect, Either } from "effect"
 import { TradeSender } from "../../actors/MarketAgent.js"
+import { Forbidden } from "../../contracts/market/Errors.js"
+import { AMOUNT_TOO_LONG, MAX_AMOUNT_TEXT } from "../../contracts/market/Money.js"
 import type { Principal } from "../../services/market/ApiKeys.js"
-import { Forbidden } from "../../services/market/Errors.js"
 import { tradeOrder } from "../../services/market/Trading.js"
-import { AMOUNT_TOO_LONG, MAX_AMOUNT_TEXT } from "../../services/market/Units.js"
 import { jsonNumberTexts } from "../../services/platform/JsonNumbers.js"
 
 /**

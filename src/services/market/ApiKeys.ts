@@ -1,15 +1,13 @@
 import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
+import { agentNotFound, InvalidInput, UnknownApiKey } from "../../contracts/market/Errors.js"
+import type { Principal } from "../../contracts/market/Principal.js"
 import { sha256Hex } from "../platform/Digest.js"
 import { SqlDirect } from "../platform/SqlDirect.js"
-import { agentNotFound, InvalidInput, UnknownApiKey } from "./Errors.js"
 import { checksumAddress, isAddress } from "./WalletSignature.js"
 
-/** Who a request acts for: a wallet (by signature or its key) or an agent (by its key). */
-export type Principal =
-  | { readonly kind: "wallet" /** lowercase 0x address */; readonly address: string }
-  | { readonly kind: "agent"; readonly ticker: string }
+export type { Principal }
 
 export const principalId = (principal: Principal) =>
   principal.kind === "wallet" ? `wallet:${principal.address}` : `agent:${principal.ticker}`

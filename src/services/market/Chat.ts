@@ -1,9 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
+import { AgentCannotChat, agentNotFound, InvalidInput } from "../../contracts/market/Errors.js"
 import { SqlDirect } from "../platform/SqlDirect.js"
 import type { SyncStatements } from "../platform/SyncSql.js"
 import { hasUndisplayableCharacter, UNDISPLAYABLE_RULE } from "../platform/Validation.js"
-import { AgentCannotChat, agentNotFound, InvalidInput } from "./Errors.js"
 import { appendEvent, MarketEvents } from "./MarketEvents.js"
 import { pageOf } from "./Paging.js"
 

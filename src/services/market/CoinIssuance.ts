@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
+import { isTicker, TICKER_RULE } from "../../contracts/market/Ticker.js"
 import { Agents } from "./Agents.js"
 import { COIN, displayAccount, Ledger } from "./Ledger.js"
-import { isTicker, TICKER_RULE } from "./Ticker.js"
 import { TREASURY, walletAccount } from "./TokenMarket.js"
 import { isAddress } from "./WalletSignature.js"
 

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer } from "effect"
-import { InvalidInput } from "./Errors.js"
+import { InvalidInput } from "../../contracts/market/Errors.js"
 import { COIN, exactIntegers, ISSUANCE, Ledger, MAX_LEG } from "./Ledger.js"
 import { MarketConfig } from "./MarketConfig.js"
 import { pageOf } from "./Paging.js"

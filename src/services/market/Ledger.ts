@@ -1,6 +1,6 @@
-import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
+import { InsufficientFunds } from "../../contracts/market/Errors.js"
 import { placeholders, SqlDirect } from "../platform/SqlDirect.js"
 import { refuse, type SyncStatements } from "../platform/SyncSql.js"
 import { unitsText } from "./Units.js"
@@ -24,17 +24,6 @@ export const displayAccount = (account: string) =>
 
 /** The largest leg the ledger takes (2^62 nano-units, about 4.6e9 coin or tokens). */
 export const MAX_LEG = 2n ** 62n
-
-export class InsufficientFunds extends Schema.TaggedError<InsufficientFunds>()(
-  "InsufficientFunds",
-  {
-    code: Schema.Literal("INSUFFICIENT_FUNDS", "INSUFFICIENT_TOKENS"),
-    account: Schema.String,
-    asset: Schema.String,
-    detail: Schema.String
-  },
-  HttpApiSchema.annotations({ status: 422 })
-) {}
 
 export class UnbalancedEntry extends Schema.TaggedError<UnbalancedEntry>()("UnbalancedEntry", {
   asset: Schema.String,

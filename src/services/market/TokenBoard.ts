@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
-import { InvalidInput } from "./Errors.js"
+import { InvalidInput } from "../../contracts/market/Errors.js"
 import { COIN, exactIntegers } from "./Ledger.js"
 import { pageOf } from "./Paging.js"
 import { priceNumber } from "./Trading.js"

@@ -1,20 +1,21 @@
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect } from "effect"
-import { SqlDirect } from "../platform/SqlDirect.js"
-import { refuse, type SyncStatements } from "../platform/SyncSql.js"
-import { BPS, type CurveState, quoteBuy, quoteSell } from "./BondingCurve.js"
 import {
   AgentExists,
   type AgentNotFound,
   AgentNotTrading,
   agentNotFound,
   CurveComplete,
+  type InsufficientFunds,
   OrderNotFilled,
   SlippageExceeded,
   TradeTooSmall
-} from "./Errors.js"
-import { COIN, type InsufficientFunds, Ledger, type Leg, postEntry, type UnbalancedEntry } from "./Ledger.js"
+} from "../../contracts/market/Errors.js"
+import { SqlDirect } from "../platform/SqlDirect.js"
+import { refuse, type SyncStatements } from "../platform/SyncSql.js"
+import { BPS, type CurveState, quoteBuy, quoteSell } from "./BondingCurve.js"
+import { COIN, Ledger, type Leg, postEntry, type UnbalancedEntry } from "./Ledger.js"
 import { UNIT } from "./Units.js"
 
 export interface MarketSettings {

@@ -1,75 +1,19 @@
-import { Clock, Effect, Exit, Schema } from "effect"
+import { Clock, Effect, Exit } from "effect"
+import { IdempotencyKeyReused } from "../../contracts/market/Errors.js"
+import type { TradeOrder, TradeOutcome } from "../../contracts/market/MarketAgent.js"
+import type { TradeReceipt } from "../../contracts/market/Receipts.js"
 import { sha256Hex } from "../platform/Digest.js"
 import { hotSpan } from "../platform/HotSpan.js"
 import { SqlDirect, savepointSync, TransactionLost } from "../platform/SqlDirect.js"
 import { Refused, refuse, type SyncStatements } from "../platform/SyncSql.js"
 import { type Principal, principalId } from "./ApiKeys.js"
 import { writeLine } from "./Chat.js"
-import { IdempotencyKeyReused } from "./Errors.js"
 import type { UnbalancedEntry } from "./Ledger.js"
 import { MarketConfig } from "./MarketConfig.js"
 import { appendEvent, MarketEvents } from "./MarketEvents.js"
 import { buyIn, sellIn, type TradeRefusal, type TradeResult, walletAccount } from "./TokenMarket.js"
-import { canonicalDecimal, ExactDecimal, fromUnits, plainDecimal, ratioText, toUnits, unitsText } from "./Units.js"
+import { canonicalDecimal, fromUnits, plainDecimal, ratioText, toUnits, unitsText } from "./Units.js"
 import { checksumAddress } from "./WalletSignature.js"
-
-const exactAmount = ExactDecimal("The amount beside it (same name without _str) as exact decimal text")
-const exactPrice = ExactDecimal("price_per_token to 18 significant digits, as decimal text")
-
-export const BuyResult = Schema.Struct({
-  success: Schema.Boolean,
-  tokens_received: Schema.Number,
-  tokens_received_str: exactAmount,
-  price_per_token: Schema.Number,
-  price_per_token_str: exactPrice,
-  fee: Schema.Number,
-  fee_str: exactAmount,
-  /** The coin taken from the wallet, fee included (less than `amount` when the curve ran out). */
-  coin_spent: Schema.Number,
-  coin_spent_str: exactAmount,
-  /** True when the curve ran out and only what was left was bought. */
-  partial: Schema.Boolean,
-  /** The wallet's coin balance after the trade. */
-  new_balance: Schema.Number,
-  new_balance_str: exactAmount
-})
-
-export const SellResult = Schema.Struct({
-  success: Schema.Boolean,
-  coin_received: Schema.Number,
-  coin_received_str: exactAmount,
-  price_per_token: Schema.Number,
-  price_per_token_str: exactPrice,
-  fee: Schema.Number,
-  fee_str: exactAmount,
-  /** The tokens taken from the wallet (always all of `amount`). */
-  tokens_sold: Schema.Number,
-  tokens_sold_str: exactAmount,
-  /** Always false: a sell fills whole or fails. */
-  partial: Schema.Boolean,
-  new_balance: Schema.Number,
-  new_balance_str: exactAmount
-})
-
-export const TradeReceipt = Schema.Union(BuyResult, SellResult)
-export type TradeReceipt = typeof TradeReceipt.Type
-
-export const TradeOrder = Schema.Struct({
-  side: Schema.Literal("buy", "sell"),
-  ticker: Schema.String,
-  /** Lowercase 0x address. */
-  wallet: Schema.String,
-  /** Buy: coin to spend; sell: tokens to sell (nano-units). */
-  amount: Schema.BigInt,
-  /** min_tokens_out (buy) or min_coin_out (sell), nano-units; 0 for no guard. */
-  minimum: Schema.BigInt,
-  /** A buy the curve cannot fill entirely is refused instead of filled in part. */
-  fillOrKill: Schema.optional(Schema.Boolean),
-  idempotency: Schema.optional(
-    Schema.Struct({ principal: Schema.String, key: Schema.String, fingerprint: Schema.String })
-  )
-})
-export type TradeOrder = typeof TradeOrder.Type
 
 /** What a caller asks for, in the API's units: coin or tokens as JSON numbers or decimal strings. */
 export interface TradeRequest {
@@ -126,9 +70,6 @@ export const tradeOrder = (request: TradeRequest): TradeOrder => ({
         }
       })
 })
-
-export const TradeOutcome = Schema.Struct({ receipt: TradeReceipt, replayed: Schema.Boolean })
-export type TradeOutcome = typeof TradeOutcome.Type
 
 /** A ratio as a JSON number: prices are not balances, so they keep 12 significant digits (18 in `ratioText`). */
 export const priceNumber = (numerator: bigint, denominator: bigint) =>

@@ -1,22 +1,9 @@
-import { Schema } from "effect"
-
 /**
  * Money is exact: coin and token quantities are integers of nano-units (10^-9), `bigint` in code and
  * INTEGER in SQL. JSON answers carry each amount twice: a number (a double, exact only up to 2^53 nano-units)
  * and, in the field of the same name with `_str`, its exact decimal text (docs/marketplace.md, "Money is exact").
  */
 export const DECIMALS = 9
-
-/**
- * The most characters an amount may be written in (a JSON number's text or a decimal string): checked before
- * any digit is converted, so a million-digit amount costs nothing. 64 holds every amount the API admits with
- * its 9 decimals and room for digits past them (which are rounded).
- */
-export const MAX_AMOUNT_TEXT = 64
-export const AMOUNT_TOO_LONG = `must be written in at most ${MAX_AMOUNT_TEXT} characters`
-
-/** What a decimal string in a request may be: the text of a JSON number, in quotes (RFC 8259 §6). */
-export const JSON_NUMBER_TEXT = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/
 
 /**
  * Past this power of ten a non-zero amount exceeds anything the ledger holds (2^62 nano-units is below
@@ -145,20 +132,5 @@ export const ratioText = (numerator: bigint, denominator: bigint, significant = 
   fraction = fraction.slice(0, end)
   return `${negative ? "-" : ""}${whole}${fraction === "" ? "" : `.${fraction}`}`
 }
-
-/**
- * An exact decimal as a response field (the `_str` sibling of an amount): text, so no JSON reader turns it into
- * a double. Declared in the OpenAPI with its grammar.
- */
-export const ExactDecimal = (description: string) =>
-  Schema.String.annotations({
-    description,
-    jsonSchema: {
-      type: "string",
-      pattern: "^-?(0|[1-9][0-9]*)(\\.[0-9]*[1-9])?$",
-      description,
-      examples: ["123456789.123456789", "2.5", "0"]
-    }
-  })
 
 export const ceilDiv = (a: bigint, b: bigint): bigint => (a % b === 0n ? a / b : a / b + (a > 0n === b > 0n ? 1n : 0n))

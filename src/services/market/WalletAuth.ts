@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect } from "effect"
+import { Unauthorized } from "../../contracts/market/Errors.js"
 import { sha256Hex } from "../platform/Digest.js"
-import { Unauthorized } from "./Errors.js"
 import { MarketConfig } from "./MarketConfig.js"
 import { canonicalMessage, isAddress, recoverAddress } from "./WalletSignature.js"
 

@@ -1,6 +1,13 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
-import type { Principal } from "../../services/market/ApiKeys.js"
+import { problemOpenApi } from "../../http/ProblemContract.js"
+import {
+  DecimalIntegerString,
+  DisplayText,
+  IntegerFromString,
+  RequestStruct,
+  StrictRequestStruct
+} from "../../http/RequestSchema.js"
 import {
   AgentCannotChat,
   AgentNotFound,
@@ -8,6 +15,7 @@ import {
   CurveComplete,
   Forbidden,
   IdempotencyKeyReused,
+  InsufficientFunds,
   InvalidInput,
   OrderNotFilled,
   Overloaded,
@@ -15,19 +23,11 @@ import {
   SlippageExceeded,
   TradeTooSmall,
   Unauthorized
-} from "../../services/market/Errors.js"
-import { InsufficientFunds } from "../../services/market/Ledger.js"
-import { TickerText } from "../../services/market/Ticker.js"
-import { BuyResult, SellResult } from "../../services/market/Trading.js"
-import { AMOUNT_TOO_LONG, ExactDecimal, JSON_NUMBER_TEXT, MAX_AMOUNT_TEXT } from "../../services/market/Units.js"
-import { problemOpenApi } from "../ProblemContract.js"
-import {
-  DecimalIntegerString,
-  DisplayText,
-  IntegerFromString,
-  RequestStruct,
-  StrictRequestStruct
-} from "../RequestSchema.js"
+} from "./Errors.js"
+import { AmountInput, ExactDecimal } from "./Money.js"
+import type { Principal } from "./Principal.js"
+import { BuyResult, SellResult } from "./Receipts.js"
+import { TickerText } from "./Ticker.js"
 
 /** Who the request acts for, when its endpoint class needs credentials (set by MarketGate). */
 export class Caller extends Context.Tag("market/Caller")<Caller, { readonly principal: Principal | undefined }>() {}
@@ -113,44 +113,6 @@ export const WalletAddress = Schema.String.pipe(
   Schema.pattern(/^0x[0-9a-fA-F]{40}$/),
   Schema.annotations({ message: () => "must be a 0x wallet address (40 hex digits)" })
 )
-/**
- * An amount as a client writes it: a JSON number, or the same text as a decimal string (`"123456789.123456789"`,
- * what a client whose numbers are doubles sends to be exact). Either way at most `MAX_AMOUNT_TEXT` characters
- * (a number's text is checked where the body's text is read, `Trade.ts`), from more than 0 (or 0) to `max`.
- */
-const AmountInput = (least: "positive" | "zero", max: number, description: string) => {
-  const range = `${least === "positive" ? "more than 0" : "at least 0"} and at most ${max === 1e12 ? "1e12" : "1e18"}`
-  const message = `must be a number or a decimal string, ${range}`
-  const inRange = (n: number) => Number.isFinite(n) && (least === "positive" ? n > 0 : n >= 0) && n <= max
-  return Schema.Union(Schema.Number, Schema.String).pipe(
-    Schema.annotations({ message: () => ({ message, override: true }) }),
-    // The length first: a million-digit string is refused before any pattern or conversion reads it.
-    Schema.filter((value) => {
-      if (typeof value === "number") return inRange(value) || message
-      if (value.length > MAX_AMOUNT_TEXT) return AMOUNT_TOO_LONG
-      return (JSON_NUMBER_TEXT.test(value) && inRange(Number(value))) || message
-    }),
-    Schema.annotations({
-      jsonSchema: {
-        description,
-        anyOf: [
-          {
-            type: "number",
-            ...(least === "positive" ? { exclusiveMinimum: 0 } : { minimum: 0 }),
-            maximum: max,
-            description: `At most ${MAX_AMOUNT_TEXT} characters as written in the body`
-          },
-          {
-            type: "string",
-            pattern: JSON_NUMBER_TEXT.source,
-            maxLength: MAX_AMOUNT_TEXT,
-            description: "The amount's decimal text, exactly: the same text as the number, in quotes"
-          }
-        ]
-      }
-    })
-  )
-}
 const Amount = AmountInput(
   "positive",
   1e12,

@@ -91,6 +91,18 @@ export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReuse
   HttpApiSchema.annotations({ status: 422 })
 ) {}
 
+/** A wallet (or account) holds too little of the asset an order would take from it: nothing was done. */
+export class InsufficientFunds extends Schema.TaggedError<InsufficientFunds>()(
+  "InsufficientFunds",
+  {
+    code: Schema.Literal("INSUFFICIENT_FUNDS", "INSUFFICIENT_TOKENS"),
+    account: Schema.String,
+    asset: Schema.String,
+    detail: Schema.String
+  },
+  HttpApiSchema.annotations({ status: 422 })
+) {}
+
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
   "Unauthorized",
   { code: Schema.Literal("UNAUTHORIZED"), detail: Schema.String },
