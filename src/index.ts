@@ -12,6 +12,7 @@ export * from "./actors/StorageHandoff.js"
 export { ctl, runCtl } from "./cli/Cli.js"
 export { type CommandNode, commandTree } from "./cli/Help.js"
 export { ctlMain, exitCodeOf, unknownCommand } from "./cli/Run.js"
+export * from "./contracts/fleet/Beacon.js"
 export {
   AgentDetail,
   AgentSummary,

@@ -1,9 +1,9 @@
 import * as fs from "node:fs/promises"
 import { Clock, Effect } from "effect"
+import type { HostBeacon } from "../../../contracts/fleet/Beacon.js"
 import { packageVersion } from "../../platform/Package.js"
 import type { Target } from "../registry/Schema.js"
 import { ServiceManager } from "../units/ServiceManager.js"
-import type { HostBeacon } from "./Beacon.js"
 
 /**
  * statfs of one mount as exact byte counts (blocks × block size, computed in bigint). A mount that

@@ -1,4 +1,4 @@
-import type { UnitState } from "../beacon/Beacon.js"
+import type { UnitState } from "../../../contracts/fleet/Beacon.js"
 import type { ServiceDeclaration } from "../registry/Schema.js"
 
 /**

@@ -1,5 +1,5 @@
 import { Context, Duration, Effect, Layer, Schema } from "effect"
-import { type UnitState, UnitState as UnitStateSchema } from "../beacon/Beacon.js"
+import { type UnitState, UnitState as UnitStateSchema } from "../../../contracts/fleet/Beacon.js"
 import { RemoteCtl } from "../RemoteCtl.js"
 import type { Target } from "../registry/Schema.js"
 import { makeMemoryServiceManager } from "../units/MemoryServiceManager.js"

@@ -1,4 +1,4 @@
-import type { UnitState } from "../beacon/Beacon.js"
+import type { UnitState } from "../../../contracts/fleet/Beacon.js"
 import type { AlertDelivery, ServiceAlert } from "./Alerts.js"
 import type { BreakerState, PauseState } from "./AutonomyControl.js"
 import type { EndpointEvidence, UnitDecision } from "./Decision.js"

@@ -1,5 +1,5 @@
 import { Effect, Layer } from "effect"
-import type { UnitState } from "../beacon/Beacon.js"
+import type { UnitState } from "../../../contracts/fleet/Beacon.js"
 import {
   type DeclaredUnit,
   emptyUnitState,

@@ -2,9 +2,9 @@ import { execFile } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { Context, Duration, Effect, Schema } from "effect"
+import type { UnitState } from "../../../contracts/fleet/Beacon.js"
 import { childEnv } from "../../platform/ChildEnv.js"
 import { fileDigest } from "../../platform/Digest.js"
-import type { UnitState } from "../beacon/Beacon.js"
 import type { UnitDefinition } from "./UnitRender.js"
 
 export interface DeclaredUnit {
