@@ -12,6 +12,7 @@ export * from "./actors/StorageHandoff.js"
 export { ctl, runCtl } from "./cli/Cli.js"
 export { type CommandNode, commandTree } from "./cli/Help.js"
 export { ctlMain, exitCodeOf, unknownCommand } from "./cli/Run.js"
+export * from "./clients.js"
 export * from "./contracts/fleet/Beacon.js"
 export {
   AgentDetail,
@@ -34,10 +35,16 @@ export * from "./contracts/market/Money.js"
 export type { Principal } from "./contracts/market/Principal.js"
 export * from "./contracts/market/Receipts.js"
 export * from "./contracts/market/Ticker.js"
+export * from "./contracts/shared/Health.js"
+export * from "./contracts/shared/ObjectErrors.js"
+export * from "./contracts/shared/Problem.js"
+export { errorClasses, PLATFORM_CODES, problemOpenApi } from "./contracts/shared/ProblemContract.js"
+export { VaultApi, VaultNoStore, VaultTokensApi } from "./contracts/vault/Api.js"
+export * from "./contracts/vault/Errors.js"
+export * from "./contracts/vault/Schemas.js"
 // HTTP contracts, shared middleware and typed clients
 export * from "./http/BodyLimit.js"
 export * from "./http/ClientError.js"
-export * from "./http/Clients.js"
 export { ControlPlaneApi, HostHealthApi, StoredBeaconAnswer } from "./http/controlplane/Api.js"
 export * from "./http/FastPath.js"
 export {
@@ -48,11 +55,9 @@ export {
   GroundTruthIngestApi,
   GroundTruthReadApi
 } from "./http/groundtruth/Api.js"
-export { HealthApi } from "./http/Health.js"
 export { endpointClass, MarketGateLive } from "./http/marketplace/Gate.js"
 export { tradeFastPath } from "./http/marketplace/TradeFastPath.js"
 export * from "./http/Problem.js"
-export { errorClasses, PLATFORM_CODES, problemAwareClient, problemOpenApi } from "./http/ProblemContract.js"
 export {
   AdminAuth,
   AnalyticsApi,
@@ -64,7 +69,6 @@ export {
 } from "./http/product/Api.js"
 export { assignFastPath } from "./http/product/AssignFastPath.js"
 export * from "./http/Surfaces.js"
-export { TokenAnswer, VaultApi, VaultNoStore, VaultTokensApi } from "./http/vault/Api.js"
 // Layers
 export * from "./layers/DemoSeeds.js"
 export * from "./layers/Http.js"

@@ -1,6 +1,6 @@
 import { HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Console, Data, Duration, Effect, Either, ParseResult, Schema, SchemaAST } from "effect"
-import { codeFromTag } from "../http/Problem.js"
+import { codeFromTag } from "../contracts/shared/Problem.js"
 import { parseDuration } from "../services/platform/DurationSetting.js"
 
 export const json = Options.boolean("json").pipe(Options.withDescription("Print machine-readable JSON on stdout"))

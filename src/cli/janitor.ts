@@ -1,11 +1,11 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option, Schedule } from "effect"
+import { hasControlCharacter } from "../contracts/shared/Text.js"
 import { HostOpsLive, HostOpsPreviewLive, JanitorLive, JanitorPreviewLive } from "../layers/Live.js"
 import { type CleanupReport, Janitor, type Trigger } from "../services/fleet/janitor/Janitor.js"
 import { renderJanitorLaunchd, renderJanitorSystemd } from "../services/fleet/janitor/JanitorUnits.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { unitSettingsProblem } from "../services/fleet/UnitSettings.js"
-import { hasControlCharacter } from "../services/platform/Validation.js"
 import { CommandFailed, ExitWith, emit, integerOption, json, printJson, usageError } from "./Output.js"
 
 type CleanerPart = {

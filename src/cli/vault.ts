@@ -1,9 +1,10 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
+import type { Grant } from "../contracts/vault/Schemas.js"
 import { ServicesLive } from "../layers/Live.js"
 import { GrantIssuer } from "../services/fleet/grants/GrantIssuer.js"
 import { parseItemInput } from "../services/platform/vault/ItemInput.js"
-import { type Grant, Vault } from "../services/platform/vault/Vault.js"
+import { Vault } from "../services/platform/vault/Vault.js"
 import { CommandFailed, durationOption, emit, failWith, iso, json, table } from "./Output.js"
 
 /** Secret values come on stdin, never in argv. */

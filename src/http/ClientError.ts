@@ -1,6 +1,6 @@
 import type * as Http from "node:http"
 import type { Duplex } from "node:stream"
-import { PROBLEM_CONTENT_TYPE, problem, statusTitle } from "./Problem.js"
+import { PROBLEM_CONTENT_TYPE, problem, statusTitle } from "../contracts/shared/Problem.js"
 
 interface ParserRefusal {
   readonly status: number

@@ -1,6 +1,11 @@
-import { STATUS_CODES } from "node:http"
+/**
+ * The server side of the one error body (RFC 9457 problem details; its vocabulary, shared with the typed clients,
+ * is contracts/shared/Problem.ts): the middleware that answers every error in that shape, and the pure rewriting
+ * of a typed error or a decode failure into its members.
+ */
 import { HttpServerError, HttpServerRequest, HttpServerResponse, Multipart } from "@effect/platform"
-import { Cause, Effect, Option, Schema } from "effect"
+import { Cause, Effect, Option } from "effect"
+import { codeFromTag, PROBLEM_CONTENT_TYPE, problem, statusTitle } from "../contracts/shared/Problem.js"
 import {
   plainExpectation,
   relevantIssues,
@@ -8,39 +13,6 @@ import {
   withoutValue,
   withoutValues
 } from "../services/platform/Validation.js"
-
-/**
- * The one error body of every Keel HTTP surface (RFC 9457 problem details).
- * `code` is the stable, machine-readable UPPER_SNAKE identifier clients switch on;
- * `type` is a URN derived from it. Fields of the originating typed error stay in the body as
- * extension members, so the typed clients (HttpApiClient) still decode their errors.
- */
-export class ProblemDetails extends Schema.Class<ProblemDetails>("ProblemDetails")({
-  type: Schema.String,
-  title: Schema.String,
-  status: Schema.Int,
-  detail: Schema.String,
-  code: Schema.String.pipe(Schema.pattern(/^[A-Z][A-Z0-9_]*$/))
-}) {}
-
-export const PROBLEM_CONTENT_TYPE = "application/problem+json"
-
-/**
- * The title is the reason phrase Node writes on the status line (`413 Payload Too Large`), so the body and
- * the status line never disagree; 499 has none in Node and is never seen by the client that closed.
- */
-export const statusTitle = (status: number) =>
-  STATUS_CODES[status] ?? (status === 499 ? "Client Closed Request" : status >= 500 ? "Server Error" : "Client Error")
-
-/** `AgentNotFound` → `AGENT_NOT_FOUND`, `HttpApiDecodeError` → `HTTP_API_DECODE_ERROR`. */
-export const codeFromTag = (tag: string) =>
-  tag
-    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
-    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1_$2")
-    .replace(/[^A-Za-z0-9]+/g, "_")
-    .toUpperCase()
-
-export const problemType = (code: string) => `urn:keel:problem:${code.toLowerCase().replace(/_/g, "-")}`
 
 const defaultCodes: Record<number, string> = {
   400: "BAD_REQUEST",
@@ -59,20 +31,6 @@ const defaultCodes: Record<number, string> = {
   500: "INTERNAL_ERROR",
   503: "SERVICE_UNAVAILABLE"
 }
-
-export const problem = (
-  status: number,
-  code: string,
-  detail: string,
-  extensions: Record<string, unknown> = {}
-): Record<string, unknown> => ({
-  ...extensions,
-  type: problemType(code),
-  title: statusTitle(status),
-  status,
-  detail,
-  code
-})
 
 export const problemResponse = (
   status: number,

@@ -1,13 +1,13 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
-import { problemOpenApi } from "../../http/ProblemContract.js"
+import { problemOpenApi } from "../shared/ProblemContract.js"
 import {
   DecimalIntegerString,
   DisplayText,
   IntegerFromString,
   RequestStruct,
   StrictRequestStruct
-} from "../../http/RequestSchema.js"
+} from "../shared/RequestSchema.js"
 import {
   AgentCannotChat,
   AgentNotFound,

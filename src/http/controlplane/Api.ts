@@ -1,18 +1,22 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { ProbeResult } from "../../actors/FleetProbe.js"
+import {
+  ImmutableObjectWrite,
+  InvalidObjectKey,
+  ObjectStoreError,
+  ObjectWriteUnauthorized,
+  StorageFenced
+} from "../../contracts/shared/ObjectErrors.js"
+import { problemOpenApi } from "../../contracts/shared/ProblemContract.js"
+import { IntegerFromString, RequestStruct } from "../../contracts/shared/RequestSchema.js"
+import { VaultDenied, VaultForbidden } from "../../contracts/vault/Errors.js"
 import { BeaconInvalid, BeaconStale, BeaconStoreFailed } from "../../services/fleet/beacon/HostHealth.js"
 import { ActionNotHeld, AuthorityUnavailable } from "../../services/fleet/grants/ActionAuthority.js"
 import { TRANSACTION_ID, TRANSACTION_ID_RULE } from "../../services/fleet/handoff/HandoffFiles.js"
 import { StorageReconciliationFailed } from "../../services/fleet/handoff/StorageReconcile.js"
 import { JobNotFound } from "../../services/fleet/jobs/JobQueue.js"
 import { ObjectNotFound, PreconditionFailed } from "../../services/fleet/objects/ObjectAccess.js"
-import { ImmutableObjectWrite, ObjectWriteUnauthorized } from "../../services/platform/objects/ObjectGateway.js"
-import { InvalidObjectKey, ObjectStoreError } from "../../services/platform/objects/ObjectStore.js"
-import { StorageFenced } from "../../services/platform/objects/StorageFence.js"
-import { VaultDenied, VaultForbidden } from "../../services/platform/vault/Vault.js"
-import { problemOpenApi } from "../ProblemContract.js"
-import { IntegerFromString, RequestStruct } from "../RequestSchema.js"
 
 export const StoredBeaconAnswer = Schema.Struct({
   host: Schema.String,

@@ -3,6 +3,7 @@ import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/p
 import { Cause, Effect, Exit, Option, Stream } from "effect"
 import { FleetProbe, probeHost, startProbe } from "../../actors/FleetProbe.js"
 import { ReleaseRunWorkflow } from "../../actors/ReleaseRunWorkflow.js"
+import { InvalidObjectKey, ObjectStoreError } from "../../contracts/shared/ObjectErrors.js"
 import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
 import { Gates } from "../../services/fleet/gates/Gates.js"
 import { ActionAuthority, AuthorityUnavailable } from "../../services/fleet/grants/ActionAuthority.js"
@@ -23,12 +24,7 @@ import { ServiceReconciler } from "../../services/fleet/reconciler/ServiceReconc
 import { ServiceViews } from "../../services/fleet/reconciler/ServiceViews.js"
 import { RunRecords } from "../../services/fleet/releases/RunRecords.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
-import {
-  InvalidObjectKey,
-  type ObjectHead,
-  ObjectStoreError,
-  type WriteCondition
-} from "../../services/platform/objects/ObjectStore.js"
+import type { ObjectHead, WriteCondition } from "../../services/platform/objects/ObjectStore.js"
 import { originStripped } from "../RoutePath.js"
 import {
   ControlPlaneApi,

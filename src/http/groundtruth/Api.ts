@@ -8,6 +8,9 @@ import {
   OpenApi
 } from "@effect/platform"
 import { Schema } from "effect"
+import { HealthApi } from "../../contracts/shared/Health.js"
+import { problemOpenApi } from "../../contracts/shared/ProblemContract.js"
+import { IntegerFromString, RequestStruct, StrictRequestStruct } from "../../contracts/shared/RequestSchema.js"
 import { AskAnswer } from "../../services/groundtruth/Answerer.js"
 import { AssetNotFound, AssetRecord } from "../../services/groundtruth/BrandAssets.js"
 import {
@@ -25,9 +28,6 @@ import {
   SEARCH_QUERY_MAX_CHARS,
   SearchResult
 } from "../../services/groundtruth/Retriever.js"
-import { HealthApi } from "../Health.js"
-import { problemOpenApi } from "../ProblemContract.js"
-import { IntegerFromString, RequestStruct, StrictRequestStruct } from "../RequestSchema.js"
 
 export class GtUnauthorized extends Schema.TaggedError<GtUnauthorized>()(
   "GtUnauthorized",

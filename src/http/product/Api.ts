@@ -8,7 +8,10 @@ import {
   OpenApi
 } from "@effect/platform"
 import { Schema } from "effect"
-import { CodePointText } from "../../services/platform/Validation.js"
+import { HealthApi } from "../../contracts/shared/Health.js"
+import { problemOpenApi } from "../../contracts/shared/ProblemContract.js"
+import { IntegerFromString, RequestStruct } from "../../contracts/shared/RequestSchema.js"
+import { CodePointText } from "../../contracts/shared/Text.js"
 import { AppNotFound, Assignment, InvalidClientKey } from "../../services/product/Assigner.js"
 import { BlogList, BlogPost, PostNotFound } from "../../services/product/Blog.js"
 import { CollectBatch, CollectResult, MalformedBatch, SiteNotAllowed } from "../../services/product/Collector.js"
@@ -20,9 +23,6 @@ import {
   ExperimentResults,
   ReadoutQueryInvalid
 } from "../../services/product/ReadoutSchemas.js"
-import { HealthApi } from "../Health.js"
-import { problemOpenApi } from "../ProblemContract.js"
-import { IntegerFromString, RequestStruct } from "../RequestSchema.js"
 
 /** 1 to 256 characters, counted as Unicode code points (an emoji is one, as chat counts them). */
 const Param = CodePointText(256)

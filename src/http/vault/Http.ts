@@ -1,9 +1,10 @@
 import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
+import { VaultApi, VaultNoStore } from "../../contracts/vault/Api.js"
+import { VaultDenied } from "../../contracts/vault/Errors.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
-import { Vault, VaultDenied } from "../../services/platform/vault/Vault.js"
+import { Vault } from "../../services/platform/vault/Vault.js"
 import { routePath } from "../RoutePath.js"
-import { VaultApi, VaultNoStore } from "./Api.js"
 
 /** No cache, proxy or browser may keep a vault answer: success and refusal alike. */
 export const NO_STORE_HEADERS = { "cache-control": "no-store", pragma: "no-cache" } as const

@@ -1,7 +1,7 @@
 import * as path from "node:path"
 import { Config, Effect, Option } from "effect"
+import { hasControlCharacter } from "../../contracts/shared/Text.js"
 import { AppConfig, thisHostName } from "../platform/AppConfig.js"
-import { hasControlCharacter } from "../platform/Validation.js"
 
 /** The account rendered units run as unless told otherwise: a dedicated one. */
 export const DEFAULT_UNIT_USER = "keel"

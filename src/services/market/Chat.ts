@@ -1,9 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import { AgentCannotChat, agentNotFound, InvalidInput } from "../../contracts/market/Errors.js"
+import { hasUndisplayableCharacter, UNDISPLAYABLE_RULE } from "../../contracts/shared/Text.js"
 import { SqlDirect } from "../platform/SqlDirect.js"
 import type { SyncStatements } from "../platform/SyncSql.js"
-import { hasUndisplayableCharacter, UNDISPLAYABLE_RULE } from "../platform/Validation.js"
 import { appendEvent, MarketEvents } from "./MarketEvents.js"
 import { pageOf } from "./Paging.js"
 

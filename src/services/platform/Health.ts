@@ -1,16 +1,6 @@
-import { HttpApiSchema } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
+import { HealthStatus, Unhealthy } from "../../contracts/shared/Health.js"
 import { Database } from "./Database.js"
-
-export class HealthStatus extends Schema.Class<HealthStatus>("HealthStatus")({
-  status: Schema.Literal("ok")
-}) {}
-
-export class Unhealthy extends Schema.TaggedError<Unhealthy>()(
-  "Unhealthy",
-  { detail: Schema.String },
-  HttpApiSchema.annotations({ status: 503 })
-) {}
 
 /** Liveness with a real dependency check: the process is healthy when its database answers, promptly. */
 export class Health extends Effect.Service<Health>()("platform/Health", {

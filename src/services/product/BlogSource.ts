@@ -2,8 +2,9 @@ import * as path from "node:path"
 import { Either, Schema } from "effect"
 import MarkdownIt from "markdown-it"
 import * as YAML from "yaml"
+import { hasControlCharacter } from "../../contracts/shared/Text.js"
 import { sha256Hex } from "../platform/Digest.js"
-import { formatIssues, hasControlCharacter } from "../platform/Validation.js"
+import { formatIssues } from "../platform/Validation.js"
 import { isCalendarTime } from "./EventTime.js"
 
 /**

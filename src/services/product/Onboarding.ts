@@ -1,7 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Schema } from "effect"
+import { CodePointText, BoundedText as Text } from "../../contracts/shared/Text.js"
 import { weakEtag } from "../platform/Etag.js"
-import { CodePointText, formatIssues, BoundedText as Text } from "../platform/Validation.js"
+import { formatIssues } from "../platform/Validation.js"
 import { Assigner, Assignment } from "./Assigner.js"
 import { EventTimestamp, eventMillis } from "./EventTime.js"
 

@@ -1,8 +1,8 @@
 import * as fs from "node:fs/promises"
 import { Config, Data, Effect, Option, Schema } from "effect"
+import { GrantCredential } from "../../../contracts/vault/Schemas.js"
 import { isLoopbackHost, unreachable } from "../../platform/Net.js"
 import { formatIssues } from "../../platform/Validation.js"
-import { GrantCredential } from "../../platform/vault/Vault.js"
 import { decodeBeacon } from "./Beacon.js"
 
 /** Why a publication failed, in one line; the stored beacon is untouched. */

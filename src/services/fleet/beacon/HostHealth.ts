@@ -1,9 +1,9 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Clock, Config, Duration, Effect, Option, Schema } from "effect"
 import { HostBeacon } from "../../../contracts/fleet/Beacon.js"
+import { VaultForbidden } from "../../../contracts/vault/Errors.js"
 import { durationSetting } from "../../platform/DurationSetting.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
-import { VaultForbidden } from "../../platform/vault/Vault.js"
 import { ActionAuthority } from "../grants/ActionAuthority.js"
 import { beaconKey, decodeBeacon } from "./Beacon.js"
 

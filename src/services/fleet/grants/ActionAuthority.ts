@@ -1,6 +1,8 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Effect, Schema } from "effect"
-import { type Grant, Vault, VaultDenied } from "../../platform/vault/Vault.js"
+import { VaultDenied } from "../../../contracts/vault/Errors.js"
+import type { Grant } from "../../../contracts/vault/Schemas.js"
+import { Vault } from "../../platform/vault/Vault.js"
 import { AuthorityRegistry } from "../registry/AuthorityRegistry.js"
 import type { FleetAction } from "../registry/Schema.js"
 

@@ -1,6 +1,7 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Effect, Option, Schema, type Stream } from "effect"
-import { ObjectGateway, ObjectWriteUnauthorized } from "../../platform/objects/ObjectGateway.js"
+import { ObjectWriteUnauthorized } from "../../../contracts/shared/ObjectErrors.js"
+import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { checkKey, type ObjectHead, type WriteCondition } from "../../platform/objects/ObjectStore.js"
 import { ActionAuthority, type ActionNeed } from "../grants/ActionAuthority.js"
 import { PUBLISHED_FILES } from "../releases/ReleasePublisher.js"

@@ -1,7 +1,7 @@
 import * as fs from "node:fs"
 import * as http from "node:http"
 import { Effect, Schema } from "effect"
-import { problemType, statusTitle } from "../../../http/Problem.js"
+import { problemType, statusTitle } from "../../../contracts/shared/Problem.js"
 import { configuredAccess } from "../objects/ObjectApiClient.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import { commandAllowed, makeNonceBook, verifyRequest } from "./GatewaySignature.js"

@@ -2,9 +2,10 @@ import { createHash, randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { Chunk, Effect, Layer, Option, Stream } from "effect"
+import { ObjectStoreError } from "../../../contracts/shared/ObjectErrors.js"
 import { sha256Hex } from "../Digest.js"
 import { withFileLock } from "../FileLock.js"
-import { keyProblem, type ObjectHead, ObjectStore, ObjectStoreError, type WriteCondition } from "./ObjectStore.js"
+import { keyProblem, type ObjectHead, ObjectStore, type WriteCondition } from "./ObjectStore.js"
 
 /** Temporary files live beside their target (same filesystem, so rename is atomic) under this prefix. */
 const TEMP_PREFIX = ".keel-tmp-"

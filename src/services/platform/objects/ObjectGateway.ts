@@ -1,20 +1,13 @@
-import { HttpApiSchema } from "@effect/platform"
 import { Config, Effect, Option, Schema, type Stream } from "effect"
+import {
+  ImmutableObjectWrite,
+  ObjectStoreError,
+  ObjectWriteUnauthorized,
+  StorageFenced
+} from "../../../contracts/shared/ObjectErrors.js"
 import { sha256Hex } from "../Digest.js"
-import { checkKey, type ListPage, ObjectStore, ObjectStoreError, type WriteCondition } from "./ObjectStore.js"
-import { StorageFence, StorageFenced } from "./StorageFence.js"
-
-export class ObjectWriteUnauthorized extends Schema.TaggedError<ObjectWriteUnauthorized>()(
-  "ObjectWriteUnauthorized",
-  { code: Schema.Literal("OBJECT_WRITE_UNAUTHORIZED"), key: Schema.String, detail: Schema.String },
-  HttpApiSchema.annotations({ status: 403 })
-) {}
-
-export class ImmutableObjectWrite extends Schema.TaggedError<ImmutableObjectWrite>()(
-  "ImmutableObjectWrite",
-  { code: Schema.Literal("NON_IMMUTABLE_RELEASE_WRITE"), key: Schema.String, detail: Schema.String },
-  HttpApiSchema.annotations({ status: 409 })
-) {}
+import { checkKey, type ListPage, ObjectStore, type WriteCondition } from "./ObjectStore.js"
+import { StorageFence } from "./StorageFence.js"
 
 export class InvalidObjectUri extends Schema.TaggedError<InvalidObjectUri>()("InvalidObjectUri", {
   code: Schema.Literal("INVALID_OBJECT_URI"),

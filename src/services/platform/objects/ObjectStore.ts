@@ -1,7 +1,7 @@
-import { HttpApiSchema } from "@effect/platform"
-import { Chunk, Context, Effect, Option, Schema, Stream } from "effect"
+import { Chunk, Context, Effect, Option, Stream } from "effect"
+import { InvalidObjectKey, ObjectStoreError } from "../../../contracts/shared/ObjectErrors.js"
+import { hasControlCharacter } from "../../../contracts/shared/Text.js"
 import { sha256Hex } from "../Digest.js"
-import { hasControlCharacter } from "../Validation.js"
 
 export interface ObjectHead {
   readonly key: string
@@ -44,19 +44,6 @@ export interface ObjectBody {
   readonly head: ObjectHead
   readonly body: Stream.Stream<Uint8Array, ObjectStoreError>
 }
-
-/** The backend failed (I/O, database); the key says where. */
-export class ObjectStoreError extends Schema.TaggedError<ObjectStoreError>()("ObjectStoreError", {
-  code: Schema.Literal("OBJECT_STORE_ERROR"),
-  key: Schema.String,
-  detail: Schema.String
-}) {}
-
-export class InvalidObjectKey extends Schema.TaggedError<InvalidObjectKey>()(
-  "InvalidObjectKey",
-  { code: Schema.Literal("INVALID_OBJECT_KEY"), key: Schema.String, detail: Schema.String },
-  HttpApiSchema.annotations({ status: 400 })
-) {}
 
 /**
  * The port every object backend implements. Keys are relative, slash-separated paths that

@@ -1,8 +1,9 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect, Layer } from "effect"
+import { ObjectStoreError } from "../../../contracts/shared/ObjectErrors.js"
 import { makeFsObjectStore } from "./FsObjectStore.js"
-import { ObjectStore, ObjectStoreError } from "./ObjectStore.js"
+import { ObjectStore } from "./ObjectStore.js"
 
 /** What a route file says: the absolute path of the root the object API serves, on its first line. */
 export const readRoute = (routeFile: string) => {

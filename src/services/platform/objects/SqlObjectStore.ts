@@ -1,15 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Layer, Option } from "effect"
+import { ObjectStoreError } from "../../../contracts/shared/ObjectErrors.js"
 import { sha256Hex } from "../Digest.js"
-import {
-  bytesRead,
-  collectingWrite,
-  type ListPage,
-  type ObjectHead,
-  ObjectStore,
-  ObjectStoreError,
-  withKeyRules
-} from "./ObjectStore.js"
+import { bytesRead, collectingWrite, type ListPage, type ObjectHead, ObjectStore, withKeyRules } from "./ObjectStore.js"
 
 interface ObjectRow {
   readonly key: string

@@ -1,21 +1,8 @@
-import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 
 /** The lease a storage-root handoff holds while it moves data: every object write on this host is refused. */
 export const STORAGE_FENCE_KEY = "storage-fence"
-
-/** A write refused because a storage-root handoff holds the storage-write fence; retry when it ends. */
-export class StorageFenced extends Schema.TaggedError<StorageFenced>()(
-  "StorageFenced",
-  {
-    code: Schema.Literal("STORAGE_FENCED"),
-    key: Schema.String,
-    holder: Schema.String,
-    detail: Schema.String
-  },
-  HttpApiSchema.annotations({ status: 503 })
-) {}
 
 /**
  * Whether this host's storage-write fence is held (the `storage-fence` lease of its database, taken by a

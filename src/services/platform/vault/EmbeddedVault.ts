@@ -3,21 +3,20 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Clock, Config, ConfigError, Duration, Effect, Layer, Option, Redacted } from "effect"
-import { AppConfig } from "../AppConfig.js"
-import { sha256Hex } from "../Digest.js"
-import { durationSetting } from "../DurationSetting.js"
-import { KeyRefused, keyIdOf, privateKeyFrom, publicOf, sign as signBytes } from "./Ed25519.js"
 import {
-  type Grant,
-  type GrantCredential,
-  Vault,
   VaultCorrupt,
   VaultDenied,
   VaultForbidden,
   VaultInvalid,
   VaultItemNotFound,
   VaultKeyRefused
-} from "./Vault.js"
+} from "../../../contracts/vault/Errors.js"
+import type { Grant, GrantCredential } from "../../../contracts/vault/Schemas.js"
+import { AppConfig } from "../AppConfig.js"
+import { sha256Hex } from "../Digest.js"
+import { durationSetting } from "../DurationSetting.js"
+import { KeyRefused, keyIdOf, privateKeyFrom, publicOf, sign as signBytes } from "./Ed25519.js"
+import { Vault } from "./Vault.js"
 import { loadOrCreateKeyFile, open, parseMasterKey, readKeyFile, seal } from "./VaultCipher.js"
 
 interface GrantRow {

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { VaultInvalid } from "./Vault.js"
+import { VaultInvalid } from "../../../contracts/vault/Errors.js"
 
 const invalid = (detail: string) => new VaultInvalid({ code: "VAULT_INVALID", detail })
 

@@ -1,83 +1,19 @@
-import { HttpApiSchema } from "@effect/platform"
-import { Context, type Effect, Schema } from "effect"
-
-export const VaultAction = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,62}$/))
-
-export const Grant = Schema.Struct({
-  id: Schema.String,
-  /** Who uses the grant (a host's beacon writer, the runner installer, …). */
-  consumer: Schema.String,
-  /** Registry actions the grant's tokens carry (`host-health-write`, …). */
-  actions: Schema.Array(Schema.String),
-  /** Items whose fields the grant's tokens may read. */
-  items: Schema.Array(Schema.String),
-  /** Hosts the actions apply to (a beacon grant names exactly its own host). */
-  hosts: Schema.Array(Schema.String),
-  created_at: Schema.Number,
-  expires_at: Schema.Number,
-  revoked_at: Schema.NullOr(Schema.Number)
-})
-export type Grant = typeof Grant.Type
-
-/** What a grant holder keeps (mode 0600) and exchanges for short-lived tokens. */
-export const GrantCredential = Schema.Struct({
-  grant_id: Schema.String,
-  consumer: Schema.String,
-  secret: Schema.String,
-  /** What the grant allows (not secret): lets a holder refuse an over-broad grant before using it. */
-  scope: Schema.optional(
-    Schema.Struct({
-      actions: Schema.Array(Schema.String),
-      hosts: Schema.Array(Schema.String),
-      items: Schema.Array(Schema.String)
-    })
-  )
-})
-export type GrantCredential = typeof GrantCredential.Type
+import { Context, type Effect } from "effect"
+import type {
+  VaultCorrupt,
+  VaultDenied,
+  VaultForbidden,
+  VaultInvalid,
+  VaultItemNotFound,
+  VaultKeyRefused
+} from "../../../contracts/vault/Errors.js"
+import type { Grant, GrantCredential } from "../../../contracts/vault/Schemas.js"
 
 export interface IssuedToken {
   readonly token: string
   readonly expiresAt: number
   readonly grant: Grant
 }
-
-export class VaultDenied extends Schema.TaggedError<VaultDenied>()(
-  "VaultDenied",
-  { code: Schema.Literal("VAULT_DENIED"), detail: Schema.String },
-  HttpApiSchema.annotations({ status: 401 })
-) {}
-
-export class VaultForbidden extends Schema.TaggedError<VaultForbidden>()(
-  "VaultForbidden",
-  { code: Schema.Literal("VAULT_FORBIDDEN"), detail: Schema.String },
-  HttpApiSchema.annotations({ status: 403 })
-) {}
-
-export class VaultItemNotFound extends Schema.TaggedError<VaultItemNotFound>()(
-  "VaultItemNotFound",
-  { code: Schema.Literal("VAULT_ITEM_NOT_FOUND"), item: Schema.String, detail: Schema.String },
-  HttpApiSchema.annotations({ status: 404 })
-) {}
-
-/** Stored ciphertext failed authentication: tampered with, or encrypted under another key. */
-export class VaultCorrupt extends Schema.TaggedError<VaultCorrupt>()("VaultCorrupt", {
-  code: Schema.Literal("VAULT_CORRUPT"),
-  item: Schema.String,
-  detail: Schema.String
-}) {}
-
-/** The field holds no usable signing key (not base64 PKCS#8, or not Ed25519). */
-export class VaultKeyRefused extends Schema.TaggedError<VaultKeyRefused>()("VaultKeyRefused", {
-  code: Schema.Literal("VAULT_KEY_REFUSED"),
-  item: Schema.String,
-  detail: Schema.String
-}) {}
-
-export class VaultInvalid extends Schema.TaggedError<VaultInvalid>()(
-  "VaultInvalid",
-  { code: Schema.Literal("VAULT_INVALID"), detail: Schema.String },
-  HttpApiSchema.annotations({ status: 400 })
-) {}
 
 /**
  * The secret vault port. The embedded adapter (EmbeddedVault) keeps items encrypted in SQL; a real

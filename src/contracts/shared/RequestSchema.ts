@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import type { ParseOptions } from "effect/SchemaAST"
-import { hasUndisplayableCharacter, UNDISPLAYABLE_RULE } from "../services/platform/Validation.js"
+import { hasUndisplayableCharacter, UNDISPLAYABLE_RULE } from "./Text.js"
 
 /** `Schema.Struct`, decoding with `parseOptions` (the options reach nested schemas). */
 const structWith = (parseOptions: ParseOptions) =>

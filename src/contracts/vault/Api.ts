@@ -1,22 +1,8 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import {
-  GrantCredential,
-  VaultCorrupt,
-  VaultDenied,
-  VaultForbidden,
-  VaultItemNotFound
-} from "../../services/platform/vault/Vault.js"
-import { problemOpenApi } from "../ProblemContract.js"
-
-export const TokenAnswer = Schema.Struct({
-  token: Schema.String,
-  expires_at: Schema.String,
-  consumer: Schema.String,
-  actions: Schema.Array(Schema.String),
-  hosts: Schema.Array(Schema.String),
-  items: Schema.Array(Schema.String)
-})
+import { problemOpenApi } from "../shared/ProblemContract.js"
+import { VaultCorrupt, VaultDenied, VaultForbidden, VaultItemNotFound } from "./Errors.js"
+import { GrantCredential, TokenAnswer } from "./Schemas.js"
 
 /**
  * Every vault answer is marked uncacheable (`Cache-Control: no-store`, `Pragma: no-cache`): token and

@@ -1,5 +1,15 @@
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { HealthStatus, Unhealthy } from "../services/platform/Health.js"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+
+export class HealthStatus extends Schema.Class<HealthStatus>("HealthStatus")({
+  status: Schema.Literal("ok")
+}) {}
+
+export class Unhealthy extends Schema.TaggedError<Unhealthy>()(
+  "Unhealthy",
+  { detail: Schema.String },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
 
 /** `GET /health`: the one liveness probe, mounted by the ground-truth (as is) and product (under /api) surfaces. */
 export class HealthApi extends HttpApiGroup.make("health")

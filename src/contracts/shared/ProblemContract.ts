@@ -1,14 +1,15 @@
-import { HttpApi, HttpClient, HttpClientResponse, type OpenApi } from "@effect/platform"
-import { Effect, Option, SchemaAST } from "effect"
+import { HttpApi, type OpenApi } from "@effect/platform"
+import { Option, SchemaAST } from "effect"
 import { codeFromTag, PROBLEM_CONTENT_TYPE } from "./Problem.js"
 
 /**
  * The contracts (HttpApi) describe errors as the server's tagged classes; what crosses the wire is the
  * problem body of `Problem.ts`. This module keeps both views in step: the OpenAPI document describes the
- * problem bodies, and the typed clients map a problem body back to the class its `code` names.
+ * problem bodies, and `errorClasses` tells the typed clients (src/clients.ts) which class a problem's `code` names.
  */
 
-const DECODE_ERROR_TAG = "HttpApiDecodeError"
+/** The platform's decode error: on the wire, the `VALIDATION_FAILED` problem body. */
+export const DECODE_ERROR_TAG = "HttpApiDecodeError"
 
 interface ErrorClass {
   readonly tag: string
@@ -65,51 +66,6 @@ export const PLATFORM_CODES = [
   "NOT_FOUND",
   "INTERNAL_ERROR"
 ] as const
-
-/**
- * A typed client's HttpClient that reads problem bodies: `_tag` is put back from `code` (the server leaves
- * it out), and a `VALIDATION_FAILED` body becomes the platform's decode error, so an error answer decodes
- * into the class the contract declares instead of failing to decode.
- */
-export const problemAwareClient =
-  (api: HttpApi.HttpApi.Any) =>
-  (client: HttpClient.HttpClient): HttpClient.HttpClient => {
-    const tagOf = new Map(errorClasses(api).flatMap((error) => error.codes.map((code) => [code, error.tag] as const)))
-    return HttpClient.transformResponse(client, (response) =>
-      Effect.flatMap(response, (answer) => {
-        const contentType = answer.headers["content-type"] ?? ""
-        if (answer.status < 400 || !contentType.startsWith(PROBLEM_CONTENT_TYPE)) return Effect.succeed(answer)
-        return answer.json.pipe(
-          Effect.map((body) => {
-            const problem = body as Record<string, unknown>
-            const code = String(problem.code)
-            const tagged =
-              code === "VALIDATION_FAILED"
-                ? {
-                    _tag: DECODE_ERROR_TAG,
-                    message: problem.detail,
-                    issues: (Array.isArray(problem.errors) ? problem.errors : []).map(
-                      (error: { path: string; message: string }) => ({
-                        _tag: "Type",
-                        path: error.path === "" ? [] : error.path.split("."),
-                        message: error.message
-                      })
-                    )
-                  }
-                : { ...problem, _tag: tagOf.get(code) ?? code }
-            return HttpClientResponse.fromWeb(
-              answer.request,
-              new Response(JSON.stringify(tagged), {
-                status: answer.status,
-                headers: { ...answer.headers, "content-type": "application/json" }
-              })
-            )
-          }),
-          Effect.orElseSucceed(() => answer)
-        )
-      })
-    )
-  }
 
 type JsonSchema = Record<string, unknown> & {
   properties?: Record<string, unknown>
