@@ -43,6 +43,8 @@ export interface BuildCacheRules {
   readonly refused: ReadonlyArray<Pick<ProtectedPath, "real" | "why" | "id">>
   readonly budget: ScanBudget
   readonly onProgress?: ((scanned: number) => void) | undefined
+  /** The time now (ms) for the walk's slices: the pass gives its Effect Clock; the wall clock otherwise. */
+  readonly now?: (() => number) | undefined
 }
 
 const firstLine = (file: string) => {
@@ -149,9 +151,10 @@ export const scanBuildCaches = async (
     for (const child of children) stack.push(child)
   }
 
+  const now = rules.now ?? Date.now
   while (stack.length > 0 && budget.exhausted() === undefined) {
-    const sliceEnd = Date.now() + SLICE_MS
-    while (stack.length > 0 && budget.exhausted() === undefined && Date.now() < sliceEnd) visit(stack.pop()!)
+    const sliceEnd = now() + SLICE_MS
+    while (stack.length > 0 && budget.exhausted() === undefined && now() < sliceEnd) visit(stack.pop()!)
     rules.onProgress?.(scanned)
     await new Promise((resolve) => setImmediate(resolve))
   }

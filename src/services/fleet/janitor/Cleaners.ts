@@ -3,7 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Effect } from "effect"
 import type { JobState } from "../jobs/JobQueue.js"
-import type { DiskCleanupPolicy } from "../registry/Schema.js"
+import type { CleanerNames, DiskCleanupPolicy } from "../registry/Schema.js"
 import { scanBackupTwins, twinRefusal } from "./BackupTwins.js"
 import { CACHEDIR_SIGNATURE, type Candidate, type Skip, scanBuildCaches } from "./BuildCaches.js"
 import { defaultCloneRoots, scanChromiumClones } from "./ChromiumClones.js"
@@ -38,7 +38,12 @@ export interface CleanerRecord {
   readonly root: ResolvedRoot
   /** Other paths this cleaner reads but never deletes from (backup_twins' primary). */
   readonly reads: ReadonlyArray<string>
-  readonly scan: (budget: ScanBudget, cursor: unknown) => Effect.Effect<CleanerScan>
+  /** `guard`: every protected path of the pass (the build-cache walk neither deletes nor enters them). */
+  readonly scan: (
+    budget: ScanBudget,
+    cursor: unknown,
+    guard: ReadonlyArray<ProtectedPath>
+  ) => Effect.Effect<CleanerScan>
   readonly removal: (candidate: Candidate & { readonly resumed?: boolean }, nowMs: number) => Effect.Effect<Removal>
 }
 
@@ -48,14 +53,11 @@ export type CleanerSlot =
 
 export interface CleanerContext {
   readonly policy: DiskCleanupPolicy
+  /** When the pass started (the age rules' "now"), and the pass's Clock for what runs in slices. */
   readonly nowMs: number
+  readonly now: () => number
   readonly uid: number
   readonly platform: NodeJS.Platform
-  /**
-   * Protected paths the build-cache walk neither deletes nor enters (the pass settles containment); read
-   * when the scan runs, since they include the cleaners' own resolved roots.
-   */
-  readonly protectedPaths: () => ReadonlyArray<ProtectedPath>
   readonly statesOf: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, JobState>>
   readonly onProgress?: ((scanned: number) => void) | undefined
   /** What release_store needs beyond its settings: the registry's retention facts and where evidence is read. */
@@ -96,7 +98,7 @@ const buildCaches = (ctx: CleanerContext, settings: NonNullable<DiskCleanupPolic
       name: "build_caches",
       root,
       reads: [],
-      scan: (budget, cursor) =>
+      scan: (budget, cursor, guard) =>
         Effect.promise(() =>
           scanBuildCaches(
             {
@@ -104,9 +106,10 @@ const buildCaches = (ctx: CleanerContext, settings: NonNullable<DiskCleanupPolic
               minAgeSeconds: minAgeMs / 1000,
               nowMs: ctx.nowMs,
               uid: ctx.uid,
-              refused: ctx.protectedPaths().filter((p) => p.owner !== "build_caches"),
+              refused: guard.filter((p) => p.owner !== "build_caches"),
               budget,
-              onProgress: ctx.onProgress
+              onProgress: ctx.onProgress,
+              now: ctx.now
             },
             Array.isArray(cursor) ? (cursor as Array<string>) : []
           )
@@ -353,18 +356,85 @@ const releaseStore = (ctx: CleanerContext, settings: NonNullable<DiskCleanupPoli
   return slot
 }
 
+/** The report fields a cleaner adds beside its part of `cleaners` (the seed's checkpoint fields). */
+export interface CleanerReportFields {
+  readonly build_caches_resume_from: ReadonlyArray<string> | null
+  readonly backup_twins_cursor: string | null
+}
+
+/** What a cleaner's precondition may ask of the pass. */
+export interface PassChecks {
+  /** Why the host is not idle (jobs run on it, or nobody can tell), `needs` appended; undefined when idle. */
+  readonly hostIdle: (needs: string) => Effect.Effect<string | undefined>
+}
+
+type CleanerName = (typeof CleanerNames)[number]
+type Settings<K extends CleanerName> = NonNullable<DiskCleanupPolicy["cleaners"][K]>
+
+/** One kind of cleaner: how the policy's settings become a record, and what it adds to the pass. */
+export interface CleanerDefinition {
+  readonly name: CleanerName
+  /** Its slot when the policy configures it. */
+  readonly slotFor: (ctx: CleanerContext) => CleanerSlot | undefined
+  /** Why no pass may run while it is configured (asked after the gates, before the scan); undefined: go. */
+  readonly precondition?: ((checks: PassChecks) => Effect.Effect<string | undefined>) | undefined
+  /** Its own report fields, from its cursor after the scan (null when it is not configured or did not scan). */
+  readonly summary?: ((cursor: unknown) => Partial<CleanerReportFields>) | undefined
+}
+
+const define = <K extends CleanerName>(
+  name: K,
+  make: (ctx: CleanerContext, settings: Settings<K>) => CleanerSlot,
+  extra: Pick<CleanerDefinition, "precondition" | "summary"> = {}
+): CleanerDefinition => ({
+  name,
+  slotFor: (ctx) => {
+    const settings = ctx.policy.cleaners[name] as Settings<K> | undefined
+    return settings === undefined ? undefined : make(ctx, settings)
+  },
+  ...extra
+})
+
+/** Every cleaner, in the seed's order (the order the pass scans and reports them in). */
+export const CLEANERS: ReadonlyArray<CleanerDefinition> = [
+  define("build_caches", buildCaches, {
+    // queue_workdirs alone does not need the host idle: it only takes finished jobs' trees.
+    precondition: (checks) => checks.hostIdle("build_caches needs the host idle"),
+    summary: (cursor) => ({
+      build_caches_resume_from: Array.isArray(cursor) && cursor.length > 0 ? (cursor as Array<string>) : null
+    })
+  }),
+  define("huggingface_cache", huggingfaceCache),
+  define("weles_recordings", welesRecordings),
+  define("chromium_clones", chromiumClones),
+  define("queue_workdirs", queueWorkdirs),
+  define("backup_twins", (_ctx, settings) => backupTwins(settings), {
+    summary: (cursor) => ({ backup_twins_cursor: typeof cursor === "string" ? cursor : null })
+  }),
+  define("release_store", releaseStore)
+]
+
 /**
  * The policy's cleaners as records the pass iterates, in the seed's order; a cleaner that cannot run says why.
  */
-export const cleanerSlots = (ctx: CleanerContext): ReadonlyArray<CleanerSlot> => {
-  const c = ctx.policy.cleaners
-  const slots: Array<CleanerSlot> = []
-  if (c.build_caches !== undefined) slots.push(buildCaches(ctx, c.build_caches))
-  if (c.huggingface_cache !== undefined) slots.push(huggingfaceCache(ctx, c.huggingface_cache))
-  if (c.weles_recordings !== undefined) slots.push(welesRecordings(ctx, c.weles_recordings))
-  if (c.chromium_clones !== undefined) slots.push(chromiumClones(ctx, c.chromium_clones))
-  if (c.queue_workdirs !== undefined) slots.push(queueWorkdirs(ctx, c.queue_workdirs))
-  if (c.backup_twins !== undefined) slots.push(backupTwins(c.backup_twins))
-  if (c.release_store !== undefined) slots.push(releaseStore(ctx, c.release_store))
-  return slots
-}
+export const cleanerSlots = (ctx: CleanerContext): ReadonlyArray<CleanerSlot> =>
+  CLEANERS.flatMap((cleaner) => {
+    const slot = cleaner.slotFor(ctx)
+    return slot === undefined ? [] : [slot]
+  })
+
+/** The first configured cleaner's reason the pass may not run now, or undefined. */
+export const preconditionRefusal = (policy: DiskCleanupPolicy, checks: PassChecks) =>
+  Effect.gen(function* () {
+    for (const cleaner of CLEANERS) {
+      if (cleaner.precondition === undefined || policy.cleaners[cleaner.name] === undefined) continue
+      const refusal = yield* cleaner.precondition(checks)
+      if (refusal !== undefined) return refusal
+    }
+    return undefined
+  })
+
+/** Every cleaner's own report fields, from the cursors the scan left (a cleaner without one reports null). */
+export const cleanerReportFields = (cursors: Readonly<Record<string, unknown>>): CleanerReportFields =>
+  // Every summary answers for a missing cursor too, so each field is present, in the cleaners' order.
+  Object.assign({}, ...CLEANERS.map((cleaner) => cleaner.summary?.(cursors[cleaner.name] ?? null) ?? {}))

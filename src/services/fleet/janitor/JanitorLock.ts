@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { Clock, Duration, Effect, type Scope } from "effect"
 import { childEnv } from "../../platform/ChildEnv.js"
 
 export interface LockRecord {
@@ -11,7 +12,8 @@ export interface LockRecord {
 
 interface LockHandles {
   readonly release: () => void
-  readonly beat: () => void
+  /** Touches the lock file's mtime (the heartbeat) to `atMs`, the time now. */
+  readonly beat: (atMs: number) => void
   /** Resolves once the kernel lock on the lock file is held (at once where flock(1) is missing). */
   readonly witnessed: Promise<void>
 }
@@ -127,7 +129,7 @@ const predecessorPresent = (retired: string, record: LockRecord | undefined) => 
  * for `overdueMs`) is replaced; its file is kept as `janitor.lock.retired`, and while the kernel still
  * reports the retired inode locked (or its process alive) the new pass deletes nothing.
  */
-export const acquireLock = (stateDir: string, overdueMs: number, now = Date.now()): LockOutcome => {
+export const acquireLock = (stateDir: string, overdueMs: number, now: number = Date.now()): LockOutcome => {
   fs.mkdirSync(stateDir, { recursive: true })
   const file = path.join(stateDir, "janitor.lock")
   const retired = path.join(stateDir, "janitor.lock.retired")
@@ -139,10 +141,10 @@ export const acquireLock = (stateDir: string, overdueMs: number, now = Date.now(
         const current = read(file)
         if (current?.pid === process.pid) fs.rmSync(file, { force: true })
       },
-      beat: () => {
+      beat: (atMs) => {
         const current = read(file)
         if (current?.pid !== process.pid) return
-        const at = new Date()
+        const at = new Date(atMs)
         try {
           fs.utimesSync(file, at, at)
         } catch {}
@@ -194,3 +196,24 @@ export const acquireLock = (stateDir: string, overdueMs: number, now = Date.now(
     ? { kind: "recovery", predecessor: holder?.pid ?? 0, ...handles() }
     : { kind: "held", recovered: true, ...handles() }
 }
+
+/** How often a held lock beats: well inside any overdue limit (the pass's is twice its seconds plus five). */
+const HEARTBEAT = Duration.seconds(1)
+
+/**
+ * The lock for the life of the enclosing scope: taken at the Clock's time, beating every second on a fiber the
+ * scope owns, and released (the beat stopped first) when the scope closes — on success, failure or interrupt.
+ * A busy lock is only answered: there is nothing to release.
+ */
+export const scopedLock = (stateDir: string, overdueMs: number): Effect.Effect<LockOutcome, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const now = yield* Clock.currentTimeMillis
+    const lock = yield* Effect.acquireRelease(
+      Effect.sync(() => acquireLock(stateDir, overdueMs, now)),
+      (lock) => Effect.sync(() => (lock.kind === "busy" ? undefined : lock.release()))
+    )
+    if (lock.kind === "busy") return lock
+    const beat = Effect.flatMap(Clock.currentTimeMillis, (at) => Effect.sync(() => lock.beat(at)))
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(HEARTBEAT), beat)))
+    return lock
+  })

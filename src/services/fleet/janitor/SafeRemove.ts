@@ -1,5 +1,6 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { Data, Effect } from "effect"
 
 /**
  * Deletion that cannot be redirected. The janitor runs as root on hosts whose trees other users can
@@ -147,10 +148,12 @@ export interface RemoveGuards {
   readonly protectedIds: ReadonlyMap<string, string>
   /** Mount points (real paths): a candidate holding one is refused. */
   readonly mountPoints: ReadonlyArray<string>
-  /** Wall-clock deadline (ms): removal stops between entries past it, leaving the tag in place. */
+  /** Deadline (ms, on `now`'s clock): removal stops between entries past it, leaving the tag in place. */
   readonly deadlineMs?: number | undefined
   /** Yield to the event loop every so often (ms) so a lock heartbeat keeps beating. */
   readonly sliceMs?: number | undefined
+  /** The time now (ms), for the deadline and the slices: the pass gives its Effect Clock; the wall clock otherwise. */
+  readonly now?: (() => number) | undefined
 }
 
 export type RemoveResult =
@@ -186,7 +189,8 @@ const survey = async (top: Dir, guards: RemoveGuards): Promise<{ bytes: number; 
   let bytes = 0
   const stack: Array<Dir> = [top]
   const opened: Array<Dir> = []
-  let sliceEnd = Date.now() + (guards.sliceMs ?? 20)
+  const now = guards.now ?? Date.now
+  let sliceEnd = now() + (guards.sliceMs ?? 20)
   try {
     while (stack.length > 0) {
       const dir = stack.pop()!
@@ -202,9 +206,9 @@ const survey = async (top: Dir, guards: RemoveGuards): Promise<{ bytes: number; 
           stack.push(child)
         }
       }
-      if (Date.now() > sliceEnd) {
+      if (now() > sliceEnd) {
         await yieldNow()
-        sliceEnd = Date.now() + (guards.sliceMs ?? 20)
+        sliceEnd = now() + (guards.sliceMs ?? 20)
       }
     }
     return { bytes }
@@ -220,7 +224,8 @@ const empty = async (
   keepLast: string | undefined,
   progress: { bytes: number }
 ): Promise<void> => {
-  let sliceEnd = Date.now() + (guards.sliceMs ?? 20)
+  const now = guards.now ?? Date.now
+  let sliceEnd = now() + (guards.sliceMs ?? 20)
   const clear = async (dir: Dir, isTop: boolean): Promise<void> => {
     const names = fs.readdirSync(self(dir))
     if (isTop && keepLast !== undefined && names.includes(keepLast)) {
@@ -228,10 +233,10 @@ const empty = async (
       names.push(keepLast)
     }
     for (const name of names) {
-      if (guards.deadlineMs !== undefined && Date.now() > guards.deadlineMs) throw new Refused("max_pass_seconds")
-      if (Date.now() > sliceEnd) {
+      if (guards.deadlineMs !== undefined && now() > guards.deadlineMs) throw new Refused("max_pass_seconds")
+      if (now() > sliceEnd) {
         await yieldNow()
-        sliceEnd = Date.now() + (guards.sliceMs ?? 20)
+        sliceEnd = now() + (guards.sliceMs ?? 20)
       }
       const where = at(dir, name)
       const stat = fs.lstatSync(where)
@@ -315,6 +320,27 @@ export const removeBeneath = async (request: RemoveRequest, guards: RemoveGuards
     for (const dir of opened.reverse()) fs.closeSync(dir.fd)
   }
 }
+
+/**
+ * A removal that failed outside its own refusals (removeBeneath turns every file-system error it expects into a
+ * refusal; this is what escaped it): the candidate may be partly gone, so its pending record is kept.
+ */
+export class RemovalFailed extends Data.TaggedError("RemovalFailed")<{
+  readonly path: string
+  readonly cause: unknown
+}> {
+  get reason() {
+    const code = (this.cause as NodeJS.ErrnoException | undefined)?.code
+    return `remove_failed: ${code ?? (this.cause instanceof Error ? this.cause.message : String(this.cause))}`
+  }
+}
+
+/** removeBeneath as an Effect: its answer, or RemovalFailed when it rejects. */
+export const removeBeneathEffect = (request: RemoveRequest, guards: RemoveGuards) =>
+  Effect.tryPromise({
+    try: () => removeBeneath(request, guards),
+    catch: (cause) => new RemovalFailed({ path: request.target, cause })
+  })
 
 /**
  * The scan-time survey of a candidate directory, by path (the walk never follows links): its bytes on its
