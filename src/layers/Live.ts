@@ -1,7 +1,7 @@
 import * as fs from "node:fs"
 import { type ConfigError, Effect, Layer, Logger, LogLevel } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
-import { MarketAgentLive, TradeSender } from "../actors/MarketAgent.js"
+import { MarketAgentLive } from "../actors/MarketAgent.js"
 import { HostStatePublisher } from "../services/fleet/beacon/HostStatePublisher.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
 import { DiskMeter } from "../services/fleet/janitor/DiskMeter.js"
@@ -17,6 +17,7 @@ import { RunnerGateway } from "../services/fleet/runners/RunnerGateway.js"
 import { RunnerHost } from "../services/fleet/runners/RunnerHost.js"
 import { RunnerUnit } from "../services/fleet/runners/RunnerUnit.js"
 import { ServiceManagerLive } from "../services/fleet/units/ServiceManagerLive.js"
+import { Trades } from "../services/market/Trades.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
 import {
@@ -95,7 +96,7 @@ export const HostOpsPreviewLive = Layer.mergeAll(
 ).pipe(Layer.provideMerge(HostChannelLive), Layer.provideMerge(servicesOn(SqlPreview)))
 
 /** The entities and durable workflows this process hosts, on the single embedded runner. */
-export const EntitiesLive = Layer.mergeAll(LeaseKeeperLive, MarketAgentLive, TradeSender.Default, WorkflowsLive).pipe(
+export const EntitiesLive = Layer.mergeAll(LeaseKeeperLive, MarketAgentLive, Trades.Default, WorkflowsLive).pipe(
   Layer.provideMerge(singleRunnerFromConfig)
 )
 

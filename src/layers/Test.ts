@@ -5,7 +5,7 @@ import * as path from "node:path"
 import { ClusterWorkflowEngine } from "@effect/cluster"
 import { type ConfigError, Duration, Effect, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
-import { MarketAgentLive, TradeSender } from "../actors/MarketAgent.js"
+import { MarketAgentLive } from "../actors/MarketAgent.js"
 import { HandoffEngineInProcess, StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
 import { HandoffQueueLocal } from "../services/fleet/handoff/HandoffQueue.js"
 import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
@@ -17,6 +17,7 @@ import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconcile
 import { ServiceViews } from "../services/fleet/reconciler/ServiceViews.js"
 import { MemoryServiceManager, makeMemoryServiceManager } from "../services/fleet/units/MemoryServiceManager.js"
 import { ServiceManager } from "../services/fleet/units/ServiceManager.js"
+import { Trades } from "../services/market/Trades.js"
 import { AppConfig, type AppSettings } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
 import { type DatabaseUnavailable, migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
@@ -94,7 +95,7 @@ export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
 export const ClusterTest = singleRunner({ pollInterval: "100 millis", runnerStorage: "memory", terminationTimeout: 0 })
 
 export const AppTest = (overrides: Partial<AppSettings> = {}) =>
-  Layer.mergeAll(LeaseKeeperLive, MarketAgentLive, TradeSender.Default, WorkflowsLive, ReconcilerServices).pipe(
+  Layer.mergeAll(LeaseKeeperLive, MarketAgentLive, Trades.Default, WorkflowsLive, ReconcilerServices).pipe(
     Layer.provideMerge(ClusterTest),
     Layer.provideMerge(HostReach),
     Layer.provideMerge(ServedRegistry),

@@ -49,7 +49,7 @@ layer(HttpTest(), { timeout: "90 seconds", excludeTestServices: true })("contrac
         [kept]
       )
       // The service holds the rule too, for a caller that is not the HTTP route (an embedder, the library).
-      const direct = yield* Effect.either((yield* Chat).post("TEXT", "direct \u202e"))
+      const direct = yield* Effect.either((yield* Chat).post({ kind: "agent", ticker: "TEXT" }, "direct \u202e"))
       assert.isTrue(Either.isLeft(direct))
       if (Either.isLeft(direct)) assert.strictEqual(direct.left._tag, "InvalidInput")
     })

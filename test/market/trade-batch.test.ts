@@ -37,6 +37,10 @@ const outcome = (exit: Exit.Exit<unknown, { readonly _tag: string }>) =>
   Exit.isSuccess(exit) ? "ok" : exit.cause._tag === "Fail" ? exit.cause.error._tag : exit.cause._tag
 
 /** The market with a smaller trade queue: what MARKET_TRADE_QUEUE sets. */
+/** The app with a sender of its own beside it: the batching client `Trades` keeps private, tested alone. */
+const withSender = <E>(app: Layer.Layer<Layer.Layer.Success<ReturnType<typeof AppTest>>, E>) =>
+  TradeSender.Default.pipe(Layer.provideMerge(app))
+
 const withTradeQueue = (size: number) =>
   AppTest().pipe(
     Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["MARKET_TRADE_QUEUE", String(size)]]))))
@@ -75,7 +79,7 @@ describe("trades of one ticker cross the actor hop together", () => {
       assert.isAbove(price(exits[2]), price(exits[0]))
       assert.strictEqual(yield* trades, 2)
       assert.deepStrictEqual((yield* ledger.audit()).problems, [])
-    }).pipe(Effect.provide(AppTest()))
+    }).pipe(Effect.provide(withSender(AppTest())))
   )
 
   it.live("past MARKET_TRADE_QUEUE orders of a ticker on their way, an order is Overloaded at once, not applied", () =>
@@ -92,6 +96,6 @@ describe("trades of one ticker cross the actor hop together", () => {
       assert.strictEqual(outcome(yield* Effect.exit(send("BAT", buy(W3, "1")))), "ok")
       assert.strictEqual(yield* trades, 3)
       assert.deepStrictEqual((yield* ledger.audit()).problems, [])
-    }).pipe(Effect.provide(withTradeQueue(2)))
+    }).pipe(Effect.provide(withSender(withTradeQueue(2))))
   )
 })

@@ -190,7 +190,8 @@ export const CoinHistoryResult = Schema.Struct({
   history: Schema.Array(Schema.Struct({ price: Schema.Number, price_str: exact("price"), timestamp: Schema.String }))
 })
 
-const IdempotencyHeader = Schema.Struct({
+/** A trade's headers: its optional Idempotency-Key. */
+export const TradeHeaders = Schema.Struct({
   // Sent twice, the header is refused before any route (Node would join the two into a new key).
   "idempotency-key": Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)))
 })
@@ -216,16 +217,35 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   .middleware(MarketGate)
   .annotate(OpenApi.Title, "Agents") {}
 
-/** A buy or a sell: the same path shape, Idempotency-Key and refusals; the side's guard field and answer. */
-const tradeEndpoint = <const Side extends "buy" | "sell", Guard extends Schema.Struct.Fields, A, I>(
+/** A buy's body: the wallet, the coin to spend, the least to receive, fill-or-kill. */
+export const BuyPayload = StrictRequestStruct({
+  user_id: WalletAddress,
+  amount: Amount,
+  min_tokens_out: Schema.optional(Minimum),
+  fill_or_kill: Schema.optional(
+    Schema.Boolean.annotations({
+      description: "Refuse (422 ORDER_NOT_FILLED) instead of filling in part when the curve runs out"
+    })
+  )
+})
+
+/** A sell's body: the wallet, the tokens to sell, the least coin to receive. */
+export const SellPayload = StrictRequestStruct({
+  user_id: WalletAddress,
+  amount: Amount,
+  min_coin_out: Schema.optional(Minimum)
+})
+
+/** A buy or a sell: the same path shape, Idempotency-Key and refusals; the side's body and answer. */
+const tradeEndpoint = <const Side extends "buy" | "sell", P, PI, A, I>(
   side: Side,
-  guard: Guard,
+  payload: Schema.Schema<P, PI>,
   success: Schema.Schema<A, I>
 ) =>
   HttpApiEndpoint.post(side, `/tokens/:ticker/${side}`)
     .setPath(Schema.Struct({ ticker: TickerText }))
-    .setPayload(StrictRequestStruct({ user_id: WalletAddress, amount: Amount, ...guard }))
-    .setHeaders(IdempotencyHeader)
+    .setPayload(payload)
+    .setHeaders(TradeHeaders)
     .addSuccess(success)
     .addError(AgentNotFound)
     .addError(AgentNotTrading)
@@ -247,24 +267,13 @@ export class TokensApi extends HttpApiGroup.make("tokens")
       .annotate(OpenApi.Description, `Tokens by market cap, largest first (ties by ticker). ${LinkNext} Public.`)
   )
   .add(
-    tradeEndpoint(
-      "buy",
-      {
-        min_tokens_out: Schema.optional(Minimum),
-        fill_or_kill: Schema.optional(
-          Schema.Boolean.annotations({
-            description: "Refuse (422 ORDER_NOT_FILLED) instead of filling in part when the curve runs out"
-          })
-        )
-      },
-      BuyResult
-    ).annotate(
+    tradeEndpoint("buy", BuyPayload, BuyResult).annotate(
       OpenApi.Description,
       "Spends `amount` coin of the wallet `user_id` (which the caller must prove) on the token. Trading class."
     )
   )
   .add(
-    tradeEndpoint("sell", { min_coin_out: Schema.optional(Minimum) }, SellResult).annotate(
+    tradeEndpoint("sell", SellPayload, SellResult).annotate(
       OpenApi.Description,
       "Sells `amount` tokens of the wallet `user_id` for coin. Trading class."
     )

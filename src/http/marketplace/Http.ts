@@ -1,7 +1,6 @@
 import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option, Schema, Stream } from "effect"
 import { AgentCursor, Caller, CoinHistoryCursor, MarketplaceApi, TokenCursor } from "../../contracts/market/Api.js"
-import { Forbidden } from "../../contracts/market/Errors.js"
 import type { BuyResult, SellResult } from "../../contracts/market/Receipts.js"
 import { type Agent, Agents, runwayOf } from "../../services/market/Agents.js"
 import { Chat } from "../../services/market/Chat.js"
@@ -10,8 +9,8 @@ import { COIN, Ledger } from "../../services/market/Ledger.js"
 import { MarketEvents } from "../../services/market/MarketEvents.js"
 import { TokenBoard } from "../../services/market/TokenBoard.js"
 import { walletAccount } from "../../services/market/TokenMarket.js"
+import { provenWallet, type TradeRequest, Trades } from "../../services/market/Trades.js"
 import { fromUnits, unitsText } from "../../services/market/Units.js"
-import { placeTrade, provenWallet, type TradeInput } from "./Trade.js"
 
 const agentJson = (agent: Agent) => ({
   instance_id: agent.instanceId,
@@ -76,22 +75,24 @@ export const AgentsLive = HttpApiBuilder.group(MarketplaceApi, "agents", (handle
 export const TokensLive = HttpApiBuilder.group(MarketplaceApi, "tokens", (handlers) =>
   Effect.gen(function* () {
     const board = yield* TokenBoard
-    const place = yield* placeTrade
+    const trades = yield* Trades
 
-    const trade = (input: TradeInput, userId: string) =>
+    const trade = (request: Omit<TradeRequest, "body">) =>
       Effect.gen(function* () {
-        const { principal, wallet } = yield* provenWallet((yield* Caller).principal, userId)
+        const { principal } = yield* Caller
         // The body as sent (already read, kept by the request): money comes from the numbers' own text.
         const body = yield* Effect.flatMap(HttpServerRequest.HttpServerRequest, (raw) => raw.text).pipe(
           Effect.orElseSucceed(() => "")
         )
-        const outcome = yield* place(wallet, principal, input, body).pipe(
-          Effect.tapErrorTag("Overloaded", (error) =>
-            HttpApp.appendPreResponseHandler((_request, response) =>
-              Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(error.retry_after_seconds)))
+        const outcome = yield* trades
+          .place(principal, { ...request, body })
+          .pipe(
+            Effect.tapErrorTag("Overloaded", (error) =>
+              HttpApp.appendPreResponseHandler((_request, response) =>
+                Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(error.retry_after_seconds)))
+              )
             )
           )
-        )
         if (outcome.replayed) {
           yield* HttpApp.appendPreResponseHandler((_request, response) =>
             Effect.succeed(HttpServerResponse.setHeader(response, "idempotent-replayed", "true"))
@@ -107,31 +108,25 @@ export const TokensLive = HttpApiBuilder.group(MarketplaceApi, "tokens", (handle
           .pipe(Effect.flatMap((page) => withNextPage(page.items, page.next, TokenCursor)))
       )
       .handle("buy", ({ headers, path, payload }) =>
-        trade(
-          {
-            side: "buy",
-            ticker: path.ticker.toUpperCase(),
-            amount: payload.amount,
-            minimum: payload.min_tokens_out,
-            minimumField: "min_tokens_out",
-            fillOrKill: payload.fill_or_kill,
-            key: headers["idempotency-key"]
-          },
-          payload.user_id
-        ).pipe(Effect.map((receipt) => receipt as typeof BuyResult.Type))
+        trade({
+          side: "buy",
+          ticker: path.ticker,
+          userId: payload.user_id,
+          amount: payload.amount,
+          minimum: payload.min_tokens_out,
+          fillOrKill: payload.fill_or_kill,
+          idempotencyKey: headers["idempotency-key"]
+        }).pipe(Effect.map((receipt) => receipt as typeof BuyResult.Type))
       )
       .handle("sell", ({ headers, path, payload }) =>
-        trade(
-          {
-            side: "sell",
-            ticker: path.ticker.toUpperCase(),
-            amount: payload.amount,
-            minimum: payload.min_coin_out,
-            minimumField: "min_coin_out",
-            key: headers["idempotency-key"]
-          },
-          payload.user_id
-        ).pipe(Effect.map((receipt) => receipt as typeof SellResult.Type))
+        trade({
+          side: "sell",
+          ticker: path.ticker,
+          userId: payload.user_id,
+          amount: payload.amount,
+          minimum: payload.min_coin_out,
+          idempotencyKey: headers["idempotency-key"]
+        }).pipe(Effect.map((receipt) => receipt as typeof SellResult.Type))
       )
   })
 )
@@ -172,15 +167,7 @@ export const ChatLive = HttpApiBuilder.group(MarketplaceApi, "chat", (handlers) 
             Effect.flatMap((page) => Effect.as(linkNext(page.next && { before: String(page.next.before) }), page.items))
           )
       )
-      .handle("post", ({ payload }) =>
-        Effect.gen(function* () {
-          const { principal } = yield* Caller
-          if (principal?.kind !== "agent") {
-            return yield* new Forbidden({ code: "AGENT_KEY_REQUIRED", detail: "only an agent's API key may post" })
-          }
-          return yield* chat.post(principal.ticker, payload.message)
-        })
-      )
+      .handle("post", ({ payload }) => Effect.flatMap(Caller, ({ principal }) => chat.post(principal, payload.message)))
   })
 )
 

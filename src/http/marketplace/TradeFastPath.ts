@@ -1,14 +1,15 @@
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Clock, Duration, Effect, Either } from "effect"
-import { MarketplaceApi } from "../../contracts/market/Api.js"
+import { Clock, Duration, Effect, Either, Schema } from "effect"
+import { BuyPayload, SellPayload, TradeHeaders } from "../../contracts/market/Api.js"
+import { BuyResult, SellResult, type TradeReceipt } from "../../contracts/market/Receipts.js"
 import { isTicker } from "../../contracts/market/Ticker.js"
 import { ApiKeys } from "../../services/market/ApiKeys.js"
 import { MarketConfig } from "../../services/market/MarketConfig.js"
 import { RateLimits } from "../../services/market/RateLimits.js"
+import { provenWallet, Trades } from "../../services/market/Trades.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
-import { endpointSchemas, errorResponse, type FastPath } from "../FastPath.js"
+import { errorResponse, type FastPath } from "../FastPath.js"
 import { API_KEY_SHAPE, rateHeaders, rateKey } from "./Gate.js"
-import { placeTrade, provenWallet } from "./Trade.js"
 
 /**
  * The two trade routes with no query string. A ticker it captures that breaks the ticker rule is left to the
@@ -16,10 +17,49 @@ import { placeTrade, provenWallet } from "./Trade.js"
  */
 const TRADE_ROUTE = /^\/api\/tokens\/([^/]+)\/(buy|sell)$/
 
-const compile = (side: "buy" | "sell") => ({
-  ...endpointSchemas(MarketplaceApi.groups.tokens, side),
-  minimumField: side === "buy" ? "min_tokens_out" : "min_coin_out"
-})
+/** A side's body decoded by the contract's own schema, as the fields `Trades.place` reads. */
+interface Decoded {
+  readonly user_id: string
+  readonly amount: number | string
+  readonly minimum: number | string | undefined
+  readonly fillOrKill: boolean | undefined
+}
+
+/**
+ * Each side's body decoder and answer encoder: the contract's own schemas (what the `HttpApi` route decodes
+ * and encodes for every request), compiled once, so the fast path accepts exactly what the route accepts and
+ * answers what the route would.
+ */
+const SIDES = {
+  buy: {
+    decode: (json: unknown) =>
+      Either.map(
+        Schema.decodeUnknownEither(BuyPayload)(json),
+        (body): Decoded => ({
+          user_id: body.user_id,
+          amount: body.amount,
+          minimum: body.min_tokens_out,
+          fillOrKill: body.fill_or_kill
+        })
+      ),
+    encode: Schema.encodeSync(BuyResult) as (receipt: TradeReceipt) => unknown
+  },
+  sell: {
+    decode: (json: unknown) =>
+      Either.map(
+        Schema.decodeUnknownEither(SellPayload)(json),
+        (body): Decoded => ({
+          user_id: body.user_id,
+          amount: body.amount,
+          minimum: body.min_coin_out,
+          fillOrKill: undefined
+        })
+      ),
+    encode: Schema.encodeSync(SellResult) as (receipt: TradeReceipt) => unknown
+  }
+} as const
+
+const decodeHeaders = Schema.decodeUnknownEither(TradeHeaders)
 
 /**
  * The trade endpoints' common case, served without the `HttpApi` machinery: a JSON body that decodes, an
@@ -35,8 +75,7 @@ export const tradeFastPath = Effect.gen(function* () {
   const keys = yield* ApiKeys
   const limits = yield* RateLimits
   const config = yield* MarketConfig
-  const place = yield* placeTrade
-  const sides = { buy: compile("buy"), sell: compile("sell") }
+  const trades = yield* Trades
   const limit = config.limits.trading
   const windowMillis = Duration.toMillis(config.rateWindow)
 
@@ -46,8 +85,8 @@ export const tradeFastPath = Effect.gen(function* () {
       if (contentType !== undefined && !contentType.toLowerCase().trim().includes("application/json")) return undefined
       const key = bearerToken(request.headers.authorization)
       if (key === undefined || !API_KEY_SHAPE.test(key)) return undefined
-      const compiled = sides[side]
-      const headers = compiled.decodeHeaders!(request.headers)
+      const compiled = SIDES[side]
+      const headers = decodeHeaders(request.headers)
       if (Either.isLeft(headers)) return undefined
       const body = yield* Effect.either(request.text)
       if (Either.isLeft(body)) return undefined
@@ -57,45 +96,42 @@ export const tradeFastPath = Effect.gen(function* () {
       } catch {
         return undefined
       }
-      const payload = compiled.decodePayload!(json)
+      const payload = compiled.decode(json)
       if (Either.isLeft(payload)) return undefined
       const principal = yield* keys.authenticate(key)
       if (principal === undefined) return undefined
-      const proven = provenWallet(principal, payload.right.user_id as string)
-      if (Either.isLeft(proven)) return undefined
-      const { wallet } = proven.right
+      // Another wallet's user_id is the route's to refuse: nothing is counted before the wallet rule holds.
+      if (Either.isLeft(provenWallet(principal, payload.right.user_id))) return undefined
       const now = yield* Clock.currentTimeMillis
       const counted = limits.consumeAt(rateKey("trading", principal, undefined), limit, windowMillis, now)
       if (!counted.allowed) return undefined
 
       // Counted: from here on this request is answered here, whatever happens.
       const rate = rateHeaders(limit, counted.remaining, counted.resetAfterMillis, now)
-      const outcome = yield* place(
-        wallet,
-        principal,
-        {
+      const outcome = yield* trades
+        .place(principal, {
           side,
           ticker,
-          amount: payload.right.amount as number | string,
-          minimum: payload.right[compiled.minimumField] as number | string | undefined,
-          minimumField: compiled.minimumField,
-          fillOrKill: payload.right.fill_or_kill as boolean | undefined,
-          key: headers.right["idempotency-key"] as string | undefined
-        },
-        body.right
-      ).pipe(
-        Effect.either,
-        // A defect (the trade's transaction failed) goes on to the problem middleware as the route's does (a
-        // logged 500), with the gate's headers, which the route adds the same way.
-        Effect.catchAllCause((cause) =>
-          Effect.zipRight(
-            HttpApp.appendPreResponseHandler((_request, response) =>
-              Effect.succeed(HttpServerResponse.setHeaders(response, rate))
-            ),
-            Effect.failCause(cause)
+          userId: payload.right.user_id,
+          amount: payload.right.amount,
+          minimum: payload.right.minimum,
+          fillOrKill: payload.right.fillOrKill,
+          idempotencyKey: headers.right["idempotency-key"],
+          body: body.right
+        })
+        .pipe(
+          Effect.either,
+          // A defect (the trade's transaction failed) goes on to the problem middleware as the route's does (a
+          // logged 500), with the gate's headers, which the route adds the same way.
+          Effect.catchAllCause((cause) =>
+            Effect.zipRight(
+              HttpApp.appendPreResponseHandler((_request, response) =>
+                Effect.succeed(HttpServerResponse.setHeaders(response, rate))
+              ),
+              Effect.failCause(cause)
+            )
           )
         )
-      )
       if (Either.isLeft(outcome)) {
         const error = outcome.left
         return errorResponse(
@@ -103,7 +139,7 @@ export const tradeFastPath = Effect.gen(function* () {
           error._tag === "Overloaded" ? { ...rate, "retry-after": String(error.retry_after_seconds) } : rate
         )
       }
-      return HttpServerResponse.unsafeJson(compiled.encodeSuccess(outcome.right.receipt), {
+      return HttpServerResponse.unsafeJson(compiled.encode(outcome.right.receipt), {
         status: 200,
         headers: outcome.right.replayed ? { ...rate, "idempotent-replayed": "true" } : rate
       })

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
-import { AgentCannotChat, agentNotFound, InvalidInput } from "../../contracts/market/Errors.js"
+import { AgentCannotChat, agentNotFound, Forbidden, InvalidInput } from "../../contracts/market/Errors.js"
+import type { Principal } from "../../contracts/market/Principal.js"
 import { hasUndisplayableCharacter, UNDISPLAYABLE_RULE } from "../../contracts/shared/Text.js"
 import { SqlDirect } from "../platform/SqlDirect.js"
 import type { SyncStatements } from "../platform/SyncSql.js"
@@ -77,10 +78,14 @@ export class Chat extends Effect.Service<Chat>()("market/Chat", {
       ).pipe(Effect.orDie)
 
     /**
-     * An agent's own message; bankrupt and retired agents are silenced. Text that would act on a reader's terminal
-     * or reorder what they see is refused here, whoever calls (the route's schema refuses it first, as a 400).
+     * An agent's own message, posted by the agent itself: only an agent's principal (its API key) may post, as
+     * that agent. Bankrupt and retired agents are silenced. Text that would act on a reader's terminal or
+     * reorder what they see is refused here, whoever calls (the route's schema refuses it first, as a 400).
      */
-    const post = Effect.fn("Chat.post")(function* (ticker: string, message: string) {
+    const post = Effect.fn("Chat.post")(function* (principal: Principal | undefined, message: string) {
+      if (principal?.kind !== "agent")
+        return yield* new Forbidden({ code: "AGENT_KEY_REQUIRED", detail: "only an agent's API key may post" })
+      const ticker = principal.ticker
       if (hasUndisplayableCharacter(message))
         return yield* new InvalidInput({ code: "INVALID_INPUT", detail: `message ${UNDISPLAYABLE_RULE}` })
       const created = yield* Effect.gen(function* () {

@@ -86,7 +86,8 @@ export const marketDemoSeeder: DemoSeeder<AppConfig | Agents | ApiKeys | Chat | 
       yield* sql`INSERT INTO market_coin_prices (at, price, source) VALUES (${t}, ${price}, 'demo')`
     }
 
-    for (const agent of agents) yield* chat.post(agent.ticker, greetings[agent.ticker] ?? "Hello.")
+    for (const agent of agents)
+      yield* chat.post({ kind: "agent", ticker: agent.ticker }, greetings[agent.ticker] ?? "Hello.")
 
     yield* Effect.sync(() => {
       fs.mkdirSync(config.dataDir, { recursive: true })

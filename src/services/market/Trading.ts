@@ -2,74 +2,16 @@ import { Clock, Effect, Exit } from "effect"
 import { IdempotencyKeyReused } from "../../contracts/market/Errors.js"
 import type { TradeOrder, TradeOutcome } from "../../contracts/market/MarketAgent.js"
 import type { TradeReceipt } from "../../contracts/market/Receipts.js"
-import { sha256Hex } from "../platform/Digest.js"
 import { hotSpan } from "../platform/HotSpan.js"
 import { SqlDirect, savepointSync, TransactionLost } from "../platform/SqlDirect.js"
 import { Refused, refuse, type SyncStatements } from "../platform/SyncSql.js"
-import { type Principal, principalId } from "./ApiKeys.js"
 import { writeLine } from "./Chat.js"
 import type { UnbalancedEntry } from "./Ledger.js"
 import { MarketConfig } from "./MarketConfig.js"
 import { appendEvent, MarketEvents } from "./MarketEvents.js"
 import { buyIn, sellIn, type TradeRefusal, type TradeResult, walletAccount } from "./TokenMarket.js"
-import { canonicalDecimal, fromUnits, plainDecimal, ratioText, toUnits, unitsText } from "./Units.js"
+import { fromUnits, plainDecimal, ratioText, toUnits, unitsText } from "./Units.js"
 import { checksumAddress } from "./WalletSignature.js"
-
-/** What a caller asks for, in the API's units: coin or tokens as JSON numbers or decimal strings. */
-export interface TradeRequest {
-  readonly side: "buy" | "sell"
-  readonly ticker: string
-  /** Lowercase 0x address, already proven to be the caller's. */
-  readonly wallet: string
-  readonly principal: Principal
-  /** A JSON number, or a decimal string (converted from its own text). */
-  readonly amount: number | string
-  /** min_tokens_out (buy) or min_coin_out (sell). */
-  readonly minimum: number | string | undefined
-  /**
-   * The JSON numbers' own decimal text (`amount`, the guard), when the body is at hand and they were numbers:
-   * a double cannot hold every decimal a client sends, so money is converted from the text.
-   */
-  readonly amountText?: string | undefined
-  readonly minimumText?: string | undefined
-  readonly fillOrKill?: boolean | undefined
-  /** The Idempotency-Key header. */
-  readonly idempotencyKey: string | undefined
-}
-
-/**
- * The order a request becomes: amounts in nano-units, and with an Idempotency-Key, the key scoped to its
- * principal and the fingerprint of what was asked (a retry must ask for exactly the same trade).
- */
-export const tradeOrder = (request: TradeRequest): TradeOrder => ({
-  side: request.side,
-  ticker: request.ticker,
-  wallet: request.wallet,
-  // Never spend or move more than asked; never accept less than the guard asks.
-  amount: toUnits(request.amountText ?? request.amount, "down"),
-  minimum: request.minimum === undefined ? 0n : toUnits(request.minimumText ?? request.minimum, "up"),
-  fillOrKill: request.fillOrKill === true,
-  ...(request.idempotencyKey === undefined
-    ? {}
-    : {
-        idempotency: {
-          principal: principalId(request.principal),
-          key: request.idempotencyKey,
-          fingerprint: sha256Hex(
-            JSON.stringify([
-              request.side,
-              request.ticker,
-              request.wallet,
-              canonicalDecimal(request.amountText ?? request.amount),
-              request.minimumText === undefined && request.minimum === undefined
-                ? null
-                : canonicalDecimal(request.minimumText ?? request.minimum ?? 0),
-              ...(request.fillOrKill === true ? [true] : [])
-            ])
-          )
-        }
-      })
-})
 
 /** A ratio as a JSON number: prices are not balances, so they keep 12 significant digits (18 in `ratioText`). */
 export const priceNumber = (numerator: bigint, denominator: bigint) =>
