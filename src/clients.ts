@@ -5,11 +5,11 @@
  */
 import { type HttpApi, HttpApiClient, HttpClient, HttpClientResponse } from "@effect/platform"
 import { Effect } from "effect"
+import { ControlPlaneApi } from "./contracts/controlplane/Api.js"
 import { MarketplaceApi } from "./contracts/market/Api.js"
 import { PROBLEM_CONTENT_TYPE } from "./contracts/shared/Problem.js"
 import { DECODE_ERROR_TAG, errorClasses } from "./contracts/shared/ProblemContract.js"
 import { VaultApi } from "./contracts/vault/Api.js"
-import { ControlPlaneApi } from "./http/controlplane/Api.js"
 import { GroundTruthApi } from "./http/groundtruth/Api.js"
 import { ProductApi } from "./http/product/Api.js"
 

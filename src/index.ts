@@ -13,7 +13,17 @@ export { ctl, runCtl } from "./cli/Cli.js"
 export { type CommandNode, commandTree } from "./cli/Help.js"
 export { ctlMain, exitCodeOf, unknownCommand } from "./cli/Run.js"
 export * from "./clients.js"
+export { ControlPlaneApi } from "./contracts/controlplane/Api.js"
+export { HostHealthApi } from "./contracts/controlplane/HostHealthApi.js"
+export * from "./contracts/fleet/Authority.js"
 export * from "./contracts/fleet/Beacon.js"
+export * from "./contracts/fleet/Handoff.js"
+export * from "./contracts/fleet/HostHealth.js"
+export * from "./contracts/fleet/Jobs.js"
+export * from "./contracts/fleet/Objects.js"
+export * from "./contracts/fleet/Probe.js"
+export * from "./contracts/fleet/Reconciler.js"
+export * from "./contracts/fleet/ReleaseRuns.js"
 export {
   AgentDetail,
   AgentSummary,
@@ -45,7 +55,6 @@ export * from "./contracts/vault/Schemas.js"
 // HTTP contracts, shared middleware and typed clients
 export * from "./http/BodyLimit.js"
 export * from "./http/ClientError.js"
-export { ControlPlaneApi, HostHealthApi, StoredBeaconAnswer } from "./http/controlplane/Api.js"
 export * from "./http/FastPath.js"
 export {
   GroundTruthApi,

@@ -1,24 +1,11 @@
 import { randomBytes } from "node:crypto"
 import { Activity, DurableClock, Workflow } from "@effect/workflow"
 import { Effect, Exit, Option, Schema } from "effect"
+import { ProbeFailed, ProbeResult } from "../contracts/fleet/Probe.js"
 import { channelSpec, defaultKnownHosts } from "../services/fleet/Channels.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
 import { ObjectGateway } from "../services/platform/objects/ObjectGateway.js"
-
-/** Why a probe ended without reaching its host (its answer says which step). */
-export class ProbeFailed extends Schema.TaggedError<ProbeFailed>()("ProbeFailed", {
-  code: Schema.Literal("PROBE_FAILED"),
-  step: Schema.Literal("registry", "reach", "report"),
-  detail: Schema.String
-}) {}
-
-export const ProbeResult = Schema.Struct({
-  host: Schema.String,
-  registry_digest: Schema.String,
-  kernel: Schema.String,
-  report_key: Schema.String
-})
 
 /**
  * `FleetProbe`: the control plane's durable check that it can reach a host, in three recorded steps —

@@ -2,10 +2,16 @@ import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Console, Effect } from "effect"
 import { runRecordedPhase } from "../actors/StorageHandoff.js"
+import {
+  type ReconcilePhase,
+  ReconcilePhases,
+  TRANSACTION_ID,
+  TRANSACTION_ID_RULE
+} from "../contracts/fleet/Handoff.js"
 import { HandoffHereLive, HandoffWorkerLive } from "../layers/Handoff.js"
 import { claimWorker, releaseWorker } from "../services/fleet/handoff/HandoffEngine.js"
-import { handoffDir, TRANSACTION_ID, TRANSACTION_ID_RULE } from "../services/fleet/handoff/HandoffFiles.js"
-import { type ReconcilePhase, ReconcilePhases, StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
+import { handoffDir } from "../services/fleet/handoff/HandoffFiles.js"
+import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { controlPlaneAccess, refused } from "./fleet.js"
 import { CommandFailed, ExitWith, failWith, json } from "./Output.js"

@@ -1,6 +1,6 @@
+import { ControlPlaneApi } from "../contracts/controlplane/Api.js"
 import { MarketplaceApi } from "../contracts/market/Api.js"
 import { VaultApi } from "../contracts/vault/Api.js"
-import { ControlPlaneApi } from "./controlplane/Api.js"
 import { GroundTruthApi } from "./groundtruth/Api.js"
 import { ProductApi } from "./product/Api.js"
 

@@ -12,12 +12,12 @@ import {
 } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Config, Duration, Effect, Layer, Option } from "effect"
+import { ControlPlaneApi } from "../contracts/controlplane/Api.js"
 import { MarketplaceApi } from "../contracts/market/Api.js"
 import { VaultApi } from "../contracts/vault/Api.js"
 import { bodyLimitMiddleware } from "../http/BodyLimit.js"
 import { installClientErrorAnswer } from "../http/ClientError.js"
 import { CORS_ROUTES, type CorsOrigins, corsMiddleware, corsOriginsFromConfig } from "../http/Cors.js"
-import { ControlPlaneApi } from "../http/controlplane/Api.js"
 import {
   FleetLive,
   HandoffQueueLive,

@@ -3,17 +3,28 @@ import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/p
 import { Cause, Effect, Exit, Option, Stream } from "effect"
 import { FleetProbe, probeHost, startProbe } from "../../actors/FleetProbe.js"
 import { ReleaseRunWorkflow } from "../../actors/ReleaseRunWorkflow.js"
+import { ControlPlaneApi } from "../../contracts/controlplane/Api.js"
+import { AuthorityUnavailable } from "../../contracts/fleet/Authority.js"
+import {
+  InvalidReconcileRequest,
+  QueueDrainTimedOutProblem,
+  type ReconcilePhase,
+  ReconcilePhases,
+  ReconcileUnauthorized,
+  StorageReconciliationFailed,
+  StorageUndeclaredProblem,
+  TRANSACTION_ID,
+  TRANSACTION_ID_RULE
+} from "../../contracts/fleet/Handoff.js"
+import { JobKeyReusedProblem } from "../../contracts/fleet/Jobs.js"
+import { WorkflowNotFound } from "../../contracts/fleet/Probe.js"
+import { TickInProgressProblem } from "../../contracts/fleet/Reconciler.js"
+import { ReleaseRunNotFound } from "../../contracts/fleet/ReleaseRuns.js"
 import { InvalidObjectKey, ObjectStoreError } from "../../contracts/shared/ObjectErrors.js"
 import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
 import { Gates } from "../../services/fleet/gates/Gates.js"
-import { ActionAuthority, AuthorityUnavailable } from "../../services/fleet/grants/ActionAuthority.js"
-import { TRANSACTION_ID, TRANSACTION_ID_RULE } from "../../services/fleet/handoff/HandoffFiles.js"
-import {
-  type ReconcilePhase,
-  ReconcilePhases,
-  StorageReconcile,
-  StorageReconciliationFailed
-} from "../../services/fleet/handoff/StorageReconcile.js"
+import { ActionAuthority } from "../../services/fleet/grants/ActionAuthority.js"
+import { StorageReconcile } from "../../services/fleet/handoff/StorageReconcile.js"
 import { type StorageUndeclared, TargetQueue } from "../../services/fleet/handoff/TargetQueue.js"
 import { JobQueue } from "../../services/fleet/jobs/JobQueue.js"
 import { jobView } from "../../services/fleet/jobs/JobView.js"
@@ -26,17 +37,6 @@ import { RunRecords } from "../../services/fleet/releases/RunRecords.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import type { ObjectHead, WriteCondition } from "../../services/platform/objects/ObjectStore.js"
 import { originStripped } from "../RoutePath.js"
-import {
-  ControlPlaneApi,
-  InvalidReconcileRequest,
-  JobKeyReusedProblem,
-  QueueDrainTimedOutProblem,
-  ReconcileUnauthorized,
-  ReleaseRunNotFound,
-  StorageUndeclaredProblem,
-  TickInProgressProblem,
-  WorkflowNotFound
-} from "./Api.js"
 
 export const HostHealthLive = HttpApiBuilder.group(ControlPlaneApi, "hostHealth", (handlers) =>
   Effect.gen(function* () {

@@ -1,41 +1,16 @@
-import { HttpApiSchema } from "@effect/platform"
 import { Clock, Config, Duration, Effect, Option, Schema } from "effect"
 import { HostBeacon } from "../../../contracts/fleet/Beacon.js"
+import {
+  BeaconInvalid,
+  BeaconStale,
+  BeaconStoreFailed,
+  type StoredBeacon
+} from "../../../contracts/fleet/HostHealth.js"
 import { VaultForbidden } from "../../../contracts/vault/Errors.js"
 import { durationSetting } from "../../platform/DurationSetting.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { ActionAuthority } from "../grants/ActionAuthority.js"
 import { beaconKey, decodeBeacon } from "./Beacon.js"
-
-export class BeaconInvalid extends Schema.TaggedError<BeaconInvalid>()(
-  "BeaconInvalid",
-  { code: Schema.Literal("BEACON_INVALID", "UNKNOWN_HOST"), detail: Schema.String },
-  HttpApiSchema.annotations({ status: 400 })
-) {}
-
-export class BeaconStale extends Schema.TaggedError<BeaconStale>()(
-  "BeaconStale",
-  {
-    code: Schema.Literal("BEACON_STALE"),
-    host: Schema.String,
-    stored_reported_at: Schema.String,
-    detail: Schema.String
-  },
-  HttpApiSchema.annotations({ status: 409 })
-) {}
-
-export class BeaconStoreFailed extends Schema.TaggedError<BeaconStoreFailed>()(
-  "BeaconStoreFailed",
-  { code: Schema.Literal("BEACON_STORE_FAILED"), detail: Schema.String },
-  HttpApiSchema.annotations({ status: 503 })
-) {}
-
-export interface StoredBeacon {
-  readonly host: string
-  readonly key: string
-  readonly reported_at: string
-  readonly stored_at: string
-}
 
 /**
  * The control plane's side of beacons: a token from the vault scoped to `host-health-write` for the

@@ -1,29 +1,10 @@
-import { HttpApiSchema } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
+import { ActionNotHeld, AuthorityUnavailable } from "../../../contracts/fleet/Authority.js"
 import { VaultDenied } from "../../../contracts/vault/Errors.js"
 import type { Grant } from "../../../contracts/vault/Schemas.js"
 import { Vault } from "../../platform/vault/Vault.js"
 import { AuthorityRegistry } from "../registry/AuthorityRegistry.js"
 import type { FleetAction } from "../registry/Schema.js"
-
-/** The token's grant carries the action, but the registry does not list the grant's consumer under it. */
-export class ActionNotHeld extends Schema.TaggedError<ActionNotHeld>()(
-  "ActionNotHeld",
-  {
-    code: Schema.Literal("ACTION_NOT_HELD"),
-    action: Schema.String,
-    consumer: Schema.String,
-    detail: Schema.String
-  },
-  HttpApiSchema.annotations({ status: 403 })
-) {}
-
-/** Neither the registry nor its last valid snapshot could be read: nobody can be authorized (fail closed). */
-export class AuthorityUnavailable extends Schema.TaggedError<AuthorityUnavailable>()(
-  "AuthorityUnavailable",
-  { code: Schema.Literal("REGISTRY_UNAVAILABLE"), detail: Schema.String },
-  HttpApiSchema.annotations({ status: 503 })
-) {}
 
 export interface ActionNeed {
   readonly action: FleetAction

@@ -1,5 +1,6 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { TRANSACTION_ID, TRANSACTION_ID_RULE } from "../../../contracts/fleet/Handoff.js"
 import type { RootEntry, TreeManifest } from "./TreeManifest.js"
 import type { UnionPlan } from "./TreeUnion.js"
 
@@ -62,14 +63,6 @@ export const runtimeValue = (runtime: { kind: "symlink" | "config_file"; path: s
     return null
   }
 }
-
-/**
- * A transaction id: 1–128 letters, digits, `.`, `_`, `-`, starting with a letter or digit. It names a directory
- * under `<data dir>/handoff/`, so `..`, `a/b` or a NUL could never be one (they would write outside it, or alias
- * another transaction's receipt).
- */
-export const TRANSACTION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
-export const TRANSACTION_ID_RULE = "1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
 
 export const handoffDir = (dataDir: string, transaction: string) => {
   if (!TRANSACTION_ID.test(transaction)) throw new Error(`not a transaction id (${TRANSACTION_ID_RULE})`)

@@ -1,6 +1,10 @@
-import { HttpApiSchema } from "@effect/platform"
-import { Clock, Effect, Schema } from "effect"
+import { Clock, Effect } from "effect"
 import { StorageHandoffRollback, StorageHandoffRun } from "../../../actors/StorageHandoff.js"
+import {
+  type ReconcileAnswer,
+  type ReconcilePhase,
+  StorageReconciliationFailed
+} from "../../../contracts/fleet/Handoff.js"
 import { AppConfig } from "../../platform/AppConfig.js"
 import { Leases } from "../../platform/Leases.js"
 import { readRoute } from "../../platform/objects/RoutedFsObjectStore.js"
@@ -12,27 +16,6 @@ import { HandoffEngine } from "./HandoffEngine.js"
 import { HandoffFiles, type HandoffReceipt, handoffDir, runtimeValue, transactionLeaseKey } from "./HandoffFiles.js"
 import { HandoffQueue } from "./HandoffQueue.js"
 import { diffManifests, manifestOf } from "./TreeManifest.js"
-
-export const ReconcilePhases = ["status", "run", "resume", "rollback", "finalize"] as const
-export type ReconcilePhase = (typeof ReconcilePhases)[number]
-
-/** Verifier state unavailable, or a failure before any product report exists (seed 002: 503). */
-export class StorageReconciliationFailed extends Schema.TaggedError<StorageReconciliationFailed>()(
-  "StorageReconciliationFailed",
-  { code: Schema.Literal("STORAGE_RECONCILIATION_FAILED"), detail: Schema.String },
-  HttpApiSchema.annotations({ status: 503 })
-) {}
-
-/**
- * The answer of every phase: `exit_code` 0 (done, or accepted and under way), 1 (the phase failed: see the
- * report), 2 (refused before it changed anything: `refusal`); `report` is the transaction's receipt (or, for a
- * refusal with no receipt of its own, what was refused).
- */
-export interface ReconcileAnswer {
-  readonly exit_code: 0 | 1 | 2
-  readonly refusal: string | null
-  readonly report: unknown
-}
 
 const OPEN_TRANSACTION_TTL = "30 days"
 /** How long the control plane waits for a target's answer to a phase (Run and Rollback answer once started). */

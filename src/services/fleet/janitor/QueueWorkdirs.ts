@@ -1,6 +1,6 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
-import type { JobState } from "../jobs/JobQueue.js"
+import type { JobState } from "../../../contracts/fleet/Jobs.js"
 import type { Candidate, Skip } from "./BuildCaches.js"
 import type { ScanBudget } from "./ScanBudget.js"
 

@@ -1,11 +1,9 @@
 import { randomBytes } from "node:crypto"
-import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option, Schema } from "effect"
+import { JobNotFound, type JobState } from "../../../contracts/fleet/Jobs.js"
 import { retryBusy, sqlDefect } from "../../platform/Database.js"
 import { SqlDirect } from "../../platform/SqlDirect.js"
-
-export type JobState = "queued" | "running" | "succeeded" | "failed" | "cancelled"
 
 export interface Job {
   readonly id: string
@@ -86,12 +84,6 @@ export class QueueDrainTimedOut extends Schema.TaggedError<QueueDrainTimedOut>()
 export type TargetPause = { readonly set: false } | { readonly set: true; readonly paused: boolean }
 
 const targetPauseKey = (target: string) => `paused:${target}`
-
-export class JobNotFound extends Schema.TaggedError<JobNotFound>()(
-  "JobNotFound",
-  { code: Schema.Literal("JOB_NOT_FOUND"), id: Schema.String, detail: Schema.String },
-  HttpApiSchema.annotations({ status: 404 })
-) {}
 
 export interface OutputLine {
   readonly lineNo: number

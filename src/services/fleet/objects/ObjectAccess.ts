@@ -1,29 +1,10 @@
-import { HttpApiSchema } from "@effect/platform"
-import { Effect, Option, Schema, type Stream } from "effect"
+import { Effect, Option, type Stream } from "effect"
+import { ObjectNotFound, PreconditionFailed } from "../../../contracts/fleet/Objects.js"
 import { ObjectWriteUnauthorized } from "../../../contracts/shared/ObjectErrors.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { checkKey, type ObjectHead, type WriteCondition } from "../../platform/objects/ObjectStore.js"
 import { ActionAuthority, type ActionNeed } from "../grants/ActionAuthority.js"
 import { PUBLISHED_FILES } from "../releases/ReleasePublisher.js"
-
-export class ObjectNotFound extends Schema.TaggedError<ObjectNotFound>()(
-  "ObjectNotFound",
-  { code: Schema.Literal("OBJECT_NOT_FOUND"), key: Schema.String, detail: Schema.String },
-  HttpApiSchema.annotations({ status: 404 })
-) {}
-
-/** `If-None-Match: *` on an existing key, or `If-Match` with another digest (or on an absent key). */
-export class PreconditionFailed extends Schema.TaggedError<PreconditionFailed>()(
-  "PreconditionFailed",
-  {
-    code: Schema.Literal("PRECONDITION_FAILED"),
-    key: Schema.String,
-    /** The object's SHA-256 now; null when it does not exist. */
-    current_sha256: Schema.NullOr(Schema.String),
-    detail: Schema.String
-  },
-  HttpApiSchema.annotations({ status: 412 })
-) {}
 
 /** What a listing page answers: heads in key order and the cursor of the next page (null on the last). */
 export interface ObjectPage {

@@ -1,0 +1,79 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { ActionNotHeld, AuthorityUnavailable } from "../fleet/Authority.js"
+import { ProbeStarted, ProbeStatus, WorkflowNotFound } from "../fleet/Probe.js"
+import { ReleaseRunNotFound, ReleaseRunStarted, ReleaseRunStatus } from "../fleet/ReleaseRuns.js"
+import { ObjectStoreError, StorageFenced } from "../shared/ObjectErrors.js"
+import { RequestStruct } from "../shared/RequestSchema.js"
+import { VaultDenied, VaultForbidden } from "../vault/Errors.js"
+import { Bearer } from "./Common.js"
+
+/** Durable workflows run by the server; `ctl` starts and inspects them here (docs/control-plane.md). */
+export class WorkflowsApi extends HttpApiGroup.make("workflows")
+  .add(
+    HttpApiEndpoint.post("startProbe", "/workflows/fleet-probe")
+      .setHeaders(Bearer)
+      .setPayload(
+        RequestStruct({
+          host: Schema.String,
+          request_id: Schema.optional(
+            Schema.String.pipe(
+              Schema.pattern(/^[A-Za-z0-9._-]{1,128}$/),
+              Schema.annotations({ message: () => "must be 1-128 of A-Z a-z 0-9 . _ -" })
+            )
+          ),
+          pause_ms: Schema.optional(
+            Schema.Int.pipe(
+              Schema.between(0, 60_000),
+              Schema.annotations({ message: () => "must be an integer from 0 to 60000" })
+            )
+          )
+        })
+      )
+      .addSuccess(ProbeStarted, { status: 202 })
+      .addError(ObjectStoreError, { status: 503 })
+      .addError(StorageFenced)
+      .annotate(
+        OpenApi.Description,
+        "Starts a FleetProbe of the host (or attaches to the run of the same host and request_id). Needs fleet-read for the host."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("probeStatus", "/workflows/fleet-probe/:execution_id")
+      .setPath(Schema.Struct({ execution_id: Schema.String }))
+      .setHeaders(Bearer)
+      .addSuccess(ProbeStatus)
+      .addError(WorkflowNotFound)
+      .addError(ObjectStoreError, { status: 503 })
+      .annotate(
+        OpenApi.Description,
+        "A FleetProbe run: running, succeeded (its result) or failed (its error). Needs fleet-read for the run's host."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("startReleaseRun", "/workflows/release-run")
+      .setHeaders(Bearer)
+      .setPayload(RequestStruct({ run_id: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{32}$/)) }))
+      .addSuccess(ReleaseRunStarted, { status: 202 })
+      .addError(ReleaseRunNotFound)
+      .annotate(
+        OpenApi.Description,
+        "Hands a submitted release run to the server: its ReleaseRun workflow drives it to published or failed (the same run attaches). Needs release-submit."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("releaseRunStatus", "/workflows/release-run/:run_id")
+      .setPath(Schema.Struct({ run_id: Schema.String }))
+      .setHeaders(Bearer)
+      .addSuccess(ReleaseRunStatus)
+      .addError(ReleaseRunNotFound)
+      .annotate(
+        OpenApi.Description,
+        "A release run: its record and whether the server's workflow drives it (running, done, not_started). Needs fleet-read."
+      )
+  )
+  .addError(VaultDenied)
+  .addError(VaultForbidden)
+  .addError(ActionNotHeld)
+  .addError(AuthorityUnavailable)
+  .annotate(OpenApi.Title, "Workflows") {}

@@ -1,0 +1,83 @@
+import { HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+
+/**
+ * A transaction id: 1–128 letters, digits, `.`, `_`, `-`, starting with a letter or digit. It names a directory
+ * under `<data dir>/handoff/`, so `..`, `a/b` or a NUL could never be one (they would write outside it, or alias
+ * another transaction's receipt).
+ */
+export const TRANSACTION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
+export const TRANSACTION_ID_RULE = "1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+export const ReconcilePhases = ["status", "run", "resume", "rollback", "finalize"] as const
+export type ReconcilePhase = (typeof ReconcilePhases)[number]
+
+/** Verifier state unavailable, or a failure before any product report exists (seed 002: 503). */
+export class StorageReconciliationFailed extends Schema.TaggedError<StorageReconciliationFailed>()(
+  "StorageReconciliationFailed",
+  { code: Schema.Literal("STORAGE_RECONCILIATION_FAILED"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
+/** A reconcile request that does not fit its rules (docs/handoff.md, "Endpoints"). */
+export class InvalidReconcileRequest extends Schema.TaggedError<InvalidReconcileRequest>()(
+  "InvalidReconcileRequest",
+  { code: Schema.Literal("INVALID_RECONCILE_REQUEST"), detail: Schema.String },
+  HttpApiSchema.annotations({ status: 400 })
+) {}
+
+/** No token, or one whose grant or consumer does not hold the phase's registry action (seed: 401). */
+export class ReconcileUnauthorized extends Schema.TaggedError<ReconcileUnauthorized>()(
+  "ReconcileUnauthorized",
+  {
+    code: Schema.Literal("STORAGE_RECONCILE_UNAUTHORIZED"),
+    action: Schema.String,
+    detail: Schema.String
+  },
+  HttpApiSchema.annotations({ status: 401 })
+) {}
+
+/**
+ * The answer of every phase: `exit_code` 0 (done, or accepted and under way), 1 (the phase failed: see the
+ * report), 2 (refused before it changed anything: `refusal`); `report` is the transaction's receipt (or, for a
+ * refusal with no receipt of its own, what was refused).
+ */
+export const ReconcileAnswerSchema = Schema.Struct({
+  exit_code: Schema.Literal(0, 1, 2),
+  refusal: Schema.NullOr(Schema.String),
+  report: Schema.Unknown
+})
+export type ReconcileAnswer = typeof ReconcileAnswerSchema.Type
+
+/** A target's own pause as it was: absent (never set), or set to a value — restored exactly. */
+export const TargetPauseSchema = Schema.Union(
+  Schema.Struct({ set: Schema.Literal(false) }),
+  Schema.Struct({ set: Schema.Literal(true), paused: Schema.Boolean })
+)
+
+/** A job a handoff's drain cancelled, as Finalize lists it among the retained outcomes. */
+export const CancelledJobSchema = Schema.Struct({
+  id: Schema.String,
+  state: Schema.String,
+  cancel_reason: Schema.NullOr(Schema.String),
+  transaction: Schema.NullOr(Schema.String)
+})
+
+/** A target's running jobs outlasted the drain's bounded wait (the target's pause stays: the caller restores it). */
+export class QueueDrainTimedOutProblem extends Schema.TaggedError<QueueDrainTimedOutProblem>()(
+  "QueueDrainTimedOutProblem",
+  {
+    code: Schema.Literal("QUEUE_DRAIN_TIMED_OUT"),
+    target: Schema.String,
+    running: Schema.Array(Schema.String),
+    detail: Schema.String
+  },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
+/** The target is not in the registry, or declares no `storage`: it has no handoff and so no handoff queue. */
+export class StorageUndeclaredProblem extends Schema.TaggedError<StorageUndeclaredProblem>()(
+  "StorageUndeclaredProblem",
+  { code: Schema.Literal("STORAGE_UNDECLARED"), target: Schema.String, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}
