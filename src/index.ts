@@ -95,6 +95,7 @@ export * from "./services/fleet/beacon/HostHealth.js"
 export * from "./services/fleet/beacon/HostStatePublisher.js"
 // Fleet services
 export * from "./services/fleet/Channels.js"
+export * from "./services/fleet/FleetConfig.js"
 export * from "./services/fleet/gates/Gates.js"
 export * from "./services/fleet/grants/ActionAuthority.js"
 export * from "./services/fleet/grants/Errors.js"

@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto"
 import { Activity, DurableClock, Workflow } from "@effect/workflow"
 import { Effect, Exit, Option, Schema } from "effect"
 import { ProbeFailed, ProbeResult } from "../contracts/fleet/Probe.js"
-import { channelSpec, defaultKnownHosts } from "../services/fleet/Channels.js"
+import { channelSpec } from "../services/fleet/Channels.js"
+import { FleetConfig } from "../services/fleet/FleetConfig.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
 import { ObjectGateway } from "../services/platform/objects/ObjectGateway.js"
@@ -81,7 +82,7 @@ export const FleetProbeLive = FleetProbe.toLayer(
     const registry = yield* FleetRegistry
     const objects = yield* ObjectGateway
     const channel = yield* HostChannel
-    const knownHosts = yield* defaultKnownHosts
+    const { knownHosts } = yield* FleetConfig
 
     /** The step's witness: a fresh object each time the step's body runs. */
     const witness = (step: string, value: unknown) =>

@@ -3,6 +3,7 @@ import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform
 import { Effect, Option } from "effect"
 import { controlPlaneClient } from "../clients.js"
 import { codeFromTag } from "../contracts/shared/Problem.js"
+import { FleetConfigLive } from "../layers/Live.js"
 import { configuredAccess } from "../services/fleet/objects/ObjectApiClient.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { CommandFailed, ExitWith, emit, integerOption, json } from "./Output.js"
@@ -97,5 +98,5 @@ const probeStatus = Command.make(
 export const fleet = Command.make("fleet").pipe(
   Command.withDescription("Work the control plane runs for the fleet (a client of its HTTP API)"),
   Command.withSubcommands([probe, probeStatus]),
-  Command.provide(AppConfig.Default)
+  Command.provide(FleetConfigLive)
 )

@@ -2,7 +2,7 @@ import * as path from "node:path"
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option, Schema } from "effect"
 import { HostBeacon } from "../contracts/fleet/Beacon.js"
-import { HostOpsLive, HostStateLive, RecoveryLive, ServicesLive } from "../layers/Live.js"
+import { FleetConfigLive, HostOpsLive, HostStateLive, RecoveryLive, ServicesLive } from "../layers/Live.js"
 import { beaconRouting, publishBeacon } from "../services/fleet/beacon/BeaconPublisher.js"
 import { beaconUnitProblem, renderEnvFile, renderLaunchd, renderSystemd } from "../services/fleet/beacon/BeaconUnits.js"
 import { collectBeacon } from "../services/fleet/beacon/BeaconWriter.js"
@@ -365,13 +365,13 @@ export const host = Command.make("host").pipe(
         clear.pipe(Command.provide(ServicesLive))
       ])
     ),
-    publish,
+    publish.pipe(Command.provide(FleetConfigLive)),
     publishState.pipe(Command.provide(HostStateLive)),
     exec.pipe(Command.provide(HostOpsLive)),
     health.pipe(Command.provide(HostOpsLive)),
     inventory.pipe(Command.provide(HostOpsLive)),
     gates.pipe(Command.provide(HostOpsLive)),
-    storageRootReconcile.pipe(Command.provide(AppConfig.Default)),
+    storageRootReconcile.pipe(Command.provide(FleetConfigLive)),
     recover.pipe(Command.provide(RecoveryLive)),
     release.pipe(Command.provide(RecoveryLive)),
     declareVersion.pipe(Command.provide(ServicesLive)),

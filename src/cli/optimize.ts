@@ -1,6 +1,7 @@
 import { Command, Options } from "@effect/cli"
-import { Config, Effect, Option } from "effect"
+import { Effect, Option } from "effect"
 import { ReconcilerOpsLive } from "../layers/Live.js"
+import { FleetConfig } from "../services/fleet/FleetConfig.js"
 import { AutonomyControl } from "../services/fleet/reconciler/AutonomyControl.js"
 import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconciler.js"
 import type { ServiceReport } from "../services/fleet/reconciler/ServiceReport.js"
@@ -27,8 +28,7 @@ const summary = (report: ServiceReport) =>
  * leases, pause and breakers as a `ctl serve` sharing it).
  */
 const tickSomewhere = Effect.gen(function* () {
-  const remote = yield* Config.option(Config.string("KEEL_CONTROL_PLANE_URL")).pipe(Effect.orDie)
-  if (Option.isNone(remote)) return yield* (yield* ServiceReconciler).tick("manual")
+  if (Option.isNone((yield* FleetConfig).controlPlaneUrl)) return yield* (yield* ServiceReconciler).tick("manual")
   const client = yield* controlPlane
   return (yield* client.fleet.runServices({ headers: {} }).pipe(Effect.mapError(refused))) as ServiceReport
 })

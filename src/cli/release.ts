@@ -1,6 +1,6 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Duration, Effect, Option } from "effect"
-import { RolloutLive, ServicesLive, TagLive } from "../layers/Live.js"
+import { FleetConfigLive, RolloutLive, ServicesLive, TagLive } from "../layers/Live.js"
 import {
   configuredAccess,
   makeObjectApiClient,
@@ -437,7 +437,7 @@ export const release = Command.make("release").pipe(
   Command.withDescription("Releases: submit and build, the signing key and the catalog (docs/releases.md)"),
   Command.withSubcommands([
     submit.pipe(Command.provide(ServicesLive)),
-    build,
+    build.pipe(Command.provide(FleetConfigLive)),
     prune.pipe(Command.provide(ServicesLive)),
     promote.pipe(Command.provide(RolloutLive)),
     tag.pipe(Command.provide(TagLive)),

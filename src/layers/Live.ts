@@ -3,6 +3,7 @@ import { type ConfigError, Effect, Layer, Logger, LogLevel } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
 import { HostStatePublisher } from "../services/fleet/beacon/HostStatePublisher.js"
+import { FleetConfig } from "../services/fleet/FleetConfig.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
 import { DiskMeter } from "../services/fleet/janitor/DiskMeter.js"
 import { Janitor } from "../services/fleet/janitor/Janitor.js"
@@ -65,6 +66,9 @@ const servicesOn = <E, R>(sql: Layer.Layer<Layer.Layer.Success<typeof SqlLive>, 
     Layer.provideMerge(sql),
     Layer.provideMerge(AppConfig.Default)
   )
+
+/** The fleet's settings alone: for commands that only reach the control plane (`ctl fleet …`, `release build`). */
+export const FleetConfigLive = FleetConfig.Default.pipe(Layer.provideMerge(AppConfig.Default))
 
 /** Every domain service on the embedded defaults. No actor runtime: safe for one-shot CLI commands. */
 export const ServicesLive = servicesOn(SqlLive)

@@ -1,6 +1,6 @@
 import * as path from "node:path"
 import { Config, Effect, Layer } from "effect"
-import { AppConfig } from "../services/platform/AppConfig.js"
+import { AppConfig, objectDirSetting } from "../services/platform/AppConfig.js"
 import { FsObjectStoreLayer } from "../services/platform/objects/FsObjectStore.js"
 import { MemoryObjectStoreLayer } from "../services/platform/objects/MemoryObjectStore.js"
 import { RoutedFsObjectStoreLayer } from "../services/platform/objects/RoutedFsObjectStore.js"
@@ -25,7 +25,7 @@ export const ObjectStoreLive = Layer.unwrapEffect(
     // A storage-root handoff target: the served root is whatever its route file names (docs/handoff.md).
     const route = yield* Config.option(Config.string("KEEL_OBJECT_ROUTE_FILE"))
     if (route._tag === "Some") return RoutedFsObjectStoreLayer(path.resolve(route.value))
-    const dir = yield* Config.string("KEEL_OBJECT_DIR").pipe(Config.withDefault(path.join(app.dataDir, "objects")))
+    const dir = yield* objectDirSetting(app.dataDir)
     return FsObjectStoreLayer(path.resolve(dir))
   })
 )

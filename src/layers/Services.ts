@@ -4,6 +4,7 @@ import { FleetProbeLive } from "../actors/FleetProbe.js"
 import { ReleaseRunWorkflowLive } from "../actors/ReleaseRunWorkflow.js"
 import { HandoffEngineInProcess, StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
 import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
+import { FleetConfig } from "../services/fleet/FleetConfig.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
 import { ActionAuthority } from "../services/fleet/grants/ActionAuthority.js"
 import { GrantIssuer } from "../services/fleet/grants/GrantIssuer.js"
@@ -140,7 +141,7 @@ export const DomainServices = Layer.mergeAll(
   Layer.provideMerge(GtConfig.Default),
   Layer.provideMerge(Assigner.Default),
   Layer.provideMerge(JourneyRegistry.Default),
-  Layer.provideMerge(ProductConfig.Default),
+  Layer.provideMerge(Layer.merge(ProductConfig.Default, FleetConfig.Default)),
   Layer.provideMerge(Database.Default)
 )
 

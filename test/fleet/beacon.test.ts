@@ -10,6 +10,7 @@ import {
   beaconKey,
   beaconRouting,
   beaconUnitProblem,
+  type FleetConfig,
   HostHealth,
   ObjectGateway,
   parsePlist,
@@ -108,7 +109,7 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
       assert.strictEqual(JSON.parse(Option.getOrThrow(before)).reported_at, "2026-11-23T10:00:00.000Z")
 
       const next = writeJson("next.json", beacon("forge-1", "2026-11-23T11:00:00.000Z"), 0o644)
-      const cases: Array<[string, Effect.Effect<unknown, { readonly _tag: string }, Vault>]> = [
+      const cases: Array<[string, Effect.Effect<unknown, { readonly _tag: string }, Vault | FleetConfig>]> = [
         ["routing_missing", beaconRouting(Option.none()).pipe(Effect.flatMap((r) => publishBeacon(next, r)))],
         ["grant_unreadable", publishBeacon(next, { ...routing, grantFile: path.join(work, "absent.json") })],
         [

@@ -1,6 +1,7 @@
-import { Config, Effect, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { HostChannel } from "../platform/hostchannel/HostChannel.js"
-import { channelSpec, defaultKnownHosts } from "./Channels.js"
+import { channelSpec } from "./Channels.js"
+import { FleetConfig } from "./FleetConfig.js"
 import { FleetRegistry } from "./registry/Registry.js"
 import type { Target } from "./registry/Schema.js"
 
@@ -28,10 +29,7 @@ export class RemoteCtl extends Effect.Service<RemoteCtl>()("fleet/RemoteCtl", {
   effect: Effect.gen(function* () {
     const registry = yield* FleetRegistry
     const channel = yield* HostChannel
-    const ctl = (yield* Config.string("KEEL_REMOTE_CTL").pipe(Config.withDefault("ctl"), Effect.orDie))
-      .split(" ")
-      .filter((part) => part.length > 0)
-    const knownHosts = yield* defaultKnownHosts
+    const { knownHosts, remoteCtl: ctl } = yield* FleetConfig
 
     /** The registry target named `name` (the current registry, or its last valid snapshot). */
     const target = (name: string) =>
@@ -79,5 +77,6 @@ export class RemoteCtl extends Effect.Service<RemoteCtl>()("fleet/RemoteCtl", {
       })
 
     return { target, spec, runJson, ctl } as const
-  })
+  }),
+  dependencies: [FleetConfig.Default]
 }) {}

@@ -94,3 +94,14 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
 export const thisHostName = Effect.map(Config.option(Config.string("KEEL_HOST")), (configured) =>
   Option.getOrElse(configured, () => os.hostname())
 )
+
+/**
+ * The fs object store's directory (KEEL_OBJECT_DIR, default `<data dir>/objects`): one definition for the store
+ * that keeps objects there and the fleet's janitor that must never clean it.
+ */
+export const objectDirSetting = (dataDir: string) =>
+  Config.string("KEEL_OBJECT_DIR").pipe(Config.withDefault(path.join(dataDir, "objects")))
+
+/** The vault's master-key file (KEEL_VAULT_KEY_FILE, default `<data dir>/vault.key`): the vault's, and the janitor's to protect. */
+export const vaultKeyFileSetting = (dataDir: string) =>
+  Config.string("KEEL_VAULT_KEY_FILE").pipe(Config.withDefault(path.join(dataDir, "vault.key")))

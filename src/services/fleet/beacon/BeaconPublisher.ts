@@ -3,6 +3,7 @@ import { Config, Data, Effect, Option, Schema } from "effect"
 import { GrantCredential } from "../../../contracts/vault/Schemas.js"
 import { isLoopbackHost, unreachable } from "../../platform/Net.js"
 import { formatIssues } from "../../platform/Validation.js"
+import { FleetConfig } from "../FleetConfig.js"
 import { decodeBeacon } from "./Beacon.js"
 
 /** Why a publication failed, in one line; the stored beacon is untouched. */
@@ -62,11 +63,18 @@ export const beaconRouting = (envFile: Option.Option<string>) =>
           catch: (error) => fail("routing_missing", `cannot read ${envFile.value}: ${(error as Error).message}`)
         })
       : {}
+    const fleet = yield* FleetConfig
+    // The environment first: the fleet's URLs as FleetConfig read them, the beacon's own names here.
+    const fromEnv = (name: string) =>
+      name === ROUTING.controlPlaneUrl
+        ? Effect.succeed(fleet.controlPlaneUrl)
+        : name === ROUTING.vaultUrl
+          ? Effect.succeed(fleet.vaultUrl)
+          : Config.option(Config.string(name)).pipe(Effect.orDie)
     const resolved: Record<string, string> = {}
     const missing: Array<string> = []
     for (const [field, name] of Object.entries(ROUTING)) {
-      const value =
-        Option.getOrUndefined(yield* Config.option(Config.string(name)).pipe(Effect.orDie)) ?? fromFile[name]
+      const value = Option.getOrUndefined(yield* fromEnv(name)) ?? fromFile[name]
       if (value === undefined || value === "") missing.push(name)
       else resolved[field] = value
     }

@@ -1,4 +1,4 @@
-import { Clock, Config, Duration, Effect, Option, Schema } from "effect"
+import { Clock, Duration, Effect, Option, Schema } from "effect"
 import { HostBeacon } from "../../../contracts/fleet/Beacon.js"
 import {
   BeaconInvalid,
@@ -7,8 +7,8 @@ import {
   type StoredBeacon
 } from "../../../contracts/fleet/HostHealth.js"
 import { VaultForbidden } from "../../../contracts/vault/Errors.js"
-import { durationSetting } from "../../platform/DurationSetting.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
+import { FleetConfig } from "../FleetConfig.js"
 import { ActionAuthority } from "../grants/ActionAuthority.js"
 import { beaconKey, decodeBeacon } from "./Beacon.js"
 
@@ -23,9 +23,7 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
     const authority = yield* ActionAuthority
     const objects = yield* ObjectGateway
     // A beacon may be this far ahead of the control plane's clock (hosts' clocks drift); further is refused.
-    const maxSkewMs = Duration.toMillis(
-      yield* durationSetting("KEEL_BEACON_MAX_SKEW").pipe(Config.withDefault(Duration.minutes(5)))
-    )
+    const maxSkewMs = Duration.toMillis((yield* FleetConfig).beaconMaxSkew)
 
     const store = Effect.fn("HostHealth.store")(function* (token: string | undefined, body: unknown) {
       // Credentials first: an unauthenticated caller learns nothing about what a valid beacon is.
@@ -129,5 +127,6 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
     })
 
     return { store, clear } as const
-  })
+  }),
+  dependencies: [FleetConfig.Default]
 }) {}

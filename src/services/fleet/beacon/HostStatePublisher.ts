@@ -2,6 +2,7 @@ import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import { Data, Effect } from "effect"
 import { thisHostName } from "../../platform/AppConfig.js"
+import { FleetConfig } from "../FleetConfig.js"
 import type { CapacityPublication } from "../gates/Gates.js"
 import { capacityKey } from "../gates/Gates.js"
 import { Janitor } from "../janitor/Janitor.js"
@@ -72,6 +73,7 @@ export class HostStatePublisher extends Effect.Service<HostStatePublisher>()("fl
   effect: Effect.gen(function* () {
     const registry = yield* FleetRegistry
     const janitor = yield* Janitor
+    const fleet = yield* FleetConfig
 
     const publish = Effect.fn("HostStatePublisher.publish")(function* () {
       const host = yield* thisHostName.pipe(Effect.orDie)
@@ -95,7 +97,10 @@ export class HostStatePublisher extends Effect.Service<HostStatePublisher>()("fl
 
       const asFailure = (error: { readonly code: string; readonly detail: string }) =>
         new HostStatePublishFailed({ code: error.code, detail: error.detail })
-      const client = yield* configuredObjectApiClient(["KEEL_STATE_GRANT_FILE"]).pipe(Effect.mapError(asFailure))
+      const client = yield* configuredObjectApiClient(["KEEL_STATE_GRANT_FILE"]).pipe(
+        Effect.mapError(asFailure),
+        Effect.provideService(FleetConfig, fleet)
+      )
       const encode = (value: unknown) => new TextEncoder().encode(`${JSON.stringify(value, null, 2)}\n`)
       const capacityHead = yield* client.put(capacityKey(host), encode(capacity)).pipe(Effect.mapError(asFailure))
       const janitorHead = yield* client

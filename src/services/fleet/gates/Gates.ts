@@ -1,13 +1,11 @@
-import * as path from "node:path"
-import { Clock, Config, Duration, Effect, Option, Schema } from "effect"
+import { Clock, Duration, Effect, Option, Schema } from "effect"
 import { HostBeacon, UtcTimestamp } from "../../../contracts/fleet/Beacon.js"
-import { AppConfig } from "../../platform/AppConfig.js"
-import { durationSetting } from "../../platform/DurationSetting.js"
 import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { formatIssues } from "../../platform/Validation.js"
 import { beaconKey } from "../beacon/Beacon.js"
 import { channelSpec } from "../Channels.js"
+import { FleetConfig } from "../FleetConfig.js"
 import { JobQueue } from "../jobs/JobQueue.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import type { Target } from "../registry/Schema.js"
@@ -86,16 +84,12 @@ export class Gates extends Effect.Service<Gates>()("fleet/Gates", {
     const objects = yield* ObjectGateway
     const channel = yield* HostChannel
     const queue = yield* JobQueue
-    const app = yield* AppConfig
-    const budget = yield* durationSetting("KEEL_GATES_BUDGET").pipe(Config.withDefault(Duration.seconds(10)))
+    const fleet = yield* FleetConfig
+    const budget = fleet.gatesBudget
     const budgetMs = Duration.toMillis(budget)
     // The beacon's clock-skew allowance: a publication dated further ahead is no current publication.
-    const maxSkewMs = Duration.toMillis(
-      yield* durationSetting("KEEL_BEACON_MAX_SKEW").pipe(Config.withDefault(Duration.minutes(5)))
-    )
-    const knownHosts = Option.getOrElse(yield* Config.option(Config.string("KEEL_SSH_KNOWN_HOSTS")), () =>
-      path.join(app.dataDir, "known_hosts")
-    )
+    const maxSkewMs = Duration.toMillis(fleet.beaconMaxSkew)
+    const knownHosts = fleet.knownHosts
 
     const skipped = (operation: string, source: string, why: string): Observation => ({
       operation,
@@ -279,5 +273,6 @@ export class Gates extends Effect.Service<Gates>()("fleet/Gates", {
     })
 
     return { report } as const
-  })
+  }),
+  dependencies: [FleetConfig.Default]
 }) {}

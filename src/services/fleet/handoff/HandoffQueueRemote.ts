@@ -1,4 +1,5 @@
 import { Effect, Layer } from "effect"
+import { FleetConfig } from "../FleetConfig.js"
 import type { TargetPause } from "../jobs/JobQueue.js"
 import { configuredAccess } from "../objects/ObjectApiClient.js"
 import { type CancelledJob, HandoffDrainTimedOut, HandoffQueue, HandoffQueueUnavailable } from "./HandoffQueue.js"
@@ -16,11 +17,13 @@ export const HandoffQueueRemote = Layer.effect(
   HandoffQueue,
   Effect.gen(function* () {
     const unavailable = (detail: string) => new HandoffQueueUnavailable({ detail })
+    const fleet = yield* FleetConfig
 
     const call = (target: string, path: string, init: { method: string; body?: unknown }, timeoutMillis = 30_000) =>
       Effect.gen(function* () {
         const access = yield* configuredAccess(["KEEL_HANDOFF_GRANT_FILE", "KEEL_GRANT_FILE"]).pipe(
-          Effect.mapError((e) => unavailable(`${e.code}: ${e.detail}`))
+          Effect.mapError((e) => unavailable(`${e.code}: ${e.detail}`)),
+          Effect.provideService(FleetConfig, fleet)
         )
         const base = new URL(access.controlPlaneUrl)
         const token = access.token

@@ -4,6 +4,7 @@ import { Config, Effect, Option } from "effect"
 import { AppConfig, thisHostName } from "../../platform/AppConfig.js"
 import { ObjectStore } from "../../platform/objects/ObjectStore.js"
 import { packageVersion } from "../../platform/Package.js"
+import { FleetConfig } from "../FleetConfig.js"
 import { JobQueue } from "../jobs/JobQueue.js"
 import { runningJobsOn } from "../jobs/JobsApiClient.js"
 import { configuredAccess } from "../objects/ObjectApiClient.js"
@@ -49,15 +50,11 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
     const stateDir = path.resolve(
       yield* Config.string("KEEL_JANITOR_STATE_DIR").pipe(Config.withDefault(path.join(app.dataDir, "janitor")))
     )
-    const objectDir = yield* Config.string("KEEL_OBJECT_DIR").pipe(
-      Config.withDefault(path.join(app.dataDir, "objects"))
-    )
-    const vaultKeyFile = yield* Config.string("KEEL_VAULT_KEY_FILE").pipe(
-      Config.withDefault(path.join(app.dataDir, "vault.key"))
-    )
+    const fleet = yield* FleetConfig
+    const { objectDir, vaultKeyFile } = fleet
     const hostName = yield* thisHostName
     // A host that reports to a control plane elsewhere does not hold the jobs that run on it.
-    const controlPlane = yield* Config.option(Config.string("KEEL_CONTROL_PLANE_URL"))
+    const controlPlane = fleet.controlPlaneUrl
     const localObjects = yield* Effect.serviceOption(ObjectStore)
     // A diagnostic knob for lock tests and demos: hold the lock this long before scanning.
     const holdMs = yield* Config.integer("KEEL_JANITOR_HOLD_MS").pipe(Config.withDefault(0))
@@ -150,7 +147,8 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
           needs: "job-read"
         }).pipe(
           Effect.flatMap((access) => runningJobsOn(access, hostName)),
-          Effect.either
+          Effect.either,
+          Effect.provideService(FleetConfig, fleet)
         )
         if (asked._tag === "Left")
           return `cannot tell which jobs run on ${hostName}: the control plane (KEEL_CONTROL_PLANE_URL) holds them and did not answer (${asked.left.code}: ${asked.left.detail}); ${needsIdle}`
@@ -176,7 +174,9 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
       release: (policy, document) =>
         policy.cleaners.release_store === undefined
           ? Effect.succeed(undefined)
-          : releaseContext(document, { controlPlane, localObjects, objectDir }),
+          : releaseContext(document, { controlPlane, localObjects, objectDir }).pipe(
+              Effect.provideService(FleetConfig, fleet)
+            ),
       statesOf: queue.statesOf,
       checks: { hostIdle },
       guard: (policy, slots) =>
@@ -221,5 +221,6 @@ export class Janitor extends Effect.Service<Janitor>()("fleet/Janitor", {
       stateDir,
       host: hostName
     } as const
-  })
+  }),
+  dependencies: [FleetConfig.Default]
 }) {}

@@ -1,12 +1,11 @@
 import { execFileSync } from "node:child_process"
-import * as path from "node:path"
 import { Cause, Config, Data, Duration, Effect, Fiber, Option, Schedule } from "effect"
-import { AppConfig } from "../../platform/AppConfig.js"
 import { childEnv } from "../../platform/ChildEnv.js"
 import { durationSetting } from "../../platform/DurationSetting.js"
 import { environScrubOutcome, exposedEnvironNames } from "../../platform/EnvironBlock.js"
 import { HostChannel, type RunAs } from "../../platform/hostchannel/HostChannel.js"
 import { channelSpec } from "../Channels.js"
+import { FleetConfig } from "../FleetConfig.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import type { Target } from "../registry/Schema.js"
 import { type Job, JobQueue } from "./JobQueue.js"
@@ -90,15 +89,12 @@ export class JobWorker extends Effect.Service<JobWorker>()("fleet/JobWorker", {
     const queue = yield* JobQueue
     const channel = yield* HostChannel
     const registry = yield* FleetRegistry
-    const app = yield* AppConfig
     const leaseMillis = Duration.toMillis(
       yield* durationSetting("KEEL_JOB_LEASE").pipe(Config.withDefault(Duration.seconds(60)))
     )
     // Jobs of local targets run as this user instead of the worker's (docs/security.md).
     const jobUser = yield* Config.option(Config.nonEmptyString("KEEL_JOB_USER"))
-    const knownHosts = Option.getOrElse(yield* Config.option(Config.string("KEEL_SSH_KNOWN_HOSTS")), () =>
-      path.join(app.dataDir, "known_hosts")
-    )
+    const { knownHosts } = yield* FleetConfig
 
     /** The user local jobs run as: none when KEEL_JOB_USER is unset; refused when this worker cannot become it. */
     const resolveJobUser = Effect.gen(function* () {
@@ -280,5 +276,6 @@ export class JobWorker extends Effect.Service<JobWorker>()("fleet/JobWorker", {
       })
 
     return { work, submit } as const
-  })
+  }),
+  dependencies: [FleetConfig.Default]
 }) {}

@@ -6,6 +6,7 @@ import { Config, type Duration, Effect, Option, Schedule, Schema } from "effect"
 import { isLoopbackHost, unreachable } from "../../platform/Net.js"
 import type { ObjectHead, WriteCondition } from "../../platform/objects/ObjectStore.js"
 import { readGrantCredential } from "../beacon/BeaconPublisher.js"
+import { FleetConfig } from "../FleetConfig.js"
 
 /**
  * A refusal or failure of the object API as another host meets it: the problem's `code` and `status` from
@@ -279,8 +280,9 @@ export const configuredAccess = (
   } = {}
 ) =>
   Effect.gen(function* () {
+    const fleet = yield* FleetConfig
     const setting = (name: string) => Config.option(Config.string(name)).pipe(Effect.orDie)
-    const url = Option.orElse(yield* setting("KEEL_CONTROL_PLANE_URL"), () => Option.fromNullable(options.defaultUrl))
+    const url = Option.orElse(fleet.controlPlaneUrl, () => Option.fromNullable(options.defaultUrl))
     if (Option.isNone(url))
       return yield* failure(
         "ROUTING_MISSING",
@@ -297,7 +299,7 @@ export const configuredAccess = (
       )
     // https, or http to loopback only: the token must never cross a network in clear text.
     yield* secureBase("KEEL_CONTROL_PLANE_URL", url.value)
-    const vaultUrl = Option.getOrElse(yield* setting("KEEL_VAULT_URL"), () => url.value)
+    const vaultUrl = Option.getOrElse(fleet.vaultUrl, () => url.value)
     const token = yield* vaultTokenFromGrantFile(vaultUrl, grantFile.value)
     return { controlPlaneUrl: url.value, vaultUrl, token }
   })

@@ -1,8 +1,8 @@
-import { Clock, Config, Duration, Effect, Option, Schema } from "effect"
+import { Clock, Duration, Effect, Option, Schema } from "effect"
 import { HostBeacon } from "../../../contracts/fleet/Beacon.js"
-import { durationSetting } from "../../platform/DurationSetting.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { beaconKey } from "../beacon/Beacon.js"
+import { FleetConfig } from "../FleetConfig.js"
 import { CapacityPublication, capacityKey } from "../gates/Gates.js"
 import { JobQueue } from "../jobs/JobQueue.js"
 import { FleetRegistry } from "../registry/Registry.js"
@@ -25,7 +25,7 @@ export class Overview extends Effect.Service<Overview>()("fleet/Overview", {
     const registry = yield* FleetRegistry
     const objects = yield* ObjectGateway
     const queue = yield* JobQueue
-    const budget = yield* durationSetting("KEEL_GATES_BUDGET").pipe(Config.withDefault(Duration.seconds(10)))
+    const budget = (yield* FleetConfig).gatesBudget
 
     const part = <A, E>(read: Effect.Effect<A, E>): Effect.Effect<Part<A>> =>
       Effect.disconnect(read).pipe(
@@ -154,7 +154,8 @@ export class Overview extends Effect.Service<Overview>()("fleet/Overview", {
     })
 
     return { report } as const
-  })
+  }),
+  dependencies: [FleetConfig.Default]
 }) {}
 
 const queueView = (

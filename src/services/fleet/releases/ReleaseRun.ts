@@ -2,10 +2,11 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { NodeStream } from "@effect/platform-node"
-import { Clock, Config, Duration, Effect, Either, Option, Schema, Stream } from "effect"
+import { Clock, Duration, Effect, Either, Option, Schema, Stream } from "effect"
 import { ObjectStoreError } from "../../../contracts/shared/ObjectErrors.js"
 import { fileDigest, sha256Hex } from "../../platform/Digest.js"
 import { ObjectStore } from "../../platform/objects/ObjectStore.js"
+import { FleetConfig } from "../FleetConfig.js"
 import { JobQueue } from "../jobs/JobQueue.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import { ReleaseAuthority } from "./ReleaseAuthority.js"
@@ -109,9 +110,7 @@ export class ReleaseRun extends Effect.Service<ReleaseRun>()("fleet/ReleaseRun",
     const authority = yield* ReleaseAuthority
     const queue = yield* JobQueue
     const registry = yield* FleetRegistry
-    const remoteCtl = (yield* Config.string("KEEL_REMOTE_CTL").pipe(Config.withDefault("ctl"), Effect.orDie))
-      .split(" ")
-      .filter((part) => part.length > 0)
+    const { remoteCtl } = yield* FleetConfig
     const refused = (detail: string) => new SubmitRefused({ code: "SUBMIT_REFUSED", detail })
 
     const spool = Effect.acquireRelease(
@@ -449,5 +448,6 @@ export class ReleaseRun extends Effect.Service<ReleaseRun>()("fleet/ReleaseRun",
       )
 
     return { submit, advance } as const
-  })
+  }),
+  dependencies: [FleetConfig.Default]
 }) {}

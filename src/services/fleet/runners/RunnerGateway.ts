@@ -2,6 +2,7 @@ import * as fs from "node:fs"
 import * as http from "node:http"
 import { Effect, Schema } from "effect"
 import { problemType, statusTitle } from "../../../contracts/shared/Problem.js"
+import { FleetConfig } from "../FleetConfig.js"
 import { configuredAccess } from "../objects/ObjectApiClient.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import { commandAllowed, makeNonceBook, verifyRequest } from "./GatewaySignature.js"
@@ -47,6 +48,7 @@ const problem = (status: number, code: string, detail: string): Answer => ({
 export class RunnerGateway extends Effect.Service<RunnerGateway>()("fleet/RunnerGateway", {
   effect: Effect.gen(function* () {
     const registry = yield* FleetRegistry
+    const fleet = yield* FleetConfig
 
     const serve = (targetName: string, options: { readonly port?: number } = {}) =>
       Effect.gen(function* () {
@@ -62,7 +64,10 @@ export class RunnerGateway extends Effect.Service<RunnerGateway>()("fleet/Runner
         yield* Effect.try({ try: secret, catch: () => unavailable(`${layout.signingSecretFile} cannot be read`) })
         let access = yield* configuredAccess(["KEEL_GATEWAY_GRANT_FILE", "KEEL_GRANT_FILE"], {
           needs: "job-submit"
-        }).pipe(Effect.mapError((e) => unavailable(e.detail)))
+        }).pipe(
+          Effect.mapError((e) => unavailable(e.detail)),
+          Effect.provideService(FleetConfig, fleet)
+        )
         const nonces = makeNonceBook()
 
         /** One call to the control plane's jobs API; a token that expired is exchanged again, once. */
@@ -84,7 +89,9 @@ export class RunnerGateway extends Effect.Service<RunnerGateway>()("fleet/Runner
             }
             if (response.status === 401 && attempt === 1) {
               const renewed = await Effect.runPromise(
-                Effect.either(configuredAccess(["KEEL_GATEWAY_GRANT_FILE", "KEEL_GRANT_FILE"]))
+                Effect.either(configuredAccess(["KEEL_GATEWAY_GRANT_FILE", "KEEL_GRANT_FILE"])).pipe(
+                  Effect.provideService(FleetConfig, fleet)
+                )
               )
               if (renewed._tag === "Right") {
                 access = renewed.right

@@ -12,7 +12,7 @@ import {
   VaultKeyRefused
 } from "../../../contracts/vault/Errors.js"
 import type { Grant, GrantCredential } from "../../../contracts/vault/Schemas.js"
-import { AppConfig } from "../AppConfig.js"
+import { AppConfig, vaultKeyFileSetting } from "../AppConfig.js"
 import { sha256Hex } from "../Digest.js"
 import { durationSetting } from "../DurationSetting.js"
 import { KeyRefused, keyIdOf, privateKeyFrom, publicOf, sign as signBytes } from "./Ed25519.js"
@@ -62,9 +62,7 @@ export const embeddedVault = (options: { readonly masterKey?: Uint8Array } = {})
       const sql = yield* SqlClient.SqlClient
       const app = yield* AppConfig
       const configuredKey = yield* Config.option(Config.redacted("KEEL_VAULT_KEY"))
-      const keyFile = yield* Config.string("KEEL_VAULT_KEY_FILE").pipe(
-        Config.withDefault(path.join(app.dataDir, "vault.key"))
-      )
+      const keyFile = yield* vaultKeyFileSetting(app.dataDir)
       const tokenTtl = yield* durationSetting("KEEL_VAULT_TOKEN_TTL").pipe(Config.withDefault(Duration.minutes(15)))
       // The key is checked now — a bad one is a one-line configuration error, never a stack trace at first use —
       // and a missing key file is created on first use, so commands that never touch a secret create none.
