@@ -10,7 +10,32 @@ import { VaultForbidden } from "../../../contracts/vault/Errors.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { FleetConfig } from "../FleetConfig.js"
 import { ActionAuthority } from "../grants/ActionAuthority.js"
+import type { FleetRegistryDocument } from "../registry/Schema.js"
 import { beaconKey, decodeBeacon } from "./Beacon.js"
+
+/**
+ * Why a beacon that names a registry target is still invalid: a clock too far ahead, another OS, a disk on an
+ * undeclared mount or a mount listed twice. Undefined: valid.
+ */
+const beaconRefusal = (
+  beacon: HostBeacon,
+  target: FleetRegistryDocument["targets"][number],
+  now: number,
+  maxSkewMs: number
+): string | undefined => {
+  const ahead = Date.parse(beacon.reported_at) - now
+  // A clock in the future would be stored as "fresh" and then refuse every honest beacon as older.
+  if (ahead > maxSkewMs)
+    return `reported_at: ${beacon.reported_at} is ${Math.round(ahead / 1000)} s ahead of the control plane's clock (at most ${Math.round(maxSkewMs / 1000)} s allowed); check the host's clock`
+  if (beacon.os !== target.os) return `os: ${beacon.os} is not the registry's ${target.os} for ${beacon.host}`
+  const undeclared = beacon.disks.findIndex((d) => !target.mounts.includes(d.mount))
+  if (undeclared >= 0)
+    return `disks.${undeclared}.mount: ${beacon.disks[undeclared]!.mount} is not a declared mount of ${beacon.host} (${target.mounts.join(", ")})`
+  const twice = beacon.disks.findIndex((d, i) => beacon.disks.findIndex((e) => e.mount === d.mount) !== i)
+  if (twice >= 0)
+    return `disks.${twice}.mount: ${beacon.disks[twice]!.mount} is listed twice (one entry per declared mount)`
+  return undefined
+}
 
 /**
  * The control plane's side of beacons: a token from the vault scoped to `host-health-write` for the
@@ -24,6 +49,28 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
     const objects = yield* ObjectGateway
     // A beacon may be this far ahead of the control plane's clock (hosts' clocks drift); further is refused.
     const maxSkewMs = Duration.toMillis((yield* FleetConfig).beaconMaxSkew)
+
+    /** BeaconStale when the stored beacon is newer than `beacon` (a stored one from the future does not count). */
+    const refuseOlder = (key: string, beacon: HostBeacon, now: number) =>
+      Effect.gen(function* () {
+        const stored = yield* objects.getJson(key).pipe(Effect.orElseSucceed(() => Option.none()))
+        if (Option.isNone(stored)) return
+        const previous = Schema.decodeUnknownOption(HostBeacon)(stored.value)
+        // A stored beacon from the future (accepted before this check) does not hold the host hostage.
+        const storedAhead = Option.isSome(previous) && Date.parse(previous.value.reported_at) - now > maxSkewMs
+        if (
+          Option.isSome(previous) &&
+          !storedAhead &&
+          Date.parse(previous.value.reported_at) > Date.parse(beacon.reported_at)
+        ) {
+          return yield* new BeaconStale({
+            code: "BEACON_STALE",
+            host: beacon.host,
+            stored_reported_at: previous.value.reported_at,
+            detail: `a newer beacon (${previous.value.reported_at}) is already stored`
+          })
+        }
+      })
 
     const store = Effect.fn("HostHealth.store")(function* (token: string | undefined, body: unknown) {
       // Credentials first: an unauthenticated caller learns nothing about what a valid beacon is.
@@ -52,53 +99,10 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
         })
       }
       const now = yield* Clock.currentTimeMillis
-      const ahead = Date.parse(beacon.reported_at) - now
-      if (ahead > maxSkewMs) {
-        // A clock in the future would be stored as "fresh" and then refuse every honest beacon as older.
-        return yield* new BeaconInvalid({
-          code: "BEACON_INVALID",
-          detail: `reported_at: ${beacon.reported_at} is ${Math.round(ahead / 1000)} s ahead of the control plane's clock (at most ${Math.round(maxSkewMs / 1000)} s allowed); check the host's clock`
-        })
-      }
-      if (beacon.os !== target.os) {
-        return yield* new BeaconInvalid({
-          code: "BEACON_INVALID",
-          detail: `os: ${beacon.os} is not the registry's ${target.os} for ${beacon.host}`
-        })
-      }
-      const undeclared = beacon.disks.findIndex((d) => !target.mounts.includes(d.mount))
-      if (undeclared >= 0) {
-        return yield* new BeaconInvalid({
-          code: "BEACON_INVALID",
-          detail: `disks.${undeclared}.mount: ${beacon.disks[undeclared]!.mount} is not a declared mount of ${beacon.host} (${target.mounts.join(", ")})`
-        })
-      }
-      const twice = beacon.disks.findIndex((d, i) => beacon.disks.findIndex((e) => e.mount === d.mount) !== i)
-      if (twice >= 0) {
-        return yield* new BeaconInvalid({
-          code: "BEACON_INVALID",
-          detail: `disks.${twice}.mount: ${beacon.disks[twice]!.mount} is listed twice (one entry per declared mount)`
-        })
-      }
+      const refusal = beaconRefusal(beacon, target, now, maxSkewMs)
+      if (refusal !== undefined) return yield* new BeaconInvalid({ code: "BEACON_INVALID", detail: refusal })
       const key = beaconKey(beacon.host)
-      const stored = yield* objects.getJson(key).pipe(Effect.orElseSucceed(() => Option.none()))
-      if (Option.isSome(stored)) {
-        const previous = Schema.decodeUnknownOption(HostBeacon)(stored.value)
-        // A stored beacon from the future (accepted before this check) does not hold the host hostage.
-        const storedAhead = Option.isSome(previous) && Date.parse(previous.value.reported_at) - now > maxSkewMs
-        if (
-          Option.isSome(previous) &&
-          !storedAhead &&
-          Date.parse(previous.value.reported_at) > Date.parse(beacon.reported_at)
-        ) {
-          return yield* new BeaconStale({
-            code: "BEACON_STALE",
-            host: beacon.host,
-            stored_reported_at: previous.value.reported_at,
-            detail: `a newer beacon (${previous.value.reported_at}) is already stored`
-          })
-        }
-      }
+      yield* refuseOlder(key, beacon, now)
       yield* objects
         .putJson(key, beacon)
         .pipe(Effect.mapError((error) => new BeaconStoreFailed({ code: "BEACON_STORE_FAILED", detail: error.detail })))

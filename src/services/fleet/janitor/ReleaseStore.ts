@@ -145,146 +145,165 @@ export const scanReleaseStore = (options: {
   readonly cursor: string | null
 }) =>
   Effect.gen(function* () {
+    const listed = listVersions(options.root, options.cursor, options.budget)
+    const evidence = yield* gather(options.evidence, listed.dirs)
+    const kept = keptAsNewest(listed.dirs, evidence, options.rules.keepNewest)
     const candidates: Array<Candidate> = []
-    const skipped: Array<Skip> = []
-    const dirs: Array<{ product: string; version: string; dir: string; stat: fs.Stats }> = []
-    const listDirs = (dir: string) => {
-      try {
-        return fs
-          .readdirSync(dir, { withFileTypes: true })
-          .filter((e) => e.isDirectory())
-          .map((e) => e.name)
-          .sort()
-      } catch (error) {
-        skipped.push({ path: dir, reason: `unreadable: ${(error as Error).message}` })
-        return []
-      }
+    const skipped: Array<Skip> = [...listed.skipped]
+    for (const dir of listed.dirs) {
+      const verdict = judgeVersion(dir, evidence, kept, options)
+      if ("dev" in verdict) candidates.push(verdict)
+      else skipped.push(verdict)
     }
-    let scanned = 0
-    let stoppedAt: string | null = null
-    for (const product of listDirs(options.root)) {
-      if (options.cursor !== null && product < options.cursor) continue
-      const versions = listDirs(path.join(options.root, product))
-      // A product is judged whole (its newest versions need all of them) or left for the next pass.
-      if (!options.budget.charge(versions.length)) {
-        stoppedAt = product
-        break
-      }
-      for (const version of versions) {
-        scanned++
-        const dir = path.join(options.root, product, version)
-        const stat = fs.lstatSync(dir, { throwIfNoEntry: false })
-        if (stat?.isDirectory() === true) dirs.push({ product, version, dir, stat })
-      }
-    }
-    const evidence = yield* gather(options.evidence, dirs)
-
-    const channelOf = (product: string, version: string) => {
-      const manifest = evidence.canonical.get(`${product}/${version}`)?.manifest
-      if (manifest !== undefined && Option.isSome(manifest)) return manifest.value.channel
-      return evidence.runs.find((r) => r.inputs.product === product && r.inputs.version === version)?.inputs.channel
-    }
-    const installable = (product: string, version: string) => {
-      const manifest = evidence.canonical.get(`${product}/${version}`)?.manifest
-      return manifest !== undefined && Option.isSome(manifest)
-    }
-
-    // Per product: its newest versions, and per publication family (product, channel) its newest installable one.
-    const byProduct = new Map<string, Array<string>>()
-    for (const { product, version } of dirs) byProduct.set(product, [...(byProduct.get(product) ?? []), version])
-    const newest = new Set<string>()
-    const newestInstallable = new Set<string>()
-    for (const [product, versions] of byProduct) {
-      const ordered = [...versions].sort(compareVersions).reverse()
-      for (const version of ordered.slice(0, options.rules.keepNewest)) newest.add(`${product}/${version}`)
-      const families = new Set<string>()
-      for (const version of ordered) {
-        if (!installable(product, version)) continue
-        const family = channelOf(product, version) ?? ""
-        if (families.has(family)) continue
-        families.add(family)
-        newestInstallable.add(`${product}/${version}`)
-      }
-    }
-
-    const installedOf = (product: string) => {
-      const link = path.join(options.root, product, "current")
-      try {
-        return path.basename(fs.readlinkSync(link))
-      } catch {
-        return undefined
-      }
-    }
-
-    for (const { product, version, dir, stat } of dirs) {
-      const id = `${product}/${version}`
-      const runs = evidence.runs.filter((r) => r.inputs.product === product && r.inputs.version === version)
-      const retained = options.rules.namedByHost.has(id)
-        ? RETAINED.namedByHost
-        : options.rules.declared.has(id)
-          ? RETAINED.declared
-          : options.rules.pinned.has(id)
-            ? RETAINED.pinned
-            : installedOf(product) === version
-              ? RETAINED.installed
-              : runs.some((r) => r.state === "submitted" || r.state === "building" || r.state === "publishing")
-                ? RETAINED.activeRun
-                : runs.some((r) => options.nowMs - Date.parse(r.created_at) < options.rules.youngRunSeconds * 1000)
-                  ? RETAINED.youngRun
-                  : newest.has(id)
-                    ? RETAINED.newest
-                    : newestInstallable.has(id)
-                      ? RETAINED.newestInstallable
-                      : undefined
-      if (retained !== undefined) {
-        skipped.push({ path: dir, reason: retained })
-        continue
-      }
-      if (fs.existsSync(path.join(dir, "installers"))) {
-        skipped.push({ path: dir, reason: "installer_publication_untracked" })
-        continue
-      }
-      // The source identity: the version's own record, else the canonical one; unreadable evidence proves nothing.
-      const own = (() => {
-        try {
-          return Option.some(new Uint8Array(fs.readFileSync(path.join(dir, "source-revision.json"))))
-        } catch {
-          return Option.none<Uint8Array>()
-        }
-      })()
-      const sourceBytes = Option.isSome(own) ? own : (evidence.canonical.get(id)?.source ?? Option.none())
-      const identity = Option.isSome(sourceBytes) ? sourceIdentityOf(sourceBytes.value, product, version) : undefined
-      if (identity === undefined) {
-        skipped.push({ path: dir, reason: "source_identity_unverified" })
-        continue
-      }
-      const exact = (source: { revision: string; sha256: string }) =>
-        source.revision === identity.revision && source.sha256 === identity.sha256
-      // A candidate tag's publication never proves completion (seed 002, release rule 7).
-      const completed = runs.some(
-        (r) =>
-          r.state === "published" &&
-          exact(r.inputs.source) &&
-          (r.steps.tag as { kind?: string } | undefined)?.kind !== "candidate"
-      )
-      if (!completed) {
-        skipped.push({ path: dir, reason: "publication_completion_unverified" })
-        continue
-      }
-      if (options.nowMs - stat.mtimeMs < options.rules.minAgeSeconds * 1000) {
-        skipped.push({ path: dir, reason: "too_young" })
-        continue
-      }
-      candidates.push({
-        path: dir,
-        bytes: 0,
-        reason: "publication_completed",
-        dev: stat.dev,
-        ino: stat.ino,
-        directory: true
-      })
-    }
-    if (evidence.unreadable !== null && dirs.length > 0)
+    if (evidence.unreadable !== null && listed.dirs.length > 0)
       skipped.push({ path: options.root, reason: `evidence_unreadable: ${evidence.unreadable}` })
-    return { candidates, skipped, scanned, cursor: stoppedAt }
+    return { candidates, skipped, scanned: listed.scanned, cursor: listed.stoppedAt }
   })
+
+interface VersionDir {
+  readonly product: string
+  readonly version: string
+  readonly dir: string
+  readonly stat: fs.Stats
+}
+
+/** `<root>/<product>/<version>` directories from the cursor on, a product whole or left for the next pass. */
+const listVersions = (root: string, cursor: string | null, budget: ScanBudget) => {
+  const skipped: Array<Skip> = []
+  const dirs: Array<VersionDir> = []
+  const listDirs = (dir: string) => {
+    try {
+      return fs
+        .readdirSync(dir, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name)
+        .sort()
+    } catch (error) {
+      skipped.push({ path: dir, reason: `unreadable: ${(error as Error).message}` })
+      return []
+    }
+  }
+  let scanned = 0
+  let stoppedAt: string | null = null
+  for (const product of listDirs(root)) {
+    if (cursor !== null && product < cursor) continue
+    const versions = listDirs(path.join(root, product))
+    // A product is judged whole (its newest versions need all of them) or left for the next pass.
+    if (!budget.charge(versions.length)) {
+      stoppedAt = product
+      break
+    }
+    for (const version of versions) {
+      scanned++
+      const dir = path.join(root, product, version)
+      const stat = fs.lstatSync(dir, { throwIfNoEntry: false })
+      if (stat?.isDirectory() === true) dirs.push({ product, version, dir, stat })
+    }
+  }
+  return { dirs, skipped, scanned, stoppedAt }
+}
+
+/** Per product its newest versions, and per publication family (product, channel) its newest installable one. */
+const keptAsNewest = (dirs: ReadonlyArray<VersionDir>, evidence: Evidence, keepNewest: number) => {
+  const manifestOf = (product: string, version: string) => evidence.canonical.get(`${product}/${version}`)?.manifest
+  const channelOf = (product: string, version: string) => {
+    const manifest = manifestOf(product, version)
+    if (manifest !== undefined && Option.isSome(manifest)) return manifest.value.channel
+    return evidence.runs.find((r) => r.inputs.product === product && r.inputs.version === version)?.inputs.channel
+  }
+  const installable = (product: string, version: string) => {
+    const manifest = manifestOf(product, version)
+    return manifest !== undefined && Option.isSome(manifest)
+  }
+  const byProduct = new Map<string, Array<string>>()
+  for (const { product, version } of dirs) byProduct.set(product, [...(byProduct.get(product) ?? []), version])
+  const newest = new Set<string>()
+  const newestInstallable = new Set<string>()
+  for (const [product, versions] of byProduct) {
+    const ordered = [...versions].sort(compareVersions).reverse()
+    for (const version of ordered.slice(0, keepNewest)) newest.add(`${product}/${version}`)
+    const families = new Set<string>()
+    for (const version of ordered) {
+      if (!installable(product, version)) continue
+      const family = channelOf(product, version) ?? ""
+      if (families.has(family)) continue
+      families.add(family)
+      newestInstallable.add(`${product}/${version}`)
+    }
+  }
+  return { newest, newestInstallable }
+}
+
+/** The version `<product>/current` links to, if any. */
+const installedOf = (root: string, product: string) => {
+  try {
+    return path.basename(fs.readlinkSync(path.join(root, product, "current")))
+  } catch {
+    return undefined
+  }
+}
+
+/** Why a version stays (rule 3's reasons in order), or undefined. */
+const retentionOf = (
+  { product, version }: VersionDir,
+  runs: ReadonlyArray<RunRecord>,
+  kept: ReturnType<typeof keptAsNewest>,
+  options: { readonly root: string; readonly nowMs: number; readonly rules: RetentionRules }
+) => {
+  const id = `${product}/${version}`
+  const { rules } = options
+  if (rules.namedByHost.has(id)) return RETAINED.namedByHost
+  if (rules.declared.has(id)) return RETAINED.declared
+  if (rules.pinned.has(id)) return RETAINED.pinned
+  if (installedOf(options.root, product) === version) return RETAINED.installed
+  if (runs.some((r) => r.state === "submitted" || r.state === "building" || r.state === "publishing"))
+    return RETAINED.activeRun
+  if (runs.some((r) => options.nowMs - Date.parse(r.created_at) < rules.youngRunSeconds * 1000))
+    return RETAINED.youngRun
+  if (kept.newest.has(id)) return RETAINED.newest
+  if (kept.newestInstallable.has(id)) return RETAINED.newestInstallable
+  return undefined
+}
+
+/** The version's own source-revision.json, else the canonical one; unreadable evidence proves nothing. */
+const identityOf = ({ dir, product, version }: VersionDir, evidence: Evidence) => {
+  const own = (() => {
+    try {
+      return Option.some(new Uint8Array(fs.readFileSync(path.join(dir, "source-revision.json"))))
+    } catch {
+      return Option.none<Uint8Array>()
+    }
+  })()
+  const sourceBytes = Option.isSome(own)
+    ? own
+    : (evidence.canonical.get(`${product}/${version}`)?.source ?? Option.none())
+  return Option.isSome(sourceBytes) ? sourceIdentityOf(sourceBytes.value, product, version) : undefined
+}
+
+/** One version: kept (a skip naming why) or a candidate (a completed publication of exactly its source, old enough). */
+const judgeVersion = (
+  entry: VersionDir,
+  evidence: Evidence,
+  kept: ReturnType<typeof keptAsNewest>,
+  options: { readonly root: string; readonly nowMs: number; readonly rules: RetentionRules }
+): Skip | Candidate => {
+  const { dir, product, stat, version } = entry
+  const runs = evidence.runs.filter((r) => r.inputs.product === product && r.inputs.version === version)
+  const retained = retentionOf(entry, runs, kept, options)
+  if (retained !== undefined) return { path: dir, reason: retained }
+  if (fs.existsSync(path.join(dir, "installers"))) return { path: dir, reason: "installer_publication_untracked" }
+  const identity = identityOf(entry, evidence)
+  if (identity === undefined) return { path: dir, reason: "source_identity_unverified" }
+  const exact = (source: { revision: string; sha256: string }) =>
+    source.revision === identity.revision && source.sha256 === identity.sha256
+  // A candidate tag's publication never proves completion (seed 002, release rule 7).
+  const completed = runs.some(
+    (r) =>
+      r.state === "published" &&
+      exact(r.inputs.source) &&
+      (r.steps.tag as { kind?: string } | undefined)?.kind !== "candidate"
+  )
+  if (!completed) return { path: dir, reason: "publication_completion_unverified" }
+  if (options.nowMs - stat.mtimeMs < options.rules.minAgeSeconds * 1000) return { path: dir, reason: "too_young" }
+  return { path: dir, bytes: 0, reason: "publication_completed", dev: stat.dev, ino: stat.ino, directory: true }
+}

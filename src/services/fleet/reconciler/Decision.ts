@@ -102,62 +102,70 @@ export const decideUnit = (evidence: UnitEvidence): UnitDecision => {
       }
     return { state: "unknown", action: "none", reason: `the beacon is ${evidence.beacon}: no evidence` }
   }
-
-  const row = evidence.row
-  if (row !== undefined) {
-    if (row.error !== null)
-      return { state: "unknown", action: "none", reason: `the unit could not be read: ${row.error}` }
-    if (row.load_state === "not-found")
-      return ensure(declaration, "missing", "the host reports the unit absent: create it from its declaration")
-    if (row.active_state === "failed")
-      return declaration.role === "beacon"
-        ? {
-            state: "beacon_silent",
-            action: "reassert_beacon",
-            reason: "the beacon unit failed: enable and verify its timer (rule 6: never a service ensure)"
-          }
-        : ensure(declaration, "failed", "the unit failed: restart a matching definition, or reload a changed one")
-    switch (identity(declaration, row)) {
-      case "stale":
-        return {
-          state: "stale_binary",
-          action: "kick",
-          reason: "the live process runs a stale copy of its declared binary"
-        }
-      case "other":
-        return {
-          state: "identity_unresolved",
-          action: "refuse",
-          reason: `the live process runs ${row.process?.executable}, not the declared ${declaration.program}`
-        }
-      default:
-        return { state: "healthy", action: "none", reason: `${row.active_state ?? "loaded"}, as declared` }
-    }
-  }
-
   // A fresh beacon that omits the unit: the endpoint evidence decides.
-  const probe = evidence.probe
-  const adoptOrRefuse = (): UnitDecision => {
-    if (probe === undefined || !loaded(probe) || identity(declaration, probe) !== "declared")
+  return evidence.row === undefined ? fromEndpoint(evidence) : fromRow(declaration, evidence.row)
+}
+
+type Declaration = UnitEvidence["declaration"]
+
+/** A fresh beacon's row for the unit decides. */
+const fromRow = (declaration: Declaration, row: UnitState): UnitDecision => {
+  if (row.error !== null)
+    return { state: "unknown", action: "none", reason: `the unit could not be read: ${row.error}` }
+  if (row.load_state === "not-found")
+    return ensure(declaration, "missing", "the host reports the unit absent: create it from its declaration")
+  if (row.active_state === "failed")
+    return declaration.role === "beacon"
+      ? {
+          state: "beacon_silent",
+          action: "reassert_beacon",
+          reason: "the beacon unit failed: enable and verify its timer (rule 6: never a service ensure)"
+        }
+      : ensure(declaration, "failed", "the unit failed: restart a matching definition, or reload a changed one")
+  switch (identity(declaration, row)) {
+    case "stale":
+      return {
+        state: "stale_binary",
+        action: "kick",
+        reason: "the live process runs a stale copy of its declared binary"
+      }
+    case "other":
       return {
         state: "identity_unresolved",
         action: "refuse",
-        reason:
-          "the unit's ownership cannot be proven (not loaded, or its live process is not the declared program): no duplicate is created"
+        reason: `the live process runs ${row.process?.executable}, not the declared ${declaration.program}`
       }
-    const at = probe.fragment_path ?? declaration.unit
-    return at === declaration.unit
-      ? { state: "healthy", action: "none", reason: "probed on the host: loaded and running the declared program" }
-      : {
-          state: "relocated",
-          action: "adopt",
-          unit: at,
-          reason: `the host runs it from ${at}: adopt that path in the registry`
-        }
+    default:
+      return { state: "healthy", action: "none", reason: `${row.active_state ?? "loaded"}, as declared` }
   }
+}
+
+/** The unit as probed on the host: adopted where it runs the declared program (from another path), else refused. */
+const adoptOrRefuse = (declaration: Declaration, probe: UnitState | undefined): UnitDecision => {
+  if (probe === undefined || !loaded(probe) || identity(declaration, probe) !== "declared")
+    return {
+      state: "identity_unresolved",
+      action: "refuse",
+      reason:
+        "the unit's ownership cannot be proven (not loaded, or its live process is not the declared program): no duplicate is created"
+    }
+  const at = probe.fragment_path ?? declaration.unit
+  return at === declaration.unit
+    ? { state: "healthy", action: "none", reason: "probed on the host: loaded and running the declared program" }
+    : {
+        state: "relocated",
+        action: "adopt",
+        unit: at,
+        reason: `the host runs it from ${at}: adopt that path in the registry`
+      }
+}
+
+/** A fresh beacon without the unit: the sweep's endpoint evidence, and the host's own probe, decide. */
+const fromEndpoint = (evidence: UnitEvidence): UnitDecision => {
+  const { declaration, probe } = evidence
   switch (evidence.endpoint) {
     case "observed":
-      return adoptOrRefuse()
+      return adoptOrRefuse(declaration, probe)
     case "unreachable":
       return ensure(declaration, "missing", "its endpoint is unreachable: ensure the unit")
     case "not_declared":
@@ -170,7 +178,7 @@ export const decideUnit = (evidence: UnitEvidence): UnitDecision => {
         }
       if (probe.load_state === "not-found")
         return ensure(declaration, "missing", "not in the service directory and the host reports it absent: ensure it")
-      return adoptOrRefuse()
+      return adoptOrRefuse(declaration, probe)
     default:
       return {
         state: "endpoint_unverified",

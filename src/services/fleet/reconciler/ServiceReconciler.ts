@@ -275,84 +275,91 @@ export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("flee
         const policy = policyOf(snapshot)
         const assessed = yield* evidence.assessAll(snapshot, options.only)
 
+        const context: RunContext = { trigger: options.trigger, apply: options.apply, mode, snapshot, pause, policy }
         let executed = 0
         const rows: Array<ServiceRow> = []
         for (const item of assessed) {
-          const { decision } = item
-          const acts = mutatesHost(decision) || decision.action === "adopt"
-          if (decision.action === "refuse") {
-            rows.push(rowOf(item, executionOf({ status: "refused" })))
-            continue
-          }
-          if (!acts) {
-            rows.push(rowOf(item, executionOf({ status: "none" })))
-            continue
-          }
-          const operator = options.trigger === "converge"
-          const skip = (because: ServiceExecution["skipped_because"]) =>
-            rows.push(rowOf(item, executionOf({ status: "skipped", skipped_because: because })))
-          if (options.trigger === "converge" && options.apply !== true) {
-            rows.push(rowOf(item, executionOf({ status: "planned" })))
-            continue
-          }
-          if (!operator && mode === "report") {
-            rows.push(rowOf(item, executionOf({ status: "planned" })))
-            continue
-          }
-          if (!allowedIn(mode, decision)) {
-            skip("not_allowed_in_mode")
-            continue
-          }
-          if (snapshot.freshness !== "current") {
-            skip("registry_historical")
-            continue
-          }
-          if (!operator && pause.paused) {
-            skip("paused")
-            continue
-          }
-          if (!operator && executed >= settings.max_actions_per_tick) {
-            skip("budget_exhausted")
-            continue
-          }
-          if (
-            !operator &&
-            mutatesHost(decision) &&
-            (yield* control.breaker(item.target.name, policy)).phase === "open"
-          ) {
-            skip("breaker_open")
-            continue
-          }
-          const execution = yield* execute(snapshot, item)
-          if (execution.status !== "skipped") executed++
+          const held = yield* standing(item, context, executed)
+          const execution = held ?? (yield* execute(snapshot, item))
+          if (held === undefined && execution.status !== "skipped") executed++
           rows.push(rowOf(item, execution))
         }
+        return yield* publish(yield* reportOf(runId, startedMs, context, rows, executed))
+      })
 
-        const finishedMs = yield* Clock.currentTimeMillis
-        const finishedAt = new Date(finishedMs).toISOString()
+    /** What a run decides by: who asked, the mode, the registry read, the pause and the breaker policy. */
+    interface RunContext {
+      readonly trigger: ServiceReport["trigger"]
+      readonly apply: boolean | undefined
+      readonly mode: Mode
+      readonly snapshot: Effect.Effect.Success<ReturnType<typeof registry.read>>
+      readonly pause: Effect.Effect.Success<typeof control.pause>
+      readonly policy: ReturnType<typeof policyOf>
+    }
+
+    /**
+     * An item's execution when this run does not carry it out (refused, nothing to do, planned, or skipped and
+     * why), or undefined: execute it. An operator's converge passes the tick's gates (mode report, pause, budget,
+     * breaker), not the mode's allow-list or a historical registry.
+     */
+    const standing = (item: Assessed, context: RunContext, executed: number) =>
+      Effect.gen(function* () {
+        const { decision } = item
+        if (decision.action === "refuse") return executionOf({ status: "refused" })
+        if (!mutatesHost(decision) && decision.action !== "adopt") return executionOf({ status: "none" })
+        const operator = context.trigger === "converge"
+        const skipped = (because: ServiceExecution["skipped_because"]) =>
+          executionOf({ status: "skipped", skipped_because: because })
+        if (operator && context.apply !== true) return executionOf({ status: "planned" })
+        if (!operator && context.mode === "report") return executionOf({ status: "planned" })
+        if (!allowedIn(context.mode, decision)) return skipped("not_allowed_in_mode")
+        if (context.snapshot.freshness !== "current") return skipped("registry_historical")
+        if (!operator && context.pause.paused) return skipped("paused")
+        if (!operator && executed >= context.snapshot.registry.settings.max_actions_per_tick)
+          return skipped("budget_exhausted")
+        if (
+          !operator &&
+          mutatesHost(decision) &&
+          (yield* control.breaker(item.target.name, context.policy)).phase === "open"
+        )
+          return skipped("breaker_open")
+        return undefined
+      })
+
+    /** The run's report, its alerts raised (a tick's; a converge raises none). */
+    const reportOf = (
+      runId: string,
+      startedMs: number,
+      context: RunContext,
+      rows: ReadonlyArray<ServiceRow>,
+      executed: number
+    ) =>
+      Effect.gen(function* () {
+        const { snapshot } = context
+        const finishedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
         // Alerts are the ticks' (their transitions are between ticks' reports); a converge raises none.
-        const raised = options.trigger === "converge" ? [] : yield* alertsFor(runId, rows, finishedAt)
+        const raised = context.trigger === "converge" ? [] : yield* alertsFor(runId, rows, finishedAt)
         const delivery = yield* alerts.raise(runId, raised)
         const report: ServiceReport = {
           schema: "keel.autonomy.services/v1",
           run_id: runId,
-          trigger: options.trigger,
+          trigger: context.trigger,
           started_at: new Date(startedMs).toISOString(),
           finished_at: finishedAt,
-          mode,
+          mode: context.mode,
           registry: { digest: snapshot.digest, freshness: snapshot.freshness },
-          pause,
-          max_actions_per_tick: settings.max_actions_per_tick,
+          pause: context.pause,
+          max_actions_per_tick: snapshot.registry.settings.max_actions_per_tick,
           actions_executed: executed,
-          breakers: yield* control.breakers(policy),
+          breakers: yield* control.breakers(context.policy),
           counts: countStates(rows),
-          services: rows,
+          services: [...rows],
           alerts: raised,
           alert_delivery: delivery,
           report_keys: { latest: null, run: null },
           write_error: null
         }
-        return yield* publish(report)
+        return report
       })
 
     /** One tick over the fleet, unless another holds the fleet-wide tick lease. */
