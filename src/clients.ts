@@ -6,12 +6,12 @@
 import { type HttpApi, HttpApiClient, HttpClient, HttpClientResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { ControlPlaneApi } from "./contracts/controlplane/Api.js"
+import { GroundTruthApi } from "./contracts/groundtruth/Api.js"
 import { MarketplaceApi } from "./contracts/market/Api.js"
+import { ProductApi } from "./contracts/product/Api.js"
 import { PROBLEM_CONTENT_TYPE } from "./contracts/shared/Problem.js"
 import { DECODE_ERROR_TAG, errorClasses } from "./contracts/shared/ProblemContract.js"
 import { VaultApi } from "./contracts/vault/Api.js"
-import { GroundTruthApi } from "./http/groundtruth/Api.js"
-import { ProductApi } from "./http/product/Api.js"
 
 /**
  * A typed client's HttpClient that reads problem bodies: `_tag` is put back from `code` (the server leaves

@@ -25,6 +25,19 @@ export * from "./contracts/fleet/Probe.js"
 export * from "./contracts/fleet/Reconciler.js"
 export * from "./contracts/fleet/ReleaseRuns.js"
 export {
+  GroundTruthApi,
+  GroundTruthAskApi,
+  GroundTruthAssetsApi,
+  GroundTruthAuth,
+  GroundTruthIngestApi,
+  GroundTruthReadApi
+} from "./contracts/groundtruth/Api.js"
+export * from "./contracts/groundtruth/Ask.js"
+export * from "./contracts/groundtruth/Assets.js"
+export * from "./contracts/groundtruth/Errors.js"
+export * from "./contracts/groundtruth/Ingest.js"
+export * from "./contracts/groundtruth/Search.js"
+export {
   AgentDetail,
   AgentSummary,
   AgentsApi,
@@ -45,6 +58,20 @@ export * from "./contracts/market/Money.js"
 export type { Principal } from "./contracts/market/Principal.js"
 export * from "./contracts/market/Receipts.js"
 export * from "./contracts/market/Ticker.js"
+export * from "./contracts/product/Analytics.js"
+export {
+  AdminAuth,
+  AnalyticsApi,
+  BlogApi,
+  ClientKeyHeader,
+  ExperimentsApi,
+  OnboardingApi,
+  ProductApi
+} from "./contracts/product/Api.js"
+export * from "./contracts/product/Assignment.js"
+export * from "./contracts/product/Blog.js"
+export * from "./contracts/product/Onboarding.js"
+export * from "./contracts/product/Readout.js"
 export * from "./contracts/shared/Health.js"
 export * from "./contracts/shared/ObjectErrors.js"
 export * from "./contracts/shared/Problem.js"
@@ -56,26 +83,9 @@ export * from "./contracts/vault/Schemas.js"
 export * from "./http/BodyLimit.js"
 export * from "./http/ClientError.js"
 export * from "./http/FastPath.js"
-export {
-  GroundTruthApi,
-  GroundTruthAskApi,
-  GroundTruthAssetsApi,
-  GroundTruthAuth,
-  GroundTruthIngestApi,
-  GroundTruthReadApi
-} from "./http/groundtruth/Api.js"
 export { endpointClass, MarketGateLive } from "./http/marketplace/Gate.js"
 export { tradeFastPath } from "./http/marketplace/TradeFastPath.js"
 export * from "./http/Problem.js"
-export {
-  AdminAuth,
-  AnalyticsApi,
-  BlogApi,
-  ClientKeyHeader,
-  ExperimentsApi,
-  OnboardingApi,
-  ProductApi
-} from "./http/product/Api.js"
 export { assignFastPath } from "./http/product/AssignFastPath.js"
 export * from "./http/Surfaces.js"
 // Layers
@@ -281,6 +291,5 @@ export { productMigrations } from "./services/product/migrations.js"
 export * from "./services/product/Onboarding.js"
 export * from "./services/product/ProductConfig.js"
 export * from "./services/product/Readout.js"
-export * from "./services/product/ReadoutSchemas.js"
 export * from "./services/product/ReadoutSql.js"
 export * from "./services/product/Stats.js"

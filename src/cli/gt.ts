@@ -1,8 +1,9 @@
 import { Args, Command, HelpDoc, Options } from "@effect/cli"
 import { Effect } from "effect"
+import { SEARCH_LIMIT_MAX, SEARCH_QUERY_MAX_CHARS } from "../contracts/groundtruth/Search.js"
 import { ServicesLive } from "../layers/Live.js"
 import { Ingester, type IngestProgress } from "../services/groundtruth/Ingester.js"
-import { Retriever, SEARCH_LIMIT_MAX, SEARCH_QUERY_MAX_CHARS } from "../services/groundtruth/Retriever.js"
+import { Retriever } from "../services/groundtruth/Retriever.js"
 import { CommandFailed, emit, failWith, integerOption, json, table } from "./Output.js"
 
 /** A one-line progress bar on stderr when it is a terminal; nothing otherwise. */

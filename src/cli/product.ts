@@ -1,8 +1,8 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
+import type { AnalyticsSummary, ExperimentResults } from "../contracts/product/Readout.js"
 import { ServicesLive } from "../layers/Live.js"
 import { Readout } from "../services/product/Readout.js"
-import type { AnalyticsSummary, ExperimentResults } from "../services/product/ReadoutSchemas.js"
 import { emit, failWith, integerOption, json, table } from "./Output.js"
 
 const from = Options.text("from").pipe(

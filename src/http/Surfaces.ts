@@ -1,8 +1,8 @@
 import { ControlPlaneApi } from "../contracts/controlplane/Api.js"
+import { GroundTruthApi } from "../contracts/groundtruth/Api.js"
 import { MarketplaceApi } from "../contracts/market/Api.js"
+import { ProductApi } from "../contracts/product/Api.js"
 import { VaultApi } from "../contracts/vault/Api.js"
-import { GroundTruthApi } from "./groundtruth/Api.js"
-import { ProductApi } from "./product/Api.js"
 
 /** The HTTP surfaces `ctl serve` can run; their seed paths do not collide, so all fit on one port. */
 export const SurfaceNames = ["marketplace", "groundtruth", "product", "controlplane", "vault"] as const

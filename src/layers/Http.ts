@@ -13,7 +13,9 @@ import {
 import { NodeHttpServer } from "@effect/platform-node"
 import { Config, Duration, Effect, Layer, Option } from "effect"
 import { ControlPlaneApi } from "../contracts/controlplane/Api.js"
+import { GroundTruthApi } from "../contracts/groundtruth/Api.js"
 import { MarketplaceApi } from "../contracts/market/Api.js"
+import { ProductApi } from "../contracts/product/Api.js"
 import { VaultApi } from "../contracts/vault/Api.js"
 import { bodyLimitMiddleware } from "../http/BodyLimit.js"
 import { installClientErrorAnswer } from "../http/ClientError.js"
@@ -29,7 +31,6 @@ import {
 } from "../http/controlplane/Http.js"
 import { ReconcileWrongMethodsLive } from "../http/controlplane/ReconcileMethods.js"
 import { composeFastPaths, type FastPath } from "../http/FastPath.js"
-import { GroundTruthApi } from "../http/groundtruth/Api.js"
 import {
   GroundTruthAskLive,
   GroundTruthAssetsLive,
@@ -42,7 +43,6 @@ import { MarketGateLive } from "../http/marketplace/Gate.js"
 import { AgentsLive, ChatLive, CoinLive, StreamLive, TokensLive } from "../http/marketplace/Http.js"
 import { tradeFastPath } from "../http/marketplace/TradeFastPath.js"
 import { problemMiddleware } from "../http/Problem.js"
-import { ProductApi } from "../http/product/Api.js"
 import { assignFastPath } from "../http/product/AssignFastPath.js"
 import { AnalyticsLive, BlogLive, ExperimentsLive, OnboardingLive, ProductHealthLive } from "../http/product/Http.js"
 import { docsPath, openApiPath, type SurfaceName, SurfaceNames, surfaceApis } from "../http/Surfaces.js"

@@ -1,5 +1,6 @@
 import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
+import { GroundTruthApi, GroundTruthAuth, GtHostNotAllowed, GtUnauthorized } from "../../contracts/groundtruth/Api.js"
 import { Answerer } from "../../services/groundtruth/Answerer.js"
 import { BrandAssets } from "../../services/groundtruth/BrandAssets.js"
 import { GtConfig } from "../../services/groundtruth/GtConfig.js"
@@ -8,7 +9,6 @@ import { Retriever } from "../../services/groundtruth/Retriever.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import { Health } from "../../services/platform/Health.js"
 import { LoopbackTrust } from "../../services/platform/LoopbackTrust.js"
-import { GroundTruthApi, GroundTruthAuth, GtHostNotAllowed, GtUnauthorized } from "./Api.js"
 
 export const GroundTruthHealthLive = HttpApiBuilder.group(GroundTruthApi, "health", (handlers) =>
   handlers.handle("health", () => Health.use((health) => health.check))

@@ -1,8 +1,8 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either } from "effect"
+import { ProductApi } from "../../contracts/product/Api.js"
 import { Assigner } from "../../services/product/Assigner.js"
 import { endpointSchemas, errorResponse, type FastPath, plainQuery } from "../FastPath.js"
-import { ProductApi } from "./Api.js"
 
 const PATH = "/api/experiments/assign?"
 

@@ -1,14 +1,16 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Schema } from "effect"
+import { AdminAuth, ProductApi } from "../../contracts/product/Api.js"
+import { BlogList, BlogPost } from "../../contracts/product/Blog.js"
+import { OnboardingBundle } from "../../contracts/product/Onboarding.js"
 import { etagMatches, weakEtag } from "../../services/platform/Etag.js"
 import { Health } from "../../services/platform/Health.js"
 import { AdminTokens } from "../../services/product/AdminTokens.js"
 import { Assigner } from "../../services/product/Assigner.js"
-import { Blog, BlogList, BlogPost, DEFAULT_LIMIT } from "../../services/product/Blog.js"
+import { Blog, DEFAULT_LIMIT } from "../../services/product/Blog.js"
 import { Collector, type CollectorKind } from "../../services/product/Collector.js"
-import { Onboarding, OnboardingBundle } from "../../services/product/Onboarding.js"
+import { Onboarding } from "../../services/product/Onboarding.js"
 import { Readout } from "../../services/product/Readout.js"
-import { AdminAuth, ProductApi } from "./Api.js"
 
 export const ProductHealthLive = HttpApiBuilder.group(ProductApi, "health", (handlers) =>
   handlers.handle("health", () => Health.use((health) => health.check))

@@ -1,31 +1,10 @@
-import { Effect, Redacted, Schema } from "effect"
+import { Effect, Redacted } from "effect"
+import { AskAnswer, type Citation } from "../../contracts/groundtruth/Ask.js"
 import { abstain, EXAMINED_DEPTH } from "./Abstention.js"
 import { GtConfig } from "./GtConfig.js"
 import { Retriever } from "./Retriever.js"
 import { Sources } from "./Sources.js"
 import { salientTerms, stem, stems } from "./Terms.js"
-
-export const Citation = Schema.Struct({
-  repo: Schema.String,
-  path: Schema.String,
-  commit: Schema.String,
-  line: Schema.Int,
-  end_line: Schema.Int,
-  snippet: Schema.String,
-  /**
-   * Whether the passage supports the answer: true for every citation of an answer; false for the
-   * passages a "not covered" answer examined and found not to answer the question.
-   */
-  supports: Schema.Boolean
-})
-export type Citation = typeof Citation.Type
-
-export class AskAnswer extends Schema.Class<AskAnswer>("AskAnswer")({
-  mode: Schema.Literal("generated", "extractive"),
-  answer: Schema.NullOr(Schema.String),
-  missing: Schema.Boolean,
-  citations: Schema.Array(Citation)
-}) {}
 
 export const NOT_COVERED = "The indexed sources do not cover this question."
 

@@ -1,7 +1,8 @@
 import * as path from "node:path"
-import { HttpApiSchema } from "@effect/platform"
 import { Effect, Either, Ref, Schema } from "effect"
 import * as YAML from "yaml"
+import type { AssetRecord } from "../../contracts/groundtruth/Assets.js"
+import { AssetNotFound } from "../../contracts/groundtruth/Errors.js"
 import { displayUrl, GitMirror } from "../platform/GitMirror.js"
 import { formatIssues } from "../platform/Validation.js"
 import { GtConfig } from "./GtConfig.js"
@@ -39,28 +40,6 @@ export const BrandAssetsDocument = Schema.Struct({
     )
   })
 })
-
-export const AssetRecord = Schema.Struct({
-  product: Schema.String,
-  kind: Schema.String,
-  index: Schema.Int,
-  repo: Schema.String,
-  path: Schema.String,
-  ref: Schema.String,
-  commit: Schema.NullOr(Schema.String),
-  visibility: Schema.String,
-  variant: Schema.NullOr(Schema.String),
-  format: Schema.NullOr(Schema.String),
-  blobUrl: Schema.NullOr(Schema.String),
-  contentUrl: Schema.optional(Schema.String)
-})
-export type AssetRecord = typeof AssetRecord.Type
-
-export class AssetNotFound extends Schema.TaggedError<AssetNotFound>()(
-  "AssetNotFound",
-  { detail: Schema.String },
-  HttpApiSchema.annotations({ status: 404 })
-) {}
 
 const contentTypes: Record<string, string> = {
   ".svg": "image/svg+xml",

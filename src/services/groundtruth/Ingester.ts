@@ -1,7 +1,15 @@
-import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Clock, Data, Effect, Either, Schema } from "effect"
+import { Clock, Data, Effect, Either } from "effect"
 import { Minimatch } from "minimatch"
+import {
+  SourceDisabled,
+  SourceRegistryNotConfigured,
+  SourceRegistryRefused,
+  SourceRegistryUnavailable,
+  UnknownRef,
+  UnknownRepo
+} from "../../contracts/groundtruth/Errors.js"
+import { IngestResult, type SourceIngest } from "../../contracts/groundtruth/Ingest.js"
 import { sha256Hex } from "../platform/Digest.js"
 import { displayUrl, GitMirror, redactUrls, type TreeEntry } from "../platform/GitMirror.js"
 import { shortened } from "../platform/Validation.js"
@@ -11,41 +19,11 @@ import { GtConfig } from "./GtConfig.js"
 import { type Registry, type Source, Sources } from "./Sources.js"
 import { type FrequencyCounter, frequencyCounter, words } from "./Terms.js"
 
-export class UnknownRepo extends Schema.TaggedError<UnknownRepo>()(
-  "UnknownRepo",
-  { repo: Schema.String, detail: Schema.String },
-  HttpApiSchema.annotations({ status: 404 })
-) {}
-
 /** The refusal of a name no source has; the name is echoed at most 200 characters long (it is the caller's text). */
 export const unknownRepo = (repo: string, where = "") => {
   const shown = shortened(repo, 200)
   return new UnknownRepo({ repo: shown, detail: `no source named ${shown}${where}` })
 }
-
-const FieldProblem = Schema.Struct({ path: Schema.String, message: Schema.String })
-
-/** The registry has never validated: there is no good one to keep serving, so the ingest is refused. */
-export class SourceRegistryRefused extends Schema.TaggedError<SourceRegistryRefused>()(
-  "SourceRegistryRefused",
-  {
-    code: Schema.Literal("REGISTRY_REFUSED"),
-    detail: Schema.String,
-    /** Each problem of sources.yml: `path` into the document (`sources.0.trust`), `message`. */
-    fields: Schema.Array(FieldProblem)
-  },
-  HttpApiSchema.annotations({ status: 422 })
-) {}
-
-/**
- * The registry could not be fetched and none was ever accepted: nothing to ingest from, try again later. The HTTP
- * answer: git's reason (the server's paths and hosts) stays in the server log.
- */
-export class SourceRegistryUnavailable extends Schema.TaggedError<SourceRegistryUnavailable>()(
-  "SourceRegistryUnavailable",
-  { code: Schema.Literal("REGISTRY_UNAVAILABLE"), detail: Schema.String },
-  HttpApiSchema.annotations({ status: 503 })
-) {}
 
 /**
  * What the ingester fails with when the registry could not be fetched and none was ever accepted: with git's own
@@ -73,16 +51,6 @@ export class SourceRegistryUnreachable extends Data.TaggedError("SourceRegistryU
   }
 }
 
-/**
- * No registry is configured: GT_REGISTRY_REPO is unset and the default local one (created by the demo data)
- * does not exist. An ingest has nothing to read, and says how to give it something rather than answer nothing.
- */
-export class SourceRegistryNotConfigured extends Schema.TaggedError<SourceRegistryNotConfigured>()(
-  "SourceRegistryNotConfigured",
-  { code: Schema.Literal("REGISTRY_NOT_CONFIGURED"), detail: Schema.String },
-  HttpApiSchema.annotations({ status: 503 })
-) {}
-
 const notConfigured = new SourceRegistryNotConfigured({
   code: "REGISTRY_NOT_CONFIGURED",
   detail:
@@ -90,52 +58,12 @@ const notConfigured = new SourceRegistryNotConfigured({
     "(docs/groundtruth.md, Sources); the first start of a server with demo data creates one naming Keel's own docs"
 })
 
-/** The source named is in the registry with `enabled: false` (a transcript unless enabled): never ingested. */
-export class SourceDisabled extends Schema.TaggedError<SourceDisabled>()(
-  "SourceDisabled",
-  { code: Schema.Literal("SOURCE_DISABLED"), repo: Schema.String, detail: Schema.String },
-  HttpApiSchema.annotations({ status: 409 })
-) {}
-
-/** The `ref` asked for names no commit of the source. */
-export class UnknownRef extends Schema.TaggedError<UnknownRef>()(
-  "UnknownRef",
-  { code: Schema.Literal("UNKNOWN_REF"), detail: Schema.String, repo: Schema.String, path: Schema.Literal("ref") },
-  HttpApiSchema.annotations({ status: 422 })
-) {}
-
 /** "sources.yml sources.0.trust: is not a tier; sources.yml version: …" → [{path, message}]. */
 export const registryProblems = (detail: string) =>
   detail.split("; ").map((part) => {
     const match = /^sources\.yml(?: ([^:\s]*))?: (.*)$/s.exec(part)
     return match === null ? { path: "", message: part } : { path: match[1] ?? "", message: match[2] ?? part }
   })
-
-export const SourceIngest = Schema.Struct({
-  repo: Schema.String,
-  commit: Schema.NullOr(Schema.String),
-  previous_commit: Schema.NullOr(Schema.String),
-  files_indexed: Schema.Int,
-  files_deleted: Schema.Int,
-  files_skipped: Schema.Int,
-  skipped: Schema.Struct({ binary: Schema.Int, too_large: Schema.Int, symlink: Schema.Int, not_a_file: Schema.Int }),
-  chunks: Schema.Int,
-  /** Chunks given a new vector by the embedder (0 without one); unchanged chunks keep theirs. */
-  vectors_computed: Schema.Int,
-  /** Set when the embedder failed: the chunks are indexed and searchable lexically, their vectors wait. */
-  embedding_error: Schema.NullOr(Schema.String),
-  duration_ms: Schema.Int,
-  error: Schema.NullOr(Schema.String)
-})
-export type SourceIngest = typeof SourceIngest.Type
-
-export class IngestResult extends Schema.Class<IngestResult>("IngestResult")({
-  registry_commit: Schema.NullOr(Schema.String),
-  registry_refused: Schema.NullOr(Schema.String),
-  sources: Schema.Array(SourceIngest),
-  /** Sources whose index was dropped by this ingest: removed from the registry, or disabled there. */
-  sources_removed: Schema.Array(Schema.String)
-}) {}
 
 export interface IngestProgress {
   readonly repo: string

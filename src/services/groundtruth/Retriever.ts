@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
+import { type SearchHit, SearchResult } from "../../contracts/groundtruth/Search.js"
 import { displayUrl } from "../platform/GitMirror.js"
 import { Embedder } from "./Embedder.js"
 import { GtConfig } from "./GtConfig.js"
@@ -8,42 +9,6 @@ import { features, idf, type QueryProfile, reciprocalRankFusion, rerankScore } f
 import { Sources } from "./Sources.js"
 import { isStopword, stemSequence, words } from "./Terms.js"
 import { makeVectorIndex } from "./VectorIndex.js"
-
-/** A search's bounds, one pair for every front door (`GET /search`, `ctl gt search`): refused past them, never clamped. */
-export const SEARCH_QUERY_MAX_CHARS = 1000
-export const SEARCH_LIMIT_MAX = 50
-
-export const SearchHit = Schema.Struct({
-  repo: Schema.String,
-  path: Schema.String,
-  commit: Schema.String,
-  line: Schema.Int,
-  end_line: Schema.Int,
-  trust: Schema.String,
-  score: Schema.Number,
-  heading: Schema.String,
-  snippet: Schema.String
-})
-export type SearchHit = typeof SearchHit.Type
-
-export class SearchResult extends Schema.Class<SearchResult>("SearchResult")({
-  query: Schema.String,
-  hits: Schema.Array(SearchHit)
-}) {}
-
-export const RepoRecord = Schema.Struct({
-  name: Schema.String,
-  description: Schema.NullOr(Schema.String),
-  url: Schema.String,
-  branch: Schema.NullOr(Schema.String),
-  owners: Schema.Array(Schema.String),
-  trust: Schema.String,
-  kind: Schema.String,
-  enabled: Schema.Boolean,
-  indexed_commit: Schema.NullOr(Schema.String),
-  indexed_at: Schema.NullOr(Schema.String),
-  chunks: Schema.Int
-})
 
 /**
  * User text to an FTS5 query that cannot be a syntax error: words only (letters and digits of any

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto"
 import { Config, Effect, Redacted } from "effect"
+import { AdminUnauthorized } from "../../contracts/product/Readout.js"
 import { bearerToken } from "../platform/Credentials.js"
-import { AdminUnauthorized } from "./ReadoutSchemas.js"
 
 const digest = (token: string) => createHash("sha256").update(token, "utf8").digest()
 

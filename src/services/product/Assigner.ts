@@ -1,39 +1,13 @@
-import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Option, Schema } from "effect"
+import { Clock, Effect, Option } from "effect"
+import { AppNotFound, Assignment, CLIENT_KEY_HEADER, InvalidClientKey } from "../../contracts/product/Assignment.js"
 import { GroupCommit } from "../platform/GroupCommit.js"
 import { hotSpan } from "../platform/HotSpan.js"
 import { buckets, chooseVariant } from "./Hashing.js"
 import { type Experiment, JourneyRegistry } from "./JourneyRegistry.js"
 
-export class Assignment extends Schema.Class<Assignment>("Assignment")({
-  variant: Schema.NullOr(Schema.String),
-  config: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
-  experimentId: Schema.NullOr(Schema.String)
-}) {}
-
 /** "Not in an experiment": distinguishable from control, which is a variant like any other. */
 export const emptyAssignment = new Assignment({ variant: null, config: {}, experimentId: null })
-
-export class AppNotFound extends Schema.TaggedError<AppNotFound>()(
-  "AppNotFound",
-  { app_id: Schema.String, detail: Schema.String },
-  HttpApiSchema.annotations({ status: 404 })
-) {}
-
-export const CLIENT_KEY_HEADER = "X-Client-Key"
-
-export class InvalidClientKey extends Schema.TaggedError<InvalidClientKey>()(
-  "InvalidClientKey",
-  {
-    detail: Schema.String,
-    /** The request header that carries the key. */
-    header: Schema.optional(Schema.Literal(CLIENT_KEY_HEADER)),
-    /** `missing`: no key (or an empty one) was sent; `unknown`: the key is not one of the app's. */
-    reason: Schema.optional(Schema.Literal("missing", "unknown"))
-  },
-  HttpApiSchema.annotations({ status: 401 })
-) {}
 
 export interface AssignRequest {
   readonly appId: string

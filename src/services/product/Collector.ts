@@ -1,5 +1,5 @@
-import { HttpApiSchema } from "@effect/platform"
 import { Clock, Effect, Either, type ParseResult, Schema } from "effect"
+import { CollectBatch, CollectResult, MalformedBatch, SiteNotAllowed } from "../../contracts/product/Analytics.js"
 import { BoundedText as Text } from "../../contracts/shared/Text.js"
 import { GroupCommit } from "../platform/GroupCommit.js"
 import { hotSpan } from "../platform/HotSpan.js"
@@ -8,8 +8,6 @@ import { formatIssues } from "../platform/Validation.js"
 import { EventTimestamp, eventMillis, LATEST_EVENT_MILLIS } from "./EventTime.js"
 import { ProductConfig } from "./ProductConfig.js"
 import { pageExpression, referrerHost, utmSourceExpression } from "./ReadoutSql.js"
-
-export const MAX_EVENTS_PER_BATCH = 500
 
 /** The longest text of each event field: the schema below and the written-out check (acceptEventFast) share them. */
 const MAX = { id: 128, name: 200, url: 2048, utm: 200 } as const
@@ -34,30 +32,6 @@ export const AnalyticsEvent = Schema.Struct({
   props: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 })
 export type AnalyticsEvent = typeof AnalyticsEvent.Type
-
-/** The envelope: events are checked one by one, so one bad event does not sink its batch. */
-export const CollectBatch = Schema.Struct({
-  site_id: Text(128),
-  events: Schema.Array(Schema.Unknown).pipe(Schema.maxItems(MAX_EVENTS_PER_BATCH))
-})
-
-export class CollectResult extends Schema.Class<CollectResult>("CollectResult")({
-  accepted: Schema.Int,
-  duplicates: Schema.Int,
-  rejected: Schema.Array(Schema.Struct({ index: Schema.Int, reason: Schema.String }))
-}) {}
-
-export class SiteNotAllowed extends Schema.TaggedError<SiteNotAllowed>()(
-  "SiteNotAllowed",
-  { site_id: Schema.String, detail: Schema.String },
-  HttpApiSchema.annotations({ status: 403 })
-) {}
-
-export class MalformedBatch extends Schema.TaggedError<MalformedBatch>()(
-  "MalformedBatch",
-  { code: Schema.Literal("INVALID_JSON", "MALFORMED_BATCH"), detail: Schema.String },
-  HttpApiSchema.annotations({ status: 400 })
-) {}
 
 export type CollectorKind = "web" | "mobile"
 

@@ -1,17 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Schema } from "effect"
+import { OnboardingBundle, type OnboardingEvents, OnboardingEventsResult } from "../../contracts/product/Onboarding.js"
 import { CodePointText, BoundedText as Text } from "../../contracts/shared/Text.js"
 import { weakEtag } from "../platform/Etag.js"
 import { formatIssues } from "../platform/Validation.js"
-import { Assigner, Assignment } from "./Assigner.js"
+import { Assigner } from "./Assigner.js"
 import { EventTimestamp, eventMillis } from "./EventTime.js"
-
-export class OnboardingBundle extends Schema.Class<OnboardingBundle>("OnboardingBundle")({
-  app_id: Schema.String,
-  platform: Schema.String,
-  generated_at: Schema.String,
-  assignments: Schema.Record({ key: Schema.String, value: Assignment })
-}) {}
 
 export const OnboardingEvent = Schema.Struct({
   event_id: Text(128),
@@ -21,17 +15,6 @@ export const OnboardingEvent = Schema.Struct({
   timestamp: EventTimestamp,
   props: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 })
-
-export const OnboardingEvents = Schema.Struct({
-  app_id: Text(128),
-  events: Schema.Array(Schema.Unknown).pipe(Schema.maxItems(500))
-})
-
-export class OnboardingEventsResult extends Schema.Class<OnboardingEventsResult>("OnboardingEventsResult")({
-  accepted: Schema.Int,
-  duplicates: Schema.Int,
-  rejected: Schema.Array(Schema.Struct({ index: Schema.Int, reason: Schema.String }))
-}) {}
 
 const decodeEvent = Schema.decodeUnknownEither(OnboardingEvent, { errors: "all" })
 

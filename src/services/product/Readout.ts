@@ -1,7 +1,5 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
-import { LATEST_EVENT_MILLIS } from "./EventTime.js"
-import { type App, JourneyRegistry } from "./JourneyRegistry.js"
 import {
   AnalyticsSummary,
   ExperimentNotFound,
@@ -10,7 +8,9 @@ import {
   SampleRatioCheck,
   SummaryBucket,
   VariantResult
-} from "./ReadoutSchemas.js"
+} from "../../contracts/product/Readout.js"
+import { LATEST_EVENT_MILLIS } from "./EventTime.js"
+import { type App, JourneyRegistry } from "./JourneyRegistry.js"
 import { METRIC_EXISTS_SQL, RESULTS_SQL, SUMMARY_SQL } from "./ReadoutSql.js"
 import { chiSquareGoodnessOfFit, probabilityToBeat, twoProportionZTest, wilsonInterval } from "./Stats.js"
 

@@ -8,26 +8,22 @@ import {
   OpenApi
 } from "@effect/platform"
 import { Schema } from "effect"
-import { HealthApi } from "../../contracts/shared/Health.js"
-import { problemOpenApi } from "../../contracts/shared/ProblemContract.js"
-import { IntegerFromString, RequestStruct, StrictRequestStruct } from "../../contracts/shared/RequestSchema.js"
-import { AskAnswer } from "../../services/groundtruth/Answerer.js"
-import { AssetNotFound, AssetRecord } from "../../services/groundtruth/BrandAssets.js"
+import { HealthApi } from "../shared/Health.js"
+import { problemOpenApi } from "../shared/ProblemContract.js"
+import { IntegerFromString, RequestStruct, StrictRequestStruct } from "../shared/RequestSchema.js"
+import { AskAnswer } from "./Ask.js"
+import { AssetRecord } from "./Assets.js"
 import {
-  IngestResult,
+  AssetNotFound,
   SourceDisabled,
   SourceRegistryNotConfigured,
   SourceRegistryRefused,
   SourceRegistryUnavailable,
   UnknownRef,
   UnknownRepo
-} from "../../services/groundtruth/Ingester.js"
-import {
-  RepoRecord,
-  SEARCH_LIMIT_MAX,
-  SEARCH_QUERY_MAX_CHARS,
-  SearchResult
-} from "../../services/groundtruth/Retriever.js"
+} from "./Errors.js"
+import { IngestResult } from "./Ingest.js"
+import { RepoRecord, SEARCH_LIMIT_MAX, SEARCH_QUERY_MAX_CHARS, SearchResult } from "./Search.js"
 
 export class GtUnauthorized extends Schema.TaggedError<GtUnauthorized>()(
   "GtUnauthorized",

@@ -8,21 +8,21 @@ import {
   OpenApi
 } from "@effect/platform"
 import { Schema } from "effect"
-import { HealthApi } from "../../contracts/shared/Health.js"
-import { problemOpenApi } from "../../contracts/shared/ProblemContract.js"
-import { IntegerFromString, RequestStruct } from "../../contracts/shared/RequestSchema.js"
-import { CodePointText } from "../../contracts/shared/Text.js"
-import { AppNotFound, Assignment, InvalidClientKey } from "../../services/product/Assigner.js"
-import { BlogList, BlogPost, PostNotFound } from "../../services/product/Blog.js"
-import { CollectBatch, CollectResult, MalformedBatch, SiteNotAllowed } from "../../services/product/Collector.js"
-import { OnboardingBundle, OnboardingEvents, OnboardingEventsResult } from "../../services/product/Onboarding.js"
+import { HealthApi } from "../shared/Health.js"
+import { problemOpenApi } from "../shared/ProblemContract.js"
+import { IntegerFromString, RequestStruct } from "../shared/RequestSchema.js"
+import { CodePointText } from "../shared/Text.js"
+import { CollectBatch, CollectResult, MalformedBatch, SiteNotAllowed } from "./Analytics.js"
+import { AppNotFound, Assignment, InvalidClientKey } from "./Assignment.js"
+import { BlogList, BlogPost, PostNotFound } from "./Blog.js"
+import { OnboardingBundle, OnboardingEvents, OnboardingEventsResult } from "./Onboarding.js"
 import {
   AdminUnauthorized,
   AnalyticsSummary,
   ExperimentNotFound,
   ExperimentResults,
   ReadoutQueryInvalid
-} from "../../services/product/ReadoutSchemas.js"
+} from "./Readout.js"
 
 /** 1 to 256 characters, counted as Unicode code points (an emoji is one, as chat counts them). */
 const Param = CodePointText(256)
