@@ -6,6 +6,7 @@ export default defineConfig({
     // In-process tests import the library from source; test/library.test.ts checks the built entry.
     alias: {
       "keel/client": fileURLToPath(new URL("./src/http/reporter/index.ts", import.meta.url)),
+      "keel/clients": fileURLToPath(new URL("./src/clients.ts", import.meta.url)),
       keel: fileURLToPath(new URL("./src/index.ts", import.meta.url))
     }
   },
