@@ -43,7 +43,7 @@ const CLIENT_MODULES = new Set([...HTTP_API_MODULES, "HttpApiClient", "HttpClien
  * @effect/rpc, @effect/cluster and @effect/workflow; no HTTP contract or client reaches them (checked below).
  */
 const isEffect = (specifier: string) => specifier === "effect" || specifier.startsWith("effect/")
-const DEFINITION_PACKAGES = /^@effect\/(rpc|cluster|workflow)$/
+const DEFINITION_PACKAGES = /^@effect\/(rpc|cluster|workflow)(\/\w+)?$/
 
 /** Why a closure is not runtime-free, one line per reason (empty: it is). */
 const problemsOf = (closure: Closure, options: { readonly http: boolean; readonly platformNames: Set<string> }) => {
@@ -56,7 +56,10 @@ const problemsOf = (closure: Closure, options: { readonly http: boolean; readonl
   for (const imported of closure.packages) {
     const where = `${imported.from} imports ${imported.specifier}`
     if (isNodeBuiltin(imported.specifier) || FORBIDDEN_PACKAGES.test(imported.specifier)) problems.push(where)
-    else if (imported.specifier === "@effect/platform") {
+    else if (imported.specifier.startsWith("@effect/platform/")) {
+      const module = imported.specifier.slice("@effect/platform/".length)
+      if (!options.platformNames.has(module)) problems.push(where)
+    } else if (imported.specifier === "@effect/platform") {
       const others = imported.names.filter((name) => !options.platformNames.has(name))
       if (imported.names.length === 0 || others.length > 0) problems.push(`${where} (${others.join(", ") || "*"})`)
     } else if (!isEffect(imported.specifier) && (options.http || !DEFINITION_PACKAGES.test(imported.specifier))) {
@@ -137,7 +140,9 @@ describe("contracts and keel/clients are runtime-free", () => {
         { from: "src/services/market/Ledger.ts", specifier: "better-sqlite3", names: [] },
         { from: "src/contracts/x/Api.ts", specifier: "node:fs", names: [] },
         { from: "src/contracts/x/Api.ts", specifier: "@effect/platform", names: ["HttpServerResponse"] },
-        { from: "src/contracts/x/Api.ts", specifier: "@effect/cluster", names: ["Entity"] }
+        { from: "src/contracts/x/Api.ts", specifier: "@effect/cluster", names: ["Entity"] },
+        { from: "src/contracts/x/Api.ts", specifier: "@effect/platform/HttpApiSchema", names: [] },
+        { from: "src/contracts/x/Api.ts", specifier: "@effect/platform/HttpServer", names: [] }
       ],
       unresolved: []
     }
@@ -146,7 +151,19 @@ describe("contracts and keel/clients are runtime-free", () => {
       "src/services/market/Ledger.ts imports better-sqlite3",
       "src/contracts/x/Api.ts imports node:fs",
       "src/contracts/x/Api.ts imports @effect/platform (HttpServerResponse)",
-      "src/contracts/x/Api.ts imports @effect/cluster"
+      "src/contracts/x/Api.ts imports @effect/cluster",
+      "src/contracts/x/Api.ts imports @effect/platform/HttpServer"
     ])
+    // An entity or workflow definition (not an HTTP contract) may load the definition modules.
+    expect(
+      problemsOf(
+        {
+          files: ["src/contracts/x/Flow.ts"],
+          packages: [{ from: "src/contracts/x/Flow.ts", specifier: "@effect/workflow/Workflow", names: [] }],
+          unresolved: []
+        },
+        { http: false, platformNames: HTTP_API_MODULES }
+      )
+    ).toEqual([])
   })
 })
