@@ -6,6 +6,7 @@ import { Config, Effect, Layer } from "effect"
 import { AppConfig } from "../../platform/AppConfig.js"
 import { childEnv } from "../../platform/ChildEnv.js"
 import { sha256Hex } from "../../platform/Digest.js"
+import { packageRoot } from "../../platform/Package.js"
 import {
   type DeclaredUnit,
   emptyUnitState,
@@ -34,12 +35,16 @@ import {
 
 /**
  * The supervisor process's script: beside this module when built; when this module runs from source (the
- * tests import src/), the built copy (`npm run build` precedes the tests).
+ * tests import src/) or from the `ctl` bundle (dist/ctl/), the package's built copy (`npm run build` makes both).
  */
-const MAIN = [
-  fileURLToPath(new URL("./SupervisorMain.js", import.meta.url)),
-  fileURLToPath(new URL("../../../../dist/src/services/fleet/units/SupervisorMain.js", import.meta.url))
-].find((file) => fs.existsSync(file)) as string
+let main: string | undefined
+const supervisorMain = (): string => {
+  main ??= [
+    fileURLToPath(new URL("./SupervisorMain.js", import.meta.url)),
+    path.join(packageRoot()?.dir ?? ".", "dist", "src", "services", "fleet", "units", "SupervisorMain.js")
+  ].find((file) => fs.existsSync(file)) as string
+  return main
+}
 
 const sleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
 
@@ -141,7 +146,7 @@ export const makeSupervisor = (dir: string): ServiceManager["Type"] => {
         const file = pathOf(unit)
         if (file === undefined) return yield* failed(unit, `start ${unit}`, `Unit ${unit} not loaded.`)
       }
-      const child = spawn(process.execPath, [MAIN, dir, unit], {
+      const child = spawn(process.execPath, [supervisorMain(), dir, unit], {
         detached: true,
         stdio: "ignore",
         env: childEnv()
