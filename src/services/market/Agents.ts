@@ -4,6 +4,7 @@ import { Clock, Effect } from "effect"
 import { AgentExists, agentNotFound, InvalidInput, InvalidTransition } from "../../contracts/market/Errors.js"
 import { isTicker, TICKER_RULE } from "../../contracts/market/Ticker.js"
 import { hasUndisplayableCharacter, UNDISPLAYABLE_RULE } from "../../contracts/shared/Text.js"
+import { orDieSql } from "../platform/SqlEdge.js"
 import type { CurveState } from "./BondingCurve.js"
 import { Chat, PLATFORM_SENDER } from "./Chat.js"
 import { COIN, exactIntegers, ISSUANCE, Ledger, MAX_LEG } from "./Ledger.js"
@@ -236,7 +237,7 @@ export class Agents extends Effect.Service<Agents>()("market/Agents", {
         })}`
         yield* market.launch(launch.ticker, launch.curve ?? defaultLaunch)
         yield* chat.platformLine({ ticker: launch.ticker, name }, `${name} (${launch.ticker}) launched`, "system")
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      }).pipe(sql.withTransaction, orDieSql)
       yield* events.committed
       return yield* find(launch.ticker)
     })
@@ -298,7 +299,7 @@ export class Agents extends Effect.Service<Agents>()("market/Agents", {
           )
         }
         return charge
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die), Effect.tap(events.committed))
+      }).pipe(sql.withTransaction, orDieSql, Effect.tap(events.committed))
     })
 
     const burning = sql<{

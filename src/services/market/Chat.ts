@@ -4,6 +4,7 @@ import { AgentCannotChat, agentNotFound, Forbidden, InvalidInput } from "../../c
 import type { Principal } from "../../contracts/market/Principal.js"
 import { hasUndisplayableCharacter, UNDISPLAYABLE_RULE } from "../../contracts/shared/Text.js"
 import { SqlDirect } from "../platform/SqlDirect.js"
+import { orDieSql } from "../platform/SqlEdge.js"
 import type { SyncStatements } from "../platform/SyncSql.js"
 import { appendEvent, MarketEvents } from "./MarketEvents.js"
 import { pageOf } from "./Paging.js"
@@ -102,7 +103,7 @@ export class Chat extends Effect.Service<Chat>()("market/Chat", {
           })
         }
         return yield* write({ ticker, name: agent.name }, message, "chat")
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      }).pipe(sql.withTransaction, orDieSql)
       yield* events.committed
       return created
     })

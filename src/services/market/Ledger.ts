@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
 import { InsufficientFunds } from "../../contracts/market/Errors.js"
 import { placeholders, SqlDirect } from "../platform/SqlDirect.js"
+import { orDieSql } from "../platform/SqlEdge.js"
 import { refuse, type SyncStatements } from "../platform/SyncSql.js"
 import { unitsText } from "./Units.js"
 import { checksumAddress } from "./WalletSignature.js"
@@ -144,7 +145,7 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
     const post = (kind: string, reference: string, legs: ReadonlyArray<Leg>) =>
       postWithin(kind, reference, legs).pipe(
         Effect.map((posted) => posted.id),
-        Effect.catchTag("SqlError", Effect.die)
+        orDieSql
       )
 
     /**

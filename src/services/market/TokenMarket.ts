@@ -13,6 +13,7 @@ import {
   TradeTooSmall
 } from "../../contracts/market/Errors.js"
 import { SqlDirect } from "../platform/SqlDirect.js"
+import { orDieSql } from "../platform/SqlEdge.js"
 import { refuse, type SyncStatements } from "../platform/SyncSql.js"
 import { BPS, type CurveState, quoteBuy, quoteSell } from "./BondingCurve.js"
 import { COIN, Ledger, type Leg, postEntry, type UnbalancedEntry } from "./Ledger.js"
@@ -295,9 +296,7 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
 
     /** A token's curve now (a read on the client's connection, or in the caller's transaction). */
     const curveOf = (ticker: string) =>
-      direct
-        .readSync<CurveState, AgentNotFound>((db) => marketOf(db, ticker).curve)
-        .pipe(Effect.catchTag("SqlError", Effect.die))
+      direct.readSync<CurveState, AgentNotFound>((db) => marketOf(db, ticker).curve).pipe(orDieSql)
 
     /** Creates a token's curve and issues its sellable supply to the curve. */
     const launch = Effect.fn("TokenMarket.launch")(function* (ticker: string, curve: CurveState = defaultLaunch) {

@@ -4,6 +4,7 @@ import type { TradeOrder, TradeOutcome } from "../../contracts/market/MarketAgen
 import type { TradeReceipt } from "../../contracts/market/Receipts.js"
 import { hotSpan } from "../platform/HotSpan.js"
 import { SqlDirect, savepointSync, TransactionLost } from "../platform/SqlDirect.js"
+import { orDieSql } from "../platform/SqlEdge.js"
 import { Refused, refuse, type SyncStatements } from "../platform/SyncSql.js"
 import { writeLine } from "./Chat.js"
 import type { UnbalancedEntry } from "./Ledger.js"
@@ -222,7 +223,7 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
               }
             })
           )
-          .pipe(Effect.catchTag("SqlError", Effect.die))
+          .pipe(orDieSql)
         if (exits.some((exit) => Exit.isSuccess(exit) && !exit.value.replayed)) yield* events.committed
         return exits
       })

@@ -1,5 +1,6 @@
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
+import { Effect } from "effect"
 
 /** A lock older than this whose holder process is gone was left by a crash and is broken. */
 const STALE_LOCK_MILLIS = 10_000
@@ -22,6 +23,30 @@ export const processAlive = (pid: number) => {
  * than 10 s whose holder process is gone (a crash) is broken. Hold it for short critical sections only.
  */
 export const withFileLock = async <A>(lock: string, critical: () => Promise<A>): Promise<A> => {
+  await acquireFileLock(lock)
+  try {
+    return await critical()
+  } finally {
+    await fs.rm(lock, { force: true })
+  }
+}
+
+/**
+ * `critical` as an Effect holding the lock file `lock` (the same lock as withFileLock): released however it ends,
+ * interrupted included. A lock that cannot be taken fails with `onLockError` of the cause.
+ */
+export const withFileLockEffect = <A, E, R, E2>(
+  lock: string,
+  critical: Effect.Effect<A, E, R>,
+  onLockError: (cause: unknown) => E2
+): Effect.Effect<A, E | E2, R> =>
+  Effect.acquireUseRelease(
+    Effect.tryPromise({ try: () => acquireFileLock(lock), catch: onLockError }),
+    () => critical,
+    () => Effect.promise(() => fs.rm(lock, { force: true }))
+  )
+
+const acquireFileLock = async (lock: string): Promise<void> => {
   await fs.mkdir(path.dirname(lock), { recursive: true })
   const deadline = Date.now() + LOCK_WAIT_MILLIS
   for (;;) {
@@ -49,10 +74,5 @@ export const withFileLock = async <A>(lock: string, critical: () => Promise<A>):
       if (Date.now() > deadline) throw new Error(`timed out waiting for the lock ${path.basename(lock)}`)
       await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 8))
     }
-  }
-  try {
-    return await critical()
-  } finally {
-    await fs.rm(lock, { force: true })
   }
 }

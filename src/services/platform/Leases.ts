@@ -1,6 +1,7 @@
 import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Option, Schema } from "effect"
+import { orDieSql } from "./SqlEdge.js"
 
 export const LeaseKey = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/),
@@ -119,69 +120,54 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
       })
 
     /** Takes the lease, or extends it when `holder` already has it; fails with LeaseHeld otherwise. */
-    const acquire = Effect.fn("Leases.acquire")(
-      function* (key: string, holder: string, ttl: Duration.DurationInput) {
-        // A lease that lapses between the refused upsert and the read of its holder is simply tried again:
-        // acquire fails only with LeaseHeld.
-        for (;;) {
-          const taken = yield* upsert(key, holder, ttl)
-          if (taken !== undefined) return taken
-          const why = yield* Effect.flip(heldBy(key, holder))
-          if (why._tag === "LeaseHeld") return yield* Effect.fail(why)
-        }
-      },
-      Effect.catchTag("SqlError", Effect.die)
-    )
+    const acquire = Effect.fn("Leases.acquire")(function* (key: string, holder: string, ttl: Duration.DurationInput) {
+      // A lease that lapses between the refused upsert and the read of its holder is simply tried again:
+      // acquire fails only with LeaseHeld.
+      for (;;) {
+        const taken = yield* upsert(key, holder, ttl)
+        if (taken !== undefined) return taken
+        const why = yield* Effect.flip(heldBy(key, holder))
+        if (why._tag === "LeaseHeld") return yield* Effect.fail(why)
+      }
+    }, orDieSql)
 
     /** Extends a lease its holder still has; a lapsed or taken lease fails with LeaseNotHeld or LeaseHeld. */
-    const renew = Effect.fn("Leases.renew")(
-      function* (key: string, holder: string, ttl: Duration.DurationInput) {
-        const now = yield* Clock.currentTimeMillis
-        const rows = yield* sql<LeaseRow>`
+    const renew = Effect.fn("Leases.renew")(function* (key: string, holder: string, ttl: Duration.DurationInput) {
+      const now = yield* Clock.currentTimeMillis
+      const rows = yield* sql<LeaseRow>`
         UPDATE leases SET renewed_at = ${now}, expires_at = ${now + Duration.toMillis(ttl)}
         WHERE key = ${key} AND holder = ${holder} AND expires_at > ${now}
         RETURNING *`
-        const row = rows[0]
-        if (row !== undefined) return fromRow(row)
-        return yield* Effect.flatMap(heldBy(key, holder), Effect.fail)
-      },
-      Effect.catchTag("SqlError", Effect.die)
-    )
+      const row = rows[0]
+      if (row !== undefined) return fromRow(row)
+      return yield* Effect.flatMap(heldBy(key, holder), Effect.fail)
+    }, orDieSql)
 
     /** Ends a lease early. The row stays, so the next holder's fence still grows. */
-    const release = Effect.fn("Leases.release")(
-      function* (key: string, holder: string) {
-        const now = yield* Clock.currentTimeMillis
-        const rows = yield* sql<LeaseRow>`
+    const release = Effect.fn("Leases.release")(function* (key: string, holder: string) {
+      const now = yield* Clock.currentTimeMillis
+      const rows = yield* sql<LeaseRow>`
         UPDATE leases SET expires_at = ${now}, renewed_at = ${now}
         WHERE key = ${key} AND holder = ${holder} AND expires_at > ${now}
         RETURNING *`
-        const row = rows[0]
-        if (row !== undefined) return fromRow(row)
-        return yield* Effect.flatMap(heldBy(key, holder), Effect.fail)
-      },
-      Effect.catchTag("SqlError", Effect.die)
-    )
+      const row = rows[0]
+      if (row !== undefined) return fromRow(row)
+      return yield* Effect.flatMap(heldBy(key, holder), Effect.fail)
+    }, orDieSql)
 
     /** The lease on `key` if one is active now. */
-    const get = Effect.fn("Leases.get")(
-      function* (key: string) {
-        const now = yield* Clock.currentTimeMillis
-        return Option.filter(yield* find(key), (lease) => lease.isActive(now))
-      },
-      Effect.catchTag("SqlError", Effect.die)
-    )
+    const get = Effect.fn("Leases.get")(function* (key: string) {
+      const now = yield* Clock.currentTimeMillis
+      return Option.filter(yield* find(key), (lease) => lease.isActive(now))
+    }, orDieSql)
 
-    const list = Effect.fn("Leases.list")(
-      function* (options: { readonly includeExpired?: boolean } = {}) {
-        const now = yield* Clock.currentTimeMillis
-        const rows = options.includeExpired
-          ? yield* sql<LeaseRow>`SELECT * FROM leases ORDER BY key`
-          : yield* sql<LeaseRow>`SELECT * FROM leases WHERE expires_at > ${now} ORDER BY key`
-        return rows.map(fromRow)
-      },
-      Effect.catchTag("SqlError", Effect.die)
-    )
+    const list = Effect.fn("Leases.list")(function* (options: { readonly includeExpired?: boolean } = {}) {
+      const now = yield* Clock.currentTimeMillis
+      const rows = options.includeExpired
+        ? yield* sql<LeaseRow>`SELECT * FROM leases ORDER BY key`
+        : yield* sql<LeaseRow>`SELECT * FROM leases WHERE expires_at > ${now} ORDER BY key`
+      return rows.map(fromRow)
+    }, orDieSql)
 
     return { acquire, renew, release, get, list } as const
   })

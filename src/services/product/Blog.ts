@@ -3,6 +3,7 @@ import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Schema } from "effect"
 import { BlogList, BlogPost, BlogPostSummary, PostNotFound } from "../../contracts/product/Blog.js"
+import { orDieSql } from "../platform/SqlEdge.js"
 import { type BlogPostSource, parsePost } from "./BlogSource.js"
 
 export interface ImportReport {
@@ -84,97 +85,88 @@ export class Blog extends Effect.Service<Blog>()("product/Blog", {
      * rewritten; a file that fails to parse is reported and the others are imported. Two files
      * claiming the same surface/slug: the first (in path order) wins, the second is reported.
      */
-    const importDirectory = Effect.fn("Blog.importDirectory")(
-      function* (dir: string) {
-        const root = path.resolve(dir)
-        const files = yield* Effect.tryPromise({
-          try: () => markdownFiles(root),
-          catch: (error) => new PostImportFailed({ detail: `cannot read ${root}: ${(error as Error).message}` })
-        })
-        const now = yield* Clock.currentTimeMillis
-        const created: Array<string> = []
-        const updated: Array<string> = []
-        const failed: Array<{ file: string; reason: string }> = []
-        const seen = new Set<string>()
-        let unchanged = 0
-        for (const file of files) {
-          const text = yield* Effect.promise(() => fs.readFile(file, "utf8"))
-          const parsed = parsePost(file, root, text)
-          const relative = path.relative(root, file)
-          if (Either.isLeft(parsed)) {
-            failed.push({ file: relative, reason: parsed.left })
-            continue
-          }
-          const post = parsed.right
-          const key = `${post.surface}/${post.slug}`
-          if (seen.has(key)) {
-            failed.push({ file: relative, reason: `${key} is already defined by another file` })
-            continue
-          }
-          seen.add(key)
-          const existing = yield* sql<{ source_digest: string }>`
-          SELECT source_digest FROM blog_posts WHERE surface = ${post.surface} AND slug = ${post.slug}`
-          if (existing[0]?.source_digest === post.digest) {
-            unchanged++
-            continue
-          }
-          yield* upsert(post, now)
-          ;(existing.length === 0 ? created : updated).push(key)
+    const importDirectory = Effect.fn("Blog.importDirectory")(function* (dir: string) {
+      const root = path.resolve(dir)
+      const files = yield* Effect.tryPromise({
+        try: () => markdownFiles(root),
+        catch: (error) => new PostImportFailed({ detail: `cannot read ${root}: ${(error as Error).message}` })
+      })
+      const now = yield* Clock.currentTimeMillis
+      const created: Array<string> = []
+      const updated: Array<string> = []
+      const failed: Array<{ file: string; reason: string }> = []
+      const seen = new Set<string>()
+      let unchanged = 0
+      for (const file of files) {
+        const text = yield* Effect.promise(() => fs.readFile(file, "utf8"))
+        const parsed = parsePost(file, root, text)
+        const relative = path.relative(root, file)
+        if (Either.isLeft(parsed)) {
+          failed.push({ file: relative, reason: parsed.left })
+          continue
         }
-        return { created, updated, unchanged, failed } satisfies ImportReport
-      },
-      Effect.catchTag("SqlError", Effect.die)
-    )
+        const post = parsed.right
+        const key = `${post.surface}/${post.slug}`
+        if (seen.has(key)) {
+          failed.push({ file: relative, reason: `${key} is already defined by another file` })
+          continue
+        }
+        seen.add(key)
+        const existing = yield* sql<{ source_digest: string }>`
+          SELECT source_digest FROM blog_posts WHERE surface = ${post.surface} AND slug = ${post.slug}`
+        if (existing[0]?.source_digest === post.digest) {
+          unchanged++
+          continue
+        }
+        yield* upsert(post, now)
+        ;(existing.length === 0 ? created : updated).push(key)
+      }
+      return { created, updated, unchanged, failed } satisfies ImportReport
+    }, orDieSql)
 
     const notFound = () => new PostNotFound({ detail: "no such published post" })
 
-    const list = Effect.fn("Blog.list")(
-      function* (surface: string, page: number, limit: number) {
-        const now = yield* Clock.currentTimeMillis
-        const size = Math.min(MAX_LIMIT, Math.max(1, Math.trunc(limit)))
-        const totals = yield* sql<{ n: number }>`
+    const list = Effect.fn("Blog.list")(function* (surface: string, page: number, limit: number) {
+      const now = yield* Clock.currentTimeMillis
+      const size = Math.min(MAX_LIMIT, Math.max(1, Math.trunc(limit)))
+      const totals = yield* sql<{ n: number }>`
         SELECT count(*) AS n FROM blog_posts
         WHERE surface = ${surface} AND status = 'published' AND published_at <= ${now}`
-        const total = Number(totals[0]?.n ?? 0)
-        // An unknown surface and one with nothing published yet are the same to a reader.
-        if (total === 0) return yield* notFound()
-        const pages = Math.ceil(total / size)
-        const rows = yield* sql<PostRow>`
+      const total = Number(totals[0]?.n ?? 0)
+      // An unknown surface and one with nothing published yet are the same to a reader.
+      if (total === 0) return yield* notFound()
+      const pages = Math.ceil(total / size)
+      const rows = yield* sql<PostRow>`
         SELECT slug, title, excerpt, cover_image, tags, published_at, updated_at, reading_time_minutes
         FROM blog_posts
         WHERE surface = ${surface} AND status = 'published' AND published_at <= ${now}
         ORDER BY published_at DESC, slug ASC
         LIMIT ${size} OFFSET ${(page - 1) * size}`
-        return new BlogList({
-          posts: rows.map((row) => new BlogPostSummary(summaryOf(row))),
-          meta: {
-            pagination: {
-              page,
-              limit: size,
-              pages,
-              total,
-              next: page < pages ? page + 1 : null,
-              prev: page > 1 ? Math.min(page - 1, pages) : null
-            }
+      return new BlogList({
+        posts: rows.map((row) => new BlogPostSummary(summaryOf(row))),
+        meta: {
+          pagination: {
+            page,
+            limit: size,
+            pages,
+            total,
+            next: page < pages ? page + 1 : null,
+            prev: page > 1 ? Math.min(page - 1, pages) : null
           }
-        })
-      },
-      Effect.catchTag("SqlError", Effect.die)
-    )
+        }
+      })
+    }, orDieSql)
 
-    const get = Effect.fn("Blog.get")(
-      function* (surface: string, slug: string) {
-        const now = yield* Clock.currentTimeMillis
-        const rows = yield* sql<PostRow & { html: string }>`
+    const get = Effect.fn("Blog.get")(function* (surface: string, slug: string) {
+      const now = yield* Clock.currentTimeMillis
+      const rows = yield* sql<PostRow & { html: string }>`
         SELECT slug, title, excerpt, cover_image, tags, published_at, updated_at, reading_time_minutes, html
         FROM blog_posts
         WHERE surface = ${surface} AND slug = ${slug} AND status = 'published' AND published_at <= ${now}`
-        const row = rows[0]
-        if (row === undefined) return yield* notFound()
-        return new BlogPost({ post: { ...summaryOf(row), html: row.html } })
-      },
-      Effect.catchTag("SqlError", Effect.die)
-    )
+      const row = rows[0]
+      if (row === undefined) return yield* notFound()
+      return new BlogPost({ post: { ...summaryOf(row), html: row.html } })
+    }, orDieSql)
 
     return { importDirectory, list, get } as const
   })

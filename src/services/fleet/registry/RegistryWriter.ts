@@ -4,7 +4,7 @@ import * as path from "node:path"
 import { Clock, Config, Effect, Schema } from "effect"
 import * as Yaml from "yaml"
 import { sha256Hex } from "../../platform/Digest.js"
-import { withFileLock } from "../../platform/FileLock.js"
+import { withFileLockEffect } from "../../platform/FileLock.js"
 import { GitMirror, stripCredentials } from "../../platform/GitMirror.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { FleetRegistry, FleetRegistryInvalid, FleetRegistryUnavailable } from "./Registry.js"
@@ -116,20 +116,26 @@ export class RegistryWriter extends Effect.Service<RegistryWriter>()("fleet/Regi
         return text
       })
 
+    /** The critical section of a file write, under the file's lock: compare, change, validate, write. */
+    const writeUnderLock = (file: string, expected: string, change: (text: string) => string) =>
+      Effect.gen(function* () {
+        const io = <A>(step: () => Promise<A>) =>
+          Effect.tryPromise({ try: step, catch: (error) => failed(`${file}: ${(error as Error).message}`) })
+        const current = yield* io(() => fs.readFile(file, "utf8"))
+        const before = sha256Hex(current)
+        if (before !== expected) return { _tag: "conflict" as const, before }
+        const outcome = yield* Effect.either(nextText(current, change, file))
+        if (outcome._tag === "Left") return { _tag: "invalid" as const, error: outcome.left }
+        yield* io(() => writeAtomically(file, outcome.right))
+        return { _tag: "written" as const, before, after: sha256Hex(outcome.right) }
+      })
+
     const writeFile = (file: string, expected: string, change: (text: string) => string) =>
-      Effect.tryPromise({
-        try: () =>
-          withFileLock(path.join(path.dirname(file), `.${path.basename(file)}.lock`), async () => {
-            const current = await fs.readFile(file, "utf8")
-            const before = sha256Hex(current)
-            if (before !== expected) return { _tag: "conflict" as const, before }
-            const outcome = await Effect.runPromise(Effect.either(nextText(current, change, file)))
-            if (outcome._tag === "Left") return { _tag: "invalid" as const, error: outcome.left }
-            await writeAtomically(file, outcome.right)
-            return { _tag: "written" as const, before, after: sha256Hex(outcome.right) }
-          }),
-        catch: (error) => failed(`${file}: ${(error as Error).message}`)
-      }).pipe(
+      withFileLockEffect(
+        path.join(path.dirname(file), `.${path.basename(file)}.lock`),
+        writeUnderLock(file, expected, change),
+        (error) => failed(`${file}: ${(error as Error).message}`)
+      ).pipe(
         Effect.flatMap(
           (result): Effect.Effect<Omit<RegistryWrite, "audit_key">, RegistryConflict | FleetRegistryInvalid> =>
             result._tag === "conflict"

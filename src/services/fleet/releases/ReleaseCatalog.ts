@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
 import { retryBusy } from "../../platform/Database.js"
+import { orDieSql } from "../../platform/SqlEdge.js"
 
 /** A version (or one of its platform identities) is reserved for another source revision: never reassigned. */
 export class VersionReserved extends Schema.TaggedError<VersionReserved>()("VersionReserved", {
@@ -89,7 +90,7 @@ export class ReleaseCatalog extends Effect.Service<ReleaseCatalog>()("fleet/Rele
             }
           })
         )
-      ).pipe(Effect.catchTag("SqlError", Effect.die))
+      ).pipe(orDieSql)
 
     /** Records a published version; the same record again is a no-op, another manifest a conflict. */
     const record = (entry: CatalogEntry) =>
@@ -108,7 +109,7 @@ export class ReleaseCatalog extends Effect.Service<ReleaseCatalog>()("fleet/Rele
           yield* sql`INSERT INTO release_catalog ${sql.insert({ ...entry, recorded_at: now })}`
           return "recorded" as const
         })
-      ).pipe(Effect.catchTag("SqlError", Effect.die))
+      ).pipe(orDieSql)
 
     /** Records a run's submission; the same run again is a no-op (its first record stays). */
     const submitted = (submission: Submission) =>
@@ -118,7 +119,7 @@ export class ReleaseCatalog extends Effect.Service<ReleaseCatalog>()("fleet/Rele
           yield* sql`INSERT INTO release_submissions ${sql.insert({ ...submission, submitted_at: now })}
             ON CONFLICT (run_id) DO NOTHING`
         })
-      ).pipe(Effect.catchTag("SqlError", Effect.die))
+      ).pipe(orDieSql)
 
     const submissions = sql<Submission>`SELECT run_id, product, version, channel, platform, revision, tree,
         source_sha256, source_size, manifest_sha256 FROM release_submissions ORDER BY product, version, run_id`.pipe(

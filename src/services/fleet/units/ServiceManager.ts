@@ -99,20 +99,21 @@ export const fileSha256 = (file: string) =>
  * script's path in its command line instead, and its hash is null (what the interpreter read cannot be proven,
  * so a stale script is not decidable).
  */
-export const liveProcess = (pid: number, program?: string) =>
-  Effect.promise(async () => {
-    try {
-      const executable = await fs.readlink(`/proc/${pid}/exe`)
-      if (program !== undefined && executable !== program && executable !== `${program} (deleted)`) {
-        const script = await interpretedScript(pid, program)
-        if (script !== undefined) return { pid, executable: script, sha256: null }
-      }
-      const sha256 = await Effect.runPromise(fileSha256(`/proc/${pid}/exe`))
-      return { pid, executable, sha256 }
-    } catch {
-      return { pid, executable: null, sha256: null }
+export const liveProcess = (
+  pid: number,
+  program?: string
+): Effect.Effect<{ readonly pid: number; readonly executable: string | null; readonly sha256: string | null }> =>
+  Effect.gen(function* () {
+    const executable = yield* Effect.tryPromise(() => fs.readlink(`/proc/${pid}/exe`))
+    if (program !== undefined && executable !== program && executable !== `${program} (deleted)`) {
+      const script = yield* Effect.tryPromise(() => interpretedScript(pid, program))
+      if (script !== undefined) return { pid, executable: script, sha256: null }
     }
-  })
+    return { pid, executable, sha256: yield* fileSha256(`/proc/${pid}/exe`) }
+  }).pipe(
+    // Whatever the OS would not tell (no such process, no permission): nothing is known of it.
+    Effect.catchAllCause(() => Effect.succeed({ pid, executable: null, sha256: null }))
+  )
 
 /** Whether `file` starts with `#!` (a script run by its interpreter); reads two bytes. */
 export const isScript = async (file: string) => {
