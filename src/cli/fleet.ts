@@ -63,7 +63,6 @@ const probe = Command.make(
       const client = yield* controlPlane
       const started = yield* client.workflows
         .startProbe({
-          headers: {},
           payload: {
             host,
             pause_ms: pauseMs,
@@ -82,7 +81,7 @@ const probeStatus = Command.make(
     Effect.gen(function* () {
       const client = yield* controlPlane
       const status = yield* client.workflows
-        .probeStatus({ headers: {}, path: { execution_id: executionId } })
+        .probeStatus({ path: { execution_id: executionId } })
         .pipe(Effect.mapError(refused))
       yield* emit(json, status, (s) =>
         s.state === "succeeded" && s.result !== null

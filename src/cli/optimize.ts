@@ -30,7 +30,7 @@ const summary = (report: ServiceReport) =>
 const tickSomewhere = Effect.gen(function* () {
   if (Option.isNone((yield* FleetConfig).controlPlaneUrl)) return yield* (yield* ServiceReconciler).tick("manual")
   const client = yield* controlPlane
-  return (yield* client.fleet.runServices({ headers: {} }).pipe(Effect.mapError(refused))) as ServiceReport
+  return (yield* client.fleet.runServices().pipe(Effect.mapError(refused))) as ServiceReport
 })
 
 const run = Command.make("run", { json }, ({ json }) =>

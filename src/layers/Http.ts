@@ -20,6 +20,7 @@ import { VaultApi } from "../contracts/vault/Api.js"
 import { bodyLimitMiddleware } from "../http/BodyLimit.js"
 import { installClientErrorAnswer } from "../http/ClientError.js"
 import { CORS_ROUTES, type CorsOrigins, corsMiddleware, corsOriginsFromConfig } from "../http/Cors.js"
+import { FleetAuthLive, ReconcileAuthLive } from "../http/controlplane/FleetAuth.js"
 import {
   FleetLive,
   HandoffQueueLive,
@@ -84,7 +85,8 @@ export const SurfaceRoutes = {
   ),
   controlplane: Layer.mergeAll(
     HttpLayerRouter.addHttpApi(ControlPlaneApi, { openapiPath: openApiPath("controlplane") }).pipe(
-      Layer.provide([HostHealthLive, ObjectsLive, FleetLive, WorkflowsLive, StorageLive, HandoffQueueLive, JobsLive])
+      Layer.provide([HostHealthLive, ObjectsLive, FleetLive, WorkflowsLive, StorageLive, HandoffQueueLive, JobsLive]),
+      Layer.provide([FleetAuthLive, ReconcileAuthLive])
     ),
     ReconcileWrongMethodsLive,
     docs("controlplane")

@@ -1,15 +1,13 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { ActionNotHeld, AuthorityUnavailable } from "../fleet/Authority.js"
 import { TickInProgressProblem } from "../fleet/Reconciler.js"
-import { VaultDenied, VaultForbidden } from "../vault/Errors.js"
-import { Bearer } from "./Common.js"
+import { FleetAuth, RequiredAction } from "./FleetAuth.js"
 
 /** What operators look at, over HTTP: the same services and the same JSON as `ctl host gates` and `ctl overview`. */
 export class FleetApi extends HttpApiGroup.make("fleet")
   .add(
     HttpApiEndpoint.get("hosts", "/fleet/hosts")
-      .setHeaders(Bearer)
+      .annotate(RequiredAction, "fleet-read")
       .addSuccess(Schema.Unknown.annotations({ description: "docs/control-plane.md, GET /api/fleet/hosts" }))
       .annotate(
         OpenApi.Description,
@@ -18,8 +16,8 @@ export class FleetApi extends HttpApiGroup.make("fleet")
   )
   .add(
     HttpApiEndpoint.get("gates", "/fleet/gates/:host")
+      .annotate(RequiredAction, "fleet-read")
       .setPath(Schema.Struct({ host: Schema.String }))
-      .setHeaders(Bearer)
       .addSuccess(Schema.Unknown.annotations({ description: "The JSON of `ctl host gates HOST --json`" }))
       .annotate(
         OpenApi.Description,
@@ -28,13 +26,13 @@ export class FleetApi extends HttpApiGroup.make("fleet")
   )
   .add(
     HttpApiEndpoint.get("overview", "/fleet/overview")
-      .setHeaders(Bearer)
+      .annotate(RequiredAction, "fleet-read")
       .addSuccess(Schema.Unknown.annotations({ description: "The JSON of `ctl overview --json`" }))
       .annotate(OpenApi.Description, "Fleet, queue, quota and billing. Needs fleet-read.")
   )
   .add(
     HttpApiEndpoint.get("services", "/fleet/services")
-      .setHeaders(Bearer)
+      .annotate(RequiredAction, "fleet-read")
       .addSuccess(
         Schema.Unknown.annotations({ description: "The JSON of `ctl service list --json` (docs/reconciler.md)" })
       )
@@ -45,7 +43,7 @@ export class FleetApi extends HttpApiGroup.make("fleet")
   )
   .add(
     HttpApiEndpoint.get("serviceRunsLatest", "/fleet/services/runs/latest")
-      .setHeaders(Bearer)
+      .annotate(RequiredAction, "fleet-read")
       .addSuccess(
         Schema.Unknown.annotations({ description: "The JSON of `ctl optimize status --json` (docs/reconciler.md)" })
       )
@@ -56,7 +54,7 @@ export class FleetApi extends HttpApiGroup.make("fleet")
   )
   .add(
     HttpApiEndpoint.post("runServices", "/fleet/services/runs")
-      .setHeaders(Bearer)
+      .annotate(RequiredAction, "service-ensure")
       .addSuccess(
         Schema.Unknown.annotations({ description: "The tick's report, as `ctl optimize run --json` prints it" })
       )
@@ -66,8 +64,5 @@ export class FleetApi extends HttpApiGroup.make("fleet")
         "Runs one reconciliation tick now (what `ctl optimize run` asks the control plane for). Needs service-ensure."
       )
   )
-  .addError(VaultDenied)
-  .addError(VaultForbidden)
-  .addError(ActionNotHeld)
-  .addError(AuthorityUnavailable)
+  .middleware(FleetAuth)
   .annotate(OpenApi.Title, "Fleet") {}

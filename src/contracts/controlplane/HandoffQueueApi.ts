@@ -1,6 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { ActionNotHeld, AuthorityUnavailable } from "../fleet/Authority.js"
 import {
   CancelledJobSchema,
   QueueDrainTimedOutProblem,
@@ -8,8 +7,7 @@ import {
   TargetPauseSchema
 } from "../fleet/Handoff.js"
 import { RequestStruct } from "../shared/RequestSchema.js"
-import { VaultDenied, VaultForbidden } from "../vault/Errors.js"
-import { Bearer } from "./Common.js"
+import { FleetAuth, RequiredAction } from "./FleetAuth.js"
 
 const QueueTarget = Schema.Struct({ target: Schema.String })
 
@@ -20,15 +18,15 @@ const QueueTarget = Schema.Struct({ target: Schema.String })
 export class HandoffQueueApi extends HttpApiGroup.make("handoffQueue")
   .add(
     HttpApiEndpoint.get("pause", "/fleet/queue/targets/:target/pause")
+      .annotate(RequiredAction, "storage-queue")
       .setPath(QueueTarget)
-      .setHeaders(Bearer)
       .addSuccess(Schema.Struct({ target: Schema.String, pause: TargetPauseSchema }))
       .annotate(OpenApi.Description, "The target's own queue pause (never set, false or true). Needs storage-queue.")
   )
   .add(
     HttpApiEndpoint.put("setPause", "/fleet/queue/targets/:target/pause")
+      .annotate(RequiredAction, "storage-queue")
       .setPath(QueueTarget)
-      .setHeaders(Bearer)
       .setPayload(TargetPauseSchema)
       .addSuccess(Schema.Struct({ target: Schema.String, pause: TargetPauseSchema }))
       .annotate(
@@ -38,8 +36,8 @@ export class HandoffQueueApi extends HttpApiGroup.make("handoffQueue")
   )
   .add(
     HttpApiEndpoint.post("drain", "/fleet/queue/targets/:target/drain")
+      .annotate(RequiredAction, "storage-queue")
       .setPath(QueueTarget)
-      .setHeaders(Bearer)
       .setPayload(
         RequestStruct({
           transaction: Schema.String.pipe(Schema.minLength(1)),
@@ -58,9 +56,9 @@ export class HandoffQueueApi extends HttpApiGroup.make("handoffQueue")
   )
   .add(
     HttpApiEndpoint.get("cancelled", "/fleet/queue/targets/:target/cancelled")
+      .annotate(RequiredAction, "storage-queue")
       .setPath(QueueTarget)
       .setUrlParams(RequestStruct({ transaction: Schema.String.pipe(Schema.minLength(1)) }))
-      .setHeaders(Bearer)
       .addSuccess(
         Schema.Struct({
           target: Schema.String,
@@ -74,8 +72,5 @@ export class HandoffQueueApi extends HttpApiGroup.make("handoffQueue")
       )
   )
   .addError(StorageUndeclaredProblem)
-  .addError(VaultDenied)
-  .addError(VaultForbidden)
-  .addError(ActionNotHeld)
-  .addError(AuthorityUnavailable)
+  .middleware(FleetAuth)
   .annotate(OpenApi.Title, "Handoff queue") {}

@@ -1,10 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { ActionNotHeld, AuthorityUnavailable } from "../fleet/Authority.js"
 import { JobKeyReusedProblem, JobNotFound, JobOutputPage, JobView } from "../fleet/Jobs.js"
 import { IntegerFromString, RequestStruct } from "../shared/RequestSchema.js"
-import { VaultDenied, VaultForbidden } from "../vault/Errors.js"
-import { Bearer } from "./Common.js"
+import { FleetAuth, RequiredAction } from "./FleetAuth.js"
 
 /**
  * Fleet jobs over HTTP, for clients off the control plane (a pre-check runner's gateway): submit a command to a
@@ -14,7 +12,7 @@ import { Bearer } from "./Common.js"
 export class JobsApi extends HttpApiGroup.make("jobs")
   .add(
     HttpApiEndpoint.post("submit", "/fleet/jobs")
-      .setHeaders(Bearer)
+      .annotate(RequiredAction, "job-submit")
       .setPayload(
         RequestStruct({
           kind: Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,31}$/)),
@@ -32,13 +30,13 @@ export class JobsApi extends HttpApiGroup.make("jobs")
   )
   .add(
     HttpApiEndpoint.get("live", "/fleet/jobs")
+      .annotate(RequiredAction, "job-read")
       .setUrlParams(
         RequestStruct({
           target: Schema.String.pipe(Schema.minLength(1)),
           state: Schema.Literal("queued", "running")
         })
       )
-      .setHeaders(Bearer)
       .addSuccess(
         Schema.Struct({
           target: Schema.String,
@@ -53,6 +51,7 @@ export class JobsApi extends HttpApiGroup.make("jobs")
   )
   .add(
     HttpApiEndpoint.get("job", "/fleet/jobs/:id")
+      .annotate(RequiredAction, "job-submit")
       .setPath(Schema.Struct({ id: Schema.String }))
       .setUrlParams(
         RequestStruct({
@@ -60,7 +59,6 @@ export class JobsApi extends HttpApiGroup.make("jobs")
           limit: Schema.optional(IntegerFromString.pipe(Schema.int(), Schema.between(1, 1000)))
         })
       )
-      .setHeaders(Bearer)
       .addSuccess(
         Schema.Struct({
           job: JobView,
@@ -73,8 +71,5 @@ export class JobsApi extends HttpApiGroup.make("jobs")
         "The job and a page of its output after `cursor` (a line number; `next` continues). Needs job-submit for the job's target."
       )
   )
-  .addError(VaultDenied)
-  .addError(VaultForbidden)
-  .addError(ActionNotHeld)
-  .addError(AuthorityUnavailable)
+  .middleware(FleetAuth)
   .annotate(OpenApi.Title, "Jobs") {}

@@ -2,12 +2,10 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import {
   InvalidReconcileRequest,
   ReconcileAnswerSchema,
-  ReconcileUnauthorized,
-  StorageReconciliationFailed,
   TRANSACTION_ID,
   TRANSACTION_ID_RULE
 } from "../fleet/Handoff.js"
-import { Bearer } from "./Common.js"
+import { ReconcileAuth, RequiredAction } from "./FleetAuth.js"
 
 /**
  * The storage-root handoff (docs/handoff.md): query `target`, `transaction`, `phase` — exactly these, once each,
@@ -37,14 +35,14 @@ const reconcileParameters = (phases: ReadonlyArray<string>) => (operation: Recor
 export class StorageApi extends HttpApiGroup.make("storage")
   .add(
     HttpApiEndpoint.get("status", "/host/storage-root-reconcile")
-      .setHeaders(Bearer)
+      .annotate(RequiredAction, "storage-reconcile-read")
       .addSuccess(ReconcileAnswerSchema)
       .annotate(OpenApi.Description, "The transaction's report; changes nothing. Needs storage-reconcile-read.")
       .annotate(OpenApi.Transform, reconcileParameters(["status"]))
   )
   .add(
     HttpApiEndpoint.post("apply", "/host/storage-root-reconcile")
-      .setHeaders(Bearer)
+      .annotate(RequiredAction, "storage-reconcile-apply")
       .addSuccess(ReconcileAnswerSchema)
       .annotate(
         OpenApi.Description,
@@ -53,6 +51,5 @@ export class StorageApi extends HttpApiGroup.make("storage")
       .annotate(OpenApi.Transform, reconcileParameters(["run", "resume", "rollback", "finalize"]))
   )
   .addError(InvalidReconcileRequest)
-  .addError(ReconcileUnauthorized)
-  .addError(StorageReconciliationFailed)
+  .middleware(ReconcileAuth)
   .annotate(OpenApi.Title, "Storage-root handoff") {}

@@ -1,18 +1,16 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { ActionNotHeld, AuthorityUnavailable } from "../fleet/Authority.js"
 import { ProbeStarted, ProbeStatus, WorkflowNotFound } from "../fleet/Probe.js"
 import { ReleaseRunNotFound, ReleaseRunStarted, ReleaseRunStatus } from "../fleet/ReleaseRuns.js"
 import { ObjectStoreError, StorageFenced } from "../shared/ObjectErrors.js"
 import { RequestStruct } from "../shared/RequestSchema.js"
-import { VaultDenied, VaultForbidden } from "../vault/Errors.js"
-import { Bearer } from "./Common.js"
+import { FleetAuth, RequiredAction } from "./FleetAuth.js"
 
 /** Durable workflows run by the server; `ctl` starts and inspects them here (docs/control-plane.md). */
 export class WorkflowsApi extends HttpApiGroup.make("workflows")
   .add(
     HttpApiEndpoint.post("startProbe", "/workflows/fleet-probe")
-      .setHeaders(Bearer)
+      .annotate(RequiredAction, "fleet-read")
       .setPayload(
         RequestStruct({
           host: Schema.String,
@@ -40,8 +38,8 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
   )
   .add(
     HttpApiEndpoint.get("probeStatus", "/workflows/fleet-probe/:execution_id")
+      .annotate(RequiredAction, "fleet-read")
       .setPath(Schema.Struct({ execution_id: Schema.String }))
-      .setHeaders(Bearer)
       .addSuccess(ProbeStatus)
       .addError(WorkflowNotFound)
       .addError(ObjectStoreError, { status: 503 })
@@ -52,7 +50,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
   )
   .add(
     HttpApiEndpoint.post("startReleaseRun", "/workflows/release-run")
-      .setHeaders(Bearer)
+      .annotate(RequiredAction, "release-submit")
       .setPayload(RequestStruct({ run_id: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{32}$/)) }))
       .addSuccess(ReleaseRunStarted, { status: 202 })
       .addError(ReleaseRunNotFound)
@@ -63,8 +61,8 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
   )
   .add(
     HttpApiEndpoint.get("releaseRunStatus", "/workflows/release-run/:run_id")
+      .annotate(RequiredAction, "fleet-read")
       .setPath(Schema.Struct({ run_id: Schema.String }))
-      .setHeaders(Bearer)
       .addSuccess(ReleaseRunStatus)
       .addError(ReleaseRunNotFound)
       .annotate(
@@ -72,8 +70,5 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
         "A release run: its record and whether the server's workflow drives it (running, done, not_started). Needs fleet-read."
       )
   )
-  .addError(VaultDenied)
-  .addError(VaultForbidden)
-  .addError(ActionNotHeld)
-  .addError(AuthorityUnavailable)
+  .middleware(FleetAuth)
   .annotate(OpenApi.Title, "Workflows") {}

@@ -4,14 +4,13 @@ import { Cause, Effect, Exit, Option, Stream } from "effect"
 import { FleetProbe, probeHost, startProbe } from "../../actors/FleetProbe.js"
 import { ReleaseRunWorkflow } from "../../actors/ReleaseRunWorkflow.js"
 import { ControlPlaneApi } from "../../contracts/controlplane/Api.js"
+import { CurrentGrant } from "../../contracts/controlplane/FleetAuth.js"
 import { AuthorityUnavailable } from "../../contracts/fleet/Authority.js"
 import {
   InvalidReconcileRequest,
   QueueDrainTimedOutProblem,
   type ReconcilePhase,
   ReconcilePhases,
-  ReconcileUnauthorized,
-  StorageReconciliationFailed,
   StorageUndeclaredProblem,
   TRANSACTION_ID,
   TRANSACTION_ID_RULE
@@ -23,7 +22,6 @@ import { ReleaseRunNotFound } from "../../contracts/fleet/ReleaseRuns.js"
 import { InvalidObjectKey, ObjectStoreError } from "../../contracts/shared/ObjectErrors.js"
 import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
 import { Gates } from "../../services/fleet/gates/Gates.js"
-import { ActionAuthority } from "../../services/fleet/grants/ActionAuthority.js"
 import { StorageReconcile } from "../../services/fleet/handoff/StorageReconcile.js"
 import { type StorageUndeclared, TargetQueue } from "../../services/fleet/handoff/TargetQueue.js"
 import { JobQueue } from "../../services/fleet/jobs/JobQueue.js"
@@ -37,6 +35,7 @@ import { RunRecords } from "../../services/fleet/releases/RunRecords.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import type { ObjectHead, WriteCondition } from "../../services/platform/objects/ObjectStore.js"
 import { originStripped } from "../RoutePath.js"
+import { grantForHost, reconcileRefusal } from "./FleetAuth.js"
 
 export const HostHealthLive = HttpApiBuilder.group(ControlPlaneApi, "hostHealth", (handlers) =>
   Effect.gen(function* () {
@@ -192,60 +191,34 @@ export const ObjectsLive = HttpApiBuilder.group(ControlPlaneApi, "objects", (han
   })
 )
 
-/** Fleet reads: authorized by `fleet-read`, answered by the services the CLI uses, in the same JSON. */
+/** Fleet reads: authorized by FleetAuth (`fleet-read`), answered by the services the CLI uses, in the same JSON. */
 export const FleetLive = HttpApiBuilder.group(ControlPlaneApi, "fleet", (handlers) =>
   Effect.gen(function* () {
-    const authority = yield* ActionAuthority
     const hosts = yield* FleetHosts
     const gates = yield* Gates
     const overview = yield* Overview
     const reconciler = yield* ServiceReconciler
     const views = yield* ServiceViews
-    const allowed = (authorization: string | undefined) =>
-      authority.authorize(bearerToken(authorization), { action: "fleet-read" })
     const registryUnavailable = (error: { readonly detail: string }) =>
       Effect.fail(new AuthorityUnavailable({ code: "REGISTRY_UNAVAILABLE", detail: error.detail }))
     return handlers
-      .handle("hosts", ({ headers }) =>
-        Effect.zipRight(
-          allowed(headers.authorization),
-          hosts
-            .list()
-            .pipe(
-              Effect.catchAll((error) =>
-                Effect.fail(new AuthorityUnavailable({ code: "REGISTRY_UNAVAILABLE", detail: error.detail }))
-              )
-            )
-        )
-      )
-      .handle("gates", ({ headers, path }) =>
-        Effect.zipRight(
-          authority.authorize(bearerToken(headers.authorization), { action: "fleet-read", host: path.host }),
-          gates.report(path.host)
-        )
-      )
-      .handle("overview", ({ headers }) => Effect.zipRight(allowed(headers.authorization), overview.report()))
-      .handle("services", ({ headers }) =>
-        Effect.zipRight(allowed(headers.authorization), views.listing.pipe(Effect.catchAll(registryUnavailable)))
-      )
-      .handle("serviceRunsLatest", ({ headers }) =>
-        Effect.zipRight(allowed(headers.authorization), views.status.pipe(Effect.catchAll(registryUnavailable)))
-      )
-      .handle("runServices", ({ headers }) =>
-        Effect.zipRight(
-          authority.authorize(bearerToken(headers.authorization), { action: "service-ensure" }),
-          reconciler.tick("manual").pipe(
-            Effect.catchTags({
-              TickInProgress: (busy) =>
-                Effect.fail(
-                  new TickInProgressProblem({ code: "TICK_IN_PROGRESS", holder: busy.holder, detail: busy.detail })
-                ),
-              FleetRegistryUnavailable: registryUnavailable,
-              FleetRegistryInvalid: registryUnavailable,
-              // Only a converge names one service; a tick cannot fail this way.
-              UnknownService: Effect.die
-            })
-          )
+      .handle("hosts", () => hosts.list().pipe(Effect.catchAll(registryUnavailable)))
+      .handle("gates", ({ path }) => Effect.zipRight(grantForHost(path.host), gates.report(path.host)))
+      .handle("overview", () => overview.report())
+      .handle("services", () => views.listing.pipe(Effect.catchAll(registryUnavailable)))
+      .handle("serviceRunsLatest", () => views.status.pipe(Effect.catchAll(registryUnavailable)))
+      .handle("runServices", () =>
+        reconciler.tick("manual").pipe(
+          Effect.catchTags({
+            TickInProgress: (busy) =>
+              Effect.fail(
+                new TickInProgressProblem({ code: "TICK_IN_PROGRESS", holder: busy.holder, detail: busy.detail })
+              ),
+            FleetRegistryUnavailable: registryUnavailable,
+            FleetRegistryInvalid: registryUnavailable,
+            // Only a converge names one service; a tick cannot fail this way.
+            UnknownService: Effect.die
+          })
         )
       )
   })
@@ -254,9 +227,6 @@ export const FleetLive = HttpApiBuilder.group(ControlPlaneApi, "fleet", (handler
 /** FleetProbe runs: started without waiting (the run lives in the server), polled by execution id. */
 export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", (handlers) =>
   Effect.gen(function* () {
-    const authority = yield* ActionAuthority
-    const allowed = (authorization: string | undefined) =>
-      authority.authorize(bearerToken(authorization), { action: "fleet-read" })
     const runs = yield* RunRecords
     const recordOf = (runId: string) =>
       Effect.gen(function* () {
@@ -277,10 +247,10 @@ export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", 
         return found.value.record
       })
     return handlers
-      .handle("startProbe", ({ headers, payload }) =>
+      .handle("startProbe", ({ payload }) =>
         Effect.gen(function* () {
           // The probe runs a command on the host: the grant must cover it, as every route naming a host asks.
-          yield* authority.authorize(bearerToken(headers.authorization), { action: "fleet-read", host: payload.host })
+          yield* grantForHost(payload.host)
           const executionId = yield* startProbe({
             host: payload.host,
             request_id: payload.request_id ?? randomUUID(),
@@ -289,17 +259,15 @@ export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", 
           return { execution_id: executionId, host: payload.host }
         })
       )
-      .handle("startReleaseRun", ({ headers, payload }) =>
+      .handle("startReleaseRun", ({ payload }) =>
         Effect.gen(function* () {
-          yield* authority.authorize(bearerToken(headers.authorization), { action: "release-submit" })
           yield* recordOf(payload.run_id)
           const executionId = yield* ReleaseRunWorkflow.execute({ run_id: payload.run_id }, { discard: true })
           return { execution_id: executionId, run_id: payload.run_id }
         })
       )
-      .handle("releaseRunStatus", ({ headers, path }) =>
+      .handle("releaseRunStatus", ({ path }) =>
         Effect.gen(function* () {
-          yield* allowed(headers.authorization)
           const record = yield* recordOf(path.run_id)
           const result = yield* ReleaseRunWorkflow.poll(yield* ReleaseRunWorkflow.executionId({ run_id: path.run_id }))
           const workflow =
@@ -311,9 +279,8 @@ export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", 
           return { run_id: path.run_id, workflow, record }
         })
       )
-      .handle("probeStatus", ({ headers, path }) =>
+      .handle("probeStatus", ({ path }) =>
         Effect.gen(function* () {
-          yield* allowed(headers.authorization)
           // An execution id is the workflow engine's 32 hexadecimal digits: anything else (an id with whitespace
           // around it) names no run and is never handed to the engine, which fails on it.
           if (!/^[0-9a-f]{32}$/.test(path.execution_id))
@@ -332,8 +299,7 @@ export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", 
           // A run is its host's: the grant must cover the host it probes (recorded at start; for a run started
           // before hosts were recorded, the host its result names).
           const host = yield* probeHost(path.execution_id, result)
-          if (Option.isSome(host))
-            yield* authority.authorize(bearerToken(headers.authorization), { action: "fleet-read", host: host.value })
+          if (Option.isSome(host)) yield* grantForHost(host.value)
           if (result._tag === "Suspended")
             return { execution_id: path.execution_id, state: "running" as const, result: null, error: null }
           return Exit.match(result.exit, {
@@ -392,55 +358,27 @@ const reconcileRequest = (method: "GET" | "POST") =>
     return { target: fields.target!, transaction: fields.transaction!, phase }
   })
 
-/** The storage-root handoff's endpoints: the request's rules (400), its action (401), the phase (200 or 503). */
+/** The storage-root handoff's endpoints: its action (ReconcileAuth, 401), the request's rules (400), the target, the phase. */
 export const StorageLive = HttpApiBuilder.group(ControlPlaneApi, "storage", (handlers) =>
   Effect.gen(function* () {
-    const authority = yield* ActionAuthority
     const reconcile = yield* StorageReconcile
-    const handle = (method: "GET" | "POST", authorization: string | undefined) =>
+    // The credential first (ReconcileAuth: a caller without one learns nothing of the request's rules), then the
+    // request, then the credential again for the target the request names (grants are scoped by host).
+    const handle = (method: "GET" | "POST") =>
       Effect.gen(function* () {
-        const action = method === "GET" ? "storage-reconcile-read" : "storage-reconcile-apply"
-        // The credential first (a caller without one learns nothing of the request's rules), then the request,
-        // then the credential again for the target the request names (grants are scoped by host).
-        yield* authorize(bearerToken(authorization), action, undefined)
+        const grant = yield* CurrentGrant
         const request = yield* reconcileRequest(method)
-        yield* authorize(bearerToken(authorization), action, request.target)
+        yield* grant.forHost(request.target).pipe(Effect.mapError(reconcileRefusal(grant.action)))
         return yield* reconcile.phase(request.target, request.transaction, request.phase)
       })
-    const authorize = (
-      token: string | undefined,
-      action: "storage-reconcile-read" | "storage-reconcile-apply",
-      host: string | undefined
-    ) =>
-      authority.authorize(token, host === undefined ? { action } : { action, host }).pipe(
-        Effect.catchTags({
-          VaultDenied: (e) =>
-            new ReconcileUnauthorized({ code: "STORAGE_RECONCILE_UNAUTHORIZED", action, detail: e.detail }),
-          VaultForbidden: (e) =>
-            new ReconcileUnauthorized({ code: "STORAGE_RECONCILE_UNAUTHORIZED", action, detail: e.detail }),
-          ActionNotHeld: (e) =>
-            new ReconcileUnauthorized({ code: "STORAGE_RECONCILE_UNAUTHORIZED", action, detail: e.detail }),
-          AuthorityUnavailable: (e) =>
-            new StorageReconciliationFailed({
-              code: "STORAGE_RECONCILIATION_FAILED",
-              detail: `verifier state unavailable: ${e.detail}`
-            })
-        })
-      )
-    return handlers
-      .handle("status", ({ headers }) => handle("GET", headers.authorization))
-      .handle("apply", ({ headers }) => handle("POST", headers.authorization))
+    return handlers.handle("status", () => handle("GET")).handle("apply", () => handle("POST"))
   })
 )
 
 /** A target's queue for its handoff worker: `storage-queue` for the target, and the target must declare storage. */
 export const HandoffQueueLive = HttpApiBuilder.group(ControlPlaneApi, "handoffQueue", (handlers) =>
   Effect.gen(function* () {
-    const authority = yield* ActionAuthority
     const queue = yield* TargetQueue
-    /** The caller may act on the target's queue (registry action storage-queue for that target). */
-    const allowed = (authorization: string | undefined, target: string) =>
-      authority.authorize(bearerToken(authorization), { action: "storage-queue", host: target })
     const problems = {
       StorageUndeclared: (e: StorageUndeclared) =>
         Effect.fail(new StorageUndeclaredProblem({ code: "STORAGE_UNDECLARED", target: e.target, detail: e.detail })),
@@ -448,22 +386,22 @@ export const HandoffQueueLive = HttpApiBuilder.group(ControlPlaneApi, "handoffQu
         Effect.fail(new AuthorityUnavailable({ code: "REGISTRY_UNAVAILABLE", detail: e.detail }))
     }
     return handlers
-      .handle("pause", ({ headers, path }) =>
+      .handle("pause", ({ path }) =>
         Effect.gen(function* () {
-          yield* allowed(headers.authorization, path.target)
+          yield* grantForHost(path.target)
           return { target: path.target, pause: yield* queue.pause(path.target).pipe(Effect.catchTags(problems)) }
         })
       )
-      .handle("setPause", ({ headers, path, payload }) =>
+      .handle("setPause", ({ path, payload }) =>
         Effect.gen(function* () {
-          yield* allowed(headers.authorization, path.target)
+          yield* grantForHost(path.target)
           const pause = yield* queue.setPause(path.target, payload).pipe(Effect.catchTags(problems))
           return { target: path.target, pause }
         })
       )
-      .handle("drain", ({ headers, path, payload }) =>
+      .handle("drain", ({ path, payload }) =>
         Effect.gen(function* () {
-          yield* allowed(headers.authorization, path.target)
+          yield* grantForHost(path.target)
           const cancelled = yield* queue.drain(path.target, payload.transaction, payload.timeout_seconds).pipe(
             Effect.catchTags({
               ...problems,
@@ -481,9 +419,9 @@ export const HandoffQueueLive = HttpApiBuilder.group(ControlPlaneApi, "handoffQu
           return { target: path.target, transaction: payload.transaction, cancelled }
         })
       )
-      .handle("cancelled", ({ headers, path, urlParams }) =>
+      .handle("cancelled", ({ path, urlParams }) =>
         Effect.gen(function* () {
-          yield* allowed(headers.authorization, path.target)
+          yield* grantForHost(path.target)
           const jobs = yield* queue.cancelledBy(path.target, urlParams.transaction).pipe(Effect.catchTags(problems))
           return { target: path.target, transaction: urlParams.transaction, jobs }
         })
@@ -494,14 +432,11 @@ export const HandoffQueueLive = HttpApiBuilder.group(ControlPlaneApi, "handoffQu
 /** Fleet jobs for clients off the control plane: `job-submit` for the job's target (docs/control-plane.md, "Jobs"). */
 export const JobsLive = HttpApiBuilder.group(ControlPlaneApi, "jobs", (handlers) =>
   Effect.gen(function* () {
-    const authority = yield* ActionAuthority
     const queue = yield* JobQueue
-    const allowed = (authorization: string | undefined, target: string) =>
-      authority.authorize(bearerToken(authorization), { action: "job-submit", host: target })
     return handlers
-      .handle("submit", ({ headers, payload }) =>
+      .handle("submit", ({ payload }) =>
         Effect.gen(function* () {
-          yield* allowed(headers.authorization, payload.target)
+          yield* grantForHost(payload.target)
           const job = yield* queue
             .submit({
               kind: payload.kind,
@@ -515,8 +450,7 @@ export const JobsLive = HttpApiBuilder.group(ControlPlaneApi, "jobs", (handlers)
                   // Another target's job is not this caller's to learn about (its id, target or command).
                   const other = yield* queue.get(e.job).pipe(Effect.option)
                   const visible =
-                    Option.isSome(other) &&
-                    (yield* allowed(headers.authorization, other.value.target).pipe(Effect.isSuccess))
+                    Option.isSome(other) && (yield* grantForHost(other.value.target).pipe(Effect.isSuccess))
                   return yield* visible
                     ? new JobKeyReusedProblem({ code: "JOB_KEY_REUSED", job: e.job, detail: e.detail })
                     : new JobKeyReusedProblem({
@@ -529,19 +463,18 @@ export const JobsLive = HttpApiBuilder.group(ControlPlaneApi, "jobs", (handlers)
           return jobView(job)
         })
       )
-      .handle("live", ({ headers, urlParams }) =>
+      .handle("live", ({ urlParams }) =>
         Effect.gen(function* () {
-          yield* authority.authorize(bearerToken(headers.authorization), { action: "job-read", host: urlParams.target })
+          yield* grantForHost(urlParams.target)
           const jobs = yield* queue.liveOn(urlParams.target, urlParams.state)
           return { target: urlParams.target, state: urlParams.state, jobs: jobs.map(jobView) }
         })
       )
-      .handle("job", ({ headers, path, urlParams }) =>
+      .handle("job", ({ path, urlParams }) =>
         Effect.gen(function* () {
-          // The action first (a caller without it learns nothing about ids), then the job's own target.
-          yield* authority.authorize(bearerToken(headers.authorization), { action: "job-submit" })
+          // FleetAuth checked the action first (a caller without it learns nothing about ids); then the job's target.
           const job = yield* queue.get(path.id)
-          yield* allowed(headers.authorization, job.target)
+          yield* grantForHost(job.target)
           const page = yield* queue.output(job.id, urlParams.cursor ?? 0, urlParams.limit ?? 500)
           return {
             job: jobView(job),
