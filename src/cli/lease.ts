@@ -1,7 +1,8 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
+import { type Lease, LeaseHolder, LeaseKey } from "../contracts/fleet/LeaseKeeper.js"
 import { ServicesLive } from "../layers/Live.js"
-import { type Lease, LeaseHolder, LeaseKey, Leases } from "../services/platform/Leases.js"
+import { Leases } from "../services/platform/Leases.js"
 import { decodeArgument, decodeOption, durationOption, emit, failWith, iso, json, table } from "./Output.js"
 
 const key = Args.text({ name: "KEY" }).pipe(

@@ -2,7 +2,6 @@ import * as path from "node:path"
 import { ClusterWorkflowEngine } from "@effect/cluster"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Effect, Layer } from "effect"
-import { StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
 import { HandoffEngineWorker } from "../services/fleet/handoff/HandoffEngine.js"
 import { HandoffQueueRemote } from "../services/fleet/handoff/HandoffQueueRemote.js"
 import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
@@ -10,7 +9,7 @@ import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
 import { ensurePrivateDir, preparePrivateDatabase } from "../services/platform/PrivateFiles.js"
 import { ServicesLive } from "./Live.js"
-import { HostReach } from "./Services.js"
+import { HandoffWorkflowsLive, HostReach } from "./Services.js"
 
 /**
  * `ctl host storage-root-reconcile --here` on a target: the phase on this host's files, units and leases, the
@@ -42,7 +41,7 @@ const HandoffEngineRunner = Layer.unwrapEffect(
 )
 
 /** `ctl host storage-root-reconcile --here --worker`: the handoff's workflows on the target's own engine. */
-export const HandoffWorkerLive = Layer.mergeAll(StorageHandoffLive, StorageHandoffRollbackLive).pipe(
+export const HandoffWorkerLive = HandoffWorkflowsLive.pipe(
   Layer.provideMerge(ClusterWorkflowEngine.layer),
   Layer.provideMerge(HandoffEngineRunner),
   Layer.provide(HandoffQueueRemote),

@@ -9,6 +9,7 @@ import { Gates } from "../services/fleet/gates/Gates.js"
 import { ActionAuthority } from "../services/fleet/grants/ActionAuthority.js"
 import { GrantIssuer } from "../services/fleet/grants/GrantIssuer.js"
 import { HandoffQueueLocal } from "../services/fleet/handoff/HandoffQueue.js"
+import { HandoffSteps } from "../services/fleet/handoff/HandoffSteps.js"
 import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
 import { TargetQueue } from "../services/fleet/handoff/TargetQueue.js"
 import { JobDiagnosis } from "../services/fleet/jobs/JobDiagnosis.js"
@@ -16,6 +17,7 @@ import { JobQueue } from "../services/fleet/jobs/JobQueue.js"
 import { ObjectAccess } from "../services/fleet/objects/ObjectAccess.js"
 import { FleetHosts } from "../services/fleet/overview/FleetHosts.js"
 import { Overview } from "../services/fleet/overview/Overview.js"
+import { HostProbe } from "../services/fleet/probe/HostProbe.js"
 import { ProviderProfile } from "../services/fleet/providers/ProviderProfile.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { AlertsLive } from "../services/fleet/reconciler/Alerts.js"
@@ -56,6 +58,7 @@ import { TokenMarket } from "../services/market/TokenMarket.js"
 import { Trading } from "../services/market/Trading.js"
 import { WalletAuth } from "../services/market/WalletAuth.js"
 import { Database } from "../services/platform/Database.js"
+import { FaultInjectorFromTestSettings } from "../services/platform/FaultInjector.js"
 import { Health } from "../services/platform/Health.js"
 import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js"
 import { Leases } from "../services/platform/Leases.js"
@@ -179,14 +182,22 @@ export const ReconcilerServices = ServiceViews.Default.pipe(
 )
 
 /**
+ * The storage-root handoff's workflows with their steps. Fault injection is built from its test-only settings
+ * (no-op unless KEEL_FAULT_INJECTION=1): the crash tests run real `ctl` processes.
+ */
+export const HandoffWorkflowsLive = Layer.mergeAll(StorageHandoffLive, StorageHandoffRollbackLive).pipe(
+  Layer.provide(HandoffSteps.Default),
+  Layer.provide(FaultInjectorFromTestSettings)
+)
+
+/**
  * The durable workflows (FleetProbe) on the cluster's workflow engine: their state and messages live in the
  * same SQL database as the entities', so a run survives a kill -9 and resumes when the server restarts.
  */
 export const WorkflowsLive = Layer.mergeAll(
-  FleetProbeLive,
+  FleetProbeLive.pipe(Layer.provide(HostProbe.Default)),
   ReleaseRunWorkflowLive,
-  StorageHandoffLive,
-  StorageHandoffRollbackLive,
+  HandoffWorkflowsLive,
   StorageReconcile.Default.pipe(Layer.provide(HandoffEngineInProcess)),
   TargetQueue.Default
 ).pipe(Layer.provideMerge(HandoffQueueLocal), Layer.provideMerge(ClusterWorkflowEngine.layer))

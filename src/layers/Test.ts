@@ -6,7 +6,7 @@ import { ClusterWorkflowEngine } from "@effect/cluster"
 import { type ConfigError, Duration, Effect, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
-import { HandoffEngineInProcess, StorageHandoffLive, StorageHandoffRollbackLive } from "../actors/StorageHandoff.js"
+import { HandoffEngineInProcess } from "../actors/StorageHandoff.js"
 import { HandoffQueueLocal } from "../services/fleet/handoff/HandoffQueue.js"
 import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
 import { TargetQueue } from "../services/fleet/handoff/TargetQueue.js"
@@ -26,7 +26,14 @@ import { MemoryObjectStoreLayer } from "../services/platform/objects/MemoryObjec
 import { embeddedVault } from "../services/platform/vault/EmbeddedVault.js"
 import { SqlLive } from "./Live.js"
 import { AllMigrations } from "./Migrations.js"
-import { DomainServices, HostReach, ReconcilerServices, ServedRegistry, WorkflowsLive } from "./Services.js"
+import {
+  DomainServices,
+  HandoffWorkflowsLive,
+  HostReach,
+  ReconcilerServices,
+  ServedRegistry,
+  WorkflowsLive
+} from "./Services.js"
 
 export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings => ({
   dataDir: "/nonexistent/keel-test",
@@ -159,8 +166,7 @@ export const HandoffTest = (
   services: ReturnType<typeof makeMemoryServiceManager> = makeMemoryServiceManager()
 ) =>
   Layer.mergeAll(
-    StorageHandoffLive,
-    StorageHandoffRollbackLive,
+    HandoffWorkflowsLive,
     StorageReconcile.Default.pipe(Layer.provide(HandoffEngineInProcess)),
     TargetQueue.Default
   ).pipe(

@@ -5,6 +5,8 @@ import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
 import {
+  type FinalizedReceipt,
+  type HandoffReceipt,
   HandoffTest,
   handoffReceipt,
   JobQueue,
@@ -127,14 +129,7 @@ describe("Run", () => {
             target: "box",
             transaction: `t-${serving}`,
             attempt: 1
-          })) as {
-            state: string
-            winner: string
-            data_committed: boolean
-            cancelled_jobs: Array<string>
-            steps: Array<{ step: string }>
-            retained: Array<string>
-          }
+          })) as HandoffReceipt
           assert.strictEqual(receipt.state, "activated_pending_lifecycle")
           assert.strictEqual(receipt.winner, serving)
           assert.isTrue(receipt.data_committed)
@@ -293,23 +288,16 @@ describe("the phases (what the reconcile endpoints run)", () => {
         const final = yield* reconcile.phase("box", "t1", "finalize")
         assert.strictEqual(final.exit_code, 0, JSON.stringify(final.report))
         assert.deepInclude(final.report as object, { refusal: null, detail: null })
-        const report = final.report as {
-          state: string
-          finalize: { ok: boolean; checks: { route: { actual: string } } }
-        }
+        const report = final.report as FinalizedReceipt
         assert.strictEqual(report.state, "complete")
         assert.isTrue(report.finalize.ok)
         assert.strictEqual(report.finalize.checks.route.actual, h.a)
-        const outcomes = (
-          final.report as {
-            finalize: { retained_outcomes: { cancelled_jobs: Array<object>; retained: Array<string> } }
-          }
-        ).finalize.retained_outcomes
+        const outcomes = report.finalize.retained_outcomes
         assert.deepStrictEqual(outcomes.cancelled_jobs, [
           { id: waiting.id, state: "cancelled", cancel_reason: "handoff_cancelled", transaction: "t1" }
         ])
         assert.includeMembers(
-          outcomes.retained,
+          [...outcomes.retained],
           ["objects/a-only.json"],
           "A-only records newly authoritative (B served)"
         )

@@ -47,7 +47,6 @@ export const ReconcileAnswerSchema = Schema.Struct({
   refusal: Schema.NullOr(Schema.String),
   report: Schema.Unknown
 })
-export type ReconcileAnswer = typeof ReconcileAnswerSchema.Type
 
 /** A target's own pause as it was: absent (never set), or set to a value — restored exactly. */
 export const TargetPauseSchema = Schema.Union(

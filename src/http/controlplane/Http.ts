@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto"
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Exit, Option, Stream } from "effect"
-import { FleetProbe, probeHost, startProbe } from "../../actors/FleetProbe.js"
-import { ReleaseRunWorkflow } from "../../actors/ReleaseRunWorkflow.js"
 import { ControlPlaneApi } from "../../contracts/controlplane/Api.js"
 import { CurrentGrant } from "../../contracts/controlplane/FleetAuth.js"
 import { AuthorityUnavailable } from "../../contracts/fleet/Authority.js"
+import { FleetProbe } from "../../contracts/fleet/FleetProbe.js"
 import {
   InvalidReconcileRequest,
   QueueDrainTimedOutProblem,
@@ -18,6 +17,7 @@ import {
 import { JobKeyReusedProblem } from "../../contracts/fleet/Jobs.js"
 import { WorkflowNotFound } from "../../contracts/fleet/Probe.js"
 import { TickInProgressProblem } from "../../contracts/fleet/Reconciler.js"
+import { ReleaseRunWorkflow } from "../../contracts/fleet/ReleaseRun.js"
 import { ReleaseRunNotFound } from "../../contracts/fleet/ReleaseRuns.js"
 import { InvalidObjectKey, ObjectStoreError } from "../../contracts/shared/ObjectErrors.js"
 import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
@@ -29,6 +29,7 @@ import { jobView } from "../../services/fleet/jobs/JobView.js"
 import { ObjectAccess } from "../../services/fleet/objects/ObjectAccess.js"
 import { FleetHosts } from "../../services/fleet/overview/FleetHosts.js"
 import { Overview } from "../../services/fleet/overview/Overview.js"
+import { probeHost, startProbe } from "../../services/fleet/probe/HostProbe.js"
 import { ServiceReconciler } from "../../services/fleet/reconciler/ServiceReconciler.js"
 import { ServiceViews } from "../../services/fleet/reconciler/ServiceViews.js"
 import { RunRecords } from "../../services/fleet/releases/RunRecords.js"

@@ -1,47 +1,7 @@
-import { HttpApiSchema } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Clock, Duration, Effect, Option, Schema } from "effect"
+import { Clock, Duration, Effect, Option } from "effect"
+import { Lease, LeaseHeld, LeaseNotHeld } from "../../contracts/fleet/LeaseKeeper.js"
 import { orDieSql } from "./SqlEdge.js"
-
-export const LeaseKey = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/),
-  Schema.annotations({ description: "letters, digits and . _ : / -, at most 200 characters" })
-)
-export const LeaseHolder = Schema.String.pipe(
-  Schema.minLength(1),
-  Schema.maxLength(200),
-  Schema.annotations({ description: "1 to 200 characters" })
-)
-
-/**
- * A time-bounded exclusive claim on a key. `fence` grows by one with every new holder (never on a
- * renewal), so a resource guarded by a lease can refuse writes carrying an older fence — the
- * "sequencer" of Chubby, the revision of an etcd lock.
- */
-export class Lease extends Schema.Class<Lease>("Lease")({
-  key: Schema.String,
-  holder: Schema.String,
-  fence: Schema.Int,
-  acquiredAt: Schema.Int,
-  renewedAt: Schema.Int,
-  expiresAt: Schema.Int
-}) {
-  isActive(now: number) {
-    return this.expiresAt > now
-  }
-}
-
-export class LeaseHeld extends Schema.TaggedError<LeaseHeld>()(
-  "LeaseHeld",
-  { key: Schema.String, holder: Schema.String, expiresAt: Schema.Int, detail: Schema.String },
-  HttpApiSchema.annotations({ status: 409 })
-) {}
-
-export class LeaseNotHeld extends Schema.TaggedError<LeaseNotHeld>()(
-  "LeaseNotHeld",
-  { key: Schema.String, holder: Schema.String, detail: Schema.String },
-  HttpApiSchema.annotations({ status: 409 })
-) {}
 
 interface LeaseRow {
   readonly key: string

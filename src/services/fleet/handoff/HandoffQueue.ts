@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Schema } from "effect"
+import type { CancelledJob } from "../../../contracts/fleet/StorageHandoff.js"
 import { JobQueue, type TargetPause } from "../jobs/JobQueue.js"
 
 /** The queue could not be asked (the control plane did not answer, or refused): nothing changed there. */
@@ -11,14 +12,6 @@ export class HandoffDrainTimedOut extends Schema.TaggedError<HandoffDrainTimedOu
   running: Schema.Array(Schema.String),
   detail: Schema.String
 }) {}
-
-/** A job a handoff's drain cancelled, as Finalize lists it among the retained outcomes. */
-export interface CancelledJob {
-  readonly id: string
-  readonly state: string
-  readonly cancel_reason: string | null
-  readonly transaction: string | null
-}
 
 /**
  * The job queue as a handoff sees it: one target's own pause (captured, then restored exactly), a drain with a

@@ -1,8 +1,9 @@
 import { Effect, Layer } from "effect"
+import type { CancelledJob } from "../../../contracts/fleet/StorageHandoff.js"
 import { FleetConfig } from "../FleetConfig.js"
 import type { TargetPause } from "../jobs/JobQueue.js"
 import { configuredAccess } from "../objects/ObjectApiClient.js"
-import { type CancelledJob, HandoffDrainTimedOut, HandoffQueue, HandoffQueueUnavailable } from "./HandoffQueue.js"
+import { HandoffDrainTimedOut, HandoffQueue, HandoffQueueUnavailable } from "./HandoffQueue.js"
 
 /** How much longer than the drain's own bound the worker waits for the control plane's answer. */
 const ANSWER_MARGIN_MILLIS = 30_000

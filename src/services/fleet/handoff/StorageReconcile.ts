@@ -1,20 +1,27 @@
 import { Clock, Effect } from "effect"
-import { StorageHandoffRollback, StorageHandoffRun } from "../../../actors/StorageHandoff.js"
+import { type ReconcilePhase, StorageReconciliationFailed } from "../../../contracts/fleet/Handoff.js"
 import {
+  type HandoffReceipt,
+  type HandoffReport,
   type ReconcileAnswer,
-  type ReconcilePhase,
-  StorageReconciliationFailed
-} from "../../../contracts/fleet/Handoff.js"
+  reportState,
+  reportTransaction,
+  StorageHandoffRollback,
+  StorageHandoffRun
+} from "../../../contracts/fleet/StorageHandoff.js"
 import { AppConfig } from "../../platform/AppConfig.js"
 import { Leases } from "../../platform/Leases.js"
 import { readRoute } from "../../platform/objects/RoutedFsObjectStore.js"
+import type { TargetPause } from "../jobs/JobQueue.js"
 import { RemoteCtl } from "../RemoteCtl.js"
 import { FleetRegistry } from "../registry/Registry.js"
-import type { Target } from "../registry/Schema.js"
+import type { StorageDeclaration, Target } from "../registry/Schema.js"
 import { ServiceManager } from "../units/ServiceManager.js"
 import { HandoffEngine } from "./HandoffEngine.js"
-import { HandoffFiles, type HandoffReceipt, handoffDir, runtimeValue, transactionLeaseKey } from "./HandoffFiles.js"
+import { HandoffFiles, handoffDir, newReceipt, transactionLeaseKey } from "./HandoffFiles.js"
 import { HandoffQueue } from "./HandoffQueue.js"
+import { declaredTarget } from "./HandoffSteps.js"
+import { runtimeValue } from "./RuntimePointer.js"
 import { diffManifests, manifestOf } from "./TreeManifest.js"
 
 const OPEN_TRANSACTION_TTL = "30 days"
@@ -22,6 +29,50 @@ const OPEN_TRANSACTION_TTL = "30 days"
 const PHASE_TIMEOUT_MS = 120_000
 /** Finalize reads A's whole tree on the target. */
 const FINALIZE_TIMEOUT_MS = 1_800_000
+
+type Files = ReturnType<typeof HandoffFiles>
+type Storage = typeof StorageDeclaration.Type
+
+/** What Finalize observed on the target (`observe` below). */
+interface Observed {
+  readonly tree: {
+    readonly missing: ReadonlyArray<string>
+    readonly unexpected: ReadonlyArray<string>
+    readonly changed: ReadonlyArray<string>
+  }
+  readonly route: string | null
+  readonly runtime: string | null
+  readonly writers: ReadonlyArray<{ readonly name: string; readonly active: boolean }>
+  readonly pause: TargetPause
+}
+
+/** Finalize's verdict on its observations: each check as reported, whether all passed, and what failed, in words. */
+const judge = (storage: Storage, receipt: HandoffReceipt, observed: Observed) => {
+  const { pause, route, runtime, tree, writers } = observed
+  const queueAsCaptured = JSON.stringify(pause) === JSON.stringify(receipt.captured?.queue ?? null)
+  const checks = {
+    // Entries written after activation (writers run again) are reported, not failed: missing ones fail.
+    tree: { missing: tree.missing, changed_since_activation: [...tree.changed, ...tree.unexpected] },
+    route: { expected: storage.roots.a, actual: route },
+    runtime: { expected: storage.roots.a, actual: runtime },
+    writers,
+    queue: { expected: receipt.captured?.queue ?? null, actual: pause }
+  }
+  const ok =
+    tree.missing.length === 0 &&
+    route === storage.roots.a &&
+    runtime === storage.roots.a &&
+    writers.every((w) => w.active) &&
+    queueAsCaptured
+  const failedChecks = [
+    ...(tree.missing.length > 0 ? [`${tree.missing.length} planned entries missing from A`] : []),
+    ...(route !== storage.roots.a ? ["the route is not on A"] : []),
+    ...(runtime !== storage.roots.a ? ["the runtime is not on A"] : []),
+    ...writers.filter((w) => !w.active).map((w) => `writer ${w.name} is not running`),
+    ...(queueAsCaptured ? [] : ["the queue pause is not as captured"])
+  ]
+  return { checks, ok, failedChecks }
+}
 
 /**
  * The storage-root handoff's phases for one target and transaction (seed 002, "Storage-root handoff"; docs/
@@ -41,17 +92,14 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
 
     const failed = (detail: string) =>
       new StorageReconciliationFailed({ code: "STORAGE_RECONCILIATION_FAILED", detail })
-    const refuse = (refusal: string, detail: string, report: unknown = null): ReconcileAnswer => ({
+    const refuse = (refusal: string, detail: string, report: HandoffReport = null): ReconcileAnswer => ({
       exit_code: 2,
       refusal,
       report: report ?? { refusal, detail }
     })
 
     const storageOf = (target: string) =>
-      Effect.gen(function* () {
-        const snapshot = yield* registry.read({ allowCached: true }).pipe(Effect.mapError((e) => failed(e.detail)))
-        return snapshot.registry.targets.find((t) => t.name === target)
-      })
+      declaredTarget(registry, target).pipe(Effect.mapError((e) => failed(e.detail)))
 
     const answer = (receipt: HandoffReceipt | null, exit: 0 | 1 = 0): ReconcileAnswer => ({
       exit_code: receipt?.state === "failed" ? 1 : receipt?.state === "refused" ? 2 : exit,
@@ -79,114 +127,88 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
       }
     }
 
-    /** A phase on this host: the target's own files, service manager and engine (docs/handoff.md). */
-    const onThisHost = (target: string, transaction: string, phase: ReconcilePhase) =>
+    /** Run or Resume: starts (or attaches to) the recorded Run workflow, holding the target's transaction lease. */
+    const startRun = (
+      target: string,
+      transaction: string,
+      phase: "run" | "resume",
+      files: Files,
+      receipt: HandoffReceipt | null
+    ) =>
       Effect.gen(function* () {
-        const files = HandoffFiles(handoffDir(config.dataDir, transaction))
-        const receipt = files.receipt()
-        if (receipt !== null && receipt.target !== target)
-          return refuse("transaction_of_another_target", `${transaction} belongs to ${receipt.target}`)
-        if (phase === "status") {
-          if (receipt === null) return yield* failed(`no report of transaction ${transaction} on ${target}`)
-          if (receipt.state === "running" && (yield* engine.workerGone(transaction))) return interrupted(receipt)
+        if (phase === "resume" && receipt === null)
+          return refuse("unknown_transaction", `${transaction} has no recorded run to resume`)
+        if (receipt?.state === "rolled_back" || receipt?.state === "complete")
+          return refuse(`transaction_${receipt.state}`, `${transaction} is ${receipt.state}`, receipt)
+        // One transaction per target: the open one holds the target's transaction lease.
+        const lock = yield* leases
+          .acquire(transactionLeaseKey(target), transaction, OPEN_TRANSACTION_TTL)
+          .pipe(Effect.either)
+        if (lock._tag === "Left")
+          return refuse(
+            "transaction_in_progress",
+            lock.left._tag === "LeaseHeld" ? `transaction ${lock.left.holder} is open on ${target}` : lock.left.detail
+          )
+        if (receipt?.state === "running") {
+          // Under way, or interrupted (a killed process): the engine resumes it from its recorded steps.
+          if (phase === "resume" && receipt.execution_id !== null)
+            yield* engine.resume("run", { target, transaction, attempt: receipt.attempt }, receipt.execution_id)
           return answer(receipt)
         }
-        const declared = yield* storageOf(target)
-        if (declared === undefined) return refuse("unknown_target", `${target} is not a target of the registry`)
-        if (declared.storage === undefined)
-          return refuse("storage_undeclared", `${target} declares no storage in the registry`)
-        const storage = declared.storage
-        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+        if (receipt?.state === "activated_pending_lifecycle") return answer(receipt) // the run ended: Finalize is next
+        const ended = receipt?.state === "failed" || receipt?.state === "refused"
+        const attempt = receipt === null ? 1 : receipt.attempt + (ended ? 1 : 0)
+        // The execution id is known before the execution starts (it derives from the idempotency key): the
+        // receipt names it before the workflow can write anything, so no write of ours races the workflow's.
+        const executionId = yield* StorageHandoffRun.executionId({ target, transaction, attempt })
+        files.writeReceipt({
+          ...newReceipt({ transaction, target, attempt, execution_id: executionId }),
+          ...receipt,
+          ...(receipt === null
+            ? {}
+            : { state: "running" as const, execution_id: executionId, attempt, refusal: null, detail: null })
+        })
+        yield* engine.start("run", { target, transaction, attempt })
+        return answer(files.receipt())
+      })
 
-        if (phase === "run" || phase === "resume") {
-          if (phase === "resume" && receipt === null)
-            return refuse("unknown_transaction", `${transaction} has no recorded run to resume`)
-          if (receipt?.state === "rolled_back" || receipt?.state === "complete")
-            return refuse(`transaction_${receipt.state}`, `${transaction} is ${receipt.state}`, receipt)
-          // One transaction per target: the open one holds the target's transaction lease.
-          const lock = yield* leases
-            .acquire(transactionLeaseKey(target), transaction, OPEN_TRANSACTION_TTL)
-            .pipe(Effect.either)
-          if (lock._tag === "Left")
-            return refuse(
-              "transaction_in_progress",
-              lock.left._tag === "LeaseHeld" ? `transaction ${lock.left.holder} is open on ${target}` : lock.left.detail
-            )
-          if (receipt?.state === "running") {
-            // Under way, or interrupted (a killed process): the engine resumes it from its recorded steps.
-            if (phase === "resume" && receipt.execution_id !== null)
-              yield* engine.resume("run", { target, transaction, attempt: receipt.attempt }, receipt.execution_id)
-            return answer(receipt)
-          }
-          if (receipt?.state === "activated_pending_lifecycle") return answer(receipt) // the run ended: Finalize is next
-          const ended = receipt?.state === "failed" || receipt?.state === "refused"
-          const attempt = receipt === null ? 1 : receipt.attempt + (ended ? 1 : 0)
-          // The execution id is known before the execution starts (it derives from the idempotency key): the
-          // receipt names it before the workflow can write anything, so no write of ours races the workflow's.
-          const executionId = yield* StorageHandoffRun.executionId({ target, transaction, attempt })
-          files.writeReceipt({
-            schema: "keel.handoff/v1",
-            transaction,
-            target,
-            phase: "run",
-            state: "running",
-            execution_id: executionId,
-            attempt,
-            winner: null,
-            data_committed: false,
-            steps: [],
-            captured: null,
-            conflicts: [],
-            retained: [],
-            cancelled_jobs: [],
-            refusal: null,
-            detail: null,
-            ...receipt,
-            ...(receipt === null
-              ? {}
-              : { state: "running" as const, execution_id: executionId, attempt, refusal: null, detail: null })
-          })
-          yield* engine.start("run", { target, transaction, attempt })
-          return answer(files.receipt())
+    /** Rollback: starts (or attaches to) the Rollback workflow; refused past the data-commit boundary. */
+    const startRollback = (target: string, transaction: string, files: Files, receipt: HandoffReceipt | null) =>
+      Effect.gen(function* () {
+        if (receipt === null) return refuse("unknown_transaction", `${transaction} has no recorded run to roll back`)
+        if (files.committed() || receipt.data_committed)
+          return refuse(
+            "past_data_commit_boundary",
+            `${transaction} passed its data-commit boundary: Resume completes it`,
+            receipt
+          )
+        if (receipt.state === "rolled_back") return answer(receipt)
+        if (receipt.state === "running" && receipt.phase === "rollback") {
+          // Under way, or interrupted (a killed process): it goes on from its recorded steps.
+          if (receipt.execution_id !== null)
+            yield* engine.resume("rollback", { target, transaction, attempt: receipt.attempt }, receipt.execution_id)
+          return answer(receipt)
         }
+        if (receipt.state === "running" && receipt.phase === "run")
+          return refuse("phase_in_progress", `${transaction}'s run is under way: roll back once it stops`, receipt)
+        const attempt = receipt.phase === "rollback" ? receipt.attempt + 1 : 1
+        const executionId = yield* StorageHandoffRollback.executionId({ target, transaction, attempt })
+        files.writeReceipt({
+          ...receipt,
+          phase: "rollback",
+          state: "running",
+          execution_id: executionId,
+          attempt,
+          refusal: null,
+          detail: null
+        })
+        yield* engine.start("rollback", { target, transaction, attempt })
+        return answer(files.receipt())
+      })
 
-        if (phase === "rollback") {
-          if (receipt === null) return refuse("unknown_transaction", `${transaction} has no recorded run to roll back`)
-          if (files.committed() || receipt.data_committed)
-            return refuse(
-              "past_data_commit_boundary",
-              `${transaction} passed its data-commit boundary: Resume completes it`,
-              receipt
-            )
-          if (receipt.state === "rolled_back") return answer(receipt)
-          if (receipt.state === "running" && receipt.phase === "rollback") {
-            // Under way, or interrupted (a killed process): it goes on from its recorded steps.
-            if (receipt.execution_id !== null)
-              yield* engine.resume("rollback", { target, transaction, attempt: receipt.attempt }, receipt.execution_id)
-            return answer(receipt)
-          }
-          if (receipt.state === "running" && receipt.phase === "run")
-            return refuse("phase_in_progress", `${transaction}'s run is under way: roll back once it stops`, receipt)
-          const attempt = receipt.phase === "rollback" ? receipt.attempt + 1 : 1
-          const executionId = yield* StorageHandoffRollback.executionId({ target, transaction, attempt })
-          files.writeReceipt({
-            ...receipt,
-            phase: "rollback",
-            state: "running",
-            execution_id: executionId,
-            attempt,
-            refusal: null,
-            detail: null
-          })
-          yield* engine.start("rollback", { target, transaction, attempt })
-          return answer(files.receipt())
-        }
-
-        // Finalize: the final observations against what the receipt expects.
-        if (receipt === null) return refuse("unknown_transaction", `${transaction} has no recorded run to finalize`)
-        if (receipt.state === "complete") return answer(receipt)
-        if (receipt.state !== "activated_pending_lifecycle")
-          return refuse("not_activated", `${transaction} is ${receipt.state}, not activated_pending_lifecycle`, receipt)
+    /** What Finalize observes on the target now: A's tree against the plan, route, runtime, writers, queue. */
+    const observe = (target: string, transaction: string, storage: Storage, files: Files, receipt: HandoffReceipt) =>
+      Effect.gen(function* () {
         const saved = files.checkpoint()
         const tree =
           saved === null
@@ -204,33 +226,25 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
         const cancelled = yield* queue
           .cancelledBy(target, transaction)
           .pipe(Effect.mapError((e) => failed(`the queue: ${e.detail}`)))
-        const checks = {
-          // Entries written after activation (writers run again) are reported, not failed: missing ones fail.
-          tree: { missing: tree.missing, changed_since_activation: [...tree.changed, ...tree.unexpected] },
-          route: { expected: storage.roots.a, actual: route },
-          runtime: { expected: storage.roots.a, actual: runtime },
-          writers,
-          queue: { expected: receipt.captured?.queue ?? null, actual: pause }
-        }
-        const ok =
-          tree.missing.length === 0 &&
-          route === storage.roots.a &&
-          runtime === storage.roots.a &&
-          writers.every((w) => w.active) &&
-          JSON.stringify(pause) === JSON.stringify(receipt.captured?.queue ?? null)
-        const retainedOutcomes = {
-          cancelled_jobs: cancelled,
-          retained: receipt.retained
-        }
-        const failedChecks = [
-          ...(tree.missing.length > 0 ? [`${tree.missing.length} planned entries missing from A`] : []),
-          ...(route !== storage.roots.a ? ["the route is not on A"] : []),
-          ...(runtime !== storage.roots.a ? ["the runtime is not on A"] : []),
-          ...writers.filter((w) => !w.active).map((w) => `writer ${w.name} is not running`),
-          ...(JSON.stringify(pause) !== JSON.stringify(receipt.captured?.queue ?? null)
-            ? ["the queue pause is not as captured"]
-            : [])
-        ]
+        return { tree, route, runtime, writers, pause, cancelled }
+      })
+
+    /** Finalize: the final observations against what the receipt expects, recorded either way. */
+    const finalize = (
+      target: string,
+      transaction: string,
+      storage: Storage,
+      files: Files,
+      receipt: HandoffReceipt | null
+    ) =>
+      Effect.gen(function* () {
+        if (receipt === null) return refuse("unknown_transaction", `${transaction} has no recorded run to finalize`)
+        if (receipt.state === "complete") return answer(receipt)
+        if (receipt.state !== "activated_pending_lifecycle")
+          return refuse("not_activated", `${transaction} is ${receipt.state}, not activated_pending_lifecycle`, receipt)
+        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+        const observed = yield* observe(target, transaction, storage, files, receipt)
+        const { checks, failedChecks, ok } = judge(storage, receipt, observed)
         // Recorded either way: the receipt says the last phase started and why it failed (Finalize may run again).
         const report = {
           ...receipt,
@@ -238,12 +252,38 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
           state: ok ? ("complete" as const) : receipt.state,
           refusal: ok ? null : "finalize_checks_failed",
           detail: ok ? null : failedChecks.join("; "),
-          finalize: { at: now, ok, checks, retained_outcomes: retainedOutcomes }
+          finalize: {
+            at: now,
+            ok,
+            checks,
+            retained_outcomes: { cancelled_jobs: observed.cancelled, retained: receipt.retained }
+          }
         }
         files.writeReceipt(report)
         if (!ok) return { exit_code: 1 as const, refusal: "finalize_checks_failed", report: files.receipt() }
         yield* leases.release(transactionLeaseKey(target), transaction).pipe(Effect.ignore)
         return answer(files.receipt())
+      })
+
+    /** A phase on this host: the target's own files, service manager and engine (docs/handoff.md). */
+    const onThisHost = (target: string, transaction: string, phase: ReconcilePhase) =>
+      Effect.gen(function* () {
+        const files = HandoffFiles(handoffDir(config.dataDir, transaction))
+        const receipt = files.receipt()
+        if (receipt !== null && receipt.target !== target)
+          return refuse("transaction_of_another_target", `${transaction} belongs to ${receipt.target}`)
+        if (phase === "status") {
+          if (receipt === null) return yield* failed(`no report of transaction ${transaction} on ${target}`)
+          if (receipt.state === "running" && (yield* engine.workerGone(transaction))) return interrupted(receipt)
+          return answer(receipt)
+        }
+        const declared = yield* storageOf(target)
+        if (declared === undefined) return refuse("unknown_target", `${target} is not a target of the registry`)
+        if (declared.storage === undefined)
+          return refuse("storage_undeclared", `${target} declares no storage in the registry`)
+        if (phase === "run" || phase === "resume") return yield* startRun(target, transaction, phase, files, receipt)
+        if (phase === "rollback") return yield* startRollback(target, transaction, files, receipt)
+        return yield* finalize(target, transaction, declared.storage, files, receipt)
       })
 
     /**
@@ -281,7 +321,7 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
               })
             )
         const ended = (reply: ReconcileAnswer) => {
-          const state = (reply.report as { state?: string } | null)?.state
+          const state = reportState(reply.report)
           return state === "rolled_back" || state === "complete"
         }
         if (phase === "run" || phase === "resume") {
@@ -313,7 +353,7 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
               : Effect.void
           )
         )
-        const ownReport = (reply.report as { transaction?: string } | null)?.transaction === transaction
+        const ownReport = reportTransaction(reply.report) === transaction
         // A refusal before the target recorded anything of this transaction leaves nothing open to hold the lease.
         if (ended(reply) || (reply.exit_code === 2 && !ownReport && (phase === "run" || phase === "resume")))
           yield* leases.release(transactionLeaseKey(target.name), transaction).pipe(Effect.ignore)
