@@ -62,6 +62,76 @@ export const contentTypeOf = (file: string) =>
 const webUrlOf = (source: Source) =>
   source.webUrl ?? (/^https?:\/\//.test(source.url) ? source.url.replace(/\.git$/, "").replace(/\/+$/, "") : undefined)
 
+type AssetsDocument = typeof BrandAssetsDocument.Type
+type AssetEntry = typeof AssetEntry.Type
+type AssetSettings = Pick<GtConfig, "mirrorsDir" | "blobUrlPattern">
+
+/** brand-assets.yml's text as its document, or why it is refused (a line naming each invalid field). */
+const decodeDocument = (text: string): Either.Either<AssetsDocument, string> =>
+  Either.flatMap(
+    Either.try({
+      try: () => YAML.parse(text) as unknown,
+      catch: (error) => `not valid YAML: ${(error as Error).message.split("\n")[0]}`
+    }),
+    (raw) =>
+      Either.mapLeft(
+        Schema.decodeUnknownEither(BrandAssetsDocument, { errors: "all", onExcessProperty: "error" })(raw),
+        (error) => formatIssues(error, { limit: 10 })
+      )
+  )
+
+/** Where an asset is shown on its source's web host (GT_BLOB_URL_PATTERN); none without a web form or a commit. */
+const blobUrlOf = (pattern: string, source: Source, entry: AssetEntry, ref: string, commit: string | null) => {
+  // Shown to clients: never the credentials (or a token in the query) a git URL may carry.
+  const fromSource = webUrlOf(source)
+  const web = fromSource === undefined ? undefined : displayUrl(fromSource)
+  return web === undefined || commit === null
+    ? null
+    : pattern
+        .replaceAll("{web_url}", web)
+        .replaceAll("{commit}", commit)
+        .replaceAll("{ref}", encodeURIComponent(ref))
+        .replaceAll("{path}", entry.path.split("/").map(encodeURIComponent).join("/"))
+}
+
+/**
+ * Every entry whose source the registry serves, in product, kind and entry order, each resolved to its source's
+ * commit at the asset's ref (null when git cannot resolve it).
+ */
+const resolveAssets = (settings: AssetSettings, document: AssetsDocument, enabled: ReadonlyMap<string, Source>) =>
+  Effect.gen(function* () {
+    const records: Array<AssetRecord> = []
+    for (const [product, kinds] of Object.entries(document.products).sort(([a], [b]) => a.localeCompare(b))) {
+      for (const kind of AssetKinds) {
+        const entries = kinds[kind] ?? []
+        for (const [index, entry] of entries.entries()) {
+          const source = enabled.get(entry.repo)
+          if (source === undefined) continue
+          const ref = entry.ref ?? source.branch ?? "HEAD"
+          const commit = yield* Effect.gen(function* () {
+            const dir = yield* GitMirror.sync(source.url, settings.mirrorsDir)
+            return yield* GitMirror.resolve(dir, ref)
+          }).pipe(Effect.orElseSucceed(() => null))
+          records.push({
+            product,
+            kind,
+            index,
+            repo: entry.repo,
+            path: entry.path,
+            ref,
+            commit,
+            visibility: entry.visibility,
+            variant: entry.variant ?? null,
+            format: entry.format ?? path.extname(entry.path).slice(1).toLowerCase() ?? null,
+            blobUrl: blobUrlOf(settings.blobUrlPattern, source, entry, ref, commit),
+            ...(entry.visibility === "private" ? { contentUrl: `/assets/${product}/${kind}/${index}/content` } : {})
+          })
+        }
+      }
+    }
+    return records
+  })
+
 /**
  * The explicit brand-asset registry (`brand-assets.yml` beside `sources.yml`): only listed assets
  * exist. Each resolves to its source's commit at the asset's ref; private ones are served by the
@@ -74,6 +144,7 @@ export class BrandAssets extends Effect.Service<BrandAssets>()("groundtruth/Bran
     const cache = yield* Ref.make(new Map<string, ReadonlyArray<AssetRecord>>())
     const lastValid = yield* Ref.make<ReadonlyArray<AssetRecord>>([])
 
+    /** The asset list at the registry's commit, cached per commit; a refused document keeps the last valid list. */
     const load = Effect.gen(function* () {
       const registry = yield* sources.current
       if (registry.commit === null) return [] as ReadonlyArray<AssetRecord>
@@ -83,21 +154,13 @@ export class BrandAssets extends Effect.Service<BrandAssets>()("groundtruth/Bran
       const registryDir = yield* GitMirror.sync(config.registryRepo, config.mirrorsDir)
       const bytes = yield* GitMirror.show(registryDir, registry.commit, "brand-assets.yml")
       if (bytes === undefined) return []
-      const decoded = Either.flatMap(
-        Either.try({
-          try: () => YAML.parse(bytes.toString("utf8")) as unknown,
-          catch: (error) => `not valid YAML: ${(error as Error).message.split("\n")[0]}`
-        }),
-        (raw) =>
-          Either.mapLeft(
-            Schema.decodeUnknownEither(BrandAssetsDocument, { errors: "all", onExcessProperty: "error" })(raw),
-            (error) => formatIssues(error, { limit: 10 })
-          )
-      )
+      const decoded = decodeDocument(bytes.toString("utf8"))
+      // The registry decides what is served: a disabled source's assets are not.
+      const enabled = registry.sources.filter((s) => s.enabled)
       if (Either.isLeft(decoded)) {
         // Like a refused sources.yml: the last valid asset list keeps serving, never none at all (still only
         // the assets of sources the registry serves).
-        const serving = new Set(registry.sources.filter((s) => s.enabled).map((s) => s.name))
+        const serving = new Set(enabled.map((s) => s.name))
         const kept = (yield* Ref.get(lastValid)).filter((record) => serving.has(record.repo))
         yield* Effect.logWarning("brand-assets.yml refused; the last valid asset list keeps serving").pipe(
           Effect.annotateLogs({ detail: decoded.left, kept: kept.length })
@@ -105,47 +168,7 @@ export class BrandAssets extends Effect.Service<BrandAssets>()("groundtruth/Bran
         yield* Ref.update(cache, (map) => new Map(map).set(key, kept))
         return kept
       }
-      // The registry decides what is served: a disabled source's assets are not.
-      const byName = new Map(registry.sources.filter((s) => s.enabled).map((s) => [s.name, s]))
-      const records: Array<AssetRecord> = []
-      for (const [product, kinds] of Object.entries(decoded.right.products).sort(([a], [b]) => a.localeCompare(b))) {
-        for (const kind of AssetKinds) {
-          const entries = kinds[kind] ?? []
-          for (const [index, entry] of entries.entries()) {
-            const source = byName.get(entry.repo)
-            if (source === undefined) continue
-            const ref = entry.ref ?? source.branch ?? "HEAD"
-            const commit = yield* Effect.gen(function* () {
-              const dir = yield* GitMirror.sync(source.url, config.mirrorsDir)
-              return yield* GitMirror.resolve(dir, ref)
-            }).pipe(Effect.orElseSucceed(() => null))
-            // Shown to clients: never the credentials (or a token in the query) a git URL may carry.
-            const fromSource = webUrlOf(source)
-            const web = fromSource === undefined ? undefined : displayUrl(fromSource)
-            records.push({
-              product,
-              kind,
-              index,
-              repo: entry.repo,
-              path: entry.path,
-              ref,
-              commit,
-              visibility: entry.visibility,
-              variant: entry.variant ?? null,
-              format: entry.format ?? path.extname(entry.path).slice(1).toLowerCase() ?? null,
-              blobUrl:
-                web === undefined || commit === null
-                  ? null
-                  : config.blobUrlPattern
-                      .replaceAll("{web_url}", web)
-                      .replaceAll("{commit}", commit)
-                      .replaceAll("{ref}", encodeURIComponent(ref))
-                      .replaceAll("{path}", entry.path.split("/").map(encodeURIComponent).join("/")),
-              ...(entry.visibility === "private" ? { contentUrl: `/assets/${product}/${kind}/${index}/content` } : {})
-            })
-          }
-        }
-      }
+      const records = yield* resolveAssets(config, decoded.right, new Map(enabled.map((s) => [s.name, s])))
       yield* Ref.update(cache, (m) => new Map(m).set(key, records))
       yield* Ref.set(lastValid, records)
       return records

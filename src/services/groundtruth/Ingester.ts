@@ -114,6 +114,18 @@ export const embeddingText = (file: string, heading: string, content: string) =>
 
 const EMBED_BATCH = 256
 
+/** What one ingest of a source reads (the selected files, or the changed ones) and which paths' chunks it drops. */
+interface IndexPlan {
+  readonly full: boolean
+  readonly toIndex: ReadonlyArray<TreeEntry>
+  readonly toDelete: ReadonlyArray<string>
+}
+
+interface ChunkedFile {
+  readonly path: string
+  readonly chunks: ReadonlyArray<Chunk>
+}
+
 const INSERT_BATCH = 400
 
 /**
@@ -267,22 +279,13 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
         } satisfies SourceIngest
       })
 
-    const ingestSource = (
-      source: Source,
-      prepared: { readonly dir: string; readonly commit: string },
-      onProgress: (p: IngestProgress) => Effect.Effect<void>
-    ) =>
+    /** The files of the tree at `commit` that the source's globs select, and what the globs selected but cannot index. */
+    const selectFiles = (source: Source, dir: string, commit: string) =>
       Effect.gen(function* () {
-        const started = yield* Clock.currentTimeMillis
-        const skipped = { binary: 0, too_large: 0, symlink: 0, not_a_file: 0 }
-        const indexed = yield* sql<{ indexed_commit: string; selection: string }>`
-          SELECT indexed_commit, selection FROM gt_sources WHERE name = ${source.name}`
-        const previous = indexed[0]
-        const { dir, commit } = prepared
-        const signature = selectionSignature(source, config)
         const entries = yield* GitMirror.listFiles(dir, commit)
         const isSelected = selector(source)
         const selected = new Map<string, TreeEntry>()
+        const skipped = { too_large: 0, symlink: 0, not_a_file: 0 }
         for (const entry of entries) {
           if (!isSelected(entry.path)) continue
           if (entry.mode === "120000") skipped.symlink++
@@ -290,31 +293,53 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
           else if ((entry.size ?? 0) > config.maxFileBytes) skipped.too_large++
           else selected.set(entry.path, entry)
         }
-        // Incremental when the same globs were indexed at a commit this mirror still has.
-        let toIndex: Array<TreeEntry>
-        let toDelete: Array<string>
-        let full = true
+        return { selected, skipped }
+      })
+
+    /**
+     * What to read and what to drop: incremental (changed files, and changed or deleted ones dropped) when the same
+     * globs were indexed at a commit this mirror still has; else everything selected, replacing the whole index.
+     */
+    const planIndex = (
+      previous: { readonly indexed_commit: string; readonly selection: string } | undefined,
+      signature: string,
+      dir: string,
+      commit: string,
+      selected: ReadonlyMap<string, TreeEntry>
+    ) =>
+      Effect.gen(function* () {
         if (previous !== undefined && previous.selection === signature) {
           const diff = yield* Effect.either(GitMirror.diff(dir, previous.indexed_commit, commit))
           if (diff._tag === "Right") {
-            full = false
-            toIndex = diff.right.changed.flatMap((file) => {
+            const toIndex = diff.right.changed.flatMap((file) => {
               const entry = selected.get(file)
               return entry === undefined ? [] : [entry]
             })
-            toDelete = [...diff.right.changed, ...diff.right.deleted]
+            return {
+              full: false,
+              toIndex,
+              toDelete: [...diff.right.changed, ...diff.right.deleted]
+            } satisfies IndexPlan
           }
         }
-        if (full) {
-          toIndex = [...selected.values()]
-          toDelete = []
-        }
-        const blobs = yield* GitMirror.readBlobs(dir, [...new Set(toIndex!.map((e) => e.sha))])
-        const files: Array<{ path: string; chunks: Array<Chunk> }> = []
+        return { full: true, toIndex: [...selected.values()], toDelete: [] } satisfies IndexPlan
+      })
+
+    /** The planned files read at the commit and chunked, with how many were binary; progress every 50 files. */
+    const chunkFiles = (
+      source: Source,
+      dir: string,
+      toIndex: ReadonlyArray<TreeEntry>,
+      onProgress: (p: IngestProgress) => Effect.Effect<void>
+    ) =>
+      Effect.gen(function* () {
+        const blobs = yield* GitMirror.readBlobs(dir, [...new Set(toIndex.map((e) => e.sha))])
+        const files: Array<ChunkedFile> = []
+        let binary = 0
         let done = 0
-        for (const entry of toIndex!) {
+        for (const entry of toIndex) {
           const bytes = blobs.get(entry.sha)
-          if (bytes === undefined || isBinary(bytes)) skipped.binary++
+          if (bytes === undefined || isBinary(bytes)) binary++
           else
             files.push({
               path: entry.path,
@@ -324,61 +349,106 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
               })
             })
           done++
-          if (done % 50 === 0 || done === toIndex!.length)
-            yield* onProgress({ repo: source.name, done, total: toIndex!.length })
+          if (done % 50 === 0 || done === toIndex.length)
+            yield* onProgress({ repo: source.name, done, total: toIndex.length })
         }
-        const now = yield* Clock.currentTimeMillis
+        return { files, binary }
+      })
+
+    /** A file's chunks as index rows, cited at `commit`, with the path's words among the searchable terms. */
+    const chunkRows = (source: Source, commit: string, files: ReadonlyArray<ChunkedFile>) =>
+      files.flatMap((file) => {
+        const fileWords = pathWords(file.path)
+        return file.chunks.map((chunk) => ({
+          repo: source.name,
+          path: file.path,
+          commit_sha: commit,
+          line: chunk.line,
+          end_line: chunk.endLine,
+          heading: chunk.heading,
+          content: chunk.content,
+          terms: chunk.terms === "" ? fileWords : `${fileWords} ${chunk.terms}`,
+          digest: sha256Hex(embeddingText(file.path, chunk.heading, chunk.content))
+        }))
+      })
+
+    /** Inserts chunk rows and their full-text rows, in batches. */
+    const insertChunks = (rows: ReadonlyArray<ReturnType<typeof chunkRows>[number]>) =>
+      Effect.gen(function* () {
+        for (let i = 0; i < rows.length; i += INSERT_BATCH) {
+          const batch = rows.slice(i, i + INSERT_BATCH)
+          const inserted = yield* sql<{ id: number }>`INSERT INTO gt_chunks ${sql.insert(batch)} RETURNING id`
+          const fts = inserted.map((row, j) => ({
+            rowid: row.id,
+            heading: batch[j]?.heading ?? "",
+            content: batch[j]?.content ?? "",
+            terms: batch[j]?.terms ?? ""
+          }))
+          yield* sql`INSERT INTO gt_chunks_fts ${sql.insert(fts)}`
+        }
+      })
+
+    /**
+     * The swap, in one transaction: the planned files' old chunks out, their new ones in, every chunk cited at the
+     * new commit, the document frequencies and the source's row updated. Answers the chunks written and the files
+     * whose chunks left the index.
+     */
+    const swapIndex = (
+      source: Source,
+      commit: string,
+      signature: string,
+      plan: IndexPlan,
+      selected: ReadonlyMap<string, TreeEntry>,
+      files: ReadonlyArray<ChunkedFile>,
+      now: number
+    ) =>
+      Effect.gen(function* () {
+        type StaleRow = IndexedRow & { readonly path: string }
+        const stale = plan.full
+          ? yield* sql<StaleRow>`SELECT id, path, heading, content, terms FROM gt_chunks WHERE repo = ${source.name}`
+          : yield* sql<StaleRow>`SELECT id, path, heading, content, terms FROM gt_chunks
+              WHERE repo = ${source.name} AND ${sql.in("path", plan.toDelete.length > 0 ? plan.toDelete : [""])}`
+        // Files whose chunks leave the index (deleted, renamed away, unselected, grown too large): counted only
+        // when they had chunks — a new file the globs never select was never in the index to leave it.
         const unselected = new Set<string>()
-        // The swap: one transaction per source.
-        const chunkCount = yield* Effect.gen(function* () {
-          type StaleRow = IndexedRow & { readonly path: string }
-          const stale = full
-            ? yield* sql<StaleRow>`SELECT id, path, heading, content, terms FROM gt_chunks WHERE repo = ${source.name}`
-            : yield* sql<StaleRow>`SELECT id, path, heading, content, terms FROM gt_chunks
-                WHERE repo = ${source.name} AND ${sql.in("path", toDelete!.length > 0 ? toDelete! : [""])}`
-          // Files whose chunks leave the index (deleted, renamed away, unselected, grown too large): counted only
-          // when they had chunks — a new file the globs never select was never in the index to leave it.
-          for (const row of stale) if (!selected.has(row.path)) unselected.add(row.path)
-          const frequencies = frequencyCounter()
-          yield* dropChunks(stale, frequencies)
-          const rows = files.flatMap((file) => {
-            const fileWords = pathWords(file.path)
-            return file.chunks.map((chunk) => ({
-              repo: source.name,
-              path: file.path,
-              commit_sha: commit,
-              line: chunk.line,
-              end_line: chunk.endLine,
-              heading: chunk.heading,
-              content: chunk.content,
-              terms: chunk.terms === "" ? fileWords : `${fileWords} ${chunk.terms}`,
-              digest: sha256Hex(embeddingText(file.path, chunk.heading, chunk.content))
-            }))
-          })
-          for (const row of rows) tally(frequencies, row, 1)
-          for (let i = 0; i < rows.length; i += INSERT_BATCH) {
-            const batch = rows.slice(i, i + INSERT_BATCH)
-            const inserted = yield* sql<{ id: number }>`INSERT INTO gt_chunks ${sql.insert(batch)} RETURNING id`
-            const fts = inserted.map((row, j) => ({
-              rowid: row.id,
-              heading: batch[j]?.heading ?? "",
-              content: batch[j]?.content ?? "",
-              terms: batch[j]?.terms ?? ""
-            }))
-            yield* sql`INSERT INTO gt_chunks_fts ${sql.insert(fts)}`
-          }
-          // Unchanged files are identical at the new commit: cite it for every chunk, so no search ever
-          // sees one source at two commits.
-          yield* sql`UPDATE gt_chunks SET commit_sha = ${commit} WHERE repo = ${source.name} AND commit_sha <> ${commit}`
-          const total = yield* sql<{ n: number }>`SELECT count(*) AS n FROM gt_chunks WHERE repo = ${source.name}`
-          const count = Number(total[0]?.n ?? 0)
-          yield* applyFrequencies(frequencies)
-          yield* sql`INSERT INTO gt_sources (name, indexed_commit, indexed_at, selection, chunks)
-            VALUES (${source.name}, ${commit}, ${now}, ${signature}, ${count})
-            ON CONFLICT (name) DO UPDATE SET indexed_commit = excluded.indexed_commit, indexed_at = excluded.indexed_at,
-              selection = excluded.selection, chunks = excluded.chunks`
-          return rows.length
-        }).pipe(sql.withTransaction)
+        for (const row of stale) if (!selected.has(row.path)) unselected.add(row.path)
+        const frequencies = frequencyCounter()
+        yield* dropChunks(stale, frequencies)
+        const rows = chunkRows(source, commit, files)
+        for (const row of rows) tally(frequencies, row, 1)
+        yield* insertChunks(rows)
+        // Unchanged files are identical at the new commit: cite it for every chunk, so no search ever
+        // sees one source at two commits.
+        yield* sql`UPDATE gt_chunks SET commit_sha = ${commit} WHERE repo = ${source.name} AND commit_sha <> ${commit}`
+        const total = yield* sql<{ n: number }>`SELECT count(*) AS n FROM gt_chunks WHERE repo = ${source.name}`
+        const count = Number(total[0]?.n ?? 0)
+        yield* applyFrequencies(frequencies)
+        yield* sql`INSERT INTO gt_sources (name, indexed_commit, indexed_at, selection, chunks)
+          VALUES (${source.name}, ${commit}, ${now}, ${signature}, ${count})
+          ON CONFLICT (name) DO UPDATE SET indexed_commit = excluded.indexed_commit, indexed_at = excluded.indexed_at,
+            selection = excluded.selection, chunks = excluded.chunks`
+        return { chunks: rows.length, unselected }
+      }).pipe(sql.withTransaction)
+
+    /** One source at its prepared commit: select, plan, read and chunk, swap in one transaction, then embed. */
+    const ingestSource = (
+      source: Source,
+      prepared: { readonly dir: string; readonly commit: string },
+      onProgress: (p: IngestProgress) => Effect.Effect<void>
+    ) =>
+      Effect.gen(function* () {
+        const started = yield* Clock.currentTimeMillis
+        const indexed = yield* sql<{ indexed_commit: string; selection: string }>`
+          SELECT indexed_commit, selection FROM gt_sources WHERE name = ${source.name}`
+        const previous = indexed[0]
+        const { dir, commit } = prepared
+        const signature = selectionSignature(source, config)
+        const { selected, skipped: unusable } = yield* selectFiles(source, dir, commit)
+        const plan = yield* planIndex(previous, signature, dir, commit, selected)
+        const { files, binary } = yield* chunkFiles(source, dir, plan.toIndex, onProgress)
+        const skipped = { binary, ...unusable }
+        const now = yield* Clock.currentTimeMillis
+        const swapped = yield* swapIndex(source, commit, signature, plan, selected, files, now)
         const vectors = yield* embedMissing(source.name)
         if (vectors.computed > 0) {
           const at = yield* Clock.currentTimeMillis
@@ -390,10 +460,10 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
           commit,
           previous_commit: previous?.indexed_commit ?? null,
           files_indexed: files.length,
-          files_deleted: unselected.size,
+          files_deleted: swapped.unselected.size,
           files_skipped: skipped.binary + skipped.too_large + skipped.symlink + skipped.not_a_file,
           skipped,
-          chunks: chunkCount,
+          chunks: swapped.chunks,
           vectors_computed: vectors.computed,
           embedding_error: vectors.error,
           duration_ms: finished - started,
