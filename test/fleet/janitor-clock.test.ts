@@ -2,8 +2,8 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Runtime, TestClock } from "effect"
-import { CACHEDIR_SIGNATURE, Janitor } from "keel"
+import { Effect, Either, Runtime, TestClock } from "effect"
+import { CACHEDIR_SIGNATURE, Janitor, removeBeneathEffect, resolveRoot } from "keel"
 import { janitorTestLayer, scriptedMeter } from "../support/janitor.js"
 
 /*
@@ -113,4 +113,32 @@ describe("janitor time comes from the Effect Clock", () => {
       )
     )
   })
+})
+
+describe("removeBeneath as an Effect", () => {
+  it.effect("answers as removeBeneath does; a rejection is a typed RemovalFailed, not a defect", () =>
+    Effect.gen(function* () {
+      const dir = temp("keel-remove-")
+      const victim = path.join(dir, "victim.bin")
+      fs.writeFileSync(victim, "x")
+      const root = resolveRoot(dir)
+      assert.isTrue(root.ok)
+      if (!root.ok) return
+      const stat = fs.lstatSync(victim)
+      const guards = { protectedIds: new Map<string, string>(), mountPoints: [] }
+      const removed = yield* removeBeneathEffect({ root: root.root, target: victim, expected: stat }, guards)
+      assert.deepStrictEqual(removed, { ok: true, bytes: 1 })
+      assert.isFalse(fs.existsSync(victim))
+      // A request removeBeneath cannot even read (no root) rejects: the Effect fails with the cause, typed.
+      const broken = yield* Effect.either(
+        removeBeneathEffect({ root: undefined as never, target: victim, expected: stat }, guards)
+      )
+      assert.isTrue(Either.isLeft(broken))
+      if (Either.isLeft(broken)) {
+        assert.strictEqual(broken.left._tag, "RemovalFailed")
+        assert.strictEqual(broken.left.path, victim)
+        assert.match(broken.left.reason, /^remove_failed: /)
+      }
+    })
+  )
 })

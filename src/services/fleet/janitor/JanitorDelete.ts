@@ -15,7 +15,7 @@ import {
 } from "./JanitorPassModel.js"
 import { type Cap, type PassError, withCap } from "./JanitorReport.js"
 import { protectedIdsFor } from "./Protection.js"
-import { removeBeneathEffect } from "./SafeRemove.js"
+import { type RemovalFailed, type RemoveResult, removeBeneathEffect } from "./SafeRemove.js"
 
 /* The plan and delete phases of a janitor pass: what to delete in which order, then deletion within the caps. */
 
@@ -133,26 +133,36 @@ const removeOne = (
         }
       )
     )
-    const others = pending.filter((p) => p.path !== candidate.path)
-    // An error the removal did not expect: the candidate may be partly gone, so it stays pending.
-    if (Either.isLeft(removed))
-      return {
-        kind: "failed" as const,
-        tally: { ...tally, pending, errors: [...tally.errors, keptError(candidate.path, removed.left.reason)] }
-      }
-    const result = removed.right
-    if (result.ok)
-      return {
-        kind: "deleted" as const,
-        tally: {
-          ...tally,
-          pending: others,
-          deleted: [...tally.deleted, { path: candidate.path, bytes: result.bytes, cleaner: record.name }]
-        }
-      }
-    if (result.deadline === true)
-      return { kind: "deadline" as const, tally: { ...tally, pending, caps: withCap(tally.caps, "max_pass_seconds") } }
-    // A refusal before anything was removed: nothing to resume.
-    const errors = [...tally.errors, keptError(candidate.path, result.reason)]
-    return { kind: "failed" as const, tally: { ...tally, errors, pending: result.bytes === 0 ? others : pending } }
+    return settle(record, candidate, { ...tally, pending }, removed)
   })
+
+/** What a removal leaves in the tally (`tally.pending` already holds the candidate's record, if a directory). */
+const settle = (
+  record: CleanerRecord,
+  candidate: Queued,
+  tally: Tally,
+  removed: Either.Either<RemoveResult, RemovalFailed>
+) => {
+  const others = tally.pending.filter((p) => p.path !== candidate.path)
+  // An error the removal did not expect: the candidate may be partly gone, so it stays pending.
+  if (Either.isLeft(removed))
+    return {
+      kind: "failed" as const,
+      tally: { ...tally, errors: [...tally.errors, keptError(candidate.path, removed.left.reason)] }
+    }
+  const result = removed.right
+  if (result.ok)
+    return {
+      kind: "deleted" as const,
+      tally: {
+        ...tally,
+        pending: others,
+        deleted: [...tally.deleted, { path: candidate.path, bytes: result.bytes, cleaner: record.name }]
+      }
+    }
+  if (result.deadline === true)
+    return { kind: "deadline" as const, tally: { ...tally, caps: withCap(tally.caps, "max_pass_seconds") } }
+  // A refusal before anything was removed: nothing to resume.
+  const errors = [...tally.errors, keptError(candidate.path, result.reason)]
+  return { kind: "failed" as const, tally: { ...tally, errors, pending: result.bytes === 0 ? others : tally.pending } }
+}
