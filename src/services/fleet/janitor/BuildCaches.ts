@@ -43,8 +43,6 @@ export interface BuildCacheRules {
   readonly refused: ReadonlyArray<Pick<ProtectedPath, "real" | "why" | "id">>
   readonly budget: ScanBudget
   readonly onProgress?: ((scanned: number) => void) | undefined
-  /** The time now (ms) for the walk's slices: the pass gives its Effect Clock; the wall clock otherwise. */
-  readonly now?: (() => number) | undefined
 }
 
 const firstLine = (file: string) => {
@@ -151,10 +149,10 @@ export const scanBuildCaches = async (
     for (const child of children) stack.push(child)
   }
 
-  const now = rules.now ?? Date.now
+  // Slices are event-loop fairness, not a rule: real (monotonic) time, whatever clock the pass's rules run on.
   while (stack.length > 0 && budget.exhausted() === undefined) {
-    const sliceEnd = now() + SLICE_MS
-    while (stack.length > 0 && budget.exhausted() === undefined && now() < sliceEnd) visit(stack.pop()!)
+    const sliceEnd = performance.now() + SLICE_MS
+    while (stack.length > 0 && budget.exhausted() === undefined && performance.now() < sliceEnd) visit(stack.pop()!)
     rules.onProgress?.(scanned)
     await new Promise((resolve) => setImmediate(resolve))
   }

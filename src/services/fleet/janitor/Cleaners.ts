@@ -53,9 +53,8 @@ export type CleanerSlot =
 
 export interface CleanerContext {
   readonly policy: DiskCleanupPolicy
-  /** When the pass started (the age rules' "now"), and the pass's Clock for what runs in slices. */
+  /** When the pass started (by the Effect Clock): the age rules' "now". */
   readonly nowMs: number
-  readonly now: () => number
   readonly uid: number
   readonly platform: NodeJS.Platform
   readonly statesOf: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, JobState>>
@@ -108,8 +107,7 @@ const buildCaches = (ctx: CleanerContext, settings: NonNullable<DiskCleanupPolic
               uid: ctx.uid,
               refused: guard.filter((p) => p.owner !== "build_caches"),
               budget,
-              onProgress: ctx.onProgress,
-              now: ctx.now
+              onProgress: ctx.onProgress
             },
             Array.isArray(cursor) ? (cursor as Array<string>) : []
           )

@@ -152,7 +152,6 @@ const survey = (env: PassEnv, frame: Frame, read: Extract<PolicyRead, { ok: true
       release: yield* env.release(policy, read.document),
       policy,
       nowMs: frame.started,
-      now: frame.now,
       uid: env.uid,
       platform: env.platform,
       statesOf: env.statesOf,
