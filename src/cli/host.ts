@@ -9,6 +9,7 @@ import { collectBeacon } from "../services/fleet/beacon/BeaconWriter.js"
 import { HostHealth } from "../services/fleet/beacon/HostHealth.js"
 import { HostStatePublisher } from "../services/fleet/beacon/HostStatePublisher.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
+import { HostAgent } from "../services/fleet/HostAgent.js"
 import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
 import { FleetRegistry } from "../services/fleet/registry/Registry.js"
 import { unitEnvironment } from "../services/fleet/UnitSettings.js"
@@ -235,20 +236,13 @@ const exec = Command.make(
   )
 )
 
-/** The host's state now: its beacon, collected on the host itself (through its channel when it is remote). */
+/** The host's state now: its beacon, collected on the host itself (its agent: through its channel when remote). */
 const currentBeacon = (targetName: string) =>
   Effect.gen(function* () {
     const target = yield* targetNamed(targetName)
-    if (target.channel === "local") return yield* collectBeacon(target).pipe(Effect.provide(ServiceManagerLive))
-    const answer = yield* (yield* RemoteCtl)
-      .runJson(target, ["host", "beacon", "write", "--host", target.name], 30_000)
-      .pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
-    if (answer.exitCode !== 0) {
-      return yield* new CommandFailed({ detail: `${target.name} answered exit ${answer.exitCode ?? "killed"}` })
-    }
-    return yield* Schema.decodeUnknown(HostBeacon)(answer.json).pipe(
-      Effect.mapError(() => new CommandFailed({ detail: "the host's beacon does not validate" }))
-    )
+    return yield* (yield* HostAgent)
+      .for(target)
+      .beacon.pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
   })
 
 const gib = (bytes: number | null) => (bytes === null ? "unknown" : `${(bytes / 1024 ** 3).toFixed(1)} GiB`)
@@ -282,12 +276,7 @@ const inventory = Command.make("inventory", { target: Args.text({ name: "TARGET"
   Effect.gen(function* () {
     const declared = yield* targetNamed(target)
     const beacon = yield* currentBeacon(target)
-    const uname = yield* (yield* HostChannel)
-      .run((yield* RemoteCtl).spec(declared), { argv: ["uname", "-srm"], timeoutMs: 30_000 })
-      .pipe(
-        Effect.map((r) => (r.exitCode === 0 ? new TextDecoder().decode(r.stdout).trim() : null)),
-        Effect.orElseSucceed(() => null)
-      )
+    const uname = yield* (yield* HostAgent).for(declared).kernel
     const body = {
       host: declared.name,
       os: declared.os,

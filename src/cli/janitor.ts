@@ -1,11 +1,24 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option, Schedule } from "effect"
+import {
+  type CleanupReportDocument,
+  type CtlFailure,
+  JanitorPassOperation,
+  type JanitorPassPayload,
+  JanitorReportOperation,
+  type JanitorState
+} from "../contracts/fleet/HostAgent.js"
 import { hasControlCharacter } from "../contracts/shared/Text.js"
 import { HostOpsLive, HostOpsPreviewLive, JanitorLive, JanitorPreviewLive } from "../layers/Live.js"
 import { Janitor } from "../services/fleet/janitor/Janitor.js"
-import type { CleanupReport, Trigger } from "../services/fleet/janitor/JanitorReport.js"
+import type { Trigger } from "../services/fleet/janitor/JanitorReport.js"
 import { renderJanitorLaunchd, renderJanitorSystemd } from "../services/fleet/janitor/JanitorUnits.js"
-import { RemoteCtl } from "../services/fleet/RemoteCtl.js"
+import {
+  type RemoteAnswer,
+  type RemoteAnswerInvalid,
+  RemoteCtl,
+  type RemoteCtlFailed
+} from "../services/fleet/RemoteCtl.js"
 import { unitSettingsProblem } from "../services/fleet/UnitSettings.js"
 import { CommandFailed, ExitWith, emit, integerOption, json, printJson, usageError } from "./Output.js"
 
@@ -21,7 +34,7 @@ type CleanerPart = {
 const mib = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MiB`
 
 /** Where the policy came from, in words. */
-const policyLine = (r: CleanupReport) => {
+const policyLine = (r: CleanupReportDocument) => {
   const source = r.policy_source
   if (source === null) return []
   const from =
@@ -37,7 +50,7 @@ const policyLine = (r: CleanupReport) => {
  * crafted directory name cannot forge lines of the report. */
 const shown = (file: string) => (hasControlCharacter(file) ? JSON.stringify(file) : file)
 
-const human = (r: CleanupReport) => {
+const human = (r: CleanupReportDocument) => {
   const cleaners = Object.entries(r.cleaners as Record<string, CleanerPart>)
   return [
     `${r.host}: ${r.outcome}${r.detail === null ? "" : ` (${r.detail})`}${r.dry_run ? " [dry run]" : ""}`,
@@ -174,11 +187,15 @@ const here = Options.boolean("here").pipe(
   Options.withDescription("Act on this host whatever its name (how a remote pass is invoked through the channel)")
 )
 
+/** What a target's janitor answers (the host protocol's janitor report or pass), relayed as it came. */
+type Relayed = typeof JanitorState.Type | CleanupReportDocument | CtlFailure
+
 /**
  * Another target's janitor runs there: the same command through the target's host channel, with
- * `--here --json`, its answer relayed and its exit code kept.
+ * `--here --json` (the host protocol's janitor report, or pass when `pass` says how), its answer relayed and its
+ * exit code kept.
  */
-const onTarget = (target: string, args: ReadonlyArray<string>, asJson: boolean) =>
+const onTarget = (target: string, pass: JanitorPassPayload["apply"] | "report", asJson: boolean) =>
   Effect.gen(function* () {
     const remote = yield* RemoteCtl
     const declared = yield* remote
@@ -189,16 +206,18 @@ const onTarget = (target: string, args: ReadonlyArray<string>, asJson: boolean) 
         detail: `${target} is reached locally but this host is ${(yield* Janitor).host}: set KEEL_HOST=${target} or pass --here`
       })
     }
-    const result = yield* remote
-      .runJson(declared, ["space", ...args, "--here", "--json"], 10 * 60_000)
-      .pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
-    const body = result.json as { cleanup_state?: { report: CleanupReport | null }; outcome?: string }
-    yield* emit(asJson, body, (b) =>
-      b.cleanup_state !== undefined
+    const asked: Effect.Effect<RemoteAnswer<Relayed>, RemoteCtlFailed | RemoteAnswerInvalid> = pass === "report"
+      ? remote.call(declared, JanitorReportOperation, { target })
+      : remote.call(declared, JanitorPassOperation, { target, apply: pass })
+    const result = yield* asked.pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
+    yield* emit(asJson, result.answer, (b) =>
+      "cleanup_state" in b
         ? b.cleanup_state.report === null
           ? `${target}: never_run`
           : human(b.cleanup_state.report)
-        : human(b as CleanupReport)
+        : "error" in b
+          ? `${target}: ${b.error.detail}`
+          : human(b)
     )
     if (result.exitCode !== 0) return yield* new ExitWith({ code: result.exitCode ?? 1 })
     return true
@@ -206,7 +225,7 @@ const onTarget = (target: string, args: ReadonlyArray<string>, asJson: boolean) 
 
 const report = Command.make("report", { target, here, json }, ({ here, json, target }) =>
   Effect.gen(function* () {
-    if (!here && target !== (yield* Janitor).host) return yield* onTarget(target, ["report", target], json)
+    if (!here && target !== (yield* Janitor).host) return yield* onTarget(target, "report", json)
     const last = yield* (yield* Janitor).lastReport
     yield* emit(json, { cleanup_state: { outcome: last?.outcome ?? "never_run", report: last } }, (r) =>
       r.cleanup_state.report === null ? `${target}: never_run` : human(r.cleanup_state.report)
@@ -257,14 +276,8 @@ const reclaim = Command.make(
       if (apply === dryRun) return yield* usageError("say --dry-run or --apply (one of them)")
       if (apply && Option.getOrElse(reason, () => "").trim() === "")
         return yield* usageError("--apply needs --reason with some text (why, for the record)")
-      if (!here && target !== (yield* Janitor).host) {
-        const args = [
-          "reclaim",
-          target,
-          ...(dryRun ? ["--dry-run"] : ["--apply", "--reason", Option.getOrElse(reason, () => "")])
-        ]
-        return yield* onTarget(target, args, json)
-      }
+      if (!here && target !== (yield* Janitor).host)
+        return yield* onTarget(target, dryRun ? null : { reason: Option.getOrElse(reason, () => "") }, json)
       const result = yield* runPass({
         dryRun,
         toTarget: true,

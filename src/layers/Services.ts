@@ -8,6 +8,7 @@ import { FleetConfig } from "../services/fleet/FleetConfig.js"
 import { Gates } from "../services/fleet/gates/Gates.js"
 import { ActionAuthority } from "../services/fleet/grants/ActionAuthority.js"
 import { GrantIssuer } from "../services/fleet/grants/GrantIssuer.js"
+import { HostAgentLive } from "../services/fleet/HostAgentLive.js"
 import { HandoffQueueLocal } from "../services/fleet/handoff/HandoffQueue.js"
 import { HandoffSteps } from "../services/fleet/handoff/HandoffSteps.js"
 import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
@@ -163,11 +164,13 @@ export const ServedRegistry = Layer.effectDiscard(
 )
 
 /**
- * What reaches hosts: the host channel (local processes, ssh with vault identities), gates, `RemoteCtl` and the
- * service manager of this host (systemd or launchd).
+ * What reaches hosts: the host channel (local processes, ssh with vault identities), gates, `RemoteCtl`, each
+ * target's host agent (`HostAgent`: this host in-process, the others through their `ctl`) and the service manager
+ * of this host (systemd or launchd).
  * The server has it too (issue 15: fleet work runs in `ctl serve`), not only the CLI's host commands.
  */
 export const HostReach = HostUnitsLive.pipe(
+  Layer.provideMerge(HostAgentLive),
   Layer.provideMerge(Layer.mergeAll(Gates.Default, RemoteCtl.Default, ServiceManagerLive)),
   Layer.provideMerge(HostChannelLive)
 )

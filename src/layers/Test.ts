@@ -7,6 +7,7 @@ import { type ConfigError, Duration, Effect, Layer } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
 import { HandoffEngineInProcess } from "../actors/StorageHandoff.js"
+import { HostAgentLive } from "../services/fleet/HostAgentLive.js"
 import { HandoffQueueLocal } from "../services/fleet/handoff/HandoffQueue.js"
 import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
 import { TargetQueue } from "../services/fleet/handoff/TargetQueue.js"
@@ -22,6 +23,13 @@ import { AppConfig, type AppSettings } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
 import { type DatabaseUnavailable, migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
 import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js"
+import type { HostChannel } from "../services/platform/hostchannel/HostChannel.js"
+import { LocalExecHostChannel } from "../services/platform/hostchannel/LocalExecChannel.js"
+import {
+  type MemoryHostChannel as MemoryChannel,
+  MemoryHostChannel,
+  makeMemoryHostChannel
+} from "../services/platform/hostchannel/MemoryHostChannel.js"
 import { MemoryObjectStoreLayer } from "../services/platform/objects/MemoryObjectStore.js"
 import { embeddedVault } from "../services/platform/vault/EmbeddedVault.js"
 import { SqlLive } from "./Live.js"
@@ -152,6 +160,7 @@ export const ReconcilerOnHostsTest = (
     Layer.provideMerge(ServiceReconciler.Default),
     Layer.provideMerge(MemoryAlerts(options.alerts ?? makeMemoryAlerts())),
     Layer.provideMerge(HostUnitsLive),
+    Layer.provideMerge(HostAgentLive),
     Layer.provideMerge(Layer.merge(Layer.succeed(ServiceManager, manager), RemoteCtl.Default)),
     Layer.provideMerge(HostChannelLive),
     Layer.provideMerge(ServicesTest(options.overrides))
@@ -176,5 +185,28 @@ export const HandoffTest = (
     Layer.provideMerge(RemoteCtl.Default),
     Layer.provideMerge(HostChannelLive),
     Layer.provideMerge(MemoryServiceManager(services)),
+    Layer.provideMerge(ServicesTest(overrides))
+  )
+
+/**
+ * The host channel in memory: every command answered by the test (`makeMemoryHostChannel(answer)`, by default an
+ * empty exit 0) and recorded in `calls`, instead of a hand-rolled `Layer.succeed(HostChannel, …)`.
+ */
+export const HostChannelTest = (memory: MemoryChannel = makeMemoryHostChannel()) => MemoryHostChannel(memory)
+export { LocalExecHostChannel, makeMemoryHostChannel }
+
+/**
+ * Each target's host agent for real over a channel where every host is this machine (`LocalExecHostChannel`): a
+ * remote target's operations run the real `ctl … --here --json` command line (KEEL_REMOTE_CTL) as a process here,
+ * a `local` one runs in-process on `manager` — the host protocol's tests compare the two.
+ */
+export const HostAgentTest = (
+  manager: ServiceManager["Type"],
+  overrides: Partial<AppSettings> = {},
+  channel: Layer.Layer<HostChannel> = LocalExecHostChannel
+) =>
+  HostAgentLive.pipe(
+    Layer.provideMerge(Layer.merge(Layer.succeed(ServiceManager, manager), RemoteCtl.Default)),
+    Layer.provideMerge(channel),
     Layer.provideMerge(ServicesTest(overrides))
   )

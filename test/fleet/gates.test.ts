@@ -12,8 +12,10 @@ import {
   Gates,
   HostChannel,
   HostChannelLive,
+  HostChannelTest,
   JobQueue,
   MemoryObjectStoreLayer,
+  makeMemoryHostChannel,
   ObjectGateway,
   ObjectStore,
   parseDfAvailable,
@@ -282,7 +284,7 @@ describe("admission gates", () => {
                   }
                 })
               ),
-              Layer.succeed(HostChannel, { run: () => Effect.never }),
+              HostChannelTest(makeMemoryHostChannel(() => Effect.never)),
               Layer.effect(
                 JobQueue,
                 Effect.map(JobQueue, (queue) => JobQueue.make({ ...queue, stats: Effect.never }))

@@ -1,4 +1,5 @@
 import { Effect, Schema } from "effect"
+import type { HostCommand } from "../../contracts/fleet/HostAgent.js"
 import { HostChannel } from "../platform/hostchannel/HostChannel.js"
 import { channelSpec } from "./Channels.js"
 import { FleetConfig } from "./FleetConfig.js"
@@ -10,11 +11,20 @@ export class RemoteCtlFailed extends Schema.TaggedError<RemoteCtlFailed>()("Remo
   detail: Schema.String
 }) {}
 
-export interface RemoteAnswer {
+/** The host answered a document its operation does not declare (another version of `ctl`, or not `ctl` at all). */
+export class RemoteAnswerInvalid extends Schema.TaggedError<RemoteAnswerInvalid>()("RemoteAnswerInvalid", {
+  target: Schema.String,
+  operation: Schema.String,
+  /** The command's exit code beside the answer (null when it was killed). */
+  exitCode: Schema.NullOr(Schema.Number),
+  detail: Schema.String
+}) {}
+
+export interface RemoteAnswer<A> {
   /** The remote command's exit code (null when it was killed). */
   readonly exitCode: number | null
-  /** Its standard output, parsed as JSON. */
-  readonly json: unknown
+  /** Its standard output, decoded with the operation's answer schema. */
+  readonly answer: A
 }
 
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes).trim()
@@ -51,7 +61,7 @@ export class RemoteCtl extends Effect.Service<RemoteCtl>()("fleet/RemoteCtl", {
      * Runs `ctl …args` on the target (through `sudo -n` with `sudo`); an empty or non-JSON answer is a failure that
      * quotes its stderr.
      */
-    const runJson = (
+    const runParsed = (
       target: Target,
       args: ReadonlyArray<string>,
       timeoutMs: number,
@@ -73,10 +83,36 @@ export class RemoteCtl extends Effect.Service<RemoteCtl>()("fleet/RemoteCtl", {
           try: () => JSON.parse(answer) as unknown,
           catch: () => failed("answered no JSON")
         })
-        return { exitCode: result.exitCode, json } satisfies RemoteAnswer
+        return { exitCode: result.exitCode, json }
       })
 
-    return { target, spec, runJson, ctl } as const
+    /**
+     * One operation of the host protocol (src/contracts/fleet/HostAgent.ts) on the target: its command line run by
+     * the target's `ctl`, its answer decoded with the operation's schema — the one place a host's answer is read.
+     */
+    const call = <P, A, I>(
+      target: Target,
+      command: HostCommand<P, A, I>,
+      payload: P,
+      options: { readonly sudo?: boolean } = {}
+    ): Effect.Effect<RemoteAnswer<A>, RemoteCtlFailed | RemoteAnswerInvalid> =>
+      Effect.gen(function* () {
+        const reply = yield* runParsed(target, command.argv(payload), command.timeoutMs(payload), options)
+        const answer = yield* Schema.decodeUnknown(command.answer)(reply.json).pipe(
+          Effect.mapError(
+            (error) =>
+              new RemoteAnswerInvalid({
+                target: target.name,
+                operation: command.operation,
+                exitCode: reply.exitCode,
+                detail: `${target.name} answered an unknown document to ${command.operation}: ${error.message.split("\n")[0]}`
+              })
+          )
+        )
+        return { exitCode: reply.exitCode, answer }
+      })
+
+    return { target, spec, call, ctl } as const
   }),
   dependencies: [FleetConfig.Default]
 }) {}

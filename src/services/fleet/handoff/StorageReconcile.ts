@@ -1,5 +1,6 @@
 import { Clock, Effect } from "effect"
 import { type ReconcilePhase, StorageReconciliationFailed } from "../../../contracts/fleet/Handoff.js"
+import { StoragePhaseOperation } from "../../../contracts/fleet/HostAgent.js"
 import {
   type HandoffReceipt,
   type HandoffReport,
@@ -25,10 +26,6 @@ import { runtimeValue } from "./RuntimePointer.js"
 import { diffManifests, manifestOf } from "./TreeManifest.js"
 
 const OPEN_TRANSACTION_TTL = "30 days"
-/** How long the control plane waits for a target's answer to a phase (Run and Rollback answer once started). */
-const PHASE_TIMEOUT_MS = 120_000
-/** Finalize reads A's whole tree on the target. */
-const FINALIZE_TIMEOUT_MS = 1_800_000
 
 type Files = ReturnType<typeof HandoffFiles>
 type Storage = typeof StorageDeclaration.Type
@@ -294,32 +291,19 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
     const throughChannel = (target: Target, transaction: string, phase: ReconcilePhase) =>
       Effect.gen(function* () {
         const ask = (id: string, asked: ReconcilePhase) =>
-          remote
-            .runJson(
-              target,
-              [
-                "host",
-                "storage-root-reconcile",
-                target.name,
-                "--transaction",
-                id,
-                "--phase",
-                asked,
-                "--here",
-                "--json"
-              ],
-              asked === "finalize" ? FINALIZE_TIMEOUT_MS : PHASE_TIMEOUT_MS
+          remote.call(target, StoragePhaseOperation, { target: target.name, transaction: id, phase: asked }).pipe(
+            Effect.mapError((e) =>
+              e._tag === "RemoteAnswerInvalid"
+                ? failed(`${target.name} answered no report`)
+                : failed(`${target.name} could not be asked: ${e.detail}`)
+            ),
+            Effect.flatMap(({ answer }) =>
+              "error" in answer
+                ? Effect.fail(failed(`${target.name}: ${answer.error.detail}`))
+                : // The report travels whole, as the target wrote it (a HandoffReport: the wire keeps it unknown).
+                  Effect.succeed(answer as ReconcileAnswer)
             )
-            .pipe(
-              Effect.mapError((e) => failed(`${target.name} could not be asked: ${e.detail}`)),
-              Effect.flatMap((reply) => {
-                const json = reply.json as Partial<ReconcileAnswer> & { error?: { code?: string; detail?: string } }
-                if (json.error !== undefined)
-                  return Effect.fail(failed(`${target.name}: ${json.error.detail ?? json.error.code ?? "failed"}`))
-                if (json.exit_code === undefined) return Effect.fail(failed(`${target.name} answered no report`))
-                return Effect.succeed(json as ReconcileAnswer)
-              })
-            )
+          )
         const ended = (reply: ReconcileAnswer) => {
           const state = reportState(reply.report)
           return state === "rolled_back" || state === "complete"

@@ -4,10 +4,11 @@ import { HostBeacon } from "../../../contracts/fleet/Beacon.js"
 import { thisHostName } from "../../platform/AppConfig.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { beaconKey } from "../beacon/Beacon.js"
+import { PROBE_BUDGET } from "../HostAgentLocal.js"
 import type { FleetRegistrySnapshot } from "../registry/Registry.js"
 import type { ServiceDeclaration, Target } from "../registry/Schema.js"
 import { decideUnit, type EndpointEvidence, type UnitDecision } from "./Decision.js"
-import { HostUnits, PROBE_BUDGET } from "./HostUnits.js"
+import { HostUnits } from "./HostUnits.js"
 import { type EndpointProbeResult, type ServiceEvidence, summarize } from "./ServiceReport.js"
 
 type Declaration = typeof ServiceDeclaration.Type

@@ -1,5 +1,6 @@
 import { Effect, Option, Schema } from "effect"
 import * as Yaml from "yaml"
+import type { RunnerUnitAnswer } from "../../../contracts/fleet/HostAgent.js"
 import { Vault } from "../../platform/vault/Vault.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import { RegistryWriter } from "../registry/RegistryWriter.js"
@@ -205,7 +206,7 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
         steps.push(
           ...(unit._tag === "Left"
             ? [{ step: "service", result: "failed", detail: unit.left.detail }]
-            : serviceSteps(unit.right.json, "removed"))
+            : serviceSteps(unit.right.answer, "removed"))
         )
         const script = yield* host
           .script(target, removeScript(layout, { keepAccount }), {
@@ -361,7 +362,7 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
         steps.push(
           ...(unit._tag === "Left"
             ? [{ step: "service", result: "failed", detail: unit.left.detail }]
-            : serviceSteps(unit.right.json, "started"))
+            : serviceSteps(unit.right.answer, "started"))
         )
         if (failed(steps)) return yield* rollBack
 
@@ -420,8 +421,8 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
           deviations.push(`gateway.url says ${gatewayUrl}, not ${layout.gatewayUrl}`)
         if (agentId !== layout.agentId) deviations.push(`agent.id says ${agentId}, not ${layout.agentId}`)
         const unit = yield* host.unit(target, "show").pipe(Effect.either)
-        const service = unit._tag === "Left" ? { error: unit.left.detail } : unit.right.json
-        const units = (service as { units?: ReadonlyArray<{ name: string; state?: { active_state?: string } }> }).units
+        const service = unit._tag === "Left" ? { error: unit.left.detail } : unit.right.answer
+        const units = "units" in service ? service.units : undefined
         if (units === undefined) deviations.push(`service: ${unit._tag === "Left" ? unit.left.detail : "unreadable"}`)
         for (const u of units ?? [])
           if (u.state?.active_state !== "active")
@@ -519,21 +520,12 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
 }) {}
 
 /** A `unit … --here` answer as steps: `service` for the runner's unit, `gateway-service` for the gateway's. */
-const serviceSteps = (json: unknown, done: string): ReadonlyArray<RunnerStep> => {
-  const answer = json as {
-    ok?: boolean
-    units?: ReadonlyArray<{
-      name?: string
-      change?: string
-      state?: { active_state?: string | null; main_pid?: number | null; manager?: string }
-    }>
-    error?: { detail?: string }
-  }
-  if (answer.ok !== true || answer.units === undefined)
-    return [{ step: "service", result: "failed", detail: answer.error?.detail ?? "no answer" }]
+const serviceSteps = (answer: RunnerUnitAnswer, done: string): ReadonlyArray<RunnerStep> => {
+  if (!("ok" in answer) || !answer.ok)
+    return [{ step: "service", result: "failed", detail: "error" in answer ? answer.error.detail : "no answer" }]
   return answer.units.map((unit) => ({
-    step: unit.name?.startsWith("precheck-gateway-") ? "gateway-service" : "service",
+    step: unit.name.startsWith("precheck-gateway-") ? "gateway-service" : "service",
     result: unit.change ?? done,
-    detail: `${unit.state?.manager ?? "?"}: ${unit.state?.active_state ?? "?"}${unit.state?.main_pid ? `, pid ${unit.state.main_pid}` : ""}`
+    detail: `${unit.state.manager}: ${unit.state.active_state ?? "?"}${unit.state.main_pid ? `, pid ${unit.state.main_pid}` : ""}`
   }))
 }

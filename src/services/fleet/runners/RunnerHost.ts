@@ -1,4 +1,5 @@
 import { Effect, Schema } from "effect"
+import { RunnerUnitOperation, type RunnerUnitVerb } from "../../../contracts/fleet/HostAgent.js"
 import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
 import { redactValues } from "../../platform/Redact.js"
 import { RemoteCtl } from "../RemoteCtl.js"
@@ -88,11 +89,9 @@ export class RunnerHost extends Effect.Service<RunnerHost>()("fleet/RunnerHost",
       })
 
     /** `ctl host precheck-runner unit <verb> <target> --here --json` on the host, as root. */
-    const unit = (target: Target, verb: "ensure" | "remove" | "show") =>
+    const unit = (target: Target, verb: RunnerUnitVerb) =>
       remote
-        .runJson(target, ["host", "precheck-runner", "unit", verb, target.name, "--here", "--json"], 120_000, {
-          sudo: !asRoot(target)
-        })
+        .call(target, RunnerUnitOperation, { verb, target: target.name }, { sudo: !asRoot(target) })
         .pipe(Effect.mapError((error) => unavailable(target, error.detail)))
 
     return { script, unit } as const

@@ -1,6 +1,7 @@
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { Effect, Layer } from "effect"
+import { UnitCommandFailed, UnitPreflightRejected } from "../../../contracts/fleet/HostAgent.js"
 import {
   type DeclaredUnit,
   emptyUnitState,
@@ -9,9 +10,7 @@ import {
   runCommand,
   ServiceManager,
   stagedInstall,
-  UnitCommandFailed,
   type UnitHost,
-  UnitPreflightRejected,
   unitName,
   unitOperations
 } from "./ServiceManager.js"

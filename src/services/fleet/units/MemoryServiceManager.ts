@@ -1,12 +1,11 @@
 import { Effect, Layer } from "effect"
 import type { UnitState } from "../../../contracts/fleet/Beacon.js"
+import { UnitCommandFailed, UnitPreflightRejected } from "../../../contracts/fleet/HostAgent.js"
 import {
   type DeclaredUnit,
   emptyUnitState,
   ServiceManager,
-  UnitCommandFailed,
   type UnitHost,
-  UnitPreflightRejected,
   unitName,
   unitOperations
 } from "./ServiceManager.js"

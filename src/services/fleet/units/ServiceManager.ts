@@ -1,8 +1,9 @@
 import { execFile } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { Context, Duration, Effect, Schema } from "effect"
+import { Context, Duration, Effect } from "effect"
 import type { UnitState } from "../../../contracts/fleet/Beacon.js"
+import { UnitCommandFailed, type UnitPreflightRejected } from "../../../contracts/fleet/HostAgent.js"
 import { childEnv } from "../../platform/ChildEnv.js"
 import { fileDigest } from "../../platform/Digest.js"
 import type { UnitDefinition } from "./UnitRender.js"
@@ -13,19 +14,6 @@ export interface DeclaredUnit {
   /** The executable the unit must run (the registry's `program`), hashed on disk when declared. */
   readonly program?: string | undefined
 }
-
-/** A command that changes the host failed there, or its postcondition did not hold: feeds the breaker. */
-export class UnitCommandFailed extends Schema.TaggedError<UnitCommandFailed>()("UnitCommandFailed", {
-  unit: Schema.String,
-  command: Schema.String,
-  detail: Schema.String
-}) {}
-
-/** The rendered definition did not pass the manager's own check; nothing on the host changed. */
-export class UnitPreflightRejected extends Schema.TaggedError<UnitPreflightRejected>()("UnitPreflightRejected", {
-  unit: Schema.String,
-  detail: Schema.String
-}) {}
 
 /** What an ensure did, and the unit as read back afterwards. */
 export interface EnsureResult {

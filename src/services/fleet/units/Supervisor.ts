@@ -3,6 +3,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { Config, Effect, Layer } from "effect"
+import { UnitCommandFailed, UnitPreflightRejected } from "../../../contracts/fleet/HostAgent.js"
 import { AppConfig } from "../../platform/AppConfig.js"
 import { childEnv } from "../../platform/ChildEnv.js"
 import { sha256Hex } from "../../platform/Digest.js"
@@ -14,9 +15,7 @@ import {
   liveProcess,
   ServiceManager,
   stagedInstall,
-  UnitCommandFailed,
   type UnitHost,
-  UnitPreflightRejected,
   unitName,
   unitOperations
 } from "./ServiceManager.js"

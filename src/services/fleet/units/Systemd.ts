@@ -1,5 +1,6 @@
 import * as fs from "node:fs/promises"
 import { Config, Effect, Layer } from "effect"
+import { UnitCommandFailed, UnitPreflightRejected } from "../../../contracts/fleet/HostAgent.js"
 import {
   type DeclaredUnit,
   emptyUnitState,
@@ -8,9 +9,7 @@ import {
   runCommand,
   ServiceManager,
   stagedInstall,
-  UnitCommandFailed,
   type UnitHost,
-  UnitPreflightRejected,
   unitName,
   unitOperations
 } from "./ServiceManager.js"

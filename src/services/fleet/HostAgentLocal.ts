@@ -1,0 +1,47 @@
+import { Duration, Effect } from "effect"
+import type { EndpointProbe } from "../../contracts/fleet/HostAgent.js"
+import { type ChannelSpec, HostChannel } from "../platform/hostchannel/HostChannel.js"
+import { collectBeacon } from "./beacon/BeaconWriter.js"
+import type { HostAgentOn } from "./HostAgent.js"
+import type { Target } from "./registry/Schema.js"
+import { ServiceManager } from "./units/ServiceManager.js"
+
+/** How long an endpoint probe may take (the sweep's per-probe budget, like a gates read). */
+export const PROBE_BUDGET = Duration.seconds(5)
+
+/** Whether `url` answers HTTP at all (any status is an observation); refused, timed out or unresolvable is not. */
+export const probeUrl = (url: string, budget: Duration.DurationInput = PROBE_BUDGET) =>
+  Effect.promise(async (): Promise<EndpointProbe> => {
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(Duration.toMillis(budget)), redirect: "manual" })
+      await response.body?.cancel()
+      return "observed"
+    } catch {
+      return "unreachable"
+    }
+  })
+
+/** `uname -srm` through the host's channel: the kernel, or null when it could not be read. */
+export const kernelThrough = (channel: HostChannel["Type"], spec: ChannelSpec) =>
+  channel.run(spec, { argv: ["uname", "-srm"], timeoutMs: 30_000 }).pipe(
+    Effect.map((r) => (r.exitCode === 0 ? new TextDecoder().decode(r.stdout).trim() : null)),
+    Effect.orElseSucceed(() => null)
+  )
+
+/**
+ * The host agent of this host: its own service manager, probes and beacon writer, in-process — what the host's
+ * `ctl … --here` runs when the control plane asks it through its channel.
+ */
+export const makeLocalHostAgent = Effect.gen(function* () {
+  const manager = yield* ServiceManager
+  const channel = yield* HostChannel
+  return (target: Target): HostAgentOn => ({
+    inspect: (unit) => manager.inspect(unit),
+    ensure: (definition) => manager.ensure(definition),
+    kick: (definition) => manager.kick(definition),
+    reassertTimer: (unit) => manager.reassertTimer(unit),
+    probe: (url) => probeUrl(url),
+    beacon: collectBeacon(target).pipe(Effect.provideService(ServiceManager, manager)),
+    kernel: kernelThrough(channel, { kind: "local", target: target.name })
+  })
+})
