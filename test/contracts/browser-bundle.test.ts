@@ -5,7 +5,7 @@ import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { promisify } from "node:util"
 import { HttpServer } from "@effect/platform"
-import { assert, describe, it, layer } from "@effect/vitest"
+import { assert, describe, expect, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { HttpTest } from "../support/http.js"
 
@@ -16,14 +16,12 @@ const root = fileURLToPath(new URL("../..", import.meta.url))
 const esbuild = path.join(root, "node_modules/.bin/esbuild")
 const run = promisify(execFile)
 
-const bundle = (entry: string, outfile: string) =>
+const bundle = (entry: string, outfile: string, ...more: ReadonlyArray<string>) =>
   Effect.promise(() =>
     run(
       esbuild,
-      [entry, "--bundle", "--platform=browser", "--format=esm", `--outfile=${outfile}`, "--log-level=error"],
-      {
-        cwd: root
-      }
+      [entry, "--bundle", "--platform=browser", "--format=esm", `--outfile=${outfile}`, "--log-level=error", ...more],
+      { cwd: root }
     )
   )
 
@@ -43,6 +41,28 @@ describe("keel/clients in a browser bundle", () => {
           assert.include(code, name)
         }
         assert.notMatch(code, /\b(from|require\()\s*["'](node:|better-sqlite3|simple-git)/)
+        fs.rmSync(dir, { recursive: true, force: true })
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.effect(
+    "the package's keel/clients (dist/src/clients.js, as npm run build emits it) is made of the contracts alone",
+    () =>
+      Effect.gen(function* () {
+        const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"))
+        const entry = pkg.exports["./clients"].import as string
+        const dir = scratch()
+        const metafile = path.join(dir, "meta.json")
+        yield* bundle(entry, path.join(dir, "clients.js"), `--metafile=${metafile}`)
+        const inputs = Object.keys(JSON.parse(fs.readFileSync(metafile, "utf8")).inputs as Record<string, unknown>)
+        // Keel's own inputs (the packages it reaches are effect's and @effect/platform's: the test above).
+        const keel = inputs.filter((input) => input.startsWith("dist/"))
+        expect(keel).toContain("dist/src/clients.js")
+        expect(keel).toContain("dist/src/contracts/product/Api.js")
+        expect(
+          keel.filter((input) => input !== "dist/src/clients.js" && !input.startsWith("dist/src/contracts/"))
+        ).toEqual([])
         fs.rmSync(dir, { recursive: true, force: true })
       }),
     { timeout: 120_000 }
