@@ -8,6 +8,11 @@ import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
 import { HandoffEngineInProcess } from "../actors/StorageHandoff.js"
 import { HostAgentLive } from "../services/fleet/HostAgentLive.js"
+import {
+  type MemoryHostAgent as MemoryAgent,
+  MemoryHostAgent,
+  makeMemoryHostAgent
+} from "../services/fleet/HostAgentMemory.js"
 import { HandoffQueueLocal } from "../services/fleet/handoff/HandoffQueue.js"
 import { StorageReconcile } from "../services/fleet/handoff/StorageReconcile.js"
 import { TargetQueue } from "../services/fleet/handoff/TargetQueue.js"
@@ -193,6 +198,13 @@ export const HandoffTest = (
  * empty exit 0) and recorded in `calls`, instead of a hand-rolled `Layer.succeed(HostChannel, …)`.
  */
 export const HostChannelTest = (memory: MemoryChannel = makeMemoryHostChannel()) => MemoryHostChannel(memory)
+
+/**
+ * Each target's host agent in memory (`makeMemoryHostAgent()`: a memory service manager per target, endpoint
+ * answers, silent hosts), with `HostUnits` on it: the control plane's side of the protocol without a process.
+ */
+export const HostAgentMemoryTest = (memory: MemoryAgent = makeMemoryHostAgent()) =>
+  HostUnitsLive.pipe(Layer.provideMerge(MemoryHostAgent(memory)))
 export { LocalExecHostChannel, makeMemoryHostChannel }
 
 /**
