@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { TickInProgressProblem } from "../fleet/Reconciler.js"
+import { TickInProgress } from "../fleet/Reconciler.js"
 import { FleetAuth, RequiredAction } from "./FleetAuth.js"
 
 /** What operators look at, over HTTP: the same services and the same JSON as `ctl host gates` and `ctl overview`. */
@@ -58,7 +58,7 @@ export class FleetApi extends HttpApiGroup.make("fleet")
       .addSuccess(
         Schema.Unknown.annotations({ description: "The tick's report, as `ctl optimize run --json` prints it" })
       )
-      .addError(TickInProgressProblem)
+      .addError(TickInProgress)
       .annotate(
         OpenApi.Description,
         "Runs one reconciliation tick now (what `ctl optimize run` asks the control plane for). Needs service-ensure."

@@ -1,11 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import {
-  CancelledJobSchema,
-  QueueDrainTimedOutProblem,
-  StorageUndeclaredProblem,
-  TargetPauseSchema
-} from "../fleet/Handoff.js"
+import { CancelledJobSchema, QueueDrainTimedOut, StorageUndeclared, TargetPauseSchema } from "../fleet/Handoff.js"
 import { RequestStruct } from "../shared/RequestSchema.js"
 import { FleetAuth, RequiredAction } from "./FleetAuth.js"
 
@@ -48,7 +43,7 @@ export class HandoffQueueApi extends HttpApiGroup.make("handoffQueue")
       .addSuccess(
         Schema.Struct({ target: Schema.String, transaction: Schema.String, cancelled: Schema.Array(Schema.String) })
       )
-      .addError(QueueDrainTimedOutProblem)
+      .addError(QueueDrainTimedOut)
       .annotate(
         OpenApi.Description,
         "Pauses the target's queue, waits at most timeout_seconds (capped by its storage.drain_timeout_seconds) for its running jobs, then cancels its queued jobs (handoff_cancelled, the transaction). Needs storage-queue."
@@ -71,6 +66,6 @@ export class HandoffQueueApi extends HttpApiGroup.make("handoffQueue")
         "The target's jobs the transaction's drain cancelled, as they are now. Needs storage-queue."
       )
   )
-  .addError(StorageUndeclaredProblem)
+  .addError(StorageUndeclared)
   .middleware(FleetAuth)
   .annotate(OpenApi.Title, "Handoff queue") {}

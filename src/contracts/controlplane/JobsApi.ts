@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { JobKeyReusedProblem, JobNotFound, JobOutputPage, JobView } from "../fleet/Jobs.js"
+import { JobKeyReused, JobNotFound, JobOutputPage, JobView } from "../fleet/Jobs.js"
 import { IntegerFromString, RequestStruct } from "../shared/RequestSchema.js"
 import { FleetAuth, RequiredAction } from "./FleetAuth.js"
 
@@ -22,7 +22,7 @@ export class JobsApi extends HttpApiGroup.make("jobs")
         })
       )
       .addSuccess(JobView, { status: 202 })
-      .addError(JobKeyReusedProblem)
+      .addError(JobKeyReused)
       .annotate(
         OpenApi.Description,
         "Queues argv on the target (a repeat with the same idempotency_key answers the same job). Needs job-submit for the target."

@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { ProbeStarted, ProbeStatus, WorkflowNotFound } from "../fleet/Probe.js"
-import { ReleaseRunNotFound, ReleaseRunStarted, ReleaseRunStatus } from "../fleet/ReleaseRuns.js"
+import { ReleaseRunNotFound, ReleaseRunStarted, ReleaseRunStatus, RunId } from "../fleet/ReleaseRuns.js"
 import { ObjectStoreError, StorageFenced } from "../shared/ObjectErrors.js"
 import { RequestStruct } from "../shared/RequestSchema.js"
 import { FleetAuth, RequiredAction } from "./FleetAuth.js"
@@ -51,7 +51,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
   .add(
     HttpApiEndpoint.post("startReleaseRun", "/workflows/release-run")
       .annotate(RequiredAction, "release-submit")
-      .setPayload(RequestStruct({ run_id: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{32}$/)) }))
+      .setPayload(RequestStruct({ run_id: RunId }))
       .addSuccess(ReleaseRunStarted, { status: 202 })
       .addError(ReleaseRunNotFound)
       .annotate(

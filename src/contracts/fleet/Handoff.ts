@@ -62,9 +62,12 @@ export const CancelledJobSchema = Schema.Struct({
   transaction: Schema.NullOr(Schema.String)
 })
 
-/** A target's running jobs outlasted the drain's bounded wait (the target's pause stays: the caller restores it). */
-export class QueueDrainTimedOutProblem extends Schema.TaggedError<QueueDrainTimedOutProblem>()(
-  "QueueDrainTimedOutProblem",
+/**
+ * A target's running jobs outlasted the drain's bounded wait (the target's pause stays: the caller restores it).
+ * The queue fails with it, the handoff sees it, the queue endpoint answers it (409).
+ */
+export class QueueDrainTimedOut extends Schema.TaggedError<QueueDrainTimedOut>()(
+  "QueueDrainTimedOut",
   {
     code: Schema.Literal("QUEUE_DRAIN_TIMED_OUT"),
     target: Schema.String,
@@ -75,8 +78,80 @@ export class QueueDrainTimedOutProblem extends Schema.TaggedError<QueueDrainTime
 ) {}
 
 /** The target is not in the registry, or declares no `storage`: it has no handoff and so no handoff queue. */
-export class StorageUndeclaredProblem extends Schema.TaggedError<StorageUndeclaredProblem>()(
-  "StorageUndeclaredProblem",
+export class StorageUndeclared extends Schema.TaggedError<StorageUndeclared>()(
+  "StorageUndeclared",
   { code: Schema.Literal("STORAGE_UNDECLARED"), target: Schema.String, detail: Schema.String },
   HttpApiSchema.annotations({ status: 404 })
 ) {}
+
+const RECONCILE_FIELDS = ["target", "transaction", "phase"] as const
+
+/** A query field sent exactly once, not empty (the reconcile path's rule: each message is the answer's detail). */
+const sentOnce = (name: string) =>
+  Schema.Array(Schema.String).pipe(
+    Schema.filter((values) =>
+      values.length === 0
+        ? `${name} is required`
+        : values.length > 1
+          ? `${name} is given ${values.length} times`
+          : values[0] === ""
+            ? `${name} is empty`
+            : true
+    ),
+    Schema.transform(Schema.String, {
+      strict: true,
+      decode: (values) => values[0] ?? "",
+      encode: (value) => [value]
+    })
+  )
+
+/** Only the three fields, in the order they were first sent (an unknown one is named, at most 80 characters). */
+const OnlyReconcileFields = Schema.Record({ key: Schema.String, value: Schema.Array(Schema.String) }).pipe(
+  Schema.filter((query) => {
+    const unknown = Object.keys(query).find((name) => !(RECONCILE_FIELDS as ReadonlyArray<string>).includes(name))
+    return (
+      unknown === undefined ||
+      `unknown query field ${JSON.stringify(unknown).slice(0, 80)}: only target, transaction, phase`
+    )
+  })
+)
+
+const ReconcileFields = Schema.Struct({
+  target: sentOnce("target"),
+  transaction: sentOnce("transaction"),
+  phase: sentOnce("phase")
+})
+
+/**
+ * The storage-root reconcile path's query (docs/handoff.md, "Endpoints"), decoded from each field's values as
+ * sent: exactly `target`, `transaction`, `phase`, once each and non-empty; a transaction id; a phase of the
+ * method (GET: status; POST: run, resume, rollback, finalize). Each refusal's message is the 400's detail.
+ */
+export const ReconcileQuery = (method: "GET" | "POST") =>
+  OnlyReconcileFields.pipe(
+    Schema.transform(Schema.encodedSchema(ReconcileFields), {
+      strict: false,
+      decode: (query) => ({
+        target: query.target ?? [],
+        transaction: query.transaction ?? [],
+        phase: query.phase ?? []
+      }),
+      encode: (fields) => fields
+    }),
+    Schema.compose(ReconcileFields),
+    Schema.filter((fields) =>
+      !TRANSACTION_ID.test(fields.transaction)
+        ? `transaction must be ${TRANSACTION_ID_RULE}`
+        : !(ReconcilePhases as ReadonlyArray<string>).includes(fields.phase)
+          ? `phase must be one of ${ReconcilePhases.join(", ")}`
+          : method === "GET" && fields.phase !== "status"
+            ? `GET takes phase=status; ${fields.phase} is a POST`
+            : method === "POST" && fields.phase === "status"
+              ? "phase=status is a GET"
+              : true
+    ),
+    Schema.transform(
+      Schema.Struct({ target: Schema.String, transaction: Schema.String, phase: Schema.Literal(...ReconcilePhases) }),
+      { strict: false, decode: (fields) => fields, encode: (fields) => fields }
+    )
+  )

@@ -34,11 +34,11 @@ export const JobOutputPage = Schema.Struct({
 })
 
 /**
- * The idempotency key names another job (another kind, target or command); `job` names it only when the caller's
- * grant covers that job's target.
+ * An idempotency key already names a job with another kind, target or command: nothing was queued. `job` names it
+ * only to a caller that may know that job (JobQueue.submitAs: the grant covers its target).
  */
-export class JobKeyReusedProblem extends Schema.TaggedError<JobKeyReusedProblem>()(
-  "JobKeyReusedProblem",
+export class JobKeyReused extends Schema.TaggedError<JobKeyReused>()(
+  "JobKeyReused",
   { code: Schema.Literal("JOB_KEY_REUSED"), job: Schema.optional(Schema.String), detail: Schema.String },
   HttpApiSchema.annotations({ status: 409 })
 ) {}

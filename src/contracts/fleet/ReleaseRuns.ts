@@ -1,8 +1,9 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 
-/** A release run id: 32 lowercase hexadecimal digits (it names objects under release-runs/). */
-export const RUN_ID = /^[0-9a-f]{32}$/
+/** A release run id: 32 lowercase hexadecimal digits. It names objects (release-runs/<id>/): nothing else is one. */
+export const RunId = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{32}$/), Schema.brand("RunId"))
+export type RunId = typeof RunId.Type
 
 export class ReleaseRunNotFound extends Schema.TaggedError<ReleaseRunNotFound>()(
   "ReleaseRunNotFound",

@@ -1,29 +1,18 @@
 import { randomUUID } from "node:crypto"
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Effect, Exit, Option, Stream } from "effect"
+import { Cause, Effect, Exit, Option, ParseResult, Schema, Stream } from "effect"
 import { ControlPlaneApi } from "../../contracts/controlplane/Api.js"
 import { CurrentGrant } from "../../contracts/controlplane/FleetAuth.js"
 import { AuthorityUnavailable } from "../../contracts/fleet/Authority.js"
 import { FleetProbe } from "../../contracts/fleet/FleetProbe.js"
-import {
-  InvalidReconcileRequest,
-  QueueDrainTimedOutProblem,
-  type ReconcilePhase,
-  ReconcilePhases,
-  StorageUndeclaredProblem,
-  TRANSACTION_ID,
-  TRANSACTION_ID_RULE
-} from "../../contracts/fleet/Handoff.js"
-import { JobKeyReusedProblem } from "../../contracts/fleet/Jobs.js"
+import { InvalidReconcileRequest, ReconcileQuery } from "../../contracts/fleet/Handoff.js"
 import { WorkflowNotFound } from "../../contracts/fleet/Probe.js"
-import { TickInProgressProblem } from "../../contracts/fleet/Reconciler.js"
 import { ReleaseRunWorkflow } from "../../contracts/fleet/ReleaseRun.js"
-import { ReleaseRunNotFound } from "../../contracts/fleet/ReleaseRuns.js"
 import { InvalidObjectKey, ObjectStoreError } from "../../contracts/shared/ObjectErrors.js"
 import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
 import { Gates } from "../../services/fleet/gates/Gates.js"
 import { StorageReconcile } from "../../services/fleet/handoff/StorageReconcile.js"
-import { type StorageUndeclared, TargetQueue } from "../../services/fleet/handoff/TargetQueue.js"
+import { TargetQueue } from "../../services/fleet/handoff/TargetQueue.js"
 import { JobQueue } from "../../services/fleet/jobs/JobQueue.js"
 import { jobView } from "../../services/fleet/jobs/JobView.js"
 import { ObjectAccess } from "../../services/fleet/objects/ObjectAccess.js"
@@ -211,10 +200,6 @@ export const FleetLive = HttpApiBuilder.group(ControlPlaneApi, "fleet", (handler
       .handle("runServices", () =>
         reconciler.tick("manual").pipe(
           Effect.catchTags({
-            TickInProgress: (busy) =>
-              Effect.fail(
-                new TickInProgressProblem({ code: "TICK_IN_PROGRESS", holder: busy.holder, detail: busy.detail })
-              ),
             FleetRegistryUnavailable: registryUnavailable,
             FleetRegistryInvalid: registryUnavailable,
             // Only a converge names one service; a tick cannot fail this way.
@@ -229,24 +214,7 @@ export const FleetLive = HttpApiBuilder.group(ControlPlaneApi, "fleet", (handler
 export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", (handlers) =>
   Effect.gen(function* () {
     const runs = yield* RunRecords
-    const recordOf = (runId: string) =>
-      Effect.gen(function* () {
-        // A run id names objects: what is not one (32 hexadecimal digits) names no run, and is never looked up.
-        if (!/^[0-9a-f]{32}$/.test(runId))
-          return yield* new ReleaseRunNotFound({
-            code: "RELEASE_RUN_NOT_FOUND",
-            run_id: runId.slice(0, 80),
-            detail: "no such release run: a run id is 32 hexadecimal digits"
-          })
-        const found = yield* runs.read(runId).pipe(Effect.orDie)
-        if (Option.isNone(found))
-          return yield* new ReleaseRunNotFound({
-            code: "RELEASE_RUN_NOT_FOUND",
-            run_id: runId,
-            detail: `no release run ${runId} (release-runs/${runId}/run.json)`
-          })
-        return found.value.record
-      })
+    const recordOf = runs.recordOf
     return handlers
       .handle("startProbe", ({ payload }) =>
         Effect.gen(function* () {
@@ -323,11 +291,18 @@ export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", 
   })
 )
 
-const RECONCILE_FIELDS = ["target", "transaction", "phase"] as const
+/** A query's values by name, in the order the names were first sent (`+` a space, percent-decoded). */
+const queryValues = (url: string) => {
+  const seen: Record<string, Array<string>> = {}
+  for (const [name, value] of new URLSearchParams(url.includes("?") ? url.slice(url.indexOf("?") + 1) : ""))
+    (seen[name] ??= []).push(value)
+  return seen
+}
 
 /**
- * The reconcile request's rules, checked on the raw request: exactly `target`, `transaction` and `phase`, once
- * each and non-empty; no body (a Content-Length above 0, or chunked); the method fits the phase.
+ * The reconcile request, checked on the raw request (the route declares no query: its rules answer
+ * `INVALID_RECONCILE_REQUEST`, not the decoder's `VALIDATION_FAILED`): no body (a Content-Length above 0, or
+ * chunked), then the query as ReconcileQuery decodes it, the first rule it breaks as the detail.
  */
 const reconcileRequest = (method: "GET" | "POST") =>
   Effect.gen(function* () {
@@ -336,27 +311,9 @@ const reconcileRequest = (method: "GET" | "POST") =>
     const length = request.headers["content-length"]
     if ((length !== undefined && Number(length) > 0) || request.headers["transfer-encoding"] !== undefined)
       return yield* bad("the reconcile path takes no body")
-    const query = new URLSearchParams(request.url.includes("?") ? request.url.slice(request.url.indexOf("?") + 1) : "")
-    const seen = new Map<string, Array<string>>()
-    for (const [name, value] of query) seen.set(name, [...(seen.get(name) ?? []), value])
-    for (const name of seen.keys())
-      if (!(RECONCILE_FIELDS as ReadonlyArray<string>).includes(name))
-        return yield* bad(`unknown query field ${JSON.stringify(name).slice(0, 80)}: only target, transaction, phase`)
-    const fields: Record<string, string> = {}
-    for (const name of RECONCILE_FIELDS) {
-      const values = seen.get(name) ?? []
-      if (values.length === 0) return yield* bad(`${name} is required`)
-      if (values.length > 1) return yield* bad(`${name} is given ${values.length} times`)
-      if (values[0] === "") return yield* bad(`${name} is empty`)
-      fields[name] = values[0]!
-    }
-    if (!TRANSACTION_ID.test(fields.transaction!)) return yield* bad(`transaction must be ${TRANSACTION_ID_RULE}`)
-    const phase = fields.phase as ReconcilePhase
-    if (!(ReconcilePhases as ReadonlyArray<string>).includes(phase))
-      return yield* bad(`phase must be one of ${ReconcilePhases.join(", ")}`)
-    if (method === "GET" && phase !== "status") return yield* bad(`GET takes phase=status; ${phase} is a POST`)
-    if (method === "POST" && phase === "status") return yield* bad("phase=status is a GET")
-    return { target: fields.target!, transaction: fields.transaction!, phase }
+    return yield* Schema.decodeUnknown(ReconcileQuery(method))(queryValues(request.url)).pipe(
+      Effect.mapError((error) => bad(ParseResult.ArrayFormatter.formatErrorSync(error)[0]?.message ?? error.message))
+    )
   })
 
 /** The storage-root handoff's endpoints: its action (ReconcileAuth, 401), the request's rules (400), the target, the phase. */
@@ -380,9 +337,8 @@ export const StorageLive = HttpApiBuilder.group(ControlPlaneApi, "storage", (han
 export const HandoffQueueLive = HttpApiBuilder.group(ControlPlaneApi, "handoffQueue", (handlers) =>
   Effect.gen(function* () {
     const queue = yield* TargetQueue
+    // A registry the queue could not read answers as every unreadable registry does (503).
     const problems = {
-      StorageUndeclared: (e: StorageUndeclared) =>
-        Effect.fail(new StorageUndeclaredProblem({ code: "STORAGE_UNDECLARED", target: e.target, detail: e.detail })),
       HandoffQueueUnavailable: (e: { readonly detail: string }) =>
         Effect.fail(new AuthorityUnavailable({ code: "REGISTRY_UNAVAILABLE", detail: e.detail }))
     }
@@ -403,20 +359,9 @@ export const HandoffQueueLive = HttpApiBuilder.group(ControlPlaneApi, "handoffQu
       .handle("drain", ({ path, payload }) =>
         Effect.gen(function* () {
           yield* grantForHost(path.target)
-          const cancelled = yield* queue.drain(path.target, payload.transaction, payload.timeout_seconds).pipe(
-            Effect.catchTags({
-              ...problems,
-              HandoffDrainTimedOut: (e) =>
-                Effect.fail(
-                  new QueueDrainTimedOutProblem({
-                    code: "QUEUE_DRAIN_TIMED_OUT",
-                    target: path.target,
-                    running: e.running,
-                    detail: e.detail
-                  })
-                )
-            })
-          )
+          const cancelled = yield* queue
+            .drain(path.target, payload.transaction, payload.timeout_seconds)
+            .pipe(Effect.catchTags(problems))
           return { target: path.target, transaction: payload.transaction, cancelled }
         })
       )
@@ -438,29 +383,11 @@ export const JobsLive = HttpApiBuilder.group(ControlPlaneApi, "jobs", (handlers)
       .handle("submit", ({ payload }) =>
         Effect.gen(function* () {
           yield* grantForHost(payload.target)
-          const job = yield* queue
-            .submit({
-              kind: payload.kind,
-              target: payload.target,
-              argv: payload.argv,
-              idempotencyKey: payload.idempotency_key
-            })
-            .pipe(
-              Effect.catchTag("JobKeyReused", (e) =>
-                Effect.gen(function* () {
-                  // Another target's job is not this caller's to learn about (its id, target or command).
-                  const other = yield* queue.get(e.job).pipe(Effect.option)
-                  const visible =
-                    Option.isSome(other) && (yield* grantForHost(other.value.target).pipe(Effect.isSuccess))
-                  return yield* visible
-                    ? new JobKeyReusedProblem({ code: "JOB_KEY_REUSED", job: e.job, detail: e.detail })
-                    : new JobKeyReusedProblem({
-                        code: "JOB_KEY_REUSED",
-                        detail: `idempotency key ${payload.idempotency_key ?? ""} names another job`
-                      })
-                })
-              )
-            )
+          const job = yield* queue.submitAs(
+            { kind: payload.kind, target: payload.target, argv: payload.argv, idempotencyKey: payload.idempotency_key },
+            // Another target's job is not this caller's to learn about (its id, target or command).
+            (target) => Effect.isSuccess(grantForHost(target))
+          )
           return jobView(job)
         })
       )

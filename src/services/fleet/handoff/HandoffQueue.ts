@@ -1,15 +1,10 @@
 import { Context, Effect, Layer, Schema } from "effect"
+import type { QueueDrainTimedOut } from "../../../contracts/fleet/Handoff.js"
 import type { CancelledJob } from "../../../contracts/fleet/StorageHandoff.js"
 import { JobQueue, type TargetPause } from "../jobs/JobQueue.js"
 
 /** The queue could not be asked (the control plane did not answer, or refused): nothing changed there. */
 export class HandoffQueueUnavailable extends Schema.TaggedError<HandoffQueueUnavailable>()("HandoffQueueUnavailable", {
-  detail: Schema.String
-}) {}
-
-/** The target's running jobs did not finish within the drain's bounded wait (its pause stays: restore it). */
-export class HandoffDrainTimedOut extends Schema.TaggedError<HandoffDrainTimedOut>()("HandoffDrainTimedOut", {
-  running: Schema.Array(Schema.String),
   detail: Schema.String
 }) {}
 
@@ -29,7 +24,7 @@ export class HandoffQueue extends Context.Tag("fleet/HandoffQueue")<
       target: string,
       transaction: string,
       timeoutMillis: number
-    ) => Effect.Effect<ReadonlyArray<string>, HandoffDrainTimedOut | HandoffQueueUnavailable>
+    ) => Effect.Effect<ReadonlyArray<string>, QueueDrainTimedOut | HandoffQueueUnavailable>
     readonly cancelledBy: (
       target: string,
       transaction: string
@@ -55,13 +50,7 @@ export const HandoffQueueLocal = Layer.effect(
       setPause: queue.setTargetPause,
       drain: (target, transaction, timeoutMillis) =>
         Effect.gen(function* () {
-          yield* queue
-            .drainTarget(target, timeoutMillis)
-            .pipe(
-              Effect.catchTag("QueueDrainTimedOut", (e) =>
-                Effect.fail(new HandoffDrainTimedOut({ running: e.running, detail: e.detail }))
-              )
-            )
+          yield* queue.drainTarget(target, timeoutMillis)
           yield* queue.cancelQueuedOn(target, HANDOFF_CANCELLED, transaction)
           // Every job this transaction cancelled, also by an attempt that died before it was recorded.
           return (yield* cancelledBy(target, transaction)).map((job) => job.id)

@@ -1,9 +1,10 @@
 import { Effect, Layer } from "effect"
+import { QueueDrainTimedOut } from "../../../contracts/fleet/Handoff.js"
 import type { CancelledJob } from "../../../contracts/fleet/StorageHandoff.js"
 import { FleetConfig } from "../FleetConfig.js"
 import type { TargetPause } from "../jobs/JobQueue.js"
 import { configuredAccess } from "../objects/ObjectApiClient.js"
-import { HandoffDrainTimedOut, HandoffQueue, HandoffQueueUnavailable } from "./HandoffQueue.js"
+import { HandoffQueue, HandoffQueueUnavailable } from "./HandoffQueue.js"
 
 /** How much longer than the drain's own bound the worker waits for the control plane's answer. */
 const ANSWER_MARGIN_MILLIS = 30_000
@@ -74,7 +75,9 @@ export const HandoffQueueRemote = Layer.effect(
             timeoutMillis + ANSWER_MARGIN_MILLIS
           )
           if (result.status === 409 && result.answer.code === "QUEUE_DRAIN_TIMED_OUT")
-            return yield* new HandoffDrainTimedOut({
+            return yield* new QueueDrainTimedOut({
+              code: "QUEUE_DRAIN_TIMED_OUT",
+              target,
               running: (result.answer.running as ReadonlyArray<string> | undefined) ?? [],
               detail: String(result.answer.detail ?? "")
             })

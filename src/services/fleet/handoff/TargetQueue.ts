@@ -1,13 +1,8 @@
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
+import { StorageUndeclared } from "../../../contracts/fleet/Handoff.js"
 import type { TargetPause } from "../jobs/JobQueue.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import { HandoffQueue, HandoffQueueUnavailable } from "./HandoffQueue.js"
-
-/** The target is not a registry target with a declared storage: it has no handoff, so no queue to hand over. */
-export class StorageUndeclared extends Schema.TaggedError<StorageUndeclared>()("StorageUndeclared", {
-  target: Schema.String,
-  detail: Schema.String
-}) {}
 
 /**
  * A target's queue as its storage handoff uses it (docs/control-plane.md, the queue endpoints): only for a target
@@ -27,6 +22,7 @@ export class TargetQueue extends Effect.Service<TargetQueue>()("fleet/TargetQueu
         const storage = snapshot.registry.targets.find((t) => t.name === target)?.storage
         if (storage === undefined)
           return yield* new StorageUndeclared({
+            code: "STORAGE_UNDECLARED",
             target,
             detail: `${target} is not a registry target with a declared storage`
           })

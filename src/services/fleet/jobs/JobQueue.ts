@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Option, Schema } from "effect"
-import { JobNotFound, type JobState } from "../../../contracts/fleet/Jobs.js"
+import { Clock, Effect, Option } from "effect"
+import { QueueDrainTimedOut } from "../../../contracts/fleet/Handoff.js"
+import { JobKeyReused, JobNotFound, type JobState } from "../../../contracts/fleet/Jobs.js"
 import { retryBusy, sqlDefect } from "../../platform/Database.js"
 import { SqlDirect } from "../../platform/SqlDirect.js"
 
@@ -65,20 +66,6 @@ const toJob = (row: JobRow): Job => ({
   cancelRef: row.cancel_ref ?? null,
   idempotencyKey: row.idempotency_key ?? null
 })
-
-/** An idempotency key already names a job with another kind, target or command: nothing was queued. */
-export class JobKeyReused extends Schema.TaggedError<JobKeyReused>()("JobKeyReused", {
-  code: Schema.Literal("JOB_KEY_REUSED"),
-  job: Schema.String,
-  detail: Schema.String
-}) {}
-
-/** A target's queue did not drain (its running jobs did not finish) within the bounded wait. */
-export class QueueDrainTimedOut extends Schema.TaggedError<QueueDrainTimedOut>()("QueueDrainTimedOut", {
-  target: Schema.String,
-  running: Schema.Array(Schema.String),
-  detail: Schema.String
-}) {}
 
 /** A target's own pause as it was: absent (never set), or set to a value — restored exactly. */
 export type TargetPause = { readonly set: false } | { readonly set: true; readonly paused: boolean }
@@ -378,6 +365,7 @@ const queueControl = (sql: Sql, reads: ReturnType<typeof jobReads>) => {
         if (running.length === 0) return
         if ((yield* Clock.currentTimeMillis) >= deadline)
           return yield* new QueueDrainTimedOut({
+            code: "QUEUE_DRAIN_TIMED_OUT",
             target,
             running,
             detail: `${running.length} job(s) still running on ${target} after ${timeoutMillis} ms`
@@ -388,6 +376,29 @@ const queueControl = (sql: Sql, reads: ReturnType<typeof jobReads>) => {
 
   return { pause: setPaused(true), resume: setPaused(false), drain, targetPause, setTargetPause, drainTarget } as const
 }
+
+type Submit = ReturnType<typeof jobLifecycle>["submit"]
+
+/**
+ * `submit` for a caller who may not know every job (the jobs API): a key that names another job names it (`job`)
+ * only when `mayKnow` holds for that job's target; otherwise the refusal says only that the key names another job,
+ * never its id, target or command.
+ */
+const submitAs =
+  (submit: Submit, get: ReturnType<typeof jobReads>["get"]) =>
+  <R>(job: Parameters<Submit>[0], mayKnow: (target: string) => Effect.Effect<boolean, never, R>) =>
+    submit(job).pipe(
+      Effect.catchTag("JobKeyReused", (reused) =>
+        Effect.gen(function* () {
+          const other = reused.job === undefined ? Option.none() : yield* get(reused.job).pipe(Effect.option)
+          if (Option.isSome(other) && (yield* mayKnow(other.value.target))) return yield* reused
+          return yield* new JobKeyReused({
+            code: "JOB_KEY_REUSED",
+            detail: `idempotency key ${job.idempotencyKey ?? ""} names another job`
+          })
+        })
+      )
+    )
 
 /**
  * The durable job queue on the application database. A claim is one UPDATE … RETURNING, so two
@@ -400,7 +411,13 @@ export class JobQueue extends Effect.Service<JobQueue>()("fleet/JobQueue", {
     const sql = yield* SqlClient.SqlClient
     const direct = yield* SqlDirect
     const reads = jobReads(sql)
-    return { ...jobLifecycle(sql, direct), ...reads, ...queueControl(sql, reads) } as const
+    const lifecycle = jobLifecycle(sql, direct)
+    return {
+      ...lifecycle,
+      ...reads,
+      ...queueControl(sql, reads),
+      submitAs: submitAs(lifecycle.submit, reads.get)
+    } as const
   }),
   dependencies: [SqlDirect.Default]
 }) {}

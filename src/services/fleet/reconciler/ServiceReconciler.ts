@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { Clock, Effect, Option, Schema } from "effect"
 import * as Yaml from "yaml"
+import { TickInProgress } from "../../../contracts/fleet/Reconciler.js"
 import { thisHostName } from "../../platform/AppConfig.js"
 import { Leases } from "../../platform/Leases.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
@@ -59,11 +60,6 @@ const PreviousReport = Schema.Struct({
     Schema.Struct({ target: Schema.String, name: Schema.String, decision: Schema.Struct({ state: Schema.String }) })
   )
 })
-
-export class TickInProgress extends Schema.TaggedError<TickInProgress>()("TickInProgress", {
-  holder: Schema.String,
-  detail: Schema.String
-}) {}
 
 export class UnknownService extends Schema.TaggedError<UnknownService>()("UnknownService", {
   detail: Schema.String
@@ -368,6 +364,7 @@ export class ServiceReconciler extends Effect.Service<ServiceReconciler>()("flee
         const lease = yield* leases.acquire(TICK_LEASE, holder, "15 minutes").pipe(Effect.either)
         if (lease._tag === "Left")
           return yield* new TickInProgress({
+            code: "TICK_IN_PROGRESS",
             holder: lease.left._tag === "LeaseHeld" ? lease.left.holder : "",
             detail: lease.left.detail
           })

@@ -1,4 +1,5 @@
 import { Effect, Option, Schema } from "effect"
+import { ReleaseRunNotFound, RunId } from "../../../contracts/fleet/ReleaseRuns.js"
 import { sha256Hex } from "../../platform/Digest.js"
 import { ObjectStore } from "../../platform/objects/ObjectStore.js"
 import { canonicalBytes, canonicalJson } from "./CanonicalJson.js"
@@ -95,6 +96,25 @@ export class RunRecords extends Effect.Service<RunRecords>()("fleet/RunRecords",
         Option.map((found) => ({ record: decode(found.bytes), sha256: found.sha256 }))
       )
 
+    /** The record of a run named from outside: a run id names objects, so what is not one names no run (404). */
+    const recordOf = (runId: string) =>
+      Effect.gen(function* () {
+        if (!Schema.is(RunId)(runId))
+          return yield* new ReleaseRunNotFound({
+            code: "RELEASE_RUN_NOT_FOUND",
+            run_id: runId.slice(0, 80),
+            detail: "no such release run: a run id is 32 hexadecimal digits"
+          })
+        const found = yield* read(runId).pipe(Effect.orDie)
+        if (Option.isNone(found))
+          return yield* new ReleaseRunNotFound({
+            code: "RELEASE_RUN_NOT_FOUND",
+            run_id: runId,
+            detail: `no release run ${runId} (release-runs/${runId}/run.json)`
+          })
+        return found.value.record
+      })
+
     /** The run of these inputs: created now, or the one a previous submit created (then `created` is false). */
     const open = (inputs: RunInputs, now: string, steps: RunRecord["steps"] = {}, state: RunState = "submitted") =>
       Effect.gen(function* () {
@@ -153,6 +173,6 @@ export class RunRecords extends Effect.Service<RunRecords>()("fleet/RunRecords",
         return next
       })
 
-    return { open, read, update } as const
+    return { open, read, recordOf, update } as const
   })
 }) {}
