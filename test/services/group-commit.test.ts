@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Data, Effect, Exit, Layer } from "effect"
-import { type DirectStatements, GroupCommit, SqlDirect, SqlTest } from "keel"
+import { Cause, Data, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { type DirectStatements, GroupCommit, makeGroupCommit, SqlDirect, SqlTest } from "keel"
 
 class Refused extends Data.TaggedError("Refused")<{}> {}
 
@@ -136,5 +136,75 @@ describe("GroupCommit: writes submitted together share one transaction", () => {
       assert.strictEqual(outcome(exit), "fail Refused")
       assert.deepStrictEqual(yield* counters, [])
     }).pipe(Effect.provide(GroupTest))
+  )
+})
+
+describe("makeGroupCommit: the group-commit kernel of product writes and trades", () => {
+  it.live(
+    "what one partition receives in one turn is one commit, in arrival order; partitions and maxGroup split groups",
+    () =>
+      Effect.gen(function* () {
+        const commits: Array<[string, ReadonlyArray<number>]> = []
+        const groups = yield* makeGroupCommit<string, number, number, never>({
+          commit: (partition, items) =>
+            Effect.sync(() => {
+              commits.push([partition, items])
+              return items.map((item) => Exit.succeed(item * 10))
+            }),
+          maxGroup: 3
+        })
+        const answers = yield* Effect.all(
+          [1, 2, 3, 4].map((n) => groups.submit("a", n)).concat([groups.submit("b", 5)]),
+          { concurrency: "unbounded" }
+        )
+        assert.deepStrictEqual(answers, [10, 20, 30, 40, 50])
+        assert.deepStrictEqual(commits, [
+          ["a", [1, 2, 3]],
+          ["a", [4]],
+          ["b", [5]]
+        ])
+      }).pipe(Effect.scoped)
+  )
+
+  it.live("serial: what arrives while a group commits waits for it and forms the next group", () =>
+    Effect.gen(function* () {
+      const commits: Array<ReadonlyArray<number>> = []
+      const release = yield* Deferred.make<void>()
+      const groups = yield* makeGroupCommit<"w", number, number, never>({
+        commit: (_partition, items) =>
+          Effect.gen(function* () {
+            commits.push(items)
+            if (commits.length === 1) yield* Deferred.await(release)
+            return items.map((item) => Exit.succeed(item))
+          }),
+        serial: true
+      })
+      const first = yield* Effect.fork(groups.submit("w", 1))
+      yield* Effect.yieldNow().pipe(Effect.repeatN(50))
+      yield* Effect.sleep("10 millis")
+      const later = yield* Effect.fork(Effect.all([groups.submit("w", 2), groups.submit("w", 3)], { concurrency: 2 }))
+      yield* Effect.sleep("10 millis")
+      // The second group has not started while the first one commits.
+      assert.deepStrictEqual(commits, [[1]])
+      yield* Deferred.succeed(release, undefined)
+      assert.strictEqual(yield* Fiber.join(first), 1)
+      assert.deepStrictEqual(yield* Fiber.join(later), [2, 3])
+      assert.deepStrictEqual(commits, [[1], [2, 3]])
+    }).pipe(Effect.scoped)
+  )
+
+  it.live("closing the scope that built it interrupts the groups in flight, and their callers are answered", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const started = yield* Deferred.make<void>()
+      const groups = yield* makeGroupCommit<string, number, number, never>({
+        commit: () => Effect.zipRight(Deferred.succeed(started, undefined), Effect.never)
+      }).pipe(Scope.extend(scope))
+      const caller = yield* Effect.fork(groups.submit("p", 1))
+      yield* Deferred.await(started)
+      yield* Scope.close(scope, Exit.void)
+      const exit = yield* Fiber.await(caller)
+      assert.isTrue(Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause))
+    })
   )
 })

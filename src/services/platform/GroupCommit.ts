@@ -1,13 +1,17 @@
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
-import { type Cause, Effect, Exit, Runtime } from "effect"
+import { type Cause, Effect, Exit } from "effect"
+import { makeGroupCommit } from "./hot/GroupCommit.js"
 import { type DirectStatements, SqlDirect } from "./SqlDirect.js"
 
-interface Pending {
-  readonly body: (db: DirectStatements) => Effect.Effect<unknown, unknown>
-  /** Resumes the waiting caller (a plain callback: a `Deferred` per write cost ≈ 6 µs in the assignment's profile). */
-  readonly done: (exit: Exit.Exit<unknown, unknown>) => void
-}
+/** A write: its SQL, run inside the group's transaction (it may run twice: see `commitGroup`). */
+type Write = (db: DirectStatements) => Effect.Effect<unknown, unknown>
+
+/** Every write of a group failed with `cause` (the group's transaction did not commit: none of it happened). */
+const failAll = (
+  group: ReadonlyArray<Write>,
+  cause: Cause.Cause<unknown>
+): ReadonlyArray<Exit.Exit<unknown, unknown>> => group.map(() => Exit.failCause(cause))
 
 /**
  * Group commit for small hot-path writes (an assignment and its exposure): the writes submitted while the
@@ -18,28 +22,14 @@ interface Pending {
  * join. A commit that fails fails the whole group (none of it happened).
  */
 export class GroupCommit extends Effect.Service<GroupCommit>()("platform/GroupCommit", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const direct = yield* SqlDirect
-    const runtime = yield* Effect.runtime<never>()
-    let queue: Array<Pending> = []
-    let scheduled = false
-
-    const settle = (group: ReadonlyArray<Pending>, exits: ReadonlyArray<Exit.Exit<unknown, unknown>>) =>
-      group.forEach((pending, i) => {
-        pending.done(exits[i] ?? Exit.die("lost"))
-      })
-    const failAll = (group: ReadonlyArray<Pending>, cause: Cause.Cause<unknown>) => {
-      for (const pending of group) pending.done(Exit.failCause(cause))
-    }
 
     /** Each write in its own savepoint of the group's transaction: a failed write undoes only itself. */
-    const isolated = (group: ReadonlyArray<Pending>) =>
-      direct.transaction(Effect.forEach(group, (pending) => Effect.exit(direct.transaction(pending.body)))).pipe(
-        Effect.matchCause({
-          onFailure: (cause) => failAll(group, cause),
-          onSuccess: (exits) => settle(group, exits)
-        })
-      )
+    const isolated = (group: ReadonlyArray<Write>) =>
+      direct
+        .transaction(Effect.forEach(group, (body) => Effect.exit(direct.transaction(body))))
+        .pipe(Effect.catchAllCause((cause) => Effect.succeed(failAll(group, cause))))
 
     /**
      * The common case first: every write straight into the group's transaction, without a savepoint each
@@ -47,61 +37,34 @@ export class GroupCommit extends Effect.Service<GroupCommit>()("platform/GroupCo
      * back — none of it happened — and the group is applied again, each write isolated in its savepoint: a
      * body may run twice, so it holds nothing but its SQL. A commit that fails fails the whole group.
      */
-    const commitGroup = (group: ReadonlyArray<Pending>) => {
+    const commitGroup = (_partition: "writes", group: ReadonlyArray<Write>) => {
       let bodyFailed = false
       const flagFailure = Effect.sync(() => {
         bodyFailed = true
       })
       return direct
         .transaction((db) =>
-          Effect.forEach(group, (pending) =>
+          Effect.forEach(group, (body) =>
             Effect.onError(
-              Effect.suspend(() => pending.body(db)),
+              Effect.suspend(() => body(db)),
               () => flagFailure
             )
           )
         )
         .pipe(
           Effect.matchCauseEffect({
-            onSuccess: (values) =>
-              Effect.sync(() =>
-                settle(
-                  group,
-                  values.map((value) => Exit.succeed(value))
-                )
-              ),
+            onSuccess: (values) => Effect.succeed(values.map((value) => Exit.succeed(value))),
             // A failed commit fails the group; so does a write's failure when it was alone (its rollback undid
             // it already); a write's failure among others re-applies the group, isolated.
-            onFailure: (cause) =>
-              bodyFailed && group.length > 1 ? isolated(group) : Effect.sync(() => failAll(group, cause))
+            onFailure: (cause): Effect.Effect<ReadonlyArray<Exit.Exit<unknown, unknown>>> =>
+              bodyFailed && group.length > 1 ? isolated(group) : Effect.succeed(failAll(group, cause))
           })
         )
     }
 
-    const drain = () => {
-      const group = queue
-      queue = []
-      Runtime.runFork(runtime)(
-        commitGroup(group).pipe(
-          Effect.ensuring(
-            Effect.sync(() => {
-              if (queue.length > 0) setImmediate(drain)
-              else scheduled = false
-            })
-          )
-        )
-      )
-    }
-
-    // A caller interrupted while it waits is not resumed; its write still commits with its group.
-    const enqueue = <A, E>(body: (db: DirectStatements) => Effect.Effect<A, E>) =>
-      Effect.async<A, E | SqlError>((resume) => {
-        queue.push({ body, done: resume as Pending["done"] })
-        if (!scheduled) {
-          scheduled = true
-          setImmediate(drain)
-        }
-      })
+    // One group at a time: the writes share one connection. A caller interrupted while it waits is not
+    // resumed; its write still commits with its group.
+    const groups = yield* makeGroupCommit({ commit: commitGroup, serial: true })
 
     /**
      * Runs `body` inside the next group's transaction and answers once that transaction has committed.
@@ -111,7 +74,9 @@ export class GroupCommit extends Effect.Service<GroupCommit>()("platform/GroupCo
      */
     const submit = <A, E>(body: (db: DirectStatements) => Effect.Effect<A, E>): Effect.Effect<A, E | SqlError> =>
       Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (open) =>
-        open._tag === "Some" ? direct.transaction(body) : enqueue(body)
+        open._tag === "Some"
+          ? direct.transaction(body)
+          : (groups.submit("writes", body as Write) as Effect.Effect<A, E | SqlError>)
       )
 
     return { submit } as const
