@@ -50,6 +50,7 @@ export {
   ChatApi,
   CoinApi,
   CoinHistoryResult,
+  ExactNumbers,
   MarketGate,
   MarketplaceApi,
   StreamApi,
@@ -58,6 +59,7 @@ export {
 } from "./contracts/market/Api.js"
 // Contracts: wire schemas, tagged errors, the actor protocols
 export * from "./contracts/market/Errors.js"
+export * from "./contracts/market/JsonNumbers.js"
 export * from "./contracts/market/MarketAgent.js"
 export * from "./contracts/market/Money.js"
 export type { Principal } from "./contracts/market/Principal.js"
@@ -88,6 +90,7 @@ export * from "./contracts/vault/Schemas.js"
 export * from "./http/BodyLimit.js"
 export * from "./http/ClientError.js"
 export * from "./http/FastPath.js"
+export { ExactNumbersLive } from "./http/marketplace/ExactNumbers.js"
 export { endpointClass, MarketGateLive } from "./http/marketplace/Gate.js"
 export { tradeFastPath } from "./http/marketplace/TradeFastPath.js"
 export * from "./http/Problem.js"
@@ -268,7 +271,6 @@ export * from "./services/platform/hostchannel/ChannelLive.js"
 export * from "./services/platform/hostchannel/HostChannel.js"
 export { runProcess } from "./services/platform/hostchannel/Process.js"
 export * from "./services/platform/hot/GroupCommit.js"
-export * from "./services/platform/JsonNumbers.js"
 export * from "./services/platform/Leases.js"
 export * from "./services/platform/Logging.js"
 export * from "./services/platform/LoopbackTrust.js"

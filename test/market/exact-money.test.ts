@@ -134,3 +134,40 @@ layer(HttpTest(), { timeout: "120 seconds", excludeTestServices: true })("exact 
     })
   )
 })
+
+/**
+ * A JSON number's decimal text reaches the order through the contract (`ExactNumbers` reads the body, the
+ * `AmountInput` schema carries the text), on the route and on the fast path alike: 0.1000000009999999999 is
+ * 0.100000001 as a double, and exactly 0.1 coin (rounded down to 9 decimals) as written.
+ */
+const exactText = (ticker: string, n: number) =>
+  Effect.gen(function* () {
+    yield* launchAgent(ticker)
+    const w = yield* fundedWallet(n, "100")
+    const buy = yield* call("POST", `/api/tokens/${ticker}/buy`, {
+      bearer: w.key,
+      headers: { "idempotency-key": "text-1" },
+      rawBody: `{"user_id":"${w.address}","amount":0.1000000009999999999,"min_tokens_out":1e-9}`
+    })
+    assert.strictEqual(buy.status, 200, JSON.stringify(buy.body))
+    assert.strictEqual(buy.body.coin_spent_str, "0.1")
+    // The same key with the double's own text is another request (the fingerprint reads the text as written).
+    const other = yield* call("POST", `/api/tokens/${ticker}/buy`, {
+      bearer: w.key,
+      headers: { "idempotency-key": "text-1" },
+      rawBody: `{"user_id":"${w.address}","amount":0.100000001,"min_tokens_out":1e-9}`
+    })
+    assert.strictEqual(other.status, 422, JSON.stringify(other.body))
+    assert.strictEqual(other.body.code, "IDEMPOTENCY_KEY_REUSED")
+  })
+
+layer(HttpTest({ env: { KEEL_FAST_PATHS: "false" } }), { timeout: "120 seconds", excludeTestServices: true })(
+  "exact money through the HttpApi route",
+  (it) => {
+    it.effect("a JSON number's decimal text is the amount, not its double", () => exactText("ROUTE", 4230))
+  }
+)
+
+layer(HttpTest(), { timeout: "120 seconds", excludeTestServices: true })("exact money through the fast path", (it) => {
+  it.effect("a JSON number's decimal text is the amount, not its double", () => exactText("FASTX", 4231))
+})

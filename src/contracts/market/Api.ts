@@ -1,4 +1,12 @@
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, OpenApi } from "@effect/platform"
+import {
+  HttpApi,
+  HttpApiEndpoint,
+  HttpApiGroup,
+  HttpApiMiddleware,
+  HttpApiSchema,
+  HttpServerRequest,
+  OpenApi
+} from "@effect/platform"
 import { Context, Schema } from "effect"
 import { problemOpenApi } from "../shared/ProblemContract.js"
 import {
@@ -217,6 +225,18 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   .middleware(MarketGate)
   .annotate(OpenApi.Title, "Agents") {}
 
+/** The body members that hold money: a trade's body is read keeping their JSON numbers' decimal text. */
+export const MONEY_FIELDS = ["amount", "min_tokens_out", "min_coin_out"] as const
+
+/**
+ * The trade endpoints decode their JSON body as `parseJsonExact(text, MONEY_FIELDS)` reads it: a money member
+ * written as a JSON number reaches `AmountInput` as a `JsonNumber`, its decimal text beside its double. The
+ * server's implementation provides the request whose `json` reads so (`http/marketplace/ExactNumbers.ts`).
+ */
+export class ExactNumbers extends HttpApiMiddleware.Tag<ExactNumbers>()("market/ExactNumbers", {
+  provides: HttpServerRequest.HttpServerRequest
+}) {}
+
 /** A buy's body: the wallet, the coin to spend, the least to receive, fill-or-kill. */
 export const BuyPayload = StrictRequestStruct({
   user_id: WalletAddress,
@@ -278,6 +298,7 @@ export class TokensApi extends HttpApiGroup.make("tokens")
       "Sells `amount` tokens of the wallet `user_id` for coin. Trading class."
     )
   )
+  .middleware(ExactNumbers)
   .middleware(MarketGate)
   .annotate(OpenApi.Title, "Tokens") {}
 

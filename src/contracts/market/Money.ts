@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { JsonNumber } from "./JsonNumbers.js"
 
 /**
  * Money on the wire (docs/marketplace.md, "Money is exact"): what a request may write an amount as, and the
@@ -32,20 +33,36 @@ export const ExactDecimal = (description: string) =>
     }
   })
 
+/** A JSON number that kept its decimal text (`parseJsonExact`), as a schema of itself. */
+const JsonNumberFromSelf = Schema.declare((input: unknown): input is JsonNumber => input instanceof JsonNumber)
+
+/** A decoded amount: a decimal string (its own text), or a JSON number, with its decimal text when the body's was kept. */
+export type DecimalInput = number | string | JsonNumber
+
+/** A decoded amount's decimal text as written, when it was a JSON number whose text the server kept. */
+export const numberTextOf = (input: DecimalInput | undefined) => (input instanceof JsonNumber ? input.text : undefined)
+
+/** A decoded amount as a number or a decimal string (a kept JSON number's double). */
+export const decimalValueOf = <A extends DecimalInput | undefined>(input: A) =>
+  (input instanceof JsonNumber ? input.value : input) as Exclude<A, JsonNumber>
+
 /**
  * An amount as a client writes it: a JSON number, or the same text as a decimal string (`"123456789.123456789"`,
- * what a client whose numbers are doubles sends to be exact). Either way at most `MAX_AMOUNT_TEXT` characters
- * (a number's text is checked where the body's text is read, `Trades.ts`), from more than 0 (or 0) to `max`.
+ * what a client whose numbers are doubles sends to be exact), from more than 0 (or 0) to `max`. The server reads
+ * a trade's body with `parseJsonExact`, so a number arrives with its decimal text (a `JsonNumber`) and the money
+ * is converted from that text, never from the double. A string is at most `MAX_AMOUNT_TEXT` characters; a
+ * number's text is held to the same length after the wallet rule (`Trades.place`), as it always was.
  */
 export const AmountInput = (least: "positive" | "zero", max: number, description: string) => {
   const range = `${least === "positive" ? "more than 0" : "at least 0"} and at most ${max === 1e12 ? "1e12" : "1e18"}`
   const message = `must be a number or a decimal string, ${range}`
   const inRange = (n: number) => Number.isFinite(n) && (least === "positive" ? n > 0 : n >= 0) && n <= max
-  return Schema.Union(Schema.Number, Schema.String).pipe(
+  return Schema.Union(Schema.Number, Schema.String, JsonNumberFromSelf).pipe(
     Schema.annotations({ message: () => ({ message, override: true }) }),
     // The length first: a million-digit string is refused before any pattern or conversion reads it.
     Schema.filter((value) => {
       if (typeof value === "number") return inRange(value) || message
+      if (value instanceof JsonNumber) return inRange(value.value) || message
       if (value.length > MAX_AMOUNT_TEXT) return AMOUNT_TOO_LONG
       return (JSON_NUMBER_TEXT.test(value) && inRange(Number(value))) || message
     }),

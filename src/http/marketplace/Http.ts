@@ -77,15 +77,12 @@ export const TokensLive = HttpApiBuilder.group(MarketplaceApi, "tokens", (handle
     const board = yield* TokenBoard
     const trades = yield* Trades
 
-    const trade = (request: Omit<TradeRequest, "body">) =>
+    // The amounts arrive with their decimal text: the contract's `ExactNumbers` reads the body for the decoder.
+    const trade = (request: TradeRequest) =>
       Effect.gen(function* () {
         const { principal } = yield* Caller
-        // The body as sent (already read, kept by the request): money comes from the numbers' own text.
-        const body = yield* Effect.flatMap(HttpServerRequest.HttpServerRequest, (raw) => raw.text).pipe(
-          Effect.orElseSucceed(() => "")
-        )
         const outcome = yield* trades
-          .place(principal, { ...request, body })
+          .place(principal, request)
           .pipe(
             Effect.tapErrorTag("Overloaded", (error) =>
               HttpApp.appendPreResponseHandler((_request, response) =>

@@ -1,6 +1,8 @@
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Duration, Effect, Either, Schema } from "effect"
-import { BuyPayload, SellPayload, TradeHeaders } from "../../contracts/market/Api.js"
+import { BuyPayload, MONEY_FIELDS, SellPayload, TradeHeaders } from "../../contracts/market/Api.js"
+import { parseJsonExact } from "../../contracts/market/JsonNumbers.js"
+import type { DecimalInput } from "../../contracts/market/Money.js"
 import { BuyResult, SellResult, type TradeReceipt } from "../../contracts/market/Receipts.js"
 import { isTicker } from "../../contracts/market/Ticker.js"
 import { ApiKeys } from "../../services/market/ApiKeys.js"
@@ -20,8 +22,8 @@ const TRADE_ROUTE = /^\/api\/tokens\/([^/]+)\/(buy|sell)$/
 /** A side's body decoded by the contract's own schema, as the fields `Trades.place` reads. */
 interface Decoded {
   readonly user_id: string
-  readonly amount: number | string
-  readonly minimum: number | string | undefined
+  readonly amount: DecimalInput
+  readonly minimum: DecimalInput | undefined
   readonly fillOrKill: boolean | undefined
 }
 
@@ -92,7 +94,7 @@ export const tradeFastPath = Effect.gen(function* () {
       if (Either.isLeft(body)) return undefined
       let json: unknown
       try {
-        json = JSON.parse(body.right)
+        json = parseJsonExact(body.right, MONEY_FIELDS)
       } catch {
         return undefined
       }
@@ -116,8 +118,7 @@ export const tradeFastPath = Effect.gen(function* () {
           amount: payload.right.amount,
           minimum: payload.right.minimum,
           fillOrKill: payload.right.fillOrKill,
-          idempotencyKey: headers.right["idempotency-key"],
-          body: body.right
+          idempotencyKey: headers.right["idempotency-key"]
         })
         .pipe(
           Effect.either,

@@ -2,10 +2,15 @@ import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { Effect, Either } from "effect"
 import { Forbidden } from "../../contracts/market/Errors.js"
 import type { TradeOrder } from "../../contracts/market/MarketAgent.js"
-import { AMOUNT_TOO_LONG, MAX_AMOUNT_TEXT } from "../../contracts/market/Money.js"
+import {
+  AMOUNT_TOO_LONG,
+  type DecimalInput,
+  decimalValueOf,
+  MAX_AMOUNT_TEXT,
+  numberTextOf
+} from "../../contracts/market/Money.js"
 import type { Principal } from "../../contracts/market/Principal.js"
 import { sha256Hex } from "../platform/Digest.js"
-import { jsonNumberTexts } from "../platform/JsonNumbers.js"
 import { principalId } from "./ApiKeys.js"
 import { TradeSender } from "./TradeSender.js"
 import { canonicalDecimal, toUnits } from "./Units.js"
@@ -33,31 +38,23 @@ export interface TradeRequest {
   readonly ticker: string
   /** The wallet the trade is for: the caller must prove it. */
   readonly userId: string
-  /** A JSON number or a decimal string, as decoded. */
-  readonly amount: number | string
+  /** As the contract decodes it: a decimal string, or a JSON number (with its decimal text when the body's was kept). */
+  readonly amount: DecimalInput
   /** min_tokens_out (buy) or min_coin_out (sell). */
-  readonly minimum: number | string | undefined
+  readonly minimum: DecimalInput | undefined
   readonly fillOrKill?: boolean | undefined
   /** The Idempotency-Key header. */
   readonly idempotencyKey: string | undefined
-  /** The body as sent: money is converted from its numbers' own decimal text. */
-  readonly body: string
 }
 
 /** The body member that holds a side's guard. */
 const minimumField = (side: "buy" | "sell") => (side === "buy" ? "min_tokens_out" : "min_coin_out")
 
 /**
- * The source text of a decoded number member (`undefined` for a string, whose value is its text): the body's
- * last member of that name, as `JSON.parse` reads it.
- */
-const numberText = (texts: ReadonlyMap<string, string>, field: string, value: number | string | undefined) =>
-  typeof value === "number" ? texts.get(field) : undefined
-
-/**
  * A number written in more than `MAX_AMOUNT_TEXT` characters is refused as the schema refuses such a string
- * (400 VALIDATION_FAILED naming the member), before any of its digits is converted: the schema sees only the
- * double `JSON.parse` made of it, so its text is checked here, for the route and the fast path alike.
+ * (400 VALIDATION_FAILED naming the member), before any of its digits is converted. The schema holds a string to
+ * that length; a number's text is held to it here, after the wallet rule (a stranger's trade is 403 whatever
+ * its amount), for the route and the fast path alike.
  */
 const tooLong = (fields: ReadonlyArray<readonly [string, string | undefined]>) => {
   const field = fields.find(([, text]) => text !== undefined && text.length > MAX_AMOUNT_TEXT)?.[0]
@@ -134,9 +131,8 @@ export class Trades extends Effect.Service<Trades>()("market/Trades", {
       Effect.gen(function* () {
         const { principal, wallet } = yield* provenWallet(caller, request.userId)
         const guard = minimumField(request.side)
-        const texts = jsonNumberTexts(request.body)
-        const amountText = numberText(texts, "amount", request.amount)
-        const minimumText = numberText(texts, guard, request.minimum)
+        const amountText = numberTextOf(request.amount)
+        const minimumText = numberTextOf(request.minimum)
         const refused = tooLong([
           ["amount", amountText],
           [guard, minimumText]
@@ -148,8 +144,8 @@ export class Trades extends Effect.Service<Trades>()("market/Trades", {
           ticker,
           wallet,
           principal,
-          amount: request.amount,
-          minimum: request.minimum,
+          amount: decimalValueOf(request.amount),
+          minimum: decimalValueOf(request.minimum),
           amountText,
           minimumText,
           fillOrKill: request.fillOrKill,

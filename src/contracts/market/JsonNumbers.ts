@@ -63,3 +63,37 @@ export const jsonNumberTexts = (text: string): ReadonlyMap<string, string> => {
     return new Map()
   }
 }
+
+/**
+ * A JSON number as the body wrote it: the double `JSON.parse` made of it and its own decimal text. What a
+ * money member (`amount`, a trade's guard) decodes to when the server read the body with `parseJsonExact`, so
+ * the text travels through the contract's `AmountInput` to the order. Sent by a client, it is its double.
+ */
+export class JsonNumber {
+  constructor(
+    readonly value: number,
+    readonly text: string
+  ) {}
+  toJSON() {
+    return this.value
+  }
+}
+
+/**
+ * `JSON.parse(text)`, with each of the top-level object's members named in `fields` that is a number kept as a
+ * `JsonNumber` (its double and its text). Throws as `JSON.parse` does on what is not JSON.
+ */
+export const parseJsonExact = (text: string, fields: ReadonlyArray<string>): unknown => {
+  const value: unknown = JSON.parse(text)
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return value
+  const members = value as Record<string, unknown>
+  let texts: ReadonlyMap<string, string> | undefined
+  for (const field of fields) {
+    const member = members[field]
+    if (typeof member !== "number" || !Object.hasOwn(members, field)) continue
+    texts ??= jsonNumberTexts(text)
+    const source = texts.get(field)
+    if (source !== undefined) members[field] = new JsonNumber(member, source)
+  }
+  return value
+}
