@@ -46,15 +46,19 @@ export {
   AgentDetail,
   AgentSummary,
   AgentsApi,
+  AuthenticatedEndpoint,
   Caller,
   ChatApi,
   CoinApi,
   CoinHistoryResult,
+  CurrentEndpointClass,
+  type EndpointClass,
   ExactNumbers,
   MarketGate,
   MarketplaceApi,
   StreamApi,
   TokensApi,
+  TradingEndpoint,
   WalletAddress
 } from "./contracts/market/Api.js"
 // Contracts: wire schemas, tagged errors, the actor protocols
@@ -91,7 +95,7 @@ export * from "./http/BodyLimit.js"
 export * from "./http/ClientError.js"
 export * from "./http/FastPath.js"
 export { ExactNumbersLive } from "./http/marketplace/ExactNumbers.js"
-export { endpointClass, MarketGateLive } from "./http/marketplace/Gate.js"
+export { EndpointClassesLive, MarketGateLive } from "./http/marketplace/Gate.js"
 export { tradeFastPath } from "./http/marketplace/TradeFastPath.js"
 export * from "./http/Problem.js"
 export { assignFastPath } from "./http/product/AssignFastPath.js"

@@ -41,7 +41,7 @@ import {
   GroundTruthReadLive
 } from "../http/groundtruth/Http.js"
 import { ExactNumbersLive } from "../http/marketplace/ExactNumbers.js"
-import { MarketGateLive } from "../http/marketplace/Gate.js"
+import { EndpointClassesLive, MarketGateLive } from "../http/marketplace/Gate.js"
 import { AgentsLive, ChatLive, CoinLive, StreamLive, TokensLive } from "../http/marketplace/Http.js"
 import { tradeFastPath } from "../http/marketplace/TradeFastPath.js"
 import { problemMiddleware } from "../http/Problem.js"
@@ -61,7 +61,7 @@ export const SurfaceRoutes = {
   marketplace: Layer.mergeAll(
     HttpLayerRouter.addHttpApi(MarketplaceApi, { openapiPath: openApiPath("marketplace") }).pipe(
       Layer.provide([AgentsLive, TokensLive, CoinLive, ChatLive, StreamLive]),
-      Layer.provide([MarketGateLive, ExactNumbersLive])
+      Layer.provide([MarketGateLive, ExactNumbersLive, EndpointClassesLive])
     ),
     docs("marketplace")
   ),

@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { HttpTest } from "../support/http.js"
-import { call, fundedWallet, launchAgent } from "../support/market.js"
+import { call, fundedWallet, launchAgent, serverPort } from "../support/market.js"
 
 // A server of its own: the limiter's counters start empty. Live clock, so the window is real time.
 layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("rate limits per minute", (it) => {
@@ -41,6 +41,27 @@ layer(HttpTest(), { timeout: "60 seconds", excludeTestServices: true })("rate li
       const balance = yield* call("GET", `/api/coin/balance?user_id=${w.address}`, { bearer: w.key })
       assert.strictEqual(balance.status, 200)
       assert.strictEqual(balance.headers["x-ratelimit-limit"], "500")
+    })
+  )
+
+  it.effect("an endpoint's class goes with its route: HEAD of the balance is authenticated, buy/ is trading", () =>
+    Effect.gen(function* () {
+      const port = yield* serverPort
+      // The router answers a HEAD with the GET route: it needs what the GET needs.
+      const head = yield* Effect.promise(() =>
+        fetch(`http://127.0.0.1:${port}/api/coin/balance?user_id=0x${"a".repeat(40)}`, { method: "HEAD" })
+      )
+      assert.strictEqual(head.status, 401)
+      assert.strictEqual(head.headers.get("x-ratelimit-limit"), "500")
+      // The router reads `/buy/` as the buy route: a trade, with the trading class's limit and credentials.
+      const slash = yield* call("POST", "/api/tokens/LIMIT/buy/", {
+        body: { user_id: `0x${"a".repeat(40)}`, amount: 1 }
+      })
+      assert.strictEqual(slash.status, 401)
+      assert.strictEqual(slash.headers["x-ratelimit-limit"], "60")
+      const chat = yield* call("POST", "/api/chat", { body: { message: "hi", message_type: "chat" } })
+      assert.strictEqual(chat.status, 401)
+      assert.strictEqual(chat.headers["x-ratelimit-limit"], "500")
     })
   )
 

@@ -37,6 +37,29 @@ import type { Principal } from "./Principal.js"
 import { BuyResult, SellResult } from "./Receipts.js"
 import { TickerText } from "./Ticker.js"
 
+/**
+ * The seed's three rate-limit classes: trading is buy and sell, authenticated what needs a caller, public the
+ * rest. An endpoint states its class with the `Trading`/`Authenticated` markers; unmarked it is public.
+ */
+export type EndpointClass = "public" | "authenticated" | "trading"
+
+/** The class of the endpoint a request reached, as its marker states it (absent: public). */
+export class CurrentEndpointClass extends Context.Tag("market/CurrentEndpointClass")<
+  CurrentEndpointClass,
+  EndpointClass
+>() {}
+
+/** Marks an endpoint of the trading class (buy, sell): the gate counts it against the trading limit. */
+export class TradingEndpoint extends HttpApiMiddleware.Tag<TradingEndpoint>()("market/TradingEndpoint", {
+  provides: CurrentEndpointClass
+}) {}
+
+/** Marks an endpoint of the authenticated class: the gate requires credentials and counts it so. */
+export class AuthenticatedEndpoint extends HttpApiMiddleware.Tag<AuthenticatedEndpoint>()(
+  "market/AuthenticatedEndpoint",
+  { provides: CurrentEndpointClass }
+) {}
+
 /** Who the request acts for, when its endpoint class needs credentials (set by MarketGate). */
 export class Caller extends Context.Tag("market/Caller")<Caller, { readonly principal: Principal | undefined }>() {}
 
@@ -266,6 +289,7 @@ const tradeEndpoint = <const Side extends "buy" | "sell", P, PI, A, I>(
     .setPath(Schema.Struct({ ticker: TickerText }))
     .setPayload(payload)
     .setHeaders(TradeHeaders)
+    .middleware(TradingEndpoint)
     .addSuccess(success)
     .addError(AgentNotFound)
     .addError(AgentNotTrading)
@@ -305,6 +329,7 @@ export class TokensApi extends HttpApiGroup.make("tokens")
 export class CoinApi extends HttpApiGroup.make("coin")
   .add(
     HttpApiEndpoint.get("balance", "/coin/balance")
+      .middleware(AuthenticatedEndpoint)
       .setUrlParams(RequestStruct({ user_id: WalletAddress }))
       .addSuccess(Schema.Struct({ balance: Schema.Number, balance_str: exact("balance") }))
       .addError(Forbidden)
@@ -360,6 +385,7 @@ export class ChatApi extends HttpApiGroup.make("chat")
   )
   .add(
     HttpApiEndpoint.post("post", "/chat")
+      .middleware(AuthenticatedEndpoint)
       .setPayload(
         RequestStruct({
           message: DisplayText(1, 2000),

@@ -1,6 +1,12 @@
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Duration, Effect, Layer, Option } from "effect"
-import { MarketGate } from "../../contracts/market/Api.js"
+import {
+  AuthenticatedEndpoint,
+  CurrentEndpointClass,
+  type EndpointClass,
+  MarketGate,
+  TradingEndpoint
+} from "../../contracts/market/Api.js"
 import { RateLimited, Unauthorized } from "../../contracts/market/Errors.js"
 import { ApiKeys, type Principal, principalId } from "../../services/market/ApiKeys.js"
 import { MarketConfig } from "../../services/market/MarketConfig.js"
@@ -8,23 +14,6 @@ import { RateLimits } from "../../services/market/RateLimits.js"
 import { WalletAuth } from "../../services/market/WalletAuth.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import { TrustedProxies } from "../../services/platform/TrustedProxies.js"
-import { routePath } from "../RoutePath.js"
-
-export type EndpointClass = "public" | "authenticated" | "trading"
-
-const TRADE_PATH = /^\/api\/tokens\/[^/]+\/(buy|sell)$/
-
-/**
- * The seed's three rate-limit classes; trading is buy and sell, authenticated what needs a caller. `path` is
- * a `routePath`: the router's reading of the URL, so `/api/tokens/X/buy/` is a trade too.
- */
-export const endpointClass = (method: string, path: string): EndpointClass => {
-  if (method === "POST" && TRADE_PATH.test(path)) return "trading"
-  // The router answers a HEAD with the GET route: it needs what the GET needs.
-  const read = method === "GET" || method === "HEAD"
-  if ((read && path === "/api/coin/balance") || (method === "POST" && path === "/api/chat")) return "authenticated"
-  return "public"
-}
 
 /** What an API key looks like; anything else is refused before any lookup. */
 export const API_KEY_SHAPE = /^[A-Za-z0-9_-]{8,200}$/
@@ -97,7 +86,8 @@ export const MarketGateLive = Layer.effect(
 
     return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const cls = endpointClass(request.method, routePath(request.url))
+      // The endpoint's own marker (the router answers a HEAD with the GET route, and so with its class).
+      const cls = Option.getOrElse(yield* Effect.serviceOption(CurrentEndpointClass), () => "public" as const)
       // Behind a trusted proxy, the client it names; otherwise the socket's peer (headers are not evidence).
       const ip = proxies.clientAddress(Option.getOrUndefined(request.remoteAddress), request.headers)
       const credentials = cls === "public" ? undefined : yield* authenticate(request)
@@ -131,4 +121,10 @@ export const MarketGateLive = Layer.effect(
       return { principal }
     })
   })
+)
+
+/** The endpoint markers: each provides its endpoint's class to the gate, which runs inside them. */
+export const EndpointClassesLive = Layer.mergeAll(
+  Layer.succeed(TradingEndpoint, Effect.succeed("trading" as const)),
+  Layer.succeed(AuthenticatedEndpoint, Effect.succeed("authenticated" as const))
 )
