@@ -214,7 +214,8 @@ const onTarget = (target: string, pass: JanitorPassPayload["apply"] | "report", 
       "cleanup_state" in b
         ? b.cleanup_state.report === null
           ? `${target}: never_run`
-          : human(b.cleanup_state.report)
+          : // A pass an older ctl recorded is shown with the fields it has.
+            human(b.cleanup_state.report as CleanupReportDocument)
         : "error" in b
           ? `${target}: ${b.error.detail}`
           : human(b)

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
-import { HostAgent, HostAgentMemoryTest, HostUnits, makeMemoryHostAgent, type Target } from "keel"
+import { Effect, Schema } from "effect"
+import { HostAgent, HostAgentMemoryTest, HostAgentProtocol, HostUnits, makeMemoryHostAgent, type Target } from "keel"
 
 // The memory host agent (layers/Test.ts): the control plane's side of the host protocol without a process — each
 // target its own memory service manager, silent hosts and endpoint answers — and HostUnits reaching units through it.
@@ -49,5 +49,15 @@ describe("the memory host agent", () => {
       assert.strictEqual(yield* (yield* HostUnits).probe(target("forge-2"), "http://web/health"), "observed")
       assert.strictEqual(yield* agent.for(target("forge-2")).probe("http://other/health"), "unreachable")
     }).pipe(Effect.provide(HostAgentMemoryTest(memory)))
+  })
+})
+
+describe("the janitor report answer", () => {
+  it("a pass an older ctl recorded (a field added since is missing) is relayed key for key, not refused", () => {
+    const recorded = { writer: "watch", host: "forge-1", outcome: "report_only", deleted: [], zeta: 1, alpha: 2 }
+    const answer = { cleanup_state: { outcome: "report_only", report: recorded } }
+    const decoded = Schema.decodeUnknownSync(HostAgentProtocol.JanitorReportOperation.answer)(answer)
+    assert.strictEqual(JSON.stringify(decoded), JSON.stringify(answer))
+    assert.isFalse(Schema.is(HostAgentProtocol.CleanupReport)(recorded))
   })
 })

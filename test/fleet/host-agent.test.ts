@@ -298,23 +298,32 @@ describe("the host protocol: each operation over the real `ctl … --here --json
   )
 
   it(
-    "janitor report: the host's last pass, as this host's janitor records it",
+    "janitor report: the host's last pass (none, then one recorded), as this host's janitor records it",
     async () => {
-      const { local, remote } = await runtime.runPromise(
+      const { first, local, remote } = await runtime.runPromise(
         Effect.gen(function* () {
           const { remote } = yield* targets
-          const answer = yield* (yield* RemoteCtl).call(remote, HostAgentProtocol.JanitorReportOperation, {
-            target: "remote-1"
-          })
+          const ask = (yield* RemoteCtl).call(remote, HostAgentProtocol.JanitorReportOperation, { target: "remote-1" })
+          const first = (yield* ask).answer
+          assert.strictEqual(exactly(HostAgentProtocol.JanitorReportOperation.answer), 0)
+          // A pass recorded on the host (no declared policy: the reporting default, which never deletes).
+          yield* (yield* Janitor).pass({ writer: "watch", trigger: "manual" })
+          const answer = yield* ask
           assert.strictEqual(exactly(HostAgentProtocol.JanitorReportOperation.answer), 0)
           const last = yield* (yield* Janitor).lastReport
           return {
+            first,
             remote: answer.answer,
             local: { cleanup_state: { outcome: last?.outcome ?? "never_run", report: last } }
           }
         })
       )
+      assert.deepStrictEqual(first, { cleanup_state: { outcome: "never_run", report: null } })
       assert.deepStrictEqual(remote, local)
+      // A current pass decodes as the declared report, not as a record an older ctl kept.
+      assert.isTrue(
+        "cleanup_state" in remote && Schema.is(HostAgentProtocol.CleanupReport)(remote.cleanup_state.report)
+      )
     },
     TIMEOUT
   )

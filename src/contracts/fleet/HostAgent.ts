@@ -189,11 +189,17 @@ export const CleanupReport = Schema.Struct({
 })
 export type CleanupReportDocument = typeof CleanupReport.Type
 
+/**
+ * A pass recorded by an older `ctl` (a field added since is missing): relayed as the host keeps it, key for key —
+ * a host's last report must not become unreadable because the control plane's `ctl` is newer.
+ */
+export const RecordedReport = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
 /** `space report T --here --json`: the last recorded pass (null before the first). */
 export const JanitorState = Schema.Struct({
   cleanup_state: Schema.Struct({
-    outcome: JanitorOutcome,
-    report: Schema.NullOr(CleanupReport)
+    outcome: Schema.Union(JanitorOutcome, Schema.String),
+    report: Schema.NullOr(Schema.Union(CleanupReport, RecordedReport))
   })
 })
 
