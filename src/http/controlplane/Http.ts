@@ -294,8 +294,11 @@ export const WorkflowsLive = HttpApiBuilder.group(ControlPlaneApi, "workflows", 
 /** A query's values by name, in the order the names were first sent (`+` a space, percent-decoded). */
 const queryValues = (url: string) => {
   const seen: Record<string, Array<string>> = {}
-  for (const [name, value] of new URLSearchParams(url.includes("?") ? url.slice(url.indexOf("?") + 1) : ""))
-    (seen[name] ??= []).push(value)
+  for (const [name, value] of new URLSearchParams(url.includes("?") ? url.slice(url.indexOf("?") + 1) : "")) {
+    const values = seen[name] ?? []
+    values.push(value)
+    seen[name] = values
+  }
   return seen
 }
 
