@@ -1,12 +1,5 @@
-import {
-  HttpApi,
-  HttpApiEndpoint,
-  HttpApiGroup,
-  HttpApiMiddleware,
-  HttpApiSchema,
-  HttpServerRequest,
-  OpenApi
-} from "@effect/platform"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, OpenApi } from "@effect/platform"
+import type { HttpServerRequest } from "@effect/platform/HttpServerRequest"
 import { Context, Schema } from "effect"
 import { problemOpenApi } from "../shared/ProblemContract.js"
 import {
@@ -257,7 +250,11 @@ export const MONEY_FIELDS = ["amount", "min_tokens_out", "min_coin_out"] as cons
  * server's implementation provides the request whose `json` reads so (`http/marketplace/ExactNumbers.ts`).
  */
 export class ExactNumbers extends HttpApiMiddleware.Tag<ExactNumbers>()("market/ExactNumbers", {
-  provides: HttpServerRequest.HttpServerRequest
+  provides: Context.GenericTag<HttpServerRequest>(
+    // The platform's request service by its own key (what `HttpServerRequest.HttpServerRequest` is), named here
+    // without loading the server module: a contract loads only the HttpApi modules.
+    "@effect/platform/HttpServerRequest"
+  )
 }) {}
 
 /** A buy's body: the wallet, the coin to spend, the least to receive, fill-or-kill. */
