@@ -1,6 +1,9 @@
 import { Args, Command, Options } from "@effect/cli"
+import type { HttpClientError } from "@effect/platform"
 import { Console, Duration, Effect, Option } from "effect"
+import { RunId } from "../contracts/fleet/ReleaseRuns.js"
 import { FleetConfigLive, RolloutLive, ServicesLive, TagLive } from "../layers/Live.js"
+import { controlPlaneAt, fetchWithin, refusalOf, thrownBy } from "../services/fleet/objects/ControlPlaneHttp.js"
 import {
   configuredAccess,
   makeObjectApiClient,
@@ -144,27 +147,28 @@ const submitProgress = (json: boolean) => {
 const handOver = (runId: string) =>
   Effect.gen(function* () {
     const access = yield* controlPlaneAccess("release-submit")
-    const response = yield* Effect.tryPromise({
-      try: () =>
-        fetch(`${access.url}/api/workflows/release-run`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${access.token}`, "content-type": "application/json" },
-          body: JSON.stringify({ run_id: runId }),
-          signal: AbortSignal.timeout(30_000)
-        }),
-      catch: (error) => new CommandFailed({ detail: `the control plane: ${(error as Error).message}` })
-    })
-    const body = (yield* Effect.promise(() => response.json().catch(() => ({})))) as {
-      execution_id?: string
-      code?: string
-      detail?: string
-    }
-    if (response.status !== 202)
-      return yield* new CommandFailed({
-        detail: `the control plane refused the run: ${body.code ?? response.status}: ${body.detail ?? ""}`
+    const client = yield* controlPlaneAt(access.url, access.token)
+    const started = yield* client.workflows.startReleaseRun({ payload: { run_id: RunId.make(runId) } }).pipe(
+      Effect.catchAll((error) => {
+        const tag = (error as { _tag?: string })._tag
+        if (tag === "RequestError")
+          return new CommandFailed({
+            detail: `the control plane: ${thrownBy(error as HttpClientError.RequestError).message}`
+          })
+        // Any answer but 202 (refusals stay raw: ControlPlaneHttp) is a refusal, named by its code or status.
+        if (tag === "ResponseError")
+          return Effect.flatMap(refusalOf((error as HttpClientError.ResponseError).response), ({ body, status }) =>
+            Effect.fail(
+              new CommandFailed({
+                detail: `the control plane refused the run: ${body.code ?? status}: ${body.detail ?? ""}`
+              })
+            )
+          )
+        return Effect.succeed({ execution_id: "" })
       })
-    return { execution_id: body.execution_id ?? "", url: access.url }
-  })
+    )
+    return { execution_id: started.execution_id, url: access.url }
+  }).pipe(Effect.provide(fetchWithin(30_000)))
 
 const submit = Command.make(
   "submit",

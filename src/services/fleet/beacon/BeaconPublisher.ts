@@ -1,9 +1,19 @@
 import * as fs from "node:fs/promises"
+import { type HttpClient, type HttpClientError, HttpClientRequest } from "@effect/platform"
 import { Config, Data, Effect, Option, Schema } from "effect"
 import { GrantCredential } from "../../../contracts/vault/Schemas.js"
 import { isLoopbackHost, unreachable } from "../../platform/Net.js"
 import { formatIssues } from "../../platform/Validation.js"
 import { FleetConfig } from "../FleetConfig.js"
+import {
+  execute,
+  fetchWithin,
+  answerOf as read,
+  requestTo,
+  routeOf,
+  thrownBy,
+  vaultAt
+} from "../objects/ControlPlaneHttp.js"
 import { decodeBeacon } from "./Beacon.js"
 
 /** Why a publication failed, in one line; the stored beacon is untouched. */
@@ -94,19 +104,21 @@ const checkUrl = (name: string, text: string) => {
   return Effect.fail(fail("insecure_url", `${name} must use https: (http: only to a loopback address)`))
 }
 
-const request = (url: URL, init: RequestInit) =>
-  Effect.tryPromise({
-    try: async () => {
-      const response = await fetch(url, { ...init, signal: AbortSignal.timeout(15_000) })
-      const text = await response.text()
-      let body: unknown = text
-      try {
-        body = JSON.parse(text)
-      } catch {}
-      return { status: response.status, body }
-    },
-    catch: (error) => fail("backend_error", unreachable(url, error))
-  })
+/**
+ * An answer as the publication reads it: its status and its body (JSON, else its text). Refusals are answers too
+ * (ControlPlaneHttp.rawRefusals); a transport failure is backend_error; each call within 15 s.
+ */
+const answerOf = <E>(url: URL, send: Effect.Effect<{ status: number; body: unknown }, E, HttpClient.HttpClient>) =>
+  send.pipe(
+    Effect.catchAll((error) => {
+      const tag = (error as { _tag?: string })._tag
+      if (tag === "RequestError")
+        return Effect.fail(fail("backend_error", unreachable(url, thrownBy(error as HttpClientError.RequestError))))
+      if (tag === "ResponseError") return read((error as HttpClientError.ResponseError).response)
+      return Effect.fail(fail("backend_error", `${url.origin} answered what does not decode`))
+    }),
+    Effect.provide(fetchWithin(15_000))
+  )
 
 const problemDetail = (body: unknown) =>
   typeof body === "object" && body !== null && "detail" in body ? String((body as { detail: unknown }).detail) : ""
@@ -193,11 +205,15 @@ export const publishBeacon = (file: string, routing: BeaconRouting) =>
     const fileRefusal = credential.scope === undefined ? undefined : scopeRefusal(credential.scope, beacon.host)
     if (fileRefusal !== undefined) return yield* fail(...fileRefusal)
 
-    const exchanged = yield* request(new URL("/v1/vault/token", vault), {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ grant_id: credential.grant_id, consumer: credential.consumer, secret: credential.secret })
-    })
+    // The vault's typed client: the grant's three fields, as they were always sent (never its scope).
+    const exchanged = yield* answerOf(
+      vault,
+      Effect.flatMap(vaultAt(vault.origin), (client) =>
+        client.tokens.exchange({
+          payload: { grant_id: credential.grant_id, consumer: credential.consumer, secret: credential.secret }
+        })
+      ).pipe(Effect.map((token) => ({ status: 200, body: token as unknown })))
+    )
     if (exchanged.status === 401 || exchanged.status === 403)
       return yield* fail(
         "vault_refused",
@@ -213,11 +229,18 @@ export const publishBeacon = (file: string, routing: BeaconRouting) =>
     const tokenRefusal = scopeRefusal(token, beacon.host)
     if (tokenRefusal !== undefined) return yield* fail(...tokenRefusal)
 
-    const stored = yield* request(new URL("/api/host-health", controlPlane), {
-      method: "PUT",
-      headers: { "content-type": "application/json", authorization: `Bearer ${token.token}` },
-      body: text
-    })
+    // The contract's route with the file's own bytes as the body (the typed client would send its re-encoding).
+    const stored = yield* answerOf(
+      controlPlane,
+      Effect.flatMap(
+        execute(
+          requestTo(controlPlane, routeOf("hostHealth", "put"), { token: token.token }).pipe(
+            HttpClientRequest.bodyText(text, "application/json")
+          )
+        ),
+        read
+      )
+    )
     if (stored.status === 401 || stored.status === 403)
       return yield* fail(
         "control_plane_refused",

@@ -1,8 +1,8 @@
+import { FetchHttpClient, type HttpClient, type HttpClientError } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { QueueDrainTimedOut } from "../../../contracts/fleet/Handoff.js"
-import type { CancelledJob } from "../../../contracts/fleet/StorageHandoff.js"
 import { FleetConfig } from "../FleetConfig.js"
-import type { TargetPause } from "../jobs/JobQueue.js"
+import { controlPlaneAt, fetchWithin, refusalOf, thrownBy } from "../objects/ControlPlaneHttp.js"
 import { configuredAccess } from "../objects/ObjectApiClient.js"
 import { HandoffQueue, HandoffQueueUnavailable } from "./HandoffQueue.js"
 
@@ -21,73 +21,82 @@ export const HandoffQueueRemote = Layer.effect(
     const unavailable = (detail: string) => new HandoffQueueUnavailable({ detail })
     const fleet = yield* FleetConfig
 
-    const call = (target: string, path: string, init: { method: string; body?: unknown }, timeoutMillis = 30_000) =>
+    /** The queue's typed client, with a fresh token (a drain may outlast a token's life). */
+    const queueClient = Effect.gen(function* () {
+      const access = yield* configuredAccess(["KEEL_HANDOFF_GRANT_FILE", "KEEL_GRANT_FILE"]).pipe(
+        Effect.mapError((e) => unavailable(`${e.code}: ${e.detail}`)),
+        Effect.provideService(FleetConfig, fleet)
+      )
+      const base = new URL(access.controlPlaneUrl)
+      const client = yield* controlPlaneAt(base.origin, access.token).pipe(Effect.provide(FetchHttpClient.layer))
+      return { base, queue: client.handoffQueue }
+    })
+
+    /** The path's target, encoded as it always was on the wire (HttpApiClient puts a parameter in as given). */
+    const at = (target: string) => ({ target: encodeURIComponent(target) })
+
+    /** One call within `timeoutMillis`; anything but its answer is the queue being unavailable, in one line. */
+    const call = <A, E, F = never>(
+      send: (
+        queue: Effect.Effect.Success<typeof queueClient>["queue"]
+      ) => Effect.Effect<A, E | HttpClientError.HttpClientError, HttpClient.HttpClient>,
+      timeoutMillis = 30_000,
+      onRefused?: (refusal: Effect.Effect.Success<ReturnType<typeof refusalOf>>) => F | undefined
+    ) =>
       Effect.gen(function* () {
-        const access = yield* configuredAccess(["KEEL_HANDOFF_GRANT_FILE", "KEEL_GRANT_FILE"]).pipe(
-          Effect.mapError((e) => unavailable(`${e.code}: ${e.detail}`)),
-          Effect.provideService(FleetConfig, fleet)
+        const { base, queue } = yield* queueClient
+        return yield* send(queue).pipe(
+          Effect.catchAll((error): Effect.Effect<never, HandoffQueueUnavailable | F> => {
+            const tag = (error as { _tag?: string })._tag
+            if (tag === "RequestError")
+              return Effect.fail(
+                unavailable(`${base.origin}: ${thrownBy(error as HttpClientError.RequestError).message}`)
+              )
+            if (tag !== "ResponseError")
+              return Effect.fail(unavailable("the control plane answered 200 : the answer did not decode"))
+            return Effect.flatMap(refusalOf((error as HttpClientError.ResponseError).response), (refusal) =>
+              Effect.fail(
+                onRefused?.(refusal) ??
+                  unavailable(
+                    `the control plane answered ${refusal.status} ${String(refusal.body.code ?? "")}: ${String(refusal.body.detail ?? "")}`
+                  )
+              )
+            )
+          }),
+          Effect.provide(fetchWithin(timeoutMillis))
         )
-        const base = new URL(access.controlPlaneUrl)
-        const token = access.token
-        const response = yield* Effect.tryPromise({
-          try: () =>
-            fetch(new URL(`/api/fleet/queue/targets/${encodeURIComponent(target)}/${path}`, base), {
-              method: init.method,
-              headers: {
-                authorization: `Bearer ${token}`,
-                ...(init.body === undefined ? {} : { "content-type": "application/json" })
-              },
-              ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-              signal: AbortSignal.timeout(timeoutMillis)
-            }),
-          catch: (error) => unavailable(`${base.origin}: ${(error as Error).message}`)
-        })
-        const answer = (yield* Effect.promise(() => response.json().catch(() => null))) as Record<
-          string,
-          unknown
-        > | null
-        return { status: response.status, answer: answer ?? {} }
       })
 
-    const expectOk = (result: { status: number; answer: Record<string, unknown> }) =>
-      result.status === 200
-        ? Effect.succeed(result.answer)
-        : Effect.fail(
-            unavailable(
-              `the control plane answered ${result.status} ${String(result.answer.code ?? "")}: ${String(result.answer.detail ?? "")}`
-            )
-          )
-
     return {
-      pause: (target) =>
-        call(target, "pause", { method: "GET" }).pipe(
-          Effect.flatMap(expectOk),
-          Effect.map((answer) => answer.pause as TargetPause)
-        ),
+      pause: (target) => call((queue) => queue.pause({ path: at(target) })).pipe(Effect.map((answer) => answer.pause)),
       setPause: (target, pause) =>
-        call(target, "pause", { method: "PUT", body: pause }).pipe(Effect.flatMap(expectOk), Effect.asVoid),
+        call((queue) =>
+          // Each member of the union on its own: the typed request is one per payload shape.
+          pause.set
+            ? queue.setPause({ path: at(target), payload: pause })
+            : queue.setPause({ path: at(target), payload: pause })
+        ).pipe(Effect.asVoid),
       drain: (target, transaction, timeoutMillis) =>
-        Effect.gen(function* () {
-          const result = yield* call(
-            target,
-            "drain",
-            { method: "POST", body: { transaction, timeout_seconds: Math.ceil(timeoutMillis / 1000) } },
-            timeoutMillis + ANSWER_MARGIN_MILLIS
-          )
-          if (result.status === 409 && result.answer.code === "QUEUE_DRAIN_TIMED_OUT")
-            return yield* new QueueDrainTimedOut({
-              code: "QUEUE_DRAIN_TIMED_OUT",
-              target,
-              running: (result.answer.running as ReadonlyArray<string> | undefined) ?? [],
-              detail: String(result.answer.detail ?? "")
-            })
-          const answer = yield* expectOk(result)
-          return answer.cancelled as ReadonlyArray<string>
-        }),
+        call(
+          (queue) =>
+            queue.drain({
+              path: at(target),
+              payload: { transaction, timeout_seconds: Math.ceil(timeoutMillis / 1000) }
+            }),
+          timeoutMillis + ANSWER_MARGIN_MILLIS,
+          ({ body, status }) =>
+            status === 409 && body.code === "QUEUE_DRAIN_TIMED_OUT"
+              ? new QueueDrainTimedOut({
+                  code: "QUEUE_DRAIN_TIMED_OUT",
+                  target,
+                  running: (body.running as ReadonlyArray<string> | undefined) ?? [],
+                  detail: String(body.detail ?? "")
+                })
+              : undefined
+        ).pipe(Effect.map((answer) => answer.cancelled)),
       cancelledBy: (target, transaction) =>
-        call(target, `cancelled?${new URLSearchParams({ transaction })}`, { method: "GET" }).pipe(
-          Effect.flatMap(expectOk),
-          Effect.map((answer) => answer.jobs as ReadonlyArray<CancelledJob>)
+        call((queue) => queue.cancelled({ path: at(target), urlParams: { transaction } })).pipe(
+          Effect.map((answer) => answer.jobs)
         )
     }
   })

@@ -2,11 +2,30 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
-import { Config, type Duration, Effect, Option, Schedule, Schema } from "effect"
+import {
+  FetchHttpClient,
+  HttpBody,
+  type HttpClient,
+  type HttpClientError,
+  HttpClientRequest,
+  type HttpClientResponse
+} from "@effect/platform"
+import { Config, type Duration, Effect, Option, Schedule, Schema, Stream } from "effect"
+import { ObjectHeadAnswer, type ObjectListAnswer } from "../../../contracts/fleet/Objects.js"
 import { isLoopbackHost, unreachable } from "../../platform/Net.js"
 import type { ObjectHead, WriteCondition } from "../../platform/objects/ObjectStore.js"
 import { readGrantCredential } from "../beacon/BeaconPublisher.js"
 import { FleetConfig } from "../FleetConfig.js"
+import {
+  controlPlaneAt,
+  execute,
+  fetchWithin,
+  refusalOf,
+  requestTo,
+  routeOf,
+  thrownBy,
+  vaultAt
+} from "./ControlPlaneHttp.js"
 
 /**
  * A refusal or failure of the object API as another host meets it: the problem's `code` and `status` from
@@ -56,16 +75,7 @@ export const secureBase = (name: string, text: string): Effect.Effect<URL, Objec
   return Effect.fail(failure("INSECURE_URL", 0, `${name} must use https: (http: only to a loopback address)`))
 }
 
-const keyPath = (key: string) => `/api/objects/${key.split("/").map(encodeURIComponent).join("/")}`
-
-interface HeadAnswer {
-  readonly key: string
-  readonly size: number
-  readonly sha256: string
-  readonly modified_at: string
-}
-
-const toHead = (answer: HeadAnswer): ObjectHead => ({
+const toHead = (answer: typeof ObjectHeadAnswer.Type): ObjectHead => ({
   key: answer.key,
   size: answer.size,
   sha256: answer.sha256,
@@ -79,9 +89,36 @@ const conditionHeaders = (condition: WriteCondition | undefined): Record<string,
       ? { "if-none-match": "*" }
       : { "if-match": `"${condition.sha256}"` }
 
+/** The control plane's problem as a typed error: its code, status, detail and, on a 412, the current digest. */
+const problem = (response: HttpClientResponse.HttpClientResponse) =>
+  Effect.flatMap(refusalOf(response), ({ body, status }) =>
+    Effect.fail(
+      failure(
+        typeof body.code === "string" ? body.code : `HTTP_${status}`,
+        status,
+        typeof body.detail === "string" ? body.detail : `the control plane answered ${status}`,
+        body.current_sha256 === undefined ? undefined : (body.current_sha256 as string | null)
+      )
+    )
+  )
+
+/**
+ * What the typed client fails with besides the transport and a refusal (those pass through): an answer that does not
+ * decode is "not JSON", as a hand-parsed answer was. (Refusals never decode into the contract's classes here: see
+ * ControlPlaneHttp.rawRefusals.)
+ */
+const answerNotRead = <E extends { readonly _tag: string }>(
+  error: E
+): Effect.Effect<never, HttpClientError.HttpClientError | ObjectApiError> =>
+  error._tag === "RequestError" || error._tag === "ResponseError"
+    ? Effect.fail(error as unknown as HttpClientError.HttpClientError)
+    : Effect.fail(failure("CONTROL_PLANE_UNREACHABLE", 200, "the answer was not JSON"))
+
 /**
  * The object API for other hosts (KEEL_CONTROL_PLANE_URL and a vault token, as `publish-beacon` uses them):
- * typed answers, the control plane's problem codes as typed errors.
+ * typed answers, the control plane's problem codes as typed errors. The listing goes through the control plane's
+ * typed client; the object routes (`/api/objects/*`) through HttpClient on the contract's own routes, because
+ * HttpApiClient cannot fill a `*` path and their bodies stream from and to files.
  */
 export const makeObjectApiClient = (options: {
   readonly controlPlaneUrl: string
@@ -91,104 +128,101 @@ export const makeObjectApiClient = (options: {
   Effect.gen(function* () {
     const base = yield* secureBase("KEEL_CONTROL_PLANE_URL", options.controlPlaneUrl)
     const timeout = options.timeoutMs ?? 60_000
+    const typed = yield* controlPlaneAt(base.origin, options.token).pipe(Effect.provide(FetchHttpClient.layer))
 
-    const call = (path: string, init: RequestInit & { duplex?: "half" }) =>
-      Effect.tryPromise({
-        try: async (signal) => {
-          const response = await fetch(new URL(path, base), {
-            ...init,
-            headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${options.token}` },
-            signal: AbortSignal.any([signal, AbortSignal.timeout(timeout)])
-          })
-          return response
-        },
-        catch: (error) => failure("CONTROL_PLANE_UNREACHABLE", 0, unreachable(base, error))
-      })
-
-    const problem = (response: Response) =>
-      Effect.flatMap(
-        Effect.promise(() => response.text()),
-        (text) => {
-          let body: { code?: unknown; detail?: unknown; current_sha256?: unknown } = {}
-          try {
-            body = JSON.parse(text)
-          } catch {}
-          return Effect.fail(
-            failure(
-              typeof body.code === "string" ? body.code : `HTTP_${response.status}`,
-              response.status,
-              typeof body.detail === "string" ? body.detail : `the control plane answered ${response.status}`,
-              body.current_sha256 === undefined ? undefined : (body.current_sha256 as string | null)
-            )
-          )
-        }
+    /** One call: a transport failure is CONTROL_PLANE_UNREACHABLE; a 404 is `onMissing` when given, else a problem. */
+    const call = <A>(
+      send: Effect.Effect<A, HttpClientError.HttpClientError | ObjectApiError, HttpClient.HttpClient>,
+      onMissing?: () => A
+    ): Effect.Effect<A, ObjectApiError> =>
+      send.pipe(
+        Effect.catchAll((error): Effect.Effect<A, ObjectApiError> => {
+          if (error._tag === "RequestError")
+            return Effect.fail(failure("CONTROL_PLANE_UNREACHABLE", 0, unreachable(base, thrownBy(error))))
+          if (error._tag === "ResponseError")
+            return error.response.status === 404 && onMissing !== undefined
+              ? Effect.succeed(onMissing())
+              : problem(error.response)
+          return Effect.fail(error)
+        }),
+        Effect.provide(fetchWithin(timeout))
       )
 
-    const json = <A>(response: Response) =>
-      Effect.tryPromise({
-        try: () => response.json() as Promise<A>,
-        catch: () => failure("CONTROL_PLANE_UNREACHABLE", response.status, "the answer was not JSON")
-      })
+    const at = (endpoint: "get" | "head" | "put" | "delete", key: string) =>
+      requestTo(base, routeOf("objects", endpoint), { token: options.token, key })
 
     const head: ObjectApiClient["head"] = (key) =>
-      Effect.gen(function* () {
-        const response = yield* call(keyPath(key), { method: "HEAD" })
-        if (response.status === 404) return Option.none()
-        if (!response.ok) return yield* problem(response)
-        return Option.some({
-          key,
-          size: Number(response.headers.get("content-length")),
-          sha256: response.headers.get("x-object-sha256") ?? "",
-          modifiedAt: Date.parse(response.headers.get("last-modified") ?? "")
-        })
-      })
+      call(
+        Effect.map(execute(at("head", key)), (response) =>
+          Option.some({
+            key,
+            size: Number(response.headers["content-length"]),
+            sha256: response.headers["x-object-sha256"] ?? "",
+            modifiedAt: Date.parse(response.headers["last-modified"] ?? "")
+          })
+        ),
+        Option.none
+      )
 
     const get: ObjectApiClient["get"] = (key) =>
-      Effect.gen(function* () {
-        const response = yield* call(keyPath(key), { method: "GET" })
-        if (response.status === 404) return Option.none()
-        if (!response.ok) return yield* problem(response)
-        return Option.some(new Uint8Array(yield* Effect.promise(() => response.arrayBuffer())))
-      })
+      call(
+        Effect.flatMap(execute(at("get", key)), (response) =>
+          Effect.map(response.arrayBuffer, (bytes) => Option.some(new Uint8Array(bytes)))
+        ),
+        Option.none
+      )
 
     const getFile: ObjectApiClient["getFile"] = (key, file) =>
-      Effect.gen(function* () {
-        const response = yield* call(keyPath(key), { method: "GET" })
-        if (response.status === 404) return Option.none()
-        if (!response.ok || response.body === null) return yield* problem(response)
-        const body = response.body
-        return Option.some(
-          yield* Effect.tryPromise({
-            try: async () => {
-              const hash = createHash("sha256")
-              let size = 0
-              const source = Readable.fromWeb(body as import("node:stream/web").ReadableStream<Uint8Array>)
-              source.on("data", (chunk: Buffer) => {
-                hash.update(chunk)
-                size += chunk.byteLength
-              })
-              await pipeline(source, fs.createWriteStream(file, { flags: "wx", mode: 0o600 }))
-              return { sha256: hash.digest("hex"), size }
-            },
-            catch: (error) => failure("CONTROL_PLANE_UNREACHABLE", 0, `reading ${key}: ${(error as Error).message}`)
-          })
+      call(
+        Effect.flatMap(execute(at("get", key)), (response) =>
+          Effect.flatMap(Stream.toReadableStreamEffect(response.stream), (body) =>
+            Effect.tryPromise({
+              try: async () => {
+                const hash = createHash("sha256")
+                let size = 0
+                const source = Readable.fromWeb(body as import("node:stream/web").ReadableStream<Uint8Array>)
+                source.on("data", (chunk: Buffer) => {
+                  hash.update(chunk)
+                  size += chunk.byteLength
+                })
+                await pipeline(source, fs.createWriteStream(file, { flags: "wx", mode: 0o600 }))
+                return Option.some({ sha256: hash.digest("hex"), size })
+              },
+              // A body that broke off is the transport's failure (the cause the stream carries), not the stream's.
+              catch: (error) => {
+                const cause = (error as { _tag?: string; cause?: unknown }).cause
+                const thrown =
+                  (error as { _tag?: string })._tag === "ResponseError" && cause instanceof Error ? cause : error
+                return failure("CONTROL_PLANE_UNREACHABLE", 0, `reading ${key}: ${(thrown as Error).message}`)
+              }
+            })
+          )
+        ),
+        Option.none
+      )
+
+    const send = (key: string, body: HttpBody.HttpBody, condition: WriteCondition | undefined) =>
+      call(
+        Effect.flatMap(
+          execute(
+            at("put", key).pipe(
+              HttpClientRequest.setBody(body),
+              HttpClientRequest.setHeaders(conditionHeaders(condition))
+            )
+          ),
+          (response) =>
+            Effect.map(
+              Effect.flatMap(response.json, Schema.decodeUnknown(ObjectHeadAnswer)).pipe(
+                Effect.mapError(() => failure("CONTROL_PLANE_UNREACHABLE", response.status, "the answer was not JSON"))
+              ),
+              toHead
+            )
         )
-      })
+      )
 
-    const send = (key: string, body: Uint8Array | ReadableStream<Uint8Array>, condition: WriteCondition | undefined) =>
-      Effect.gen(function* () {
-        const response = yield* call(keyPath(key), {
-          method: "PUT",
-          body,
-          duplex: "half",
-          // fetch frames the body itself: a length for bytes, chunked for a stream.
-          headers: { "content-type": "application/octet-stream", ...conditionHeaders(condition) }
-        })
-        if (!response.ok) return yield* problem(response)
-        return toHead(yield* json<HeadAnswer>(response))
-      })
-
-    const put: ObjectApiClient["put"] = (key, bytes, condition) => send(key, bytes, condition)
+    // fetch frames the body itself: a length for bytes, chunked for a stream.
+    const put: ObjectApiClient["put"] = (key, bytes, condition) =>
+      send(key, HttpBody.uint8Array(bytes, "application/octet-stream"), condition)
 
     const putFile: ObjectApiClient["putFile"] = (key, file, condition) =>
       Effect.gen(function* () {
@@ -196,27 +230,25 @@ export const makeObjectApiClient = (options: {
           try: () => fs.accessSync(file, fs.constants.R_OK),
           catch: (error) => failure("FILE_UNREADABLE", 0, (error as Error).message)
         })
-        const stream = Readable.toWeb(fs.createReadStream(file)) as unknown as ReadableStream<Uint8Array>
-        return yield* send(key, stream, condition)
+        const stream = Stream.fromReadableStream(
+          () => Readable.toWeb(fs.createReadStream(file)) as unknown as ReadableStream<Uint8Array>,
+          (error) => error
+        )
+        return yield* send(key, HttpBody.stream(stream, "application/octet-stream"), condition)
       })
 
-    const remove: ObjectApiClient["delete"] = (key) =>
-      Effect.gen(function* () {
-        const response = yield* call(keyPath(key), { method: "DELETE" })
-        if (response.status === 404) return false
-        if (!response.ok) return yield* problem(response)
-        return true
-      })
+    const remove: ObjectApiClient["delete"] = (key) => call(Effect.as(execute(at("delete", key)), true), () => false)
 
     const list: ObjectApiClient["list"] = (prefix) =>
       Effect.gen(function* () {
         const heads: Array<ObjectHead> = []
         let cursor: string | null = null
         do {
-          const query = new URLSearchParams({ prefix, ...(cursor === null ? {} : { cursor }) })
-          const response = yield* call(`/api/objects?${query}`, { method: "GET" })
-          if (!response.ok) return yield* problem(response)
-          const page = yield* json<{ objects: Array<HeadAnswer>; next_cursor: string | null }>(response)
+          const page: typeof ObjectListAnswer.Type = yield* call(
+            typed.objects
+              .list({ urlParams: { prefix, ...(cursor === null ? {} : { cursor }) }, headers: {} })
+              .pipe(Effect.catchAll(answerNotRead))
+          )
           heads.push(...page.objects.map(toHead))
           cursor = page.next_cursor
         } while (cursor !== null)
@@ -225,6 +257,27 @@ export const makeObjectApiClient = (options: {
 
     return { head, get, getFile, put, putFile, delete: remove, list } satisfies ObjectApiClient
   })
+
+/** A vault call: a transport failure is CONTROL_PLANE_UNREACHABLE, a refusal `onRefused(status)`. */
+const vaultCall = <A, E>(
+  base: URL,
+  send: Effect.Effect<A, E, HttpClient.HttpClient>,
+  onRefused: (status: number) => ObjectApiError
+): Effect.Effect<A, ObjectApiError> =>
+  send.pipe(
+    Effect.catchAll((error) => {
+      const tag = (error as { _tag?: string })._tag
+      if (tag === "RequestError")
+        return Effect.fail(
+          failure("CONTROL_PLANE_UNREACHABLE", 0, unreachable(base, thrownBy(error as HttpClientError.RequestError)))
+        )
+      if (tag === "ResponseError")
+        return Effect.fail(onRefused((error as HttpClientError.ResponseError).response.status))
+      // A declared refusal class never arrives (refusals stay raw); an answer that does not decode is the vault's.
+      return Effect.fail(onRefused(200))
+    }),
+    Effect.provide(fetchWithin(15_000))
+  )
 
 /**
  * A short-lived token for a grant credential file (owner-only, as `vault grant create --out` writes it),
@@ -246,22 +299,15 @@ export const vaultTokenFromGrantFile = (vaultUrl: string, grantFile: string) =>
     const credential = yield* readGrantCredential(grantFile).pipe(
       Effect.mapError((error) => failure("VAULT_REFUSED", 0, error.detail))
     )
-    const response = yield* Effect.tryPromise({
-      try: () =>
-        fetch(new URL("/v1/vault/token", base), {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({
-            grant_id: credential.grant_id,
-            consumer: credential.consumer,
-            secret: credential.secret
-          }),
-          signal: AbortSignal.timeout(15_000)
-        }),
-      catch: (error) => failure("CONTROL_PLANE_UNREACHABLE", 0, unreachable(base, error))
-    })
-    if (!response.ok) return yield* failure("VAULT_REFUSED", response.status, `the vault answered ${response.status}`)
-    const answer = (yield* Effect.promise(() => response.json())) as { token: string }
+    const answer = yield* vaultCall(
+      base,
+      Effect.flatMap(vaultAt(base.origin), (vault) =>
+        vault.tokens.exchange({
+          payload: { grant_id: credential.grant_id, consumer: credential.consumer, secret: credential.secret }
+        })
+      ),
+      (status) => failure("VAULT_REFUSED", status, `the vault answered ${status}`)
+    )
     return answer.token
   })
 
@@ -315,17 +361,14 @@ export const readVaultField = (vaultUrl: string, token: string, reference: strin
   Effect.gen(function* () {
     const base = yield* secureBase("KEEL_VAULT_URL", vaultUrl)
     const [item = "", field = ""] = reference.split("#")
-    const response = yield* Effect.tryPromise({
-      try: () =>
-        fetch(new URL(`/v1/vault/items/${encodeURIComponent(item)}/${encodeURIComponent(field)}`, base), {
-          headers: { authorization: `Bearer ${token}` },
-          signal: AbortSignal.timeout(15_000)
-        }),
-      catch: (error) => failure("CONTROL_PLANE_UNREACHABLE", 0, unreachable(base, error))
-    })
-    if (!response.ok)
-      return yield* failure("VAULT_REFUSED", response.status, `the vault refused ${reference} (${response.status})`)
-    const answer = (yield* Effect.promise(() => response.json())) as { value: string }
+    const answer = yield* vaultCall(
+      base,
+      Effect.flatMap(vaultAt(base.origin, token), (vault) =>
+        // Each segment encoded, as the path always carried it (HttpApiClient puts a path parameter in as given).
+        vault.tokens.read({ path: { item: encodeURIComponent(item), field: encodeURIComponent(field) }, headers: {} })
+      ),
+      (status) => failure("VAULT_REFUSED", status, `the vault refused ${reference} (${status})`)
+    )
     return answer.value
   })
 

@@ -1,8 +1,10 @@
 import * as fs from "node:fs"
 import * as http from "node:http"
+import { HttpClientRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { problemType, statusTitle } from "../../../contracts/shared/Problem.js"
 import { FleetConfig } from "../FleetConfig.js"
+import { answerOf, execute, fetchWithin, requestTo, routeOf, thrownBy } from "../objects/ControlPlaneHttp.js"
 import { configuredAccess } from "../objects/ObjectApiClient.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import { commandAllowed, makeNonceBook, verifyRequest } from "./GatewaySignature.js"
@@ -70,24 +72,32 @@ export class RunnerGateway extends Effect.Service<RunnerGateway>()("fleet/Runner
         )
         const nonces = makeNonceBook()
 
-        /** One call to the control plane's jobs API; a token that expired is exchanged again, once. */
-        const forward = async (method: "GET" | "POST", path: string, body?: unknown): Promise<Answer> => {
+        /**
+         * One call to the control plane's jobs API (its declared routes: the gateway relays the control plane's
+         * answer as it came, validation refusals included, so it sends the job's request as given rather than
+         * through the typed client, which checks a payload before sending); a token that expired is exchanged
+         * again, once.
+         */
+        const forward = async (
+          request: (base: URL, token: string) => HttpClientRequest.HttpClientRequest
+        ): Promise<Answer> => {
           for (let attempt = 1; ; attempt++) {
-            let response: Response
-            try {
-              response = await fetch(new URL(path, access.controlPlaneUrl), {
-                method,
-                headers: {
-                  authorization: `Bearer ${access.token}`,
-                  ...(body === undefined ? {} : { "content-type": "application/json" })
-                },
-                ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-                signal: AbortSignal.timeout(30_000)
-              })
-            } catch (error) {
-              return problem(502, "GATEWAY_UPSTREAM_UNAVAILABLE", `the control plane: ${(error as Error).message}`)
-            }
-            if (response.status === 401 && attempt === 1) {
+            const answer = await Effect.runPromise(
+              execute(request(new URL(access.controlPlaneUrl), access.token)).pipe(
+                Effect.flatMap(answerOf),
+                Effect.catchTag("ResponseError", (error) => answerOf(error.response)),
+                Effect.map((relayed): Answer => ({ ...relayed, problem: relayed.status >= 400 })),
+                Effect.catchTags({
+                  RequestError: (error) =>
+                    Effect.succeed<Answer>(
+                      problem(502, "GATEWAY_UPSTREAM_UNAVAILABLE", `the control plane: ${thrownBy(error).message}`)
+                    )
+                }),
+                Effect.provide(fetchWithin(30_000))
+              )
+            )
+            // A transport failure is a 502 of the gateway's own, never this.
+            if (answer.status === 401 && attempt === 1) {
               const renewed = await Effect.runPromise(
                 Effect.either(configuredAccess(["KEEL_GATEWAY_GRANT_FILE", "KEEL_GRANT_FILE"])).pipe(
                   Effect.provideService(FleetConfig, fleet)
@@ -98,12 +108,7 @@ export class RunnerGateway extends Effect.Service<RunnerGateway>()("fleet/Runner
                 continue
               }
             }
-            const text = await response.text()
-            let parsed: unknown = text
-            try {
-              parsed = JSON.parse(text)
-            } catch {}
-            return { status: response.status, body: parsed, problem: response.status >= 400 }
+            return answer
           }
         }
 
@@ -131,12 +136,15 @@ export class RunnerGateway extends Effect.Service<RunnerGateway>()("fleet/Runner
                 "GATEWAY_COMMAND_REFUSED",
                 `${request.target}: that command is not one the registry's gateway_jobs lets pre-check jobs submit`
               )
-            return forward("POST", "/api/fleet/jobs", {
+            const submission = {
               kind: PRECHECK_JOB_KIND,
               target: request.target,
               argv: request.argv,
               ...(request.idempotency_key === undefined ? {} : { idempotency_key: request.idempotency_key })
-            })
+            }
+            return forward((base, token) =>
+              requestTo(base, routeOf("jobs", "submit"), { token }).pipe(HttpClientRequest.bodyUnsafeJson(submission))
+            )
           }
           const job = /^\/v1\/jobs\/([A-Za-z0-9_-]{1,100})$/.exec(pathname)
           if (method === "GET" && job !== null) {
@@ -146,7 +154,9 @@ export class RunnerGateway extends Effect.Service<RunnerGateway>()("fleet/Runner
               const value = query.get(name)
               if (value !== null) params.set(name, value)
             }
-            const answer = await forward("GET", `/api/fleet/jobs/${job[1]}${params.size > 0 ? `?${params}` : ""}`)
+            const answer = await forward((base, token) =>
+              requestTo(base, routeOf("jobs", "job"), { token, params: { id: job[1]! }, query: params })
+            )
             // Jobs read only what jobs submitted: any other job of the fleet is not theirs to see.
             const kind = (answer.body as { job?: { kind?: string } } | undefined)?.job?.kind
             if (answer.status === 200 && kind !== PRECHECK_JOB_KIND)
