@@ -1,6 +1,7 @@
 import { Duration, Effect } from "effect"
 import type { EndpointProbe } from "../../contracts/fleet/HostAgent.js"
 import { type ChannelSpec, HostChannel } from "../platform/hostchannel/HostChannel.js"
+import { unameThrough } from "../platform/hostchannel/Uname.js"
 import { collectBeacon } from "./beacon/BeaconWriter.js"
 import type { HostAgentOn } from "./HostAgent.js"
 import type { Target } from "./registry/Schema.js"
@@ -21,12 +22,9 @@ export const probeUrl = (url: string, budget: Duration.DurationInput = PROBE_BUD
     }
   })
 
-/** `uname -srm` through the host's channel: the kernel, or null when it could not be read. */
+/** The host's kernel (`uname -srm` through its channel), or null when it could not be read. */
 export const kernelThrough = (channel: HostChannel["Type"], spec: ChannelSpec) =>
-  channel.run(spec, { argv: ["uname", "-srm"], timeoutMs: 30_000 }).pipe(
-    Effect.map((r) => (r.exitCode === 0 ? new TextDecoder().decode(r.stdout).trim() : null)),
-    Effect.orElseSucceed(() => null)
-  )
+  unameThrough(channel, spec, "-srm").pipe(Effect.orElseSucceed(() => null))
 
 /**
  * The host agent of this host: its own service manager, probes and beacon writer, in-process — what the host's

@@ -4,6 +4,7 @@ import { Effect, Exit, Option } from "effect"
 import { FleetProbe } from "../../../contracts/fleet/FleetProbe.js"
 import { ProbeFailed, type ProbeResult } from "../../../contracts/fleet/Probe.js"
 import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
+import { unameThrough } from "../../platform/hostchannel/Uname.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { channelSpec } from "../Channels.js"
 import { FleetConfig } from "../FleetConfig.js"
@@ -78,14 +79,7 @@ export class HostProbe extends Effect.Service<HostProbe>()("fleet/HostProbe", {
 
     /** `uname <flags>` on a registry target through its channel: its output, or why it could not be read. */
     const uname = (target: Target, flags: "-sr" | "-srm") =>
-      Effect.gen(function* () {
-        const result = yield* channel
-          .run(channelSpec(target, knownHosts), { argv: ["uname", flags], timeoutMs: 30_000 })
-          .pipe(Effect.mapError((e) => ({ detail: e.detail })))
-        if (result.exitCode !== 0)
-          return yield* Effect.fail({ detail: `uname exited ${result.exitCode ?? result.signal} on ${target.name}` })
-        return new TextDecoder().decode(result.stdout).trim()
-      })
+      unameThrough(channel, channelSpec(target, knownHosts), flags)
 
     /** Step 1: the host is a target of the registry; the registry's digest. */
     const declared = (executionId: string, host: string) =>
