@@ -17,6 +17,7 @@ export { ControlPlaneApi } from "./contracts/controlplane/Api.js"
 export { HostHealthApi } from "./contracts/controlplane/HostHealthApi.js"
 export * from "./contracts/fleet/Authority.js"
 export * from "./contracts/fleet/Beacon.js"
+export * as FleetHostsContract from "./contracts/fleet/FleetHosts.js"
 export * from "./contracts/fleet/Handoff.js"
 // The host protocol (what the control plane asks a host): its operations under one name, its errors by theirs
 export * as HostAgentProtocol from "./contracts/fleet/HostAgent.js"
@@ -28,6 +29,7 @@ export * from "./contracts/fleet/Objects.js"
 export * from "./contracts/fleet/Probe.js"
 export * from "./contracts/fleet/Reconciler.js"
 export * from "./contracts/fleet/ReleaseRuns.js"
+export * as ServicesContract from "./contracts/fleet/Services.js"
 export * from "./contracts/fleet/StorageHandoff.js"
 export {
   GroundTruthApi,

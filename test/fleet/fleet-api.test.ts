@@ -1,13 +1,25 @@
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, layer } from "@effect/vitest"
-import { Effect } from "effect"
-import { Gates } from "keel"
+import { Effect, Either, ParseResult, Schema } from "effect"
+import { FleetHostsContract, Gates, ServicesContract } from "keel"
 import { beaconDocument, sendJson, vaultToken } from "../support/controlplane.js"
 import { HttpTest } from "../support/http.js"
 
 // Issue 15, fleet reads over HTTP: what operators look at, from the same services as the CLI, authorized
 // by fleet-read; the hosts' publications arrive through the object API.
+
+/**
+ * The answer is what the contract's shape describes (issue 43): it decodes with every key known to the shape, so
+ * the OpenAPI document and the typed clients neither miss a field nor promise one the service does not write.
+ */
+const describes = <A, I>(shape: Schema.Schema<A, I>, body: unknown, what: string) => {
+  const decoded = Schema.decodeUnknownEither(shape, { onExcessProperty: "error", errors: "all" })(body)
+  assert.isTrue(
+    Either.isRight(decoded),
+    `${what}: ${Either.isLeft(decoded) ? ParseResult.TreeFormatter.formatErrorSync(decoded.left) : ""}`
+  )
+}
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const registryFile = path.join(root, "examples", "registry.yml")
@@ -51,6 +63,8 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
 
       const after = yield* sendJson("GET", "/api/fleet/hosts", dashboard)
       const forge1 = after.body.hosts[0]
+      describes(FleetHostsContract.FleetHostsReport, before.body, "GET /api/fleet/hosts (nothing published)")
+      describes(FleetHostsContract.FleetHostsReport, after.body, "GET /api/fleet/hosts")
       assert.strictEqual(forge1.beacon.state, "present")
       assert.isAtLeast(forge1.beacon.age_seconds, 59)
       assert.deepStrictEqual(forge1.capacity, { state: "present", document: capacity })
@@ -109,7 +123,9 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
 
       // `ctl optimize run` through the control plane: the example fleet is in Report mode.
       const ops = yield* vaultToken("ops", ["service-ensure"])
+      describes(ServicesContract.ServiceListing, unchecked.body, "GET /api/fleet/services (unchecked)")
       const run = yield* sendJson("POST", "/api/fleet/services/runs", ops)
+      describes(ServicesContract.ServiceReport, run.body, "POST /api/fleet/services/runs")
       assert.strictEqual(run.status, 200)
       assert.strictEqual(run.body.mode, "report")
       assert.strictEqual(run.body.actions_executed, 0)
@@ -117,12 +133,14 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
 
       const listing = yield* sendJson("GET", "/api/fleet/services", dashboard)
       assert.strictEqual(listing.body.run_id, run.body.run_id)
+      describes(ServicesContract.ServiceListing, listing.body, "GET /api/fleet/services")
       const recovery = listing.body.services.find((s: { name: string }) => s.name === "keel-recovery")
       assert.deepInclude(recovery, { target: "forge-2", state: "recovery_managed", action: "none" })
       const status = yield* sendJson("GET", "/api/fleet/services/runs/latest", dashboard)
       assert.strictEqual(status.status, 200)
       assert.deepInclude(status.body, { mode: "report", max_actions_per_tick: 5 })
       assert.strictEqual(status.body.latest.run_id, run.body.run_id)
+      describes(ServicesContract.ReconcilerStatus, status.body, "GET /api/fleet/services/runs/latest")
       assert.isFalse(status.body.pause.paused)
     })
   )

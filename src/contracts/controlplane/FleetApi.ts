@@ -1,6 +1,9 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { FleetHostsReport } from "../fleet/FleetHosts.js"
 import { TickInProgress } from "../fleet/Reconciler.js"
+import { ReconcilerStatus, ServiceListing, ServiceReport } from "../fleet/Services.js"
+import { describedBy } from "./Answers.js"
 import { FleetAuth, RequiredAction } from "./FleetAuth.js"
 
 /** What operators look at, over HTTP: the same services and the same JSON as `ctl host gates` and `ctl overview`. */
@@ -8,7 +11,7 @@ export class FleetApi extends HttpApiGroup.make("fleet")
   .add(
     HttpApiEndpoint.get("hosts", "/fleet/hosts")
       .annotate(RequiredAction, "fleet-read")
-      .addSuccess(Schema.Unknown.annotations({ description: "docs/control-plane.md, GET /api/fleet/hosts" }))
+      .addSuccess(describedBy(FleetHostsReport, "docs/control-plane.md, GET /api/fleet/hosts"))
       .annotate(
         OpenApi.Description,
         "Every registry target with its newest beacon, capacity publication and janitor report. Needs fleet-read."
@@ -33,9 +36,7 @@ export class FleetApi extends HttpApiGroup.make("fleet")
   .add(
     HttpApiEndpoint.get("services", "/fleet/services")
       .annotate(RequiredAction, "fleet-read")
-      .addSuccess(
-        Schema.Unknown.annotations({ description: "The JSON of `ctl service list --json` (docs/reconciler.md)" })
-      )
+      .addSuccess(describedBy(ServiceListing, "The JSON of `ctl service list --json` (docs/reconciler.md)"))
       .annotate(
         OpenApi.Description,
         "Every declared service with its state in the latest reconciliation tick. Needs fleet-read."
@@ -44,9 +45,7 @@ export class FleetApi extends HttpApiGroup.make("fleet")
   .add(
     HttpApiEndpoint.get("serviceRunsLatest", "/fleet/services/runs/latest")
       .annotate(RequiredAction, "fleet-read")
-      .addSuccess(
-        Schema.Unknown.annotations({ description: "The JSON of `ctl optimize status --json` (docs/reconciler.md)" })
-      )
+      .addSuccess(describedBy(ReconcilerStatus, "The JSON of `ctl optimize status --json` (docs/reconciler.md)"))
       .annotate(
         OpenApi.Description,
         "The reconciler's mode, pause and breakers, and the latest tick's report. Needs fleet-read."
@@ -55,9 +54,7 @@ export class FleetApi extends HttpApiGroup.make("fleet")
   .add(
     HttpApiEndpoint.post("runServices", "/fleet/services/runs")
       .annotate(RequiredAction, "service-ensure")
-      .addSuccess(
-        Schema.Unknown.annotations({ description: "The tick's report, as `ctl optimize run --json` prints it" })
-      )
+      .addSuccess(describedBy(ServiceReport, "The tick's report, as `ctl optimize run --json` prints it"))
       .addError(TickInProgress)
       .annotate(
         OpenApi.Description,

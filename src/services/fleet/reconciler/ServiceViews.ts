@@ -41,7 +41,7 @@ export class ServiceViews extends Effect.Service<ServiceViews>()("fleet/ServiceV
               kind: service.kind,
               role: service.role ?? null,
               endpoint: service.endpoint?.url ?? null,
-              state: row?.decision.state ?? "unchecked",
+              state: row?.decision.state ?? ("unchecked" as const),
               action: row?.decision.action ?? null,
               reason: row?.decision.reason ?? null,
               execution: row?.execution.status ?? null,
