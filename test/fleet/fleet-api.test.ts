@@ -2,7 +2,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Either, ParseResult, Schema } from "effect"
-import { FleetHostsContract, Gates, ServicesContract } from "keel"
+import { FleetHostsContract, Gates, GatesContract, OverviewContract, ServicesContract } from "keel"
 import { beaconDocument, sendJson, vaultToken } from "../support/controlplane.js"
 import { HttpTest } from "../support/http.js"
 
@@ -75,6 +75,7 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
       const gates = yield* sendJson("GET", "/api/fleet/gates/forge-1", dashboard)
       assert.strictEqual(gates.status, 200)
       assert.strictEqual(gates.body.pressure_source, "capacity_publication")
+      describes(GatesContract.GatesReport, gates.body, "GET /api/fleet/gates/forge-1")
       assert.deepStrictEqual(gates.body.capacity.diagnostics, {
         reason: "gpu slots full (4/4)",
         state: "saturated",
@@ -93,6 +94,7 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
       const overview = yield* sendJson("GET", "/api/fleet/overview", ops)
       assert.strictEqual(overview.status, 200)
       for (const part of ["generated_at", "fleet", "queue", "quota", "billing"]) assert.property(overview.body, part)
+      describes(OverviewContract.OverviewReport, overview.body, "GET /api/fleet/overview")
     })
   )
 

@@ -1,6 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { FleetHostsReport } from "../fleet/FleetHosts.js"
+import { GatesReport } from "../fleet/Gates.js"
+import { OverviewReport } from "../fleet/Overview.js"
 import { TickInProgress } from "../fleet/Reconciler.js"
 import { ReconcilerStatus, ServiceListing, ServiceReport } from "../fleet/Services.js"
 import { describedBy } from "./Answers.js"
@@ -21,7 +23,7 @@ export class FleetApi extends HttpApiGroup.make("fleet")
     HttpApiEndpoint.get("gates", "/fleet/gates/:host")
       .annotate(RequiredAction, "fleet-read")
       .setPath(Schema.Struct({ host: Schema.String }))
-      .addSuccess(Schema.Unknown.annotations({ description: "The JSON of `ctl host gates HOST --json`" }))
+      .addSuccess(describedBy(GatesReport, "The JSON of `ctl host gates HOST --json`"))
       .annotate(
         OpenApi.Description,
         "Why the host does or does not admit work (read on the host). Needs fleet-read for the host."
@@ -30,7 +32,7 @@ export class FleetApi extends HttpApiGroup.make("fleet")
   .add(
     HttpApiEndpoint.get("overview", "/fleet/overview")
       .annotate(RequiredAction, "fleet-read")
-      .addSuccess(Schema.Unknown.annotations({ description: "The JSON of `ctl overview --json`" }))
+      .addSuccess(describedBy(OverviewReport, "The JSON of `ctl overview --json`"))
       .annotate(OpenApi.Description, "Fleet, queue, quota and billing. Needs fleet-read.")
   )
   .add(

@@ -1,5 +1,6 @@
 import { Clock, Duration, Effect, Option, Schema } from "effect"
 import { HostBeacon, UtcTimestamp } from "../../../contracts/fleet/Beacon.js"
+import type { GatesReport, Observation } from "../../../contracts/fleet/Gates.js"
 import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
 import { ObjectGateway } from "../../platform/objects/ObjectGateway.js"
 import { formatIssues } from "../../platform/Validation.js"
@@ -9,19 +10,6 @@ import { FleetConfig } from "../FleetConfig.js"
 import { JobQueue } from "../jobs/JobQueue.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import type { Target } from "../registry/Schema.js"
-
-export type ObservationState = "complete" | "absent" | "cached" | "error" | "timed_out" | "skipped"
-
-export interface Observation {
-  readonly operation: string
-  readonly source: string
-  readonly state: ObservationState
-  readonly started_at: string | null
-  readonly finished_at: string | null
-  readonly elapsed_ms: number | null
-  readonly budget_ms: number
-  readonly error: string | null
-}
 
 /** What the host's agent publishes about its own admission (`state/capacity/<host>.json`). */
 export const CapacityPublication = Schema.Struct({
@@ -37,30 +25,6 @@ export type CapacityPublication = typeof CapacityPublication.Type
 const INVALID = "invalid document"
 
 export const capacityKey = (host: string) => `state/capacity/${host}.json`
-
-export interface GatesReport {
-  readonly host: string
-  readonly complete: boolean
-  readonly claiming: { readonly admits: boolean; readonly reasons: ReadonlyArray<string> } | null
-  readonly observations: ReadonlyArray<Observation>
-  readonly disk: {
-    readonly mount: string | null
-    readonly free_bytes: number | null
-    readonly free_gb: number | null
-    readonly low_free_gb: number | null
-  }
-  readonly below_watermark: boolean | null
-  readonly pressure_source: "capacity_publication" | "host_disk_measurement"
-  readonly capacity: {
-    readonly diagnostics: { readonly reason: string; readonly state: string; readonly admitting: boolean } | null
-  }
-  readonly beacon: {
-    readonly reported_at: string | null
-    readonly age_seconds: number | null
-    readonly fresh: boolean | null
-  }
-  readonly queue: { readonly paused: boolean; readonly counts: Record<string, number> } | null
-}
 
 type Reading<A> = { readonly state: "complete" | "absent" | "cached"; readonly value?: A }
 
