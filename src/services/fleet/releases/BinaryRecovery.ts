@@ -12,7 +12,7 @@ import { ObjectStore } from "../../platform/objects/ObjectStore.js"
 import { RemoteCtl } from "../RemoteCtl.js"
 import { HostUnits } from "../reconciler/HostUnits.js"
 import { FleetRegistry } from "../registry/Registry.js"
-import type { Target } from "../registry/Schema.js"
+import type { ReleaseSettings, Target } from "../registry/Schema.js"
 import { renderUnit, unrenderable } from "../units/UnitRender.js"
 import { ArchiveRefused, extractEntry } from "./ArchiveEntry.js"
 import { canonicalBytes } from "./CanonicalJson.js"
@@ -118,6 +118,8 @@ export interface DeliveryObservation {
   readonly detail: string
 }
 
+type ReleaseSettingsOf = typeof ReleaseSettings.Type
+
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes).trim()
 
 /**
@@ -211,6 +213,263 @@ export class BinaryRecovery extends Effect.Service<BinaryRecovery>()("fleet/Bina
         }
       })
 
+    /** A delivery under way: where it goes, what it installs, its steps so far, and its answer from them. */
+    interface Delivery {
+      readonly target: Target
+      readonly binary: { readonly name: string; readonly path: string }
+      readonly product: string
+      readonly version: string
+      readonly steps: Array<RecoveryStep>
+      readonly answer: (fields: Partial<RecoveryAnswer>) => RecoveryAnswer
+      readonly work: string
+    }
+
+    /** The binary a release request installs, checked against the registry before anything is read. */
+    const deliveryFor = (
+      request: { readonly binary?: string },
+      version: string,
+      target: Target,
+      snapshot: {
+        readonly registry: {
+          readonly settings: {
+            readonly agent: { readonly skarbiec: { readonly secret_fields: ReadonlyArray<string> } }
+          }
+        }
+      },
+      base: Pick<RecoveryAnswer, "target" | "registry">
+    ) =>
+      Effect.gen(function* () {
+        // A version names objects in the store: one that is not a version is the caller's mistake, never a lookup.
+        if (!VERSION_PATTERN.test(version))
+          return yield* refused(
+            `${JSON.stringify(version.slice(0, 80))} is not a version (letters, digits, . + _ -; at most 64, starting with a letter or digit)`
+          )
+        const binaryName = request.binary ?? TOOL_BINARY
+        const binary = target.binaries.find((b) => b.name === binaryName)
+        if (binary === undefined)
+          return yield* refused(`${target.name} declares no binary named ${binaryName} (targets[].binaries)`)
+        const product = binary.product
+        // The delivery secret — the ssh identity the binary travels with — must be one the registry allows.
+        if (typeof target.channel !== "string") {
+          const reference = target.channel.ssh.identity_item
+          if (!snapshot.registry.settings.agent.skarbiec.secret_fields.includes(reference))
+            return yield* refused(
+              `${target.name}'s delivery secret ${reference} (its ssh identity) is not in settings.agent.skarbiec.secret_fields`
+            )
+        }
+        const steps: Array<RecoveryStep> = []
+        const answer = (fields: Partial<RecoveryAnswer>): RecoveryAnswer => ({
+          ...base,
+          release: { product, version },
+          binary: { name: binary.name, path: binary.path },
+          object_api: { status: "available", detail: "" },
+          steps,
+          rolled_back: false,
+          previous: null,
+          installed: null,
+          ok: false,
+          ...fields
+        })
+        const work = path.join(config.dataDir, "run", `recover-${process.pid}-${randomBytes(4).toString("hex")}`)
+        return { target, binary, product, version, steps, answer, work } satisfies Delivery
+      })
+
+    /** download: the exact artifact, spooled into the work dir (streamed, never whole in memory). */
+    const download = (d: Delivery, artifactFile: string) =>
+      Effect.gen(function* () {
+        const key = releaseKey(d.product, d.version, "release.tar.gz")
+        const downloaded = yield* Effect.gen(function* () {
+          const found = yield* store.read(key)
+          if (Option.isNone(found)) return `releases/${d.product}/${d.version}/release.tar.gz does not exist`
+          yield* Effect.tryPromise({
+            try: () =>
+              pipeline(
+                Readable.from(Stream.toAsyncIterable(found.value.body)),
+                fs.createWriteStream(artifactFile, { flags: "wx", mode: 0o600 })
+              ),
+            catch: (e) => new ObjectStoreError({ code: "OBJECT_STORE_ERROR", key, detail: String(e) })
+          })
+          return null
+        }).pipe(Effect.catchAll((e) => Effect.succeed(`the object API: ${e.detail}`)))
+        d.steps.push({ step: "download", ok: downloaded === null, detail: downloaded ?? `${store.scheme}://${key}` })
+        return downloaded === null
+      })
+
+    /**
+     * verify: manifest and signature from the store, the artifact's digest from the very file downloaded, the
+     * binary extracted from it. None when it does not verify (the step says why).
+     */
+    const verify = (d: Delivery, settings: ReleaseSettingsOf, artifactFile: string, binaryFile: string) =>
+      Effect.gen(function* () {
+        const failed = (detail: string) =>
+          Effect.as(
+            Effect.sync(() => d.steps.push({ step: "verify", ok: false, detail })),
+            Option.none()
+          )
+        const trusted = yield* authority.trustedBy(settings).pipe(Effect.either)
+        if (trusted._tag === "Left") return yield* failed(trusted.left.detail)
+        const storeReader = objectStoreReader(store, d.product, d.version)
+        const reader: ReleaseReader = {
+          bytes: storeReader.bytes,
+          digest: (file) =>
+            file === "release.tar.gz" ? Effect.promise(() => fileDigest(artifactFile)) : storeReader.digest(file)
+        }
+        const verified = yield* verifyRelease(reader, { product: d.product, version: d.version }, trusted.right)
+        const manifest = verified.manifest
+        if (!verified.ok || manifest === null)
+          return yield* failed(verified.problems.map((p) => `${p.code}: ${p.detail}`).join("; "))
+        const extracted = yield* Effect.tryPromise({
+          try: () =>
+            extractEntry(
+              fs.createReadStream(artifactFile) as AsyncIterable<Uint8Array>,
+              manifest.artifact.binary,
+              binaryFile
+            ),
+          catch: (e) => (e instanceof ArchiveRefused ? e.message : String(e))
+        }).pipe(Effect.either)
+        if (extracted._tag === "Left") return yield* failed(extracted.left)
+        if (extracted.right === null) return yield* failed(`the archive holds no ${manifest.artifact.binary}`)
+        const entry = extracted.right
+        d.steps.push({
+          step: "verify",
+          ok: true,
+          detail: `release.json signed by ${trusted.right.key_id}; release.tar.gz sha256 ${manifest.artifact.sha256}; ${manifest.artifact.binary} sha256 ${entry.sha256}`
+        })
+        return Option.some({ manifest, manifestSha256: verified.manifest_sha256 ?? "", entry })
+      })
+
+    /** backup: the previous binary kept as <path>.prev (never an unverified one over the last good one). */
+    const backup = (d: Delivery) =>
+      Effect.gen(function* () {
+        const path_ = d.binary.path
+        const kept = yield* onTarget(d.target, "backup", [path_])
+        d.steps.push({
+          step: "backup",
+          ok: kept.ok,
+          detail: !kept.ok
+            ? kept.out
+            : kept.out === "kept"
+              ? `${path_}.prev`
+              : kept.out === "unverified"
+                ? `${path_} is not the binary its receipt describes (a delivery cut off before its receipt): ${path_}.prev, the last verified one, stays the previous binary`
+                : "no previous binary"
+        })
+        if (!kept.ok) return Option.none()
+        return Option.some({ path: `${path_}.prev`, kept: kept.out === "kept" || kept.out === "unverified" })
+      })
+
+    /** install: streamed into a staged file beside the install path, its SHA-256 read back, renamed into place. */
+    const install = (d: Delivery, binaryFile: string, sha256: string) =>
+      Effect.gen(function* () {
+        const staged = path.join(
+          path.dirname(d.binary.path),
+          `.${path.basename(d.binary.path)}.keel-recover-${randomBytes(4).toString("hex")}`
+        )
+        const stage = yield* onTarget(d.target, "stage", [staged], binaryFile)
+        const stagedSha = stage.ok ? (stage.out.split(/\s+/)[0] ?? "") : ""
+        if (!stage.ok || stagedSha !== sha256) {
+          yield* onTarget(d.target, "discard", [staged])
+          d.steps.push({
+            step: "install",
+            ok: false,
+            detail: stage.ok ? `the staged file's sha256 is ${stagedSha}, not ${sha256}` : stage.out
+          })
+          return false
+        }
+        const installed = yield* onTarget(d.target, "install", [staged, d.binary.path])
+        d.steps.push({
+          step: "install",
+          ok: installed.ok,
+          detail: installed.ok ? `${d.binary.path} sha256 ${sha256}` : installed.out
+        })
+        if (!installed.ok) yield* onTarget(d.target, "discard", [staged])
+        return installed.ok
+      })
+
+    /** resolver: the installed binary answers --help; otherwise the rollback, and whether it put things back. */
+    const resolve = (d: Delivery, kept: boolean) =>
+      Effect.gen(function* () {
+        const probed = yield* probe(d.target, d.binary.path)
+        d.steps.push({ step: "resolver", ok: probed.ok, detail: probed.detail })
+        if (probed.ok) return Option.none()
+        const rolledBack = yield* onTarget(d.target, "rollback", [d.binary.path, kept ? "kept" : "none"])
+        const after = kept && rolledBack.ok ? yield* probe(d.target, d.binary.path) : null
+        d.steps.push({
+          step: "rollback",
+          // Put back, and answering: a previous binary that no longer answers --help is no recovery.
+          ok: rolledBack.ok && (after?.ok ?? true),
+          detail: rolledBack.ok
+            ? kept
+              ? `the previous binary is back at ${d.binary.path}${after === null ? "" : `; ${after.detail}`}`
+              : `no previous binary: the invalid install ${d.binary.path} was removed`
+            : rolledBack.out
+        })
+        return Option.some(rolledBack.ok)
+      })
+
+    /** receipt: what the host will report of this binary — the release it came from, exactly. */
+    const writeReceipt = (
+      d: Delivery,
+      verified: Option.Option.Value<Effect.Effect.Success<ReturnType<typeof verify>>>
+    ) =>
+      Effect.gen(function* () {
+        const receiptFile = path.join(d.work, "receipt.json")
+        fs.writeFileSync(
+          receiptFile,
+          canonicalBytes({
+            schema: "keel.delivery/v1",
+            product: d.product,
+            version: d.version,
+            channel: verified.manifest.channel,
+            binary: d.binary.name,
+            binary_sha256: verified.entry.sha256,
+            artifact_sha256: verified.manifest.artifact.sha256,
+            manifest_sha256: verified.manifestSha256
+          } satisfies DeliveryReceipt)
+        )
+        const receipt = yield* onTarget(d.target, "receipt", [`${d.binary.path}.release.json`], receiptFile)
+        d.steps.push({
+          step: "receipt",
+          ok: receipt.ok,
+          detail: receipt.ok ? `${d.binary.path}.release.json` : receipt.out
+        })
+        return receipt.ok
+      })
+
+    /** The delivery's phases in order, in its own work dir (removed after): each stops the run when it fails. */
+    const deliver = (
+      d: Delivery,
+      objectApi: RecoveryAnswer["object_api"],
+      settings: ReleaseSettingsOf,
+      hostRecoveryAfter: boolean
+    ) =>
+      Effect.acquireUseRelease(
+        Effect.sync(() => fs.mkdirSync(d.work, { recursive: true, mode: 0o700 })),
+        () =>
+          Effect.gen(function* () {
+            const artifactFile = path.join(d.work, "release.tar.gz")
+            const binaryFile = path.join(d.work, "binary")
+            if (!(yield* download(d, artifactFile))) return d.answer({ object_api: objectApi })
+            const verified = yield* verify(d, settings, artifactFile, binaryFile)
+            if (Option.isNone(verified)) return d.answer({ object_api: objectApi })
+            const previous = yield* backup(d)
+            if (Option.isNone(previous)) return d.answer({ object_api: objectApi })
+            const stopped = { object_api: objectApi, previous: previous.value }
+            if (!(yield* install(d, binaryFile, verified.value.entry.sha256))) return d.answer(stopped)
+            const rolledBack = yield* resolve(d, previous.value.kept)
+            if (Option.isSome(rolledBack)) return d.answer({ ...stopped, rolled_back: rolledBack.value })
+            const receipt = yield* writeReceipt(d, verified.value)
+            const recovery = hostRecoveryAfter ? yield* hostRecovery(d.target) : null
+            if (recovery !== null) d.steps.push(recovery)
+            return d.answer({
+              ...stopped,
+              installed: { path: d.binary.path, sha256: verified.value.entry.sha256 },
+              ok: receipt && (recovery?.ok ?? true)
+            })
+          }),
+        () => Effect.sync(() => fs.rmSync(d.work, { recursive: true, force: true }))
+      )
+
     const recover = (request: {
       readonly target: string
       readonly release: Option.Option<string>
@@ -244,227 +503,21 @@ export class BinaryRecovery extends Effect.Service<BinaryRecovery>()("fleet/Bina
             ok: recovery.ok
           } satisfies RecoveryAnswer
         }
-        const version = request.release.value
-        // A version names objects in the store: one that is not a version is the caller's mistake, never a lookup.
-        if (!VERSION_PATTERN.test(version))
-          return yield* refused(
-            `${JSON.stringify(version.slice(0, 80))} is not a version (letters, digits, . + _ -; at most 64, starting with a letter or digit)`
-          )
-        const binaryName = request.binary ?? TOOL_BINARY
-        const binary = target.binaries.find((b) => b.name === binaryName)
-        if (binary === undefined)
-          return yield* refused(`${target.name} declares no binary named ${binaryName} (targets[].binaries)`)
-        const product = binary.product
-        // The delivery secret — the ssh identity the binary travels with — must be one the registry allows.
-        if (typeof target.channel !== "string") {
-          const reference = target.channel.ssh.identity_item
-          if (!snapshot.registry.settings.agent.skarbiec.secret_fields.includes(reference))
-            return yield* refused(
-              `${target.name}'s delivery secret ${reference} (its ssh identity) is not in settings.agent.skarbiec.secret_fields`
-            )
-        }
-        const steps: Array<RecoveryStep> = []
-        const answer = (fields: Partial<RecoveryAnswer>): RecoveryAnswer => ({
-          ...base,
-          release: { product, version },
-          binary: { name: binary.name, path: binary.path },
-          object_api: { status: "available", detail: "" },
-          steps,
-          rolled_back: false,
-          previous: null,
-          installed: null,
-          ok: false,
-          ...fields
-        })
+        const d = yield* deliveryFor(request, request.release.value, target, snapshot, base)
 
         // The object API boundary: the release store this control plane serves.
-        const marker = yield* store.head(releaseKey(product, version, "release.json")).pipe(Effect.either)
-        if (marker._tag === "Left") return answer({ object_api: { status: "unavailable", detail: marker.left.detail } })
+        const markerKey = releaseKey(d.product, d.version, "release.json")
+        const marker = yield* store.head(markerKey).pipe(Effect.either)
+        if (marker._tag === "Left")
+          return d.answer({ object_api: { status: "unavailable", detail: marker.left.detail } })
         const objectApi = {
           status: "available" as const,
           detail:
             marker.right._tag === "Some"
-              ? `${store.scheme}://${releaseKey(product, version, "release.json")}`
-              : `${store.scheme}:// answers; ${product} ${version} is not published there`
+              ? `${store.scheme}://${markerKey}`
+              : `${store.scheme}:// answers; ${d.product} ${d.version} is not published there`
         }
-
-        const work = path.join(config.dataDir, "run", `recover-${process.pid}-${randomBytes(4).toString("hex")}`)
-        return yield* Effect.acquireUseRelease(
-          Effect.sync(() => fs.mkdirSync(work, { recursive: true, mode: 0o700 })),
-          () =>
-            Effect.gen(function* () {
-              // download: the exact artifact, spooled here (streamed, never whole in memory).
-              const artifactFile = path.join(work, "release.tar.gz")
-              const downloaded = yield* Effect.gen(function* () {
-                const found = yield* store.read(releaseKey(product, version, "release.tar.gz"))
-                if (Option.isNone(found)) return `releases/${product}/${version}/release.tar.gz does not exist`
-                yield* Effect.tryPromise({
-                  try: () =>
-                    pipeline(
-                      Readable.from(Stream.toAsyncIterable(found.value.body)),
-                      fs.createWriteStream(artifactFile, { flags: "wx", mode: 0o600 })
-                    ),
-                  catch: (e) =>
-                    new ObjectStoreError({
-                      code: "OBJECT_STORE_ERROR",
-                      key: releaseKey(product, version, "release.tar.gz"),
-                      detail: String(e)
-                    })
-                })
-                return null
-              }).pipe(Effect.catchAll((e) => Effect.succeed(`the object API: ${e.detail}`)))
-              steps.push({
-                step: "download",
-                ok: downloaded === null,
-                detail: downloaded ?? `${store.scheme}://${releaseKey(product, version, "release.tar.gz")}`
-              })
-              if (downloaded !== null) return answer({ object_api: objectApi })
-
-              // verify: manifest and signature from the store, the artifact's digest from the very file downloaded.
-              const trusted = yield* authority.trustedBy(snapshot.registry.settings.release).pipe(Effect.either)
-              if (trusted._tag === "Left") {
-                steps.push({ step: "verify", ok: false, detail: trusted.left.detail })
-                return answer({ object_api: objectApi })
-              }
-              const storeReader = objectStoreReader(store, product, version)
-              const reader: ReleaseReader = {
-                bytes: storeReader.bytes,
-                digest: (file) =>
-                  file === "release.tar.gz" ? Effect.promise(() => fileDigest(artifactFile)) : storeReader.digest(file)
-              }
-              const verified = yield* verifyRelease(reader, { product, version }, trusted.right)
-              if (!verified.ok || verified.manifest === null) {
-                steps.push({
-                  step: "verify",
-                  ok: false,
-                  detail: verified.problems.map((p) => `${p.code}: ${p.detail}`).join("; ")
-                })
-                return answer({ object_api: objectApi })
-              }
-              const binaryFile = path.join(work, "binary")
-              const extracted = yield* Effect.tryPromise({
-                try: () =>
-                  extractEntry(
-                    fs.createReadStream(artifactFile) as AsyncIterable<Uint8Array>,
-                    verified.manifest!.artifact.binary,
-                    binaryFile
-                  ),
-                catch: (e) => (e instanceof ArchiveRefused ? e.message : String(e))
-              }).pipe(Effect.either)
-              if (extracted._tag === "Left" || extracted.right === null) {
-                steps.push({
-                  step: "verify",
-                  ok: false,
-                  detail:
-                    extracted._tag === "Left"
-                      ? extracted.left
-                      : `the archive holds no ${verified.manifest.artifact.binary}`
-                })
-                return answer({ object_api: objectApi })
-              }
-              const entry = extracted.right
-              steps.push({
-                step: "verify",
-                ok: true,
-                detail: `release.json signed by ${trusted.right.key_id}; release.tar.gz sha256 ${verified.manifest.artifact.sha256}; ${verified.manifest.artifact.binary} sha256 ${entry.sha256}`
-              })
-
-              // backup: the previous binary kept as <path>.prev (never an unverified one over the last good one).
-              const backup = yield* onTarget(target, "backup", [binary.path])
-              steps.push({
-                step: "backup",
-                ok: backup.ok,
-                detail: !backup.ok
-                  ? backup.out
-                  : backup.out === "kept"
-                    ? `${binary.path}.prev`
-                    : backup.out === "unverified"
-                      ? `${binary.path} is not the binary its receipt describes (a delivery cut off before its receipt): ${binary.path}.prev, the last verified one, stays the previous binary`
-                      : "no previous binary"
-              })
-              if (!backup.ok) return answer({ object_api: objectApi })
-              const kept = backup.out === "kept" || backup.out === "unverified"
-              const previous = { path: `${binary.path}.prev`, kept }
-
-              // install: streamed into a staged file beside the install path, its SHA-256 read back, renamed.
-              const staged = path.join(
-                path.dirname(binary.path),
-                `.${path.basename(binary.path)}.keel-recover-${randomBytes(4).toString("hex")}`
-              )
-              const stage = yield* onTarget(target, "stage", [staged], binaryFile)
-              const stagedSha = stage.ok ? (stage.out.split(/\s+/)[0] ?? "") : ""
-              if (!stage.ok || stagedSha !== entry.sha256) {
-                yield* onTarget(target, "discard", [staged])
-                steps.push({
-                  step: "install",
-                  ok: false,
-                  detail: stage.ok ? `the staged file's sha256 is ${stagedSha}, not ${entry.sha256}` : stage.out
-                })
-                return answer({ object_api: objectApi, previous })
-              }
-              const installed = yield* onTarget(target, "install", [staged, binary.path])
-              steps.push({
-                step: "install",
-                ok: installed.ok,
-                detail: installed.ok ? `${binary.path} sha256 ${entry.sha256}` : installed.out
-              })
-              if (!installed.ok) {
-                yield* onTarget(target, "discard", [staged])
-                return answer({ object_api: objectApi, previous })
-              }
-
-              // resolver: the installed binary answers --help; otherwise roll back.
-              const probed = yield* probe(target, binary.path)
-              steps.push({ step: "resolver", ok: probed.ok, detail: probed.detail })
-              if (!probed.ok) {
-                const rolledBack = yield* onTarget(target, "rollback", [binary.path, kept ? "kept" : "none"])
-                const after = kept && rolledBack.ok ? yield* probe(target, binary.path) : null
-                steps.push({
-                  step: "rollback",
-                  // Put back, and answering: a previous binary that no longer answers --help is no recovery.
-                  ok: rolledBack.ok && (after?.ok ?? true),
-                  detail: rolledBack.ok
-                    ? kept
-                      ? `the previous binary is back at ${binary.path}${after === null ? "" : `; ${after.detail}`}`
-                      : `no previous binary: the invalid install ${binary.path} was removed`
-                    : rolledBack.out
-                })
-                return answer({ object_api: objectApi, previous, rolled_back: rolledBack.ok })
-              }
-
-              // receipt: what the host will report of this binary — the release it came from, exactly.
-              const receiptFile = path.join(work, "receipt.json")
-              fs.writeFileSync(
-                receiptFile,
-                canonicalBytes({
-                  schema: "keel.delivery/v1",
-                  product,
-                  version,
-                  channel: verified.manifest.channel,
-                  binary: binary.name,
-                  binary_sha256: entry.sha256,
-                  artifact_sha256: verified.manifest.artifact.sha256,
-                  manifest_sha256: verified.manifest_sha256 ?? ""
-                } satisfies DeliveryReceipt)
-              )
-              const receipt = yield* onTarget(target, "receipt", [`${binary.path}.release.json`], receiptFile)
-              steps.push({
-                step: "receipt",
-                ok: receipt.ok,
-                detail: receipt.ok ? `${binary.path}.release.json` : receipt.out
-              })
-
-              const recovery = request.hostRecovery === false ? null : yield* hostRecovery(target)
-              if (recovery !== null) steps.push(recovery)
-              return answer({
-                object_api: objectApi,
-                previous,
-                installed: { path: binary.path, sha256: entry.sha256 },
-                ok: receipt.ok && (recovery?.ok ?? true)
-              })
-            }),
-          () => Effect.sync(() => fs.rmSync(work, { recursive: true, force: true }))
-        )
+        return yield* deliver(d, objectApi, snapshot.registry.settings.release, request.hostRecovery !== false)
       })
 
     /** What the target reports of a managed binary at `binaryPath`: its delivery receipt and its digest. */

@@ -10,7 +10,7 @@ import { redactValues } from "../../platform/Redact.js"
 import type { ObjectApiClient, ObjectApiError } from "../objects/ObjectApiClient.js"
 import { ArchiveRefused, extractEntry } from "./ArchiveEntry.js"
 import { canonicalBytes } from "./CanonicalJson.js"
-import { parseRecipe, RECIPE_FILE } from "./ReleaseRecipe.js"
+import { parseRecipe, RECIPE_FILE, type ReleaseRecipe } from "./ReleaseRecipe.js"
 import { type BuildOutput, type RunRecord, runKeys, runRecordKey } from "./RunRecords.js"
 
 /** The build could not be made or recorded; the run records this as its failure. */
@@ -68,16 +68,178 @@ export const redactingLog = (log: (text: string) => void, secrets: ReadonlyArray
   }
 }
 
-export const buildRun = (
-  client: ObjectApiClient,
-  runId: string,
-  options: {
-    readonly builder?: string
-    readonly log: (text: string) => void
-    /** Reads a build secret (`item#field`) with the builder's own grant. */
-    readonly secret?: (reference: string) => Effect.Effect<string, { readonly code: string; readonly detail: string }>
-  }
+type BuildOptions = {
+  readonly builder?: string
+  readonly log: (text: string) => void
+  /** Reads a build secret (`item#field`) with the builder's own grant. */
+  readonly secret?: (reference: string) => Effect.Effect<string, { readonly code: string; readonly detail: string }>
+}
+
+/** The run's source, downloaded and checked against the run (digest and size), extracted: its top directory. */
+const extractSource = (client: ObjectApiClient, record: RunRecord, work: string, log: (text: string) => void) =>
+  Effect.gen(function* () {
+    const keys = runKeys(record.run_id)
+    const sourceFile = path.join(work, "source.tar.gz")
+    const source = yield* client.getFile(keys.source, sourceFile).pipe(Effect.mapError(apiFailed("the source")))
+    if (Option.isNone(source)) return yield* failed(`the run's source ${keys.source} is missing`)
+    const declared = record.inputs.source
+    if (source.value.sha256 !== declared.sha256 || source.value.size !== declared.size)
+      return yield* failed(
+        `the source archive is not the run's: sha256 ${source.value.sha256} (${source.value.size} bytes), the run names ${declared.sha256} (${declared.size} bytes)`
+      )
+    const tree = path.join(work, "tree")
+    fs.mkdirSync(tree)
+    const untar = yield* run(["tar", "-xzf", sourceFile, "-C", tree, "--no-same-owner"], work, childEnv(), log)
+    if (untar !== 0) return yield* failed(`tar could not extract the source (exit ${untar})`)
+    return path.join(tree, `${record.inputs.product}-${record.inputs.version}`)
+  })
+
+/** The recipe in the extracted source, which must be the run's (its manifest digest). */
+const recipeIn = (top: string, record: RunRecord) =>
+  Effect.gen(function* () {
+    const recipeFile = (record.steps.recipe as { recipe_file?: string }).recipe_file ?? RECIPE_FILE
+    const recipePath = path.resolve(top, recipeFile)
+    if (!recipePath.startsWith(`${top}${path.sep}`)) return yield* failed(`${recipeFile} is outside the source`)
+    const recipeText = yield* Effect.try({
+      try: () => fs.readFileSync(recipePath),
+      catch: () => failed(`the source holds no ${recipeFile}`)
+    })
+    if (sha256Hex(recipeText) !== record.inputs.manifest_sha256)
+      return yield* failed(`the source's ${recipeFile} is not the run's (manifest digest differs)`)
+    const recipe = parseRecipe(recipeText.toString("utf8"))
+    if (Either.isLeft(recipe)) return yield* failed(recipe.left)
+    return recipe.right
+  })
+
+/** The recipe's secrets, read with this builder's grant: into the build's environment, never into its log. */
+const secretsOf = (recipe: ReleaseRecipe, options: BuildOptions) =>
+  Effect.gen(function* () {
+    const secrets: Record<string, string> = {}
+    for (const [name, reference] of Object.entries(recipe.secrets ?? {})) {
+      if (options.secret === undefined) return yield* failed(`the recipe needs ${reference} and no vault is configured`)
+      secrets[name] = yield* options
+        .secret(reference)
+        .pipe(Effect.mapError((e) => failed(`the build secret ${reference}: ${e.code}: ${e.detail}`)))
+    }
+    return secrets
+  })
+
+/**
+ * The build command, in the source's top, seeing the release's identity and its secrets, nothing of Keel's (no
+ * KEEL_* setting, no token); its log redacted. Then the artifact it made and the executable in it, with digests.
+ */
+const build = (
+  record: RunRecord,
+  platform: string,
+  recipe: ReleaseRecipe,
+  top: string,
+  work: string,
+  secrets: Record<string, string>,
+  log: (text: string) => void
 ) =>
+  Effect.gen(function* () {
+    const buildLog = redactingLog(log, Object.values(secrets))
+    const sourceDateEpoch = (record.steps.recipe as { source_date_epoch?: number }).source_date_epoch
+    const exit = yield* run(
+      recipe.build,
+      top,
+      childEnv({
+        ...secrets,
+        RELEASE_PRODUCT: record.inputs.product,
+        RELEASE_VERSION: record.inputs.version,
+        RELEASE_CHANNEL: record.inputs.channel,
+        RELEASE_PLATFORM: platform,
+        RELEASE_REVISION: record.inputs.source.revision,
+        ...(typeof sourceDateEpoch === "number" ? { SOURCE_DATE_EPOCH: String(sourceDateEpoch) } : {})
+      }),
+      buildLog.write
+    ).pipe(Effect.ensuring(Effect.sync(buildLog.flush)))
+    if (exit !== 0) return yield* failed(`the build command exited ${exit ?? "by a signal"}`)
+    const artifactFile = path.resolve(top, recipe.artifact)
+    const stat = fs.lstatSync(artifactFile, { throwIfNoEntry: false })
+    if (stat === undefined || !stat.isFile() || !artifactFile.startsWith(`${top}${path.sep}`))
+      return yield* failed(`the build made no regular file ${recipe.artifact}`)
+    const artifact = yield* Effect.promise(() => fileDigest(artifactFile))
+    const binary = yield* Effect.tryPromise({
+      try: () =>
+        extractEntry(
+          fs.createReadStream(artifactFile) as AsyncIterable<Uint8Array>,
+          recipe.binary,
+          path.join(work, "binary")
+        ),
+      catch: (e) => failed(`the artifact: ${e instanceof ArchiveRefused ? e.message : String(e)}`)
+    })
+    if (binary === null) return yield* failed(`the artifact holds no ${recipe.binary}`)
+    return { artifactFile, artifact, binary }
+  })
+
+/**
+ * The outputs, create-only: the attempt's `release.tar.gz` and `qualification.json`, then `output.json`, which the
+ * first finished attempt wins (a later one answers the winner's coordinates).
+ */
+const publishOutputs = (
+  client: ObjectApiClient,
+  record: RunRecord,
+  platform: string,
+  builder: string,
+  recipe: ReleaseRecipe,
+  built: Effect.Effect.Success<ReturnType<typeof build>>,
+  seconds: number
+) =>
+  Effect.gen(function* () {
+    const runId = record.run_id
+    const keys = runKeys(runId)
+    const qualification = canonicalBytes({
+      schema: "keel.qualification/v1",
+      run_id: runId,
+      product: record.inputs.product,
+      version: record.inputs.version,
+      platform,
+      builder,
+      source_sha256: record.inputs.source.sha256,
+      manifest_sha256: record.inputs.manifest_sha256,
+      build: { argv: [...recipe.build], exit_code: 0, seconds },
+      artifact: { sha256: built.artifact.sha256, size: built.artifact.size },
+      binary: { path: recipe.binary, sha256: built.binary.sha256, size: built.binary.size, mode: built.binary.mode }
+    })
+    const attempt = randomBytes(8).toString("hex")
+    const artifactHead = yield* client
+      .putFile(keys.build(platform, attempt, "release.tar.gz"), built.artifactFile, { kind: "absent" })
+      .pipe(Effect.mapError(apiFailed("writing the artifact")))
+    const qualificationHead = yield* client
+      .put(keys.build(platform, attempt, "qualification.json"), qualification, { kind: "absent" })
+      .pipe(Effect.mapError(apiFailed("writing the qualification")))
+    if (artifactHead.sha256 !== built.artifact.sha256)
+      return yield* failed(`the object API stored ${artifactHead.sha256}, the artifact is ${built.artifact.sha256}`)
+    const output: BuildOutput = {
+      schema: "keel.release-output/v1",
+      run_id: runId,
+      platform,
+      builder,
+      binary: recipe.binary,
+      artifact: { key: artifactHead.key, sha256: artifactHead.sha256, size: artifactHead.size },
+      qualification: { key: qualificationHead.key, sha256: qualificationHead.sha256, size: qualificationHead.size }
+    }
+    const written = yield* client.put(keys.output(platform), canonicalBytes(output), { kind: "absent" }).pipe(
+      Effect.map((head) => Option.some(head.sha256)),
+      // Another attempt finished first: its output stands, this one's objects stay unreferenced.
+      Effect.catchIf(
+        (error) => error.code === "PRECONDITION_FAILED",
+        () => Effect.succeed(Option.none<string>())
+      ),
+      Effect.mapError(apiFailed("writing the output record"))
+    )
+    if (Option.isSome(written)) return answerOf(keys.output(platform), written.value, true)
+    const winner = yield* client.head(keys.output(platform)).pipe(Effect.mapError(apiFailed("the output record")))
+    if (Option.isNone(winner)) return yield* failed(`${keys.output(platform)} vanished`)
+    return answerOf(keys.output(platform), winner.value.sha256, false)
+  })
+
+const answerOf = (key: string, sha256: string, built: boolean): BuildAnswer => ({
+  release_output: { key, sha256, built }
+})
+
+export const buildRun = (client: ObjectApiClient, runId: string, options: BuildOptions) =>
   Effect.scoped(
     Effect.gen(function* () {
       const builder = options.builder ?? os.hostname()
@@ -87,137 +249,21 @@ export const buildRun = (
       const recipeStep = record.steps.recipe as { platform?: string } | undefined
       const platform = recipeStep?.platform
       if (platform === undefined) return yield* failed(`run ${runId} records no recipe`)
-      const keys = runKeys(runId)
-
-      const answerOf = (sha256: string, built: boolean): BuildAnswer => ({
-        release_output: { key: keys.output(platform), sha256, built }
-      })
-      const existing = yield* client.head(keys.output(platform)).pipe(Effect.mapError(apiFailed("the output record")))
-      if (Option.isSome(existing)) return answerOf(existing.value.sha256, false)
+      const outputKey = runKeys(runId).output(platform)
+      const existing = yield* client.head(outputKey).pipe(Effect.mapError(apiFailed("the output record")))
+      if (Option.isSome(existing)) return answerOf(outputKey, existing.value.sha256, false)
 
       const work = yield* Effect.acquireRelease(
         Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "keel-build-"))),
         (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
       )
-      const sourceFile = path.join(work, "source.tar.gz")
-      const source = yield* client.getFile(keys.source, sourceFile).pipe(Effect.mapError(apiFailed("the source")))
-      if (Option.isNone(source)) return yield* failed(`the run's source ${keys.source} is missing`)
-      const declared = record.inputs.source
-      if (source.value.sha256 !== declared.sha256 || source.value.size !== declared.size)
-        return yield* failed(
-          `the source archive is not the run's: sha256 ${source.value.sha256} (${source.value.size} bytes), the run names ${declared.sha256} (${declared.size} bytes)`
-        )
-      const tree = path.join(work, "tree")
-      fs.mkdirSync(tree)
-      const untar = yield* run(
-        ["tar", "-xzf", sourceFile, "-C", tree, "--no-same-owner"],
-        work,
-        childEnv(),
-        options.log
-      )
-      if (untar !== 0) return yield* failed(`tar could not extract the source (exit ${untar})`)
-      const top = path.join(tree, `${record.inputs.product}-${record.inputs.version}`)
-      const recipeFile = (record.steps.recipe as { recipe_file?: string }).recipe_file ?? RECIPE_FILE
-      const recipePath = path.resolve(top, recipeFile)
-      if (!recipePath.startsWith(`${top}${path.sep}`)) return yield* failed(`${recipeFile} is outside the source`)
-      const recipeText = yield* Effect.try({
-        try: () => fs.readFileSync(recipePath),
-        catch: () => failed(`the source holds no ${recipeFile}`)
-      })
-      if (sha256Hex(recipeText) !== record.inputs.manifest_sha256)
-        return yield* failed(`the source's ${recipeFile} is not the run's (manifest digest differs)`)
-      const recipe = parseRecipe(recipeText.toString("utf8"))
-      if (Either.isLeft(recipe)) return yield* failed(recipe.left)
-
-      // The recipe's secrets, read with this builder's grant: into the build's environment, never into its log.
-      const secrets: Record<string, string> = {}
-      for (const [name, reference] of Object.entries(recipe.right.secrets ?? {})) {
-        if (options.secret === undefined)
-          return yield* failed(`the recipe needs ${reference} and no vault is configured`)
-        secrets[name] = yield* options
-          .secret(reference)
-          .pipe(Effect.mapError((e) => failed(`the build secret ${reference}: ${e.code}: ${e.detail}`)))
-      }
-      const buildLog = redactingLog(options.log, Object.values(secrets))
-
-      // The build sees the release's identity and its secrets, nothing of Keel's (no KEEL_* setting, no token).
+      // The record's own run id names every key (the record at the run's key is the run's).
+      const top = yield* extractSource(client, { ...record, run_id: runId }, work, options.log)
+      const recipe = yield* recipeIn(top, record)
+      const secrets = yield* secretsOf(recipe, options)
       const started = Date.now()
-      const exit = yield* run(
-        recipe.right.build,
-        top,
-        childEnv({
-          ...secrets,
-          RELEASE_PRODUCT: record.inputs.product,
-          RELEASE_VERSION: record.inputs.version,
-          RELEASE_CHANNEL: record.inputs.channel,
-          RELEASE_PLATFORM: platform,
-          RELEASE_REVISION: declared.revision,
-          ...(typeof (record.steps.recipe as { source_date_epoch?: number }).source_date_epoch === "number"
-            ? { SOURCE_DATE_EPOCH: String((record.steps.recipe as { source_date_epoch: number }).source_date_epoch) }
-            : {})
-        }),
-        buildLog.write
-      ).pipe(Effect.ensuring(Effect.sync(buildLog.flush)))
-      if (exit !== 0) return yield* failed(`the build command exited ${exit ?? "by a signal"}`)
-      const artifactFile = path.resolve(top, recipe.right.artifact)
-      const stat = fs.lstatSync(artifactFile, { throwIfNoEntry: false })
-      if (stat === undefined || !stat.isFile() || !artifactFile.startsWith(`${top}${path.sep}`))
-        return yield* failed(`the build made no regular file ${recipe.right.artifact}`)
-      const artifact = yield* Effect.promise(() => fileDigest(artifactFile))
-      const binary = yield* Effect.tryPromise({
-        try: () =>
-          extractEntry(
-            fs.createReadStream(artifactFile) as AsyncIterable<Uint8Array>,
-            recipe.right.binary,
-            path.join(work, "binary")
-          ),
-        catch: (e) => failed(`the artifact: ${e instanceof ArchiveRefused ? e.message : String(e)}`)
-      })
-      if (binary === null) return yield* failed(`the artifact holds no ${recipe.right.binary}`)
-
-      const qualification = canonicalBytes({
-        schema: "keel.qualification/v1",
-        run_id: runId,
-        product: record.inputs.product,
-        version: record.inputs.version,
-        platform,
-        builder,
-        source_sha256: declared.sha256,
-        manifest_sha256: record.inputs.manifest_sha256,
-        build: { argv: [...recipe.right.build], exit_code: 0, seconds: Math.round((Date.now() - started) / 1000) },
-        artifact: { sha256: artifact.sha256, size: artifact.size },
-        binary: { path: recipe.right.binary, sha256: binary.sha256, size: binary.size, mode: binary.mode }
-      })
-      const attempt = randomBytes(8).toString("hex")
-      const artifactHead = yield* client
-        .putFile(keys.build(platform, attempt, "release.tar.gz"), artifactFile, { kind: "absent" })
-        .pipe(Effect.mapError(apiFailed("writing the artifact")))
-      const qualificationHead = yield* client
-        .put(keys.build(platform, attempt, "qualification.json"), qualification, { kind: "absent" })
-        .pipe(Effect.mapError(apiFailed("writing the qualification")))
-      if (artifactHead.sha256 !== artifact.sha256)
-        return yield* failed(`the object API stored ${artifactHead.sha256}, the artifact is ${artifact.sha256}`)
-      const output: BuildOutput = {
-        schema: "keel.release-output/v1",
-        run_id: runId,
-        platform,
-        builder,
-        binary: recipe.right.binary,
-        artifact: { key: artifactHead.key, sha256: artifactHead.sha256, size: artifactHead.size },
-        qualification: { key: qualificationHead.key, sha256: qualificationHead.sha256, size: qualificationHead.size }
-      }
-      const written = yield* client.put(keys.output(platform), canonicalBytes(output), { kind: "absent" }).pipe(
-        Effect.map((head) => Option.some(head.sha256)),
-        // Another attempt finished first: its output stands, this one's objects stay unreferenced.
-        Effect.catchIf(
-          (error) => error.code === "PRECONDITION_FAILED",
-          () => Effect.succeed(Option.none<string>())
-        ),
-        Effect.mapError(apiFailed("writing the output record"))
-      )
-      if (Option.isSome(written)) return answerOf(written.value, true)
-      const winner = yield* client.head(keys.output(platform)).pipe(Effect.mapError(apiFailed("the output record")))
-      if (Option.isNone(winner)) return yield* failed(`${keys.output(platform)} vanished`)
-      return answerOf(winner.value.sha256, false)
+      const built = yield* build(record, platform, recipe, top, work, secrets, options.log)
+      const seconds = Math.round((Date.now() - started) / 1000)
+      return yield* publishOutputs(client, { ...record, run_id: runId }, platform, builder, recipe, built, seconds)
     })
   )

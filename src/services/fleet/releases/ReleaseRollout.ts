@@ -4,7 +4,7 @@ import { ObjectStore } from "../../platform/objects/ObjectStore.js"
 import { ServiceReconciler } from "../reconciler/ServiceReconciler.js"
 import { FleetRegistry } from "../registry/Registry.js"
 import { RegistryWriter } from "../registry/RegistryWriter.js"
-import type { FleetRegistryDocument } from "../registry/Schema.js"
+import type { FleetRegistryDocument, Target } from "../registry/Schema.js"
 import { BinaryRecovery, type DeliveryObservation } from "./BinaryRecovery.js"
 import { canonicalBytes } from "./CanonicalJson.js"
 import { ReleaseAuthority } from "./ReleaseAuthority.js"
@@ -203,6 +203,133 @@ export class ReleaseRollout extends Effect.Service<ReleaseRollout>()("fleet/Rele
       seen.receipt.manifest_sha256 === want.manifest &&
       seen.sha256 === seen.receipt.binary_sha256
 
+    /** What a target must report of the release: exactly this product, version, artifact and manifest. */
+    type Wanted = { product: string; version: string; artifact: string; manifest: string }
+
+    /** 2. Delivery, unless the host already reports exactly this release: its outcome, why it failed, the report before. */
+    const deliverTo = (target: Target, binary: Target["binaries"][number], want: Wanted) =>
+      Effect.gen(function* () {
+        const before = yield* delivery.observe(target, binary.path)
+        if (matches(before, want)) return { outcome: "current" as TargetRollout["delivery"], failure: "", before }
+        const delivered = yield* delivery
+          .recover({
+            target: target.name,
+            release: Option.some(want.version),
+            bundledRegistry: false,
+            binary: binary.name,
+            hostRecovery: false
+          })
+          .pipe(Effect.either)
+        const outcome: TargetRollout["delivery"] =
+          delivered._tag === "Right" && delivered.right.ok ? "delivered" : "failed"
+        const failure =
+          delivered._tag === "Left"
+            ? delivered.left.detail
+            : delivered.right.ok
+              ? ""
+              : delivered.right.steps
+                  .filter((s) => !s.ok)
+                  .map((s) => `${s.step}: ${s.detail}`)
+                  .join("; ")
+        return { outcome, failure, before }
+      })
+
+    /** 3. The services running that binary, converged onto it (after a delivery only). */
+    const convergeServices = (target: Target, binary: Target["binaries"][number]) =>
+      Effect.gen(function* () {
+        const services: Array<TargetRollout["services"][number]> = []
+        for (const service of target.services.filter((s) => s.program === binary.path)) {
+          const converged = yield* reconciler.converge(target.name, service.name, true).pipe(Effect.either)
+          const failed =
+            converged._tag === "Left"
+              ? converged.left.detail
+              : converged.right.services
+                  .filter((s) => s.execution.status === "failed" || s.execution.status === "refused")
+                  .map((s) => s.execution.error ?? s.execution.status)
+                  .join("; ")
+          services.push({ name: service.name, ok: failed === "", detail: failed === "" ? "converged" : failed })
+        }
+        return services
+      })
+
+    /** One target's binary to the release: declaration, delivery, its services, and what it reports then. */
+    const rolloutTarget = (
+      target: Target,
+      binary: Target["binaries"][number],
+      want: Wanted,
+      step: (target: string, name: string) => Effect.Effect<void>
+    ) =>
+      Effect.gen(function* () {
+        const row = { target: target.name, binary: binary.name, path: binary.path }
+        // 1. The host's declared version (registry compare-and-set; nothing written when it already is).
+        let declarationOutcome: TargetRollout["declaration"] = "already"
+        if (binary.version !== want.version) {
+          const written = yield* declaration.declare(target.name, binary.name, want.version).pipe(Effect.either)
+          if (written._tag === "Left")
+            return {
+              ...row,
+              declaration: "failed",
+              delivery: "not_run",
+              services: [],
+              observed: null,
+              ok: false,
+              detail: written.left.detail
+            } satisfies TargetRollout
+          declarationOutcome = "declared"
+          yield* step(target.name, "declared")
+        }
+        const delivered = yield* deliverTo(target, binary, want)
+        if (delivered.outcome !== "current") yield* step(target.name, delivered.outcome)
+        const services = delivered.outcome === "delivered" ? yield* convergeServices(target, binary) : []
+        // 4. What the host reports now.
+        const after = delivered.outcome === "current" ? delivered.before : yield* delivery.observe(target, binary.path)
+        const ok = matches(after, want) && services.every((s) => s.ok)
+        return {
+          ...row,
+          declaration: declarationOutcome,
+          delivery: delivered.outcome,
+          services,
+          observed: after,
+          ok,
+          detail: ok
+            ? `reports ${want.product} ${want.version}, artifact ${want.artifact}, manifest ${want.manifest}`
+            : delivered.failure || `reports ${after.detail}, not ${want.product} ${want.version} exactly`
+        } satisfies TargetRollout
+      })
+
+    /** 5. The completion record, once every target reports the release; written once (create-only) per generation. */
+    const writeDeployment = (
+      document: FleetRegistryDocument,
+      want: Wanted,
+      artifactKey: string,
+      results: ReadonlyArray<TargetRollout>
+    ) =>
+      Effect.gen(function* () {
+        const generation = document.release_control.generation
+        const key = deploymentKey(want.product, want.version, generation)
+        const existing = yield* store.head(key)
+        if (Option.isSome(existing)) return { key, outcome: "present" as const }
+        const now = yield* Clock.currentTimeMillis
+        const body = canonicalBytes({
+          schema: "keel.deployment/v1",
+          product: want.product,
+          version: want.version,
+          channel: document.release_control.channel,
+          generation,
+          manifest: { key: releaseKey(want.product, want.version, "release.json"), sha256: want.manifest },
+          artifact: { key: artifactKey, sha256: want.artifact },
+          targets: results.map((r) => ({
+            target: r.target,
+            binary: r.binary,
+            path: r.path,
+            sha256: r.observed?.sha256 ?? null
+          })),
+          completed_at: new Date(now).toISOString()
+        })
+        const written = yield* store.putIfAbsent(key, body)
+        return { key, outcome: written.created ? ("created" as const) : ("present" as const) }
+      })
+
     /** One product to its promoted version on every target that declares a binary of it. */
     const rolloutProduct = (
       document: FleetRegistryDocument,
@@ -231,7 +358,7 @@ export class ReleaseRollout extends Effect.Service<ReleaseRollout>()("fleet/Rele
             ok: false,
             detail: release.left.detail
           } satisfies ProductRollout
-        const want = {
+        const want: Wanted = {
           product,
           version,
           artifact: release.right.manifest.artifact.sha256,
@@ -248,109 +375,12 @@ export class ReleaseRollout extends Effect.Service<ReleaseRollout>()("fleet/Rele
             target.binaries.filter((b) => b.product === product).map((binary) => ({ target, binary }))
           )
         const results: Array<TargetRollout> = []
-        for (const { binary, target } of declared) {
-          const row = { target: target.name, binary: binary.name, path: binary.path }
-          // 1. The host's declared version (registry compare-and-set; nothing written when it already is).
-          let declarationOutcome: TargetRollout["declaration"] = "already"
-          if (binary.version !== version) {
-            const written = yield* declaration.declare(target.name, binary.name, version).pipe(Effect.either)
-            if (written._tag === "Left") {
-              results.push({
-                ...row,
-                declaration: "failed",
-                delivery: "not_run",
-                services: [],
-                observed: null,
-                ok: false,
-                detail: written.left.detail
-              })
-              continue
-            }
-            declarationOutcome = "declared"
-            yield* step(target.name, "declared")
-          }
-          // 2. Delivery, unless the host already reports exactly this release.
-          const before = yield* delivery.observe(target, binary.path)
-          let deliveryOutcome: TargetRollout["delivery"] = "current"
-          let failure = ""
-          if (!matches(before, want)) {
-            const delivered = yield* delivery
-              .recover({
-                target: target.name,
-                release: Option.some(version),
-                bundledRegistry: false,
-                binary: binary.name,
-                hostRecovery: false
-              })
-              .pipe(Effect.either)
-            deliveryOutcome = delivered._tag === "Right" && delivered.right.ok ? "delivered" : ("failed" as const)
-            if (delivered._tag === "Left") failure = delivered.left.detail
-            else if (!delivered.right.ok)
-              failure = delivered.right.steps
-                .filter((s) => !s.ok)
-                .map((s) => `${s.step}: ${s.detail}`)
-                .join("; ")
-            yield* step(target.name, deliveryOutcome)
-          }
-          // 3. The services running that binary, converged onto it (after a delivery only).
-          const services: Array<TargetRollout["services"][number]> = []
-          if (deliveryOutcome === "delivered")
-            for (const service of target.services.filter((s) => s.program === binary.path)) {
-              const converged = yield* reconciler.converge(target.name, service.name, true).pipe(Effect.either)
-              const failed =
-                converged._tag === "Left"
-                  ? converged.left.detail
-                  : converged.right.services
-                      .filter((s) => s.execution.status === "failed" || s.execution.status === "refused")
-                      .map((s) => s.execution.error ?? s.execution.status)
-                      .join("; ")
-              services.push({ name: service.name, ok: failed === "", detail: failed === "" ? "converged" : failed })
-            }
-          // 4. What the host reports now.
-          const after = deliveryOutcome === "current" ? before : yield* delivery.observe(target, binary.path)
-          const ok = matches(after, want) && services.every((s) => s.ok)
-          results.push({
-            ...row,
-            declaration: declarationOutcome,
-            delivery: deliveryOutcome,
-            services,
-            observed: after,
-            ok,
-            detail: ok
-              ? `reports ${product} ${version}, artifact ${want.artifact}, manifest ${want.manifest}`
-              : failure || `reports ${after.detail}, not ${product} ${version} exactly`
-          })
-        }
-        const manifestKey = releaseKey(product, version, "release.json")
+        for (const { binary, target } of declared) results.push(yield* rolloutTarget(target, binary, want, step))
         const ok = declared.length > 0 && results.every((r) => r.ok)
-        let deployment: ProductRollout["deployment"] = null
-        if (ok && options.deployment !== false) {
-          // 5. The completion record, only now; written once (create-only) per generation.
-          const key = deploymentKey(product, version, generation)
-          const existing = yield* store.head(key)
-          if (Option.isSome(existing)) deployment = { key, outcome: "present" }
-          else {
-            const now = yield* Clock.currentTimeMillis
-            const body = canonicalBytes({
-              schema: "keel.deployment/v1",
-              product,
-              version,
-              channel: document.release_control.channel,
-              generation,
-              manifest: { key: manifestKey, sha256: want.manifest },
-              artifact: { key: release.right.manifest.artifact.key, sha256: want.artifact },
-              targets: results.map((r) => ({
-                target: r.target,
-                binary: r.binary,
-                path: r.path,
-                sha256: r.observed?.sha256 ?? null
-              })),
-              completed_at: new Date(now).toISOString()
-            })
-            const written = yield* store.putIfAbsent(key, body)
-            deployment = { key, outcome: written.created ? "created" : "present" }
-          }
-        }
+        const deployment: ProductRollout["deployment"] =
+          ok && options.deployment !== false
+            ? yield* writeDeployment(document, want, release.right.manifest.artifact.key, results)
+            : null
         yield* recordDelivery(product, version, {
           generation: options.deployment === false ? null : generation,
           ok,
@@ -359,7 +389,7 @@ export class ReleaseRollout extends Effect.Service<ReleaseRollout>()("fleet/Rele
         })
         return {
           ...base,
-          manifest: { key: manifestKey, sha256: want.manifest },
+          manifest: { key: releaseKey(product, version, "release.json"), sha256: want.manifest },
           artifact_sha256: want.artifact,
           targets: results,
           deployment,

@@ -168,19 +168,17 @@ export class TagRelease extends Effect.Service<TagRelease>()("fleet/TagRelease",
         Effect.catchTag("RolloutRefused", (e) => Effect.succeed<StepResult>({ outcome: "failed", detail: e.detail }))
       )
 
-    const tag = (request: { readonly source: string; readonly tag: string; readonly waitMillis: number }) =>
+    /**
+     * The exact-source version check — the declaration at the tagged revision declares the tag's version — and the
+     * platforms it declares, each with its recipe read at that revision (a stable tag needs both, different products).
+     */
+    const platformsAt = (
+      request: { readonly source: string; readonly tag: string },
+      revision: string,
+      version: string,
+      kind: "stable" | "candidate"
+    ) =>
       Effect.gen(function* () {
-        const parsed = TAG_PATTERN.exec(request.tag)
-        if (parsed === null)
-          return yield* refused(`${request.tag} is not a release tag (v<major>.<minor>.<patch>[-<suffix>])`)
-        const version = `${parsed[1]}${parsed[2] ?? ""}`
-        const kind = parsed[2] === undefined ? ("stable" as const) : ("candidate" as const)
-        const commits = yield* tagAndHead(request.source, request.tag)
-        if (Option.isNone(commits.tag)) return yield* refused(`${request.source} has no tag ${request.tag}`)
-        if (Option.getOrUndefined(commits.head) !== commits.tag.value)
-          return yield* refused(`${request.tag} is ${commits.tag.value}, not the checked-out commit: check the tag out`)
-        const revision = commits.tag.value
-
         // The exact-source version check: the declaration at the tagged revision declares the tag's version.
         const text = yield* committedFile(request.source, revision, DECLARATION_FILE)
         if (Option.isNone(text)) return yield* refused(`the tagged tree has no ${DECLARATION_FILE}`)
@@ -213,6 +211,23 @@ export class TagRelease extends Effect.Service<TagRelease>()("fleet/TagRelease",
           return yield* refused(
             "the native and linux recipes must release different products (one artifact per release)"
           )
+        return { linux, native }
+      })
+
+    const tag = (request: { readonly source: string; readonly tag: string; readonly waitMillis: number }) =>
+      Effect.gen(function* () {
+        const parsed = TAG_PATTERN.exec(request.tag)
+        if (parsed === null)
+          return yield* refused(`${request.tag} is not a release tag (v<major>.<minor>.<patch>[-<suffix>])`)
+        const version = `${parsed[1]}${parsed[2] ?? ""}`
+        const kind = parsed[2] === undefined ? ("stable" as const) : ("candidate" as const)
+        const commits = yield* tagAndHead(request.source, request.tag)
+        if (Option.isNone(commits.tag)) return yield* refused(`${request.source} has no tag ${request.tag}`)
+        if (Option.getOrUndefined(commits.head) !== commits.tag.value)
+          return yield* refused(`${request.tag} is ${commits.tag.value}, not the checked-out commit: check the tag out`)
+        const revision = commits.tag.value
+
+        const { linux, native } = yield* platformsAt(request, revision, version, kind)
 
         // Every identity reserved before anything is published: a refusal here writes nothing.
         for (const platform of native === undefined ? [linux] : [native, linux])

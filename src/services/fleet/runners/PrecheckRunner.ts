@@ -259,18 +259,16 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
         }
       })
 
-    const install = (name: string) =>
-      Effect.gen(function* () {
-        const { layout, registryActions, runner, settings, target } = yield* resolve(name)
-        const scope = yield* scopeOf(name, runner)
-        const signingSecret = yield* secret(name, runner.signing_secret)
-        const steps: Array<RunnerStep> = []
-        const report = (
-          ok: boolean,
-          rollback: ReadonlyArray<RunnerStep> | null,
-          remains: ReadonlyArray<string>
-        ): LifecycleReport => ({ target: name, runner: layout.name, action: "install", ok, steps, rollback, remains })
+    type Resolved = Effect.Effect.Success<ReturnType<typeof resolve>>
+    type Scope = Effect.Effect.Success<ReturnType<typeof scopeOf>>
 
+    /**
+     * The provider side: the runner's repositories (a public one only once admitted), its group with exactly them,
+     * and a registration token. Each step recorded in `steps`.
+     */
+    const granted = (name: string, resolved: Resolved, scope: Scope, steps: Array<RunnerStep>) =>
+      Effect.gen(function* () {
+        const { runner, settings } = resolved
         const repositories = yield* Effect.forEach(runner.repositories, (repo) =>
           provider.repository(scope, repo)
         ).pipe(Effect.mapError(providerFailure(name)))
@@ -301,6 +299,74 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
         })
         const token = yield* provider.registrationToken(scope).pipe(Effect.mapError(providerFailure(name)))
         steps.push({ step: "registration-token", result: "ok", detail: `expires ${token.expires_at}` })
+        return token
+      })
+
+    /** Phase two on the host: the install script with the token and secret, then its firewall read back. */
+    const installedOnHost = (
+      resolved: Resolved,
+      ids: { readonly uid: number; readonly gid: number; readonly archiveFile: string },
+      secrets: { readonly token: string; readonly signingSecret: string },
+      steps: Array<RunnerStep>
+    ) =>
+      Effect.gen(function* () {
+        const { layout, runner, target } = resolved
+        const installed = yield* host
+          .script(
+            target,
+            installScript(layout, runner, ids, renderNftTable({ uid: ids.uid, gatewayPort: runner.gateway_port })),
+            secrets
+          )
+          .pipe(Effect.either)
+        if (installed._tag === "Left") {
+          steps.push({ step: "host", result: "failed", detail: installed.left.detail })
+          return false
+        }
+        steps.push(...installed.right.steps)
+        if (failed(installed.right.steps) || installed.right.exitCode !== 0) return false
+        const readback = firewallProblems(first(installed.right.values, "firewall") ?? "", ids.uid, runner.gateway_port)
+        steps.push(
+          readback.length === 0
+            ? { step: "firewall-readback", result: "ok", detail: `nft -j list: every rule keyed to uid ${ids.uid}` }
+            : { step: "firewall-readback", result: "failed", detail: readback.join("; ") }
+        )
+        return readback.length === 0
+      })
+
+    /** The installed runner as the provider and the host report it: its labels and its documented layout. */
+    const checkedInstall = (resolved: Resolved, scope: Scope, steps: Array<RunnerStep>) =>
+      Effect.gen(function* () {
+        const status = yield* inspect(resolved.target, resolved.layout, resolved.runner, scope)
+        steps.push(
+          status.labels.ok
+            ? { step: "labels", result: "ok", detail: status.provider?.labels.join(", ") ?? "" }
+            : {
+                step: "labels",
+                result: "failed",
+                detail: `the provider reports ${status.provider === null ? "no runner" : `[${status.provider.labels.join(", ")}]`}, expected [${status.labels.expected.join(", ")}]`
+              }
+        )
+        const layoutProblems = status.deviations.filter((d) => !/^(labels|provider):/.test(d))
+        steps.push(
+          layoutProblems.length === 0
+            ? { step: "layout", result: "ok", detail: "ownership and modes as documented" }
+            : { step: "layout", result: "failed", detail: layoutProblems.join("; ") }
+        )
+      })
+
+    const install = (name: string) =>
+      Effect.gen(function* () {
+        const resolved = yield* resolve(name)
+        const { layout, registryActions, runner, target } = resolved
+        const scope = yield* scopeOf(name, runner)
+        const signingSecret = yield* secret(name, runner.signing_secret)
+        const steps: Array<RunnerStep> = []
+        const report = (
+          ok: boolean,
+          rollback: ReadonlyArray<RunnerStep> | null,
+          remains: ReadonlyArray<string>
+        ): LifecycleReport => ({ target: name, runner: layout.name, action: "install", ok, steps, rollback, remains })
+        const token = yield* granted(name, resolved, scope, steps)
 
         // Phase one creates nothing unless it succeeds: a refused archive leaves the host as it was.
         const prepared = yield* host.script(target, prepareScript(layout, runner))
@@ -324,40 +390,17 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
               return report(false, undone.steps, undone.remains)
             })
 
-        const installed = yield* host
-          .script(
-            target,
-            installScript(
-              layout,
-              runner,
-              { uid, gid, archiveFile },
-              renderNftTable({ uid, gatewayPort: runner.gateway_port })
-            ),
-            {
-              token: token.token,
-              signingSecret
-            }
-          )
-          .pipe(Effect.either)
-        if (installed._tag === "Left") {
-          steps.push({ step: "host", result: "failed", detail: installed.left.detail })
-          return yield* rollBack
-        }
-        steps.push(...installed.right.steps)
-        if (failed(installed.right.steps) || installed.right.exitCode !== 0) return yield* rollBack
-        const readback = firewallProblems(first(installed.right.values, "firewall") ?? "", uid, runner.gateway_port)
-        steps.push(
-          readback.length === 0
-            ? { step: "firewall-readback", result: "ok", detail: `nft -j list: every rule keyed to uid ${uid}` }
-            : { step: "firewall-readback", result: "failed", detail: readback.join("; ") }
+        const onHost = yield* installedOnHost(
+          resolved,
+          { uid, gid, archiveFile },
+          { token: token.token, signingSecret },
+          steps
         )
-        if (readback.length > 0) return yield* rollBack
-
+        if (!onHost) return yield* rollBack
         if (layout.gateway !== null) {
           steps.push(...(yield* provisionGateway(target, layout, runner, registryActions)))
           if (failed(steps)) return yield* rollBack
         }
-
         const unit = yield* host.unit(target, "ensure").pipe(Effect.either)
         steps.push(
           ...(unit._tag === "Left"
@@ -365,23 +408,7 @@ export class PrecheckRunner extends Effect.Service<PrecheckRunner>()("fleet/Prec
             : serviceSteps(unit.right.answer, "started"))
         )
         if (failed(steps)) return yield* rollBack
-
-        const status = yield* inspect(target, layout, runner, scope)
-        steps.push(
-          status.labels.ok
-            ? { step: "labels", result: "ok", detail: status.provider?.labels.join(", ") ?? "" }
-            : {
-                step: "labels",
-                result: "failed",
-                detail: `the provider reports ${status.provider === null ? "no runner" : `[${status.provider.labels.join(", ")}]`}, expected [${status.labels.expected.join(", ")}]`
-              }
-        )
-        const layoutProblems = status.deviations.filter((d) => !/^(labels|provider):/.test(d))
-        steps.push(
-          layoutProblems.length === 0
-            ? { step: "layout", result: "ok", detail: "ownership and modes as documented" }
-            : { step: "layout", result: "failed", detail: layoutProblems.join("; ") }
-        )
+        yield* checkedInstall(resolved, scope, steps)
         if (failed(steps)) return yield* rollBack
         return report(true, null, [])
       })
