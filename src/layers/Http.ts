@@ -20,17 +20,15 @@ import { VaultApi } from "../contracts/vault/Api.js"
 import { bodyLimitMiddleware } from "../http/BodyLimit.js"
 import { installClientErrorAnswer } from "../http/ClientError.js"
 import { CORS_ROUTES, type CorsOrigins, corsMiddleware, corsOriginsFromConfig } from "../http/Cors.js"
+import { FleetLive } from "../http/controlplane/Fleet.js"
 import { FleetAuthLive, ReconcileAuthLive } from "../http/controlplane/FleetAuth.js"
-import {
-  FleetLive,
-  HandoffQueueLive,
-  HostHealthLive,
-  JobsLive,
-  ObjectsLive,
-  StorageLive,
-  WorkflowsLive
-} from "../http/controlplane/Http.js"
+import { HandoffQueueLive } from "../http/controlplane/HandoffQueue.js"
+import { HostHealthLive } from "../http/controlplane/HostHealth.js"
+import { JobsLive } from "../http/controlplane/Jobs.js"
+import { ObjectsLive } from "../http/controlplane/Objects.js"
 import { ReconcileWrongMethodsLive } from "../http/controlplane/ReconcileMethods.js"
+import { StorageLive } from "../http/controlplane/Storage.js"
+import { WorkflowsLive } from "../http/controlplane/Workflows.js"
 import { composeFastPaths, type FastPath } from "../http/FastPath.js"
 import {
   GroundTruthAskLive,

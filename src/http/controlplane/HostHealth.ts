@@ -1,0 +1,16 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { ControlPlaneApi } from "../../contracts/controlplane/Api.js"
+import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
+import { bearerToken } from "../../services/platform/Credentials.js"
+
+export const HostHealthLive = HttpApiBuilder.group(ControlPlaneApi, "hostHealth", (handlers) =>
+  Effect.gen(function* () {
+    const health = yield* HostHealth
+    return handlers.handle("put", ({ headers, payload }) =>
+      Effect.gen(function* () {
+        return yield* health.store(bearerToken(headers.authorization), payload)
+      })
+    )
+  })
+)
