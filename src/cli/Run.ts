@@ -1,5 +1,5 @@
 import { ValidationError } from "@effect/cli"
-import { NodeContext } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Cause, ConfigError, Console, Effect, Exit, Layer, Option } from "effect"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { loggerFromConfig } from "../services/platform/Logging.js"

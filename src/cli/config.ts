@@ -1,22 +1,13 @@
 import { Command } from "@effect/cli"
-import { Effect } from "effect"
-import { AppConfig } from "../services/platform/AppConfig.js"
-import { effectiveSettings } from "../services/platform/EffectiveSettings.js"
-import { emit, json, table } from "./Output.js"
+import { AppConfigLive } from "./Layers.js"
+import { lazyRun } from "./Lazy.js"
+import { json } from "./Output.js"
 
-const show = Command.make("show", { json }, ({ json }) =>
-  Effect.gen(function* () {
-    const settings = yield* effectiveSettings
-    yield* emit(json, settings, (s) =>
-      table(
-        ["SETTING", "VALUE"],
-        Object.entries(s).map(([k, v]) => [k, v === null ? "-" : String(v)])
-      )
-    )
-  })
-).pipe(
+const impl = lazyRun(() => import("./run/config.js"))
+
+const show = Command.make("show", { json }, (args) => impl((m) => m.show(args))).pipe(
   Command.withDescription("Print the effective settings (from the environment, see docs/configuration.md)"),
-  Command.provide(AppConfig.Default)
+  Command.provide(AppConfigLive)
 )
 
 export const config = Command.make("config").pipe(

@@ -1,4 +1,4 @@
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { scrubEnvironBlock } from "../services/platform/EnvironBlock.js"
 import { ctlMain, exitCodeOf } from "./Run.js"
 

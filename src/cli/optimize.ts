@@ -1,73 +1,19 @@
 import { Command, Options } from "@effect/cli"
-import { Effect, Option } from "effect"
-import { ReconcilerOpsLive } from "../layers/Live.js"
-import { FleetConfig } from "../services/fleet/FleetConfig.js"
-import { AutonomyControl } from "../services/fleet/reconciler/AutonomyControl.js"
-import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconciler.js"
-import type { ServiceReport } from "../services/fleet/reconciler/ServiceReport.js"
-import { ServiceViews } from "../services/fleet/reconciler/ServiceViews.js"
-import { controlPlane, refused } from "./fleet.js"
-import { ExitWith, emit, failWith, json } from "./Output.js"
-import { describeRow, runFailed } from "./service.js"
+import { ReconcilerOpsLive } from "./Layers.js"
+import { lazyRun } from "./Lazy.js"
+import { json } from "./Output.js"
 
-const summary = (report: ServiceReport) =>
-  [
-    `run ${report.run_id} (${report.trigger}, mode ${report.mode}${report.pause.paused ? ", PAUSED" : ""}): ${report.actions_executed} of at most ${report.max_actions_per_tick} actions executed`,
-    ...report.services
-      .filter((s) => s.decision.action !== "none" || s.decision.state === "unknown")
-      .map((s) => `  ${describeRow(s)}`),
-    ...report.alerts.map((a) => `  alert: ${a.kind} ${a.target}/${a.service} (${a.delivery})`),
-    report.write_error === null
-      ? `  report: ${report.report_keys.latest}`
-      : `  report NOT written: ${report.write_error}`
-  ].join("\n")
+const impl = lazyRun(() => import("./run/optimize.js"))
 
-/**
- * With KEEL_CONTROL_PLANE_URL set, the tick runs in the control plane (POST /api/fleet/services/runs, the grant
- * in KEEL_GRANT_FILE needs service-ensure); without it, in this process on this data dir's database (the same
- * leases, pause and breakers as a `ctl serve` sharing it).
- */
-const tickSomewhere = Effect.gen(function* () {
-  if (Option.isNone((yield* FleetConfig).controlPlaneUrl)) return yield* (yield* ServiceReconciler).tick("manual")
-  const client = yield* controlPlane
-  return (yield* client.fleet.runServices().pipe(Effect.mapError(refused))) as ServiceReport
-})
-
-const run = Command.make("run", { json }, ({ json }) =>
-  Effect.gen(function* () {
-    const report = yield* tickSomewhere
-    yield* emit(json, report, summary)
-    if (runFailed(report) || report.write_error !== null) return yield* new ExitWith({ code: 1 })
-  }).pipe(
-    Effect.catchTags({
-      TickInProgress: failWith(json),
-      FleetRegistryUnavailable: failWith(json),
-      FleetRegistryInvalid: failWith(json)
-    })
-  )
-).pipe(
+const run = Command.make("run", { json }, (args) => impl((m) => m.run(args))).pipe(
   Command.withDescription(
     "Run one reconciliation tick now, in the control plane when KEEL_CONTROL_PLANE_URL is set (exit 1 if an action failed)"
   )
 )
 
-const status = Command.make("status", { json }, ({ json }) =>
-  Effect.gen(function* () {
-    const shown = yield* (yield* ServiceViews).status
-    yield* emit(json, shown, (s) =>
-      [
-        `mode ${s.mode}, every ${s.interval_seconds} s, at most ${s.max_actions_per_tick} actions per tick`,
-        s.pause.paused
-          ? `PAUSED by ${s.pause.changed_by} at ${s.pause.changed_at}: ${s.pause.reason ?? ""}`
-          : "not paused",
-        ...s.breakers
-          .filter((b) => b.phase !== "closed" || b.failures > 0)
-          .map((b) => `breaker ${b.target}: ${b.phase} (${b.failures} failures; ${b.last_error ?? ""})`),
-        s.latest === null ? "no run yet" : summary(s.latest)
-      ].join("\n")
-    )
-  }).pipe(Effect.catchTags({ FleetRegistryUnavailable: failWith(json), FleetRegistryInvalid: failWith(json) }))
-).pipe(Command.withDescription("The reconciler's mode, pause, breakers and latest run"))
+const status = Command.make("status", { json }, (args) => impl((m) => m.status(args))).pipe(
+  Command.withDescription("The reconciler's mode, pause, breakers and latest run")
+)
 
 const reason = Options.text("reason").pipe(Options.optional, Options.withDescription("Why (kept with the pause)"))
 const by = Options.text("by").pipe(
@@ -75,19 +21,17 @@ const by = Options.text("by").pipe(
   Options.withDescription("Who pauses or resumes")
 )
 
-const pause = Command.make("pause", { reason, by, json }, ({ by, json, reason }) =>
-  Effect.gen(function* () {
-    const state = yield* (yield* AutonomyControl).setPause(true, by, reason._tag === "Some" ? reason.value : null)
-    yield* emit(json, state, (s) => `paused: no autonomous mutation runs until ctl optimize resume (${s.changed_at})`)
-  })
-).pipe(Command.withDescription("Emergency pause: every process's ticks record their plan and execute nothing"))
+export const pauseConfig = { reason, by, json }
 
-const resume = Command.make("resume", { by, json }, ({ by, json }) =>
-  Effect.gen(function* () {
-    const state = yield* (yield* AutonomyControl).setPause(false, by, null)
-    yield* emit(json, state, () => "resumed")
-  })
-).pipe(Command.withDescription("End the emergency pause"))
+const pause = Command.make("pause", pauseConfig, (args) => impl((m) => m.pause(args))).pipe(
+  Command.withDescription("Emergency pause: every process's ticks record their plan and execute nothing")
+)
+
+export const resumeConfig = { by, json }
+
+const resume = Command.make("resume", resumeConfig, (args) => impl((m) => m.resume(args))).pipe(
+  Command.withDescription("End the emergency pause")
+)
 
 export const optimize = Command.make("optimize").pipe(
   Command.withDescription("The service reconciler: run a tick, show its state, pause or resume it"),

@@ -1,9 +1,9 @@
 import { Args, Command, Options } from "@effect/cli"
-import { Effect, Option } from "effect"
-import type { AnalyticsSummary, ExperimentResults } from "../contracts/product/Readout.js"
-import { ServicesLive } from "../layers/Live.js"
-import { Readout } from "../services/product/Readout.js"
-import { emit, failWith, integerOption, json, table } from "./Output.js"
+import { ServicesLive } from "./Layers.js"
+import { lazyRun } from "./Lazy.js"
+import { integerOption, json } from "./Output.js"
+
+const impl = lazyRun(() => import("./run/product.js"))
 
 const from = Options.text("from").pipe(
   Options.withDescription("Start, inclusive: ISO 8601 date (UTC) or date-time with a zone"),
@@ -14,126 +14,34 @@ const to = Options.text("to").pipe(
   Options.optional
 )
 
-const pct = (x: number | null) => (x === null ? "-" : `${(x * 100).toFixed(2)}%`)
-const num = (x: number | null, digits = 4) => (x === null ? "-" : x.toFixed(digits))
+export const resultsConfig = {
+  experiment: Args.text({ name: "EXPERIMENT" }).pipe(Args.withDescription("The experiment id")),
+  metric: Options.text("metric").pipe(Options.withDescription("The analytics event name that counts as a conversion")),
+  from,
+  to,
+  json
+}
 
-const renderResults = (r: ExperimentResults) =>
-  [
-    `${r.experiment_id}: metric ${r.metric}, ${r.from} .. ${r.to} (control: ${r.control})`,
-    table(
-      [
-        "variant",
-        "weight",
-        "exposures",
-        "subjects",
-        "conversions",
-        "rate",
-        "95% CI",
-        "lift",
-        "p-value",
-        "P(beat control)"
-      ],
-      r.variants.map((v) => [
-        v.name,
-        String(v.weight),
-        String(v.exposures),
-        String(v.subjects),
-        String(v.conversions),
-        pct(v.conversion_rate),
-        v.conversion_rate_ci === null ? "-" : `${pct(v.conversion_rate_ci.low)}..${pct(v.conversion_rate_ci.high)}`,
-        pct(v.lift),
-        num(v.p_value),
-        pct(v.probability_to_beat_control)
-      ])
-    ),
-    r.srm === null
-      ? "sample ratio: not enough data"
-      : `sample ratio: chi-square ${num(r.srm.chi_square)} (df ${r.srm.df}), p ${num(r.srm.p_value, 6)}` +
-        (r.srm.mismatch ? "  MISMATCH: check the assignment before trusting the results" : "  ok"),
-    ...(r.unlisted_subjects > 0 ? [`${r.unlisted_subjects} subject(s) hold variants the registry no longer lists`] : [])
-  ].join("\n")
+const results = Command.make("results", resultsConfig, (args) => impl((m) => m.results(args))).pipe(
+  Command.withDescription("An experiment's results per variant, with their statistics (docs/analytics.md)")
+)
 
-const results = Command.make(
-  "results",
-  {
-    experiment: Args.text({ name: "EXPERIMENT" }).pipe(Args.withDescription("The experiment id")),
-    metric: Options.text("metric").pipe(
-      Options.withDescription("The analytics event name that counts as a conversion")
-    ),
-    from,
-    to,
-    json
-  },
-  ({ experiment, from, json, metric, to }) =>
-    Effect.gen(function* () {
-      const readout = yield* Readout
-      const report = yield* readout
-        .experimentResults({
-          experimentId: experiment,
-          metric,
-          from: Option.getOrUndefined(from),
-          to: Option.getOrUndefined(to)
-        })
-        .pipe(Effect.catchTags({ ExperimentNotFound: failWith(json), ReadoutQueryInvalid: failWith(json) }))
-      yield* emit(json, report, renderResults)
-    })
-).pipe(Command.withDescription("An experiment's results per variant, with their statistics (docs/analytics.md)"))
+export const summaryConfig = {
+  site: Options.text("site").pipe(Options.withDescription("The analytics site id")),
+  from,
+  to,
+  interval: Options.choice("interval", ["day", "hour"]).pipe(
+    Options.withDescription("Bucket size of the series (UTC)"),
+    Options.withDefault("day" as const)
+  ),
+  limit: integerOption("limit", 1, 100).pipe(
+    Options.withDescription("Rows of each top list, 1..100"),
+    Options.withDefault(10)
+  ),
+  json
+}
 
-const renderSummary = (s: AnalyticsSummary) =>
-  [
-    `${s.site}: ${s.from} .. ${s.to}, ${s.totals.visitors} visitors, ${s.totals.pageviews} pageviews, ${s.totals.events} events`,
-    table(
-      [s.interval, "visitors", "pageviews", "events"],
-      s.series.map((b) => [b.start, String(b.visitors), String(b.pageviews), String(b.events)])
-    ),
-    "top pages",
-    table(
-      ["page", "pageviews", "visitors"],
-      s.top_pages.map((p) => [p.page, String(p.pageviews), String(p.visitors)])
-    ),
-    "top referrers",
-    table(
-      ["referrer", "visitors", "pageviews"],
-      s.top_referrers.map((p) => [p.referrer, String(p.visitors), String(p.pageviews)])
-    ),
-    "top UTM sources",
-    table(
-      ["utm_source", "visitors", "pageviews"],
-      s.top_utm_sources.map((p) => [p.utm_source, String(p.visitors), String(p.pageviews)])
-    )
-  ].join("\n")
-
-const summary = Command.make(
-  "summary",
-  {
-    site: Options.text("site").pipe(Options.withDescription("The analytics site id")),
-    from,
-    to,
-    interval: Options.choice("interval", ["day", "hour"]).pipe(
-      Options.withDescription("Bucket size of the series (UTC)"),
-      Options.withDefault("day" as const)
-    ),
-    limit: integerOption("limit", 1, 100).pipe(
-      Options.withDescription("Rows of each top list, 1..100"),
-      Options.withDefault(10)
-    ),
-    json
-  },
-  ({ from, interval, json, limit, site, to }) =>
-    Effect.gen(function* () {
-      const readout = yield* Readout
-      const report = yield* readout
-        .analyticsSummary({
-          site,
-          from: Option.getOrUndefined(from),
-          to: Option.getOrUndefined(to),
-          interval,
-          limit
-        })
-        .pipe(Effect.catchTags({ ReadoutQueryInvalid: failWith(json) }))
-      yield* emit(json, report, renderSummary)
-    })
-).pipe(
+const summary = Command.make("summary", summaryConfig, (args) => impl((m) => m.summary(args))).pipe(
   Command.withDescription("A site's visitors, pageviews, top pages, referrers and UTM sources (default: last 30 days)")
 )
 

@@ -1,20 +1,9 @@
-import * as fs from "node:fs"
 import { Args, Command, Options } from "@effect/cli"
-import { Effect, Option } from "effect"
-import { ServicesLive } from "../layers/Live.js"
-import {
-  FleetRegistry,
-  type FleetRegistryInvalid,
-  type FleetRegistrySnapshot,
-  type FleetRegistryUnavailable
-} from "../services/fleet/registry/Registry.js"
-import {
-  type RegistryConflict,
-  type RegistryWrite,
-  type RegistryWriteFailed,
-  RegistryWriter
-} from "../services/fleet/registry/RegistryWriter.js"
-import { CommandFailed, emit, iso, json, table } from "./Output.js"
+import { ServicesLive } from "./Layers.js"
+import { lazyRun } from "./Lazy.js"
+import { json } from "./Output.js"
+
+const impl = lazyRun(() => import("./run/registry.js"))
 
 const cached = Options.boolean("cached").pipe(
   Options.withDescription("When the source cannot be read, answer the last valid snapshot (marked cached)")
@@ -23,72 +12,17 @@ const bundledRegistry = Options.boolean("bundled-registry").pipe(
   Options.withDescription("Read the registry shipped inside the package instead of KEEL_REGISTRY")
 )
 
-const summary = (snapshot: FleetRegistrySnapshot) => ({
-  freshness: snapshot.freshness,
-  ...(snapshot.cachedBecause === undefined ? {} : { cached_because: snapshot.cachedBecause }),
-  source: snapshot.source,
-  digest: snapshot.digest,
-  loaded_at: iso(snapshot.loadedAt),
-  targets: snapshot.registry.targets.map((t) => ({
-    name: t.name,
-    os: t.os,
-    channel: t.channel === "local" ? "local" : `ssh ${t.channel.ssh.user}@${t.channel.ssh.host}:${t.channel.ssh.port}`,
-    roles: t.roles,
-    services: t.services.map((s) => s.name),
-    disk_cleanup: t.disk_cleanup?.mode ?? "default (report)"
-  })),
-  registry: snapshot.registry
-})
+export const showConfig = { cached, bundledRegistry, json }
 
-const problemsOf = (error: FleetRegistryInvalid | FleetRegistryUnavailable) =>
-  error._tag === "FleetRegistryInvalid" ? error.problems : []
+const show = Command.make("show", showConfig, (args) => impl((m) => m.show(args))).pipe(
+  Command.withDescription("Read and validate the canonical registry (KEEL_REGISTRY) and summarise it")
+)
 
-/** Failures of the registry carry their field paths; print every one. */
-const refuse = (asJson: boolean) => (error: FleetRegistryInvalid | FleetRegistryUnavailable) =>
-  Effect.zipRight(
-    asJson
-      ? emit(true, { error: { code: error.code, detail: error.detail, problems: problemsOf(error) } }, () => "")
-      : emit(false, problemsOf(error), (problems) => problems.map((p) => `  ${p}`).join("\n")),
-    Effect.fail(new CommandFailed({ detail: error.detail }))
-  )
+export const validateConfig = { file: Args.file({ name: "FILE", exists: "yes" }).pipe(Args.optional), json }
 
-const show = Command.make("show", { cached, bundledRegistry, json }, ({ bundledRegistry, cached, json }) =>
-  Effect.gen(function* () {
-    const registry = yield* FleetRegistry
-    const reading: Effect.Effect<FleetRegistrySnapshot, FleetRegistryInvalid | FleetRegistryUnavailable> =
-      bundledRegistry ? registry.bundled() : registry.read({ allowCached: cached })
-    const snapshot = yield* reading.pipe(Effect.catchAll(refuse(json)))
-    const body = summary(snapshot)
-    yield* emit(json, body, (s) =>
-      [
-        `registry ${s.source.location}${s.source.commit ? ` @ ${s.source.commit.slice(0, 12)}` : ""} (${s.freshness}${
-          s.freshness === "cached" ? `: ${s.cached_because}` : ""
-        }), digest ${s.digest}, loaded ${s.loaded_at}`,
-        table(
-          ["TARGET", "OS", "CHANNEL", "ROLES", "SERVICES", "DISK CLEANUP"],
-          s.targets.map((t) => [t.name, t.os, t.channel, t.roles.join(","), t.services.join(","), t.disk_cleanup])
-        )
-      ].join("\n")
-    )
-  })
-).pipe(Command.withDescription("Read and validate the canonical registry (KEEL_REGISTRY) and summarise it"))
-
-const validate = Command.make(
-  "validate",
-  { file: Args.file({ name: "FILE", exists: "yes" }).pipe(Args.optional), json },
-  ({ file, json }) =>
-    Effect.gen(function* () {
-      const registry = yield* FleetRegistry
-      const parsed = Option.isSome(file)
-        ? yield* registry
-            .parse(fs.readFileSync(file.value, "utf8"), file.value)
-            .pipe(Effect.map((doc) => ({ source: file.value, targets: doc.targets.length })))
-        : yield* registry
-            .load()
-            .pipe(Effect.map((s) => ({ source: s.source.location, targets: s.registry.targets.length })))
-      yield* emit(json, { valid: true, ...parsed }, (r) => `${r.source}: valid, ${r.targets} target(s)`)
-    }).pipe(Effect.catchAll(refuse(json)))
-).pipe(Command.withDescription("Validate a registry file (or the configured source); lists every problem by path"))
+const validate = Command.make("validate", validateConfig, (args) => impl((m) => m.validate(args))).pipe(
+  Command.withDescription("Validate a registry file (or the configured source); lists every problem by path")
+)
 
 const expect = Options.text("expect").pipe(
   Options.withDescription("The digest the change was made against (from `registry show`): compare-and-set")
@@ -98,53 +32,15 @@ const reason = Options.text("reason").pipe(
   Options.withDescription("Why: recorded in the audit object (and the git commit message)")
 )
 
-/** A write's refusal: a conflict says the current digest; invalid text lists its problems by path. */
-const refuseWrite =
-  (asJson: boolean) =>
-  (error: RegistryConflict | RegistryWriteFailed | FleetRegistryInvalid | FleetRegistryUnavailable) =>
-    error._tag === "RegistryConflict" || error._tag === "RegistryWriteFailed"
-      ? Effect.zipRight(
-          asJson
-            ? emit(
-                true,
-                {
-                  error: {
-                    code: error.code,
-                    detail: error.detail,
-                    ...(error._tag === "RegistryConflict" ? { current: error.current } : {})
-                  }
-                },
-                () => ""
-              )
-            : Effect.void,
-          Effect.fail(new CommandFailed({ detail: error.detail }))
-        )
-      : refuse(asJson)(error)
+export const setConfig = { file: Args.file({ name: "FILE", exists: "yes" }), expect, reason, json }
 
-const written = (w: RegistryWrite) =>
-  `registry written: ${w.digest_before.slice(0, 16)} → ${w.digest_after.slice(0, 16)}${
-    w.source.commit === undefined ? "" : ` (commit ${w.source.commit.slice(0, 12)})`
-  }; digest ${w.digest_after}`
+const set = Command.make("set", setConfig, (args) => impl((m) => m.set(args))).pipe(
+  Command.withDescription("Replace the registry with FILE, if it is still at --expect DIGEST (validated first)")
+)
 
-const set = Command.make(
-  "set",
-  { file: Args.file({ name: "FILE", exists: "yes" }), expect, reason, json },
-  ({ expect, file, json, reason }) =>
-    Effect.gen(function* () {
-      const write = yield* (yield* RegistryWriter).set(expect, fs.readFileSync(file, "utf8"), reason)
-      yield* emit(json, write, written)
-    }).pipe(Effect.catchAll(refuseWrite(json)))
-).pipe(Command.withDescription("Replace the registry with FILE, if it is still at --expect DIGEST (validated first)"))
+export const applyConfig = { file: Args.file({ name: "FILE", exists: "yes" }), expect, reason, json }
 
-const apply = Command.make(
-  "apply",
-  { file: Args.file({ name: "FILE", exists: "yes" }), expect, reason, json },
-  ({ expect, file, json, reason }) =>
-    Effect.gen(function* () {
-      const write = yield* (yield* RegistryWriter).apply(expect, fs.readFileSync(file, "utf8"), reason)
-      yield* emit(json, write, written)
-    }).pipe(Effect.catchAll(refuseWrite(json)))
-).pipe(
+const apply = Command.make("apply", applyConfig, (args) => impl((m) => m.apply(args))).pipe(
   Command.withDescription(
     "Apply FILE as a JSON merge patch (RFC 7386, YAML or JSON) to the registry, if it is still at --expect DIGEST"
   )

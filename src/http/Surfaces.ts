@@ -4,10 +4,7 @@ import { MarketplaceApi } from "../contracts/market/Api.js"
 import { ProductApi } from "../contracts/product/Api.js"
 import { VaultApi } from "../contracts/vault/Api.js"
 
-/** The HTTP surfaces `ctl serve` can run; their seed paths do not collide, so all fit on one port. */
-export const SurfaceNames = ["marketplace", "groundtruth", "product", "controlplane", "vault"] as const
-export type SurfaceName = (typeof SurfaceNames)[number]
-
+/** Each surface's HttpApi, by name (the names alone, for `ctl serve`'s options, are in SurfaceNames.ts). */
 export const surfaceApis = {
   marketplace: MarketplaceApi,
   groundtruth: GroundTruthApi,
@@ -15,6 +12,3 @@ export const surfaceApis = {
   controlplane: ControlPlaneApi,
   vault: VaultApi
 } as const
-
-export const docsPath = (surface: SurfaceName) => `/docs/${surface}` as const
-export const openApiPath = (surface: SurfaceName) => `/docs/${surface}/openapi.json` as const

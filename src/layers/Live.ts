@@ -21,23 +21,13 @@ import { ServiceManagerLive } from "../services/fleet/units/ServiceManagerLive.j
 import { Trades } from "../services/market/Trades.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
-import {
-  type DatabaseUnavailable,
-  migrationsLayer,
-  sqliteFromConfig,
-  sqliteMemory
-} from "../services/platform/Database.js"
+import { type DatabaseUnavailable, migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
 import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js"
 import { EmbeddedVaultLayer } from "../services/platform/vault/EmbeddedVault.js"
 import { AllMigrations } from "./Migrations.js"
 import { ObjectStoreLive } from "./Objects.js"
 import { DomainServices, HostReach, ReconcilerServices, ServedRegistry, WorkflowsLive } from "./Services.js"
-
-/** The embedded SQLite database of the data dir, migrated before anything reads it. */
-export const SqlLive = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteFromConfig))
-
-/** The database without its migrations: for `ctl db migrate`, which applies them itself. */
-export const SqliteUnmigratedLive = sqliteFromConfig.pipe(Layer.provideMerge(AppConfig.Default))
+import { SqlLive } from "./Sql.js"
 
 /**
  * For previews (`--dry-run`), which must create nothing: the data dir's database when it exists, else an

@@ -37,7 +37,6 @@ import {
 } from "../services/platform/hostchannel/MemoryHostChannel.js"
 import { MemoryObjectStoreLayer } from "../services/platform/objects/MemoryObjectStore.js"
 import { embeddedVault } from "../services/platform/vault/EmbeddedVault.js"
-import { SqlLive } from "./Live.js"
 import { AllMigrations } from "./Migrations.js"
 import {
   DomainServices,
@@ -47,6 +46,7 @@ import {
   ServedRegistry,
   WorkflowsLive
 } from "./Services.js"
+import { SqlLive } from "./Sql.js"
 
 export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings => ({
   dataDir: "/nonexistent/keel-test",

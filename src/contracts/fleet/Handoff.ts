@@ -1,4 +1,5 @@
-import { HttpApiSchema } from "@effect/platform"
+// The module itself, not the package index: the index would bring every platform module into `ctl`'s start-up.
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
 
 /**

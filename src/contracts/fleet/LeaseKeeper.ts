@@ -2,18 +2,9 @@ import * as Entity from "@effect/cluster/Entity"
 import { HttpApiSchema } from "@effect/platform"
 import * as Rpc from "@effect/rpc/Rpc"
 import { Schema } from "effect"
+import { LeaseHolder } from "./LeaseNames.js"
 
 /** The lease's wire shapes and the `LeaseKeeper` entity: no runtime code (the leases themselves are `Leases`, in SQL). */
-
-export const LeaseKey = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/),
-  Schema.annotations({ description: "letters, digits and . _ : / -, at most 200 characters" })
-)
-export const LeaseHolder = Schema.String.pipe(
-  Schema.minLength(1),
-  Schema.maxLength(200),
-  Schema.annotations({ description: "1 to 200 characters" })
-)
 
 /**
  * A time-bounded exclusive claim on a key. `fence` grows by one with every new holder (never on a

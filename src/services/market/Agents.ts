@@ -7,11 +7,11 @@ import { hasUndisplayableCharacter, UNDISPLAYABLE_RULE } from "../../contracts/s
 import { orDieSql } from "../platform/SqlEdge.js"
 import type { CurveState } from "./BondingCurve.js"
 import { Chat, PLATFORM_SENDER } from "./Chat.js"
-import { COIN, exactIntegers, ISSUANCE, Ledger, MAX_LEG } from "./Ledger.js"
+import { COIN, exactIntegers, ISSUANCE, Ledger } from "./Ledger.js"
 import { MarketEvents } from "./MarketEvents.js"
 import { pageOf } from "./Paging.js"
 import { agentAccount, defaultLaunch, TokenMarket } from "./TokenMarket.js"
-import { ceilDiv, fromUnits, unitsText } from "./Units.js"
+import { ceilDiv, fromUnits, MAX_LEG, unitsText } from "./Units.js"
 
 export type AgentStatus = "running" | "paused" | "bankrupt" | "retired"
 

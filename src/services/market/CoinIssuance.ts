@@ -1,8 +1,9 @@
 import { Effect, Schema } from "effect"
 import { isTicker, TICKER_RULE } from "../../contracts/market/Ticker.js"
+import { TREASURY } from "./Accounts.js"
 import { Agents } from "./Agents.js"
 import { COIN, displayAccount, Ledger } from "./Ledger.js"
-import { TREASURY, walletAccount } from "./TokenMarket.js"
+import { walletAccount } from "./TokenMarket.js"
 import { isAddress } from "./WalletSignature.js"
 
 export class MintRefused extends Schema.TaggedError<MintRefused>()("MintRefused", {

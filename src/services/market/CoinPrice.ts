@@ -1,10 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer } from "effect"
 import { InvalidInput } from "../../contracts/market/Errors.js"
-import { COIN, exactIntegers, ISSUANCE, Ledger, MAX_LEG } from "./Ledger.js"
+import { COIN, exactIntegers, ISSUANCE, Ledger } from "./Ledger.js"
 import { MarketConfig } from "./MarketConfig.js"
 import { pageOf } from "./Paging.js"
-import { fromUnits, UNIT, unitsText } from "./Units.js"
+import { fromUnits, MAX_LEG, UNIT, unitsText } from "./Units.js"
 
 /**
  * Where the coin's price in the reference currency comes from. Live: the price an operator set

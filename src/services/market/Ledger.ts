@@ -4,7 +4,7 @@ import { InsufficientFunds } from "../../contracts/market/Errors.js"
 import { placeholders, SqlDirect } from "../platform/SqlDirect.js"
 import { orDieSql } from "../platform/SqlEdge.js"
 import { refuse, type SyncStatements } from "../platform/SyncSql.js"
-import { unitsText } from "./Units.js"
+import { MAX_LEG, unitsText } from "./Units.js"
 import { checksumAddress } from "./WalletSignature.js"
 
 /** The platform coin; a token's asset is its ticker. */
@@ -22,9 +22,6 @@ export interface Leg {
 /** An account as a client sees it: a wallet's address in EIP-55 form (stored lowercase). */
 export const displayAccount = (account: string) =>
   account.startsWith("wallet:") ? `wallet:${checksumAddress(account.slice("wallet:".length))}` : account
-
-/** The largest leg the ledger takes (2^62 nano-units, about 4.6e9 coin or tokens). */
-export const MAX_LEG = 2n ** 62n
 
 export class UnbalancedEntry extends Schema.TaggedError<UnbalancedEntry>()("UnbalancedEntry", {
   asset: Schema.String,

@@ -15,6 +15,7 @@ import {
 import { SqlDirect } from "../platform/SqlDirect.js"
 import { orDieSql } from "../platform/SqlEdge.js"
 import { refuse, type SyncStatements } from "../platform/SyncSql.js"
+import { TREASURY } from "./Accounts.js"
 import { BPS, type CurveState, quoteBuy, quoteSell } from "./BondingCurve.js"
 import { COIN, Ledger, type Leg, postEntry, type UnbalancedEntry } from "./Ledger.js"
 import { UNIT } from "./Units.js"
@@ -37,7 +38,6 @@ export const defaultLaunch: CurveState = {
   realToken: 793_100n * UNIT
 }
 
-export const TREASURY = "platform:treasury"
 export const curveAccount = (ticker: string) => `curve:${ticker}`
 export const agentAccount = (ticker: string) => `agent:${ticker}`
 /** A wallet's ledger account; addresses are kept lowercase (answered in EIP-55 form). */

@@ -5,6 +5,9 @@
  */
 export const DECIMALS = 9
 
+/** The largest leg the ledger takes (2^62 nano-units, about 4.6e9 coin or tokens). */
+export const MAX_LEG = 2n ** 62n
+
 /**
  * Past this power of ten a non-zero amount exceeds anything the ledger holds (2^62 nano-units is below
  * 10^19): `toUnits` refuses it instead of building the power.

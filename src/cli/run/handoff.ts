@@ -1,0 +1,92 @@
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { Console, Effect } from "effect"
+import { runRecordedPhase } from "../../actors/StorageHandoff.js"
+import type { ReconcilePhase } from "../../contracts/fleet/Handoff.js"
+import { HandoffHereLive, HandoffWorkerLive } from "../../layers/Handoff.js"
+import { claimWorker, releaseWorker } from "../../services/fleet/handoff/HandoffEngine.js"
+import { handoffDir } from "../../services/fleet/handoff/HandoffFiles.js"
+import { StorageReconcile } from "../../services/fleet/handoff/StorageReconcile.js"
+import { AppConfig } from "../../services/platform/AppConfig.js"
+import type { storageRootReconcileConfig } from "../handoff.js"
+import type { Parsed } from "../Lazy.js"
+import { CommandFailed, ExitWith, failWith } from "../Output.js"
+import { controlPlaneAccess, refused } from "./fleet.js"
+
+/**
+ * `--here --worker`: the detached worker a phase started on this host. It runs the phase the receipt records (Run
+ * or Rollback, at its attempt) to its end on the host's own engine, then exits; a second worker for the same
+ * transaction leaves at once.
+ */
+const worker = (target: string, transaction: string) =>
+  Effect.gen(function* () {
+    const dir = handoffDir((yield* AppConfig).dataDir, transaction)
+    if (!claimWorker(dir)) return yield* Console.log(`${transaction}: a worker is on it already`)
+    yield* Effect.gen(function* () {
+      const receipt = yield* runRecordedPhase((yield* AppConfig).dataDir, target, transaction)
+      yield* Console.log(
+        `${new Date().toISOString()} ${transaction}: ${receipt?.phase ?? "-"} ${receipt?.state ?? "no receipt"}`
+      )
+    }).pipe(Effect.ensuring(Effect.sync(() => releaseWorker(dir))), Effect.provide(HandoffWorkerLive))
+  })
+
+interface Answer {
+  readonly exit_code: number
+  readonly refusal: string | null
+  readonly report: {
+    readonly state?: string
+    readonly winner?: string | null
+    readonly steps?: ReadonlyArray<{ readonly step: string; readonly at: string }>
+    readonly detail?: string | null
+  } | null
+}
+
+/** A run's steps, one per line, as far as they went (what a TTY shows instead of JSON). */
+const stepView = (target: string, transaction: string, phase: string, answer: Answer) =>
+  [
+    `${target} ${transaction} ${phase}: ${answer.report?.state ?? "no report"}${answer.refusal ? ` — refused: ${answer.refusal}` : ""}${answer.report?.winner ? ` (winner ${answer.report.winner})` : ""}`,
+    ...(answer.report?.steps ?? []).map((s) => `  ✓ ${s.step.padEnd(14)} ${s.at}`),
+    ...(answer.report?.detail ? [`  ${answer.report.detail}`] : [])
+  ].join("\n")
+
+/** Prints an answer (JSON, or the step view) and ends with its exit_code. */
+const show = (asJson: boolean, target: string, transaction: string, phase: string, answer: Answer) =>
+  Effect.gen(function* () {
+    yield* Console.log(asJson ? JSON.stringify(answer, null, 2) : stepView(target, transaction, phase, answer))
+    if (answer.exit_code !== 0) return yield* new ExitWith({ code: answer.exit_code })
+  })
+
+/** `--here`: the phase on this host (how the control plane reaches a target through its channel). */
+const onThisHost = (asJson: boolean, target: string, transaction: string, phase: ReconcilePhase) =>
+  Effect.gen(function* () {
+    const answer = yield* (yield* StorageReconcile)
+      .onThisHost(target, transaction, phase)
+      .pipe(Effect.catchTag("StorageReconciliationFailed", failWith(asJson)))
+    yield* show(asJson, target, transaction, phase, answer as Answer)
+  }).pipe(Effect.provide(HandoffHereLive))
+
+export const storageRootReconcile = ({
+  here,
+  json,
+  phase,
+  target,
+  transaction,
+  worker: asWorker
+}: Parsed<typeof storageRootReconcileConfig>) =>
+  Effect.gen(function* () {
+    if (asWorker && !here) return yield* new CommandFailed({ detail: "--worker goes with --here" })
+    if (asWorker) return yield* worker(target, transaction)
+    if (here) return yield* onThisHost(json, target, transaction, phase)
+    const access = yield* controlPlaneAccess(phase === "status" ? "storage-reconcile-read" : "storage-reconcile-apply")
+    const query = new URLSearchParams({ target, transaction, phase }).toString()
+    const request = (phase === "status" ? HttpClientRequest.get : HttpClientRequest.post)(
+      `${access.url}/api/host/storage-root-reconcile?${query}`
+    ).pipe(HttpClientRequest.bearerToken(access.token))
+    const response = yield* (yield* HttpClient.HttpClient).execute(request).pipe(Effect.mapError(refused))
+    const body = (yield* response.json.pipe(
+      Effect.mapError(() => new CommandFailed({ detail: `the control plane answered ${response.status} without JSON` }))
+    )) as Answer & { code?: string; detail?: string }
+    // main prints a refusal's `{"error": …}` under --json, with the control plane's code.
+    if (response.status !== 200)
+      return yield* Effect.fail(refused({ code: body.code ?? `HTTP_${response.status}`, detail: body.detail }))
+    yield* show(json, target, transaction, phase, body)
+  }).pipe(Effect.scoped, Effect.provide(FetchHttpClient.layer))
