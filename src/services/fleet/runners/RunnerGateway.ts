@@ -1,7 +1,7 @@
 import * as fs from "node:fs"
 import * as http from "node:http"
 import { HttpClientRequest } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Effect, FiberSet, Schema } from "effect"
 import { problemType, statusTitle } from "../../../contracts/shared/Problem.js"
 import { FleetConfig } from "../FleetConfig.js"
 import { answerOf, execute, fetchWithin, requestTo, routeOf, thrownBy } from "../objects/ControlPlaneHttp.js"
@@ -78,12 +78,12 @@ export class RunnerGateway extends Effect.Service<RunnerGateway>()("fleet/Runner
          * through the typed client, which checks a payload before sending); a token that expired is exchanged
          * again, once.
          */
-        const forward = async (
+        const forward = (
           request: (base: URL, token: string) => HttpClientRequest.HttpClientRequest
-        ): Promise<Answer> => {
-          for (let attempt = 1; ; attempt++) {
-            const answer = await Effect.runPromise(
-              execute(request(new URL(access.controlPlaneUrl), access.token)).pipe(
+        ): Effect.Effect<Answer> =>
+          Effect.gen(function* () {
+            for (let attempt = 1; ; attempt++) {
+              const answer = yield* execute(request(new URL(access.controlPlaneUrl), access.token)).pipe(
                 Effect.flatMap(answerOf),
                 Effect.catchTag("ResponseError", (error) => answerOf(error.response)),
                 Effect.map((relayed): Answer => ({ ...relayed, problem: relayed.status >= 400 })),
@@ -95,77 +95,82 @@ export class RunnerGateway extends Effect.Service<RunnerGateway>()("fleet/Runner
                 }),
                 Effect.provide(fetchWithin(30_000))
               )
-            )
-            // A transport failure is a 502 of the gateway's own, never this.
-            if (answer.status === 401 && attempt === 1) {
-              const renewed = await Effect.runPromise(
-                Effect.either(configuredAccess(["KEEL_GATEWAY_GRANT_FILE", "KEEL_GRANT_FILE"])).pipe(
-                  Effect.provideService(FleetConfig, fleet)
-                )
-              )
-              if (renewed._tag === "Right") {
-                access = renewed.right
-                continue
+              // A transport failure is a 502 of the gateway's own, never this.
+              if (answer.status === 401 && attempt === 1) {
+                const renewed = yield* Effect.either(
+                  configuredAccess(["KEEL_GATEWAY_GRANT_FILE", "KEEL_GRANT_FILE"])
+                ).pipe(Effect.provideService(FleetConfig, fleet))
+                if (renewed._tag === "Right") {
+                  access = renewed.right
+                  continue
+                }
               }
+              return answer
             }
-            return answer
-          }
-        }
+          })
 
-        const handle = async (method: string, url: string, body: Uint8Array, headers: http.IncomingHttpHeaders) => {
-          const verdict = verifyRequest(
-            secret(),
-            layout.agentId,
-            headers,
-            { method, path: url, body },
-            Math.floor(Date.now() / 1000),
-            nonces
-          )
-          if (!verdict.ok) return problem(401, verdict.code, verdict.detail)
-          const pathname = url.split("?")[0] ?? ""
-          if (method === "POST" && pathname === "/v1/jobs") {
-            let request: typeof SubmitRequest.Type
-            try {
-              request = Schema.decodeUnknownSync(SubmitRequest)(JSON.parse(new TextDecoder().decode(body)))
-            } catch {
-              return problem(400, "GATEWAY_BAD_REQUEST", "a submission is JSON {target, argv[], idempotency_key?}")
-            }
-            if (!commandAllowed(runner.gateway_jobs, request.target, request.argv))
-              return problem(
-                403,
-                "GATEWAY_COMMAND_REFUSED",
-                `${request.target}: that command is not one the registry's gateway_jobs lets pre-check jobs submit`
+        const handle = (
+          method: string,
+          url: string,
+          body: Uint8Array,
+          headers: http.IncomingHttpHeaders
+        ): Effect.Effect<Answer> =>
+          Effect.gen(function* () {
+            const verdict = verifyRequest(
+              secret(),
+              layout.agentId,
+              headers,
+              { method, path: url, body },
+              Math.floor(Date.now() / 1000),
+              nonces
+            )
+            if (!verdict.ok) return problem(401, verdict.code, verdict.detail)
+            const pathname = url.split("?")[0] ?? ""
+            if (method === "POST" && pathname === "/v1/jobs") {
+              let request: typeof SubmitRequest.Type
+              try {
+                request = Schema.decodeUnknownSync(SubmitRequest)(JSON.parse(new TextDecoder().decode(body)))
+              } catch {
+                return problem(400, "GATEWAY_BAD_REQUEST", "a submission is JSON {target, argv[], idempotency_key?}")
+              }
+              if (!commandAllowed(runner.gateway_jobs, request.target, request.argv))
+                return problem(
+                  403,
+                  "GATEWAY_COMMAND_REFUSED",
+                  `${request.target}: that command is not one the registry's gateway_jobs lets pre-check jobs submit`
+                )
+              const submission = {
+                kind: PRECHECK_JOB_KIND,
+                target: request.target,
+                argv: request.argv,
+                ...(request.idempotency_key === undefined ? {} : { idempotency_key: request.idempotency_key })
+              }
+              return yield* forward((base, token) =>
+                requestTo(base, routeOf("jobs", "submit"), { token }).pipe(HttpClientRequest.bodyUnsafeJson(submission))
               )
-            const submission = {
-              kind: PRECHECK_JOB_KIND,
-              target: request.target,
-              argv: request.argv,
-              ...(request.idempotency_key === undefined ? {} : { idempotency_key: request.idempotency_key })
             }
-            return forward((base, token) =>
-              requestTo(base, routeOf("jobs", "submit"), { token }).pipe(HttpClientRequest.bodyUnsafeJson(submission))
-            )
-          }
-          const job = /^\/v1\/jobs\/([A-Za-z0-9_-]{1,100})$/.exec(pathname)
-          if (method === "GET" && job !== null) {
-            const query = new URLSearchParams(url.split("?")[1] ?? "")
-            const params = new URLSearchParams()
-            for (const name of ["cursor", "limit"]) {
-              const value = query.get(name)
-              if (value !== null) params.set(name, value)
+            const job = /^\/v1\/jobs\/([A-Za-z0-9_-]{1,100})$/.exec(pathname)
+            if (method === "GET" && job !== null) {
+              const query = new URLSearchParams(url.split("?")[1] ?? "")
+              const params = new URLSearchParams()
+              for (const name of ["cursor", "limit"]) {
+                const value = query.get(name)
+                if (value !== null) params.set(name, value)
+              }
+              const answer = yield* forward((base, token) =>
+                requestTo(base, routeOf("jobs", "job"), { token, params: { id: job[1]! }, query: params })
+              )
+              // Jobs read only what jobs submitted: any other job of the fleet is not theirs to see.
+              const kind = (answer.body as { job?: { kind?: string } } | undefined)?.job?.kind
+              if (answer.status === 200 && kind !== PRECHECK_JOB_KIND)
+                return problem(404, "JOB_NOT_FOUND", `no pre-check job ${job[1]}`)
+              return answer
             }
-            const answer = await forward((base, token) =>
-              requestTo(base, routeOf("jobs", "job"), { token, params: { id: job[1]! }, query: params })
-            )
-            // Jobs read only what jobs submitted: any other job of the fleet is not theirs to see.
-            const kind = (answer.body as { job?: { kind?: string } } | undefined)?.job?.kind
-            if (answer.status === 200 && kind !== PRECHECK_JOB_KIND)
-              return problem(404, "JOB_NOT_FOUND", `no pre-check job ${job[1]}`)
-            return answer
-          }
-          return problem(404, "NOT_FOUND", "the gateway answers POST /v1/jobs and GET /v1/jobs/<id>")
-        }
+            return problem(404, "NOT_FOUND", "the gateway answers POST /v1/jobs and GET /v1/jobs/<id>")
+          })
 
+        // Requests run as fibers of the gateway's scope: closing the gateway interrupts any still in flight.
+        const runRequest = yield* FiberSet.makeRuntimePromise()
         const server = http.createServer((request, response) => {
           const chunks: Array<Buffer> = []
           let size = 0
@@ -187,9 +192,10 @@ export class RunnerGateway extends Effect.Service<RunnerGateway>()("fleet/Runner
           })
           request.on("end", () => {
             if (refused) return
-            handle(request.method ?? "GET", request.url ?? "/", Buffer.concat(chunks), request.headers).then(
-              reply,
-              (error: unknown) => reply(problem(500, "INTERNAL_ERROR", `the gateway failed: ${String(error)}`))
+            runRequest(
+              handle(request.method ?? "GET", request.url ?? "/", Buffer.concat(chunks), request.headers)
+            ).then(reply, (error: unknown) =>
+              reply(problem(500, "INTERNAL_ERROR", `the gateway failed: ${String(error)}`))
             )
           })
         })
