@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
-import { ObjectStore, RunRecords, runIdOf, runRecordKey, ServicesTest } from "keel"
+import { Effect, Option, Schema } from "effect"
+import { ObjectStore, RunRecord, RunRecords, runIdOf, runRecordKey, ServicesTest } from "keel"
 
 // Issue 19: a release run's record — the same inputs are the same run (a repeated submit finds it), and every
 // change is compare-and-set, so two writers never both win.
@@ -43,6 +43,13 @@ describe("run records", () => {
       assert.isFalse(again.created)
       assert.deepInclude(again.record, { generation: 1, state: "building", created_at: now })
       assert.isTrue(Option.isSome(yield* (yield* ObjectStore).head(runRecordKey(first.record.run_id))))
+      // The record as stored is what the contract describes (GET /api/workflows/release-run/<id> answers it as it is).
+      const stored = yield* runs.read(first.record.run_id)
+      assert.isTrue(Option.isSome(stored))
+      if (Option.isSome(stored))
+        assert.doesNotThrow(() =>
+          Schema.decodeUnknownSync(RunRecord, { onExcessProperty: "error" })(stored.value.record)
+        )
     }).pipe(Effect.provide(ServicesTest()))
   )
 

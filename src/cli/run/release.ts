@@ -1,6 +1,6 @@
 import type { HttpClientError } from "@effect/platform"
 import { Console, Duration, Effect, Option } from "effect"
-import { RunId } from "../../contracts/fleet/ReleaseRuns.js"
+import { RunId, type RunRecord } from "../../contracts/fleet/ReleaseRuns.js"
 import { controlPlaneAt, fetchWithin, refusalOf, thrownBy } from "../../services/fleet/objects/ControlPlaneHttp.js"
 import {
   configuredAccess,
@@ -15,7 +15,7 @@ import { buildRun } from "../../services/fleet/releases/ReleaseBuilder.js"
 import { type ProductRollout, ReleaseRollout } from "../../services/fleet/releases/ReleaseRollout.js"
 import { ReleaseRun, type RunProgress } from "../../services/fleet/releases/ReleaseRun.js"
 import { RunCopies } from "../../services/fleet/releases/RunCopies.js"
-import { type RunRecord, runRecordKey } from "../../services/fleet/releases/RunRecords.js"
+import { runRecordKey } from "../../services/fleet/releases/RunRecords.js"
 import { type StepResult, TagRelease, tagStanding } from "../../services/fleet/releases/TagRelease.js"
 import { Vault } from "../../services/platform/vault/Vault.js"
 import type { Parsed } from "../Lazy.js"

@@ -1,8 +1,8 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect, Option } from "effect"
+import type { RunRecord } from "../../../contracts/fleet/ReleaseRuns.js"
 import type { ReleaseManifest } from "../releases/ReleaseManifest.js"
-import type { RunRecord } from "../releases/RunRecords.js"
 import type { Candidate, Skip } from "./BuildCaches.js"
 import type { ScanBudget } from "./ScanBudget.js"
 

@@ -4,6 +4,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Effect, Either, Option, Schema } from "effect"
+import type { RunRecord } from "../../../contracts/fleet/ReleaseRuns.js"
 import { childEnv } from "../../platform/ChildEnv.js"
 import { fileDigest, sha256Hex } from "../../platform/Digest.js"
 import { redactValues } from "../../platform/Redact.js"
@@ -11,7 +12,7 @@ import type { ObjectApiClient, ObjectApiError } from "../objects/ObjectApiClient
 import { ArchiveRefused, extractEntry } from "./ArchiveEntry.js"
 import { canonicalBytes } from "./CanonicalJson.js"
 import { parseRecipe, RECIPE_FILE, type ReleaseRecipe } from "./ReleaseRecipe.js"
-import { type BuildOutput, type RunRecord, runKeys, runRecordKey } from "./RunRecords.js"
+import { type BuildOutput, runKeys, runRecordKey } from "./RunRecords.js"
 
 /** The build could not be made or recorded; the run records this as its failure. */
 export class BuildFailed extends Schema.TaggedError<BuildFailed>()("BuildFailed", {

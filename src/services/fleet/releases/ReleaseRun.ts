@@ -3,6 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { NodeStream } from "@effect/platform-node"
 import { Clock, Duration, Effect, Either, Option, Schema, Stream } from "effect"
+import type { RunInputs, RunRecord } from "../../../contracts/fleet/ReleaseRuns.js"
 import { ObjectStoreError } from "../../../contracts/shared/ObjectErrors.js"
 import { fileDigest, sha256Hex } from "../../platform/Digest.js"
 import { ObjectStore } from "../../platform/objects/ObjectStore.js"
@@ -15,15 +16,7 @@ import { ReleaseCatalog } from "./ReleaseCatalog.js"
 import { releaseKey } from "./ReleaseManifest.js"
 import { PublicationConflict, type PublicationStep, ReleasePublisher } from "./ReleasePublisher.js"
 import { parseRecipe, RECIPE_FILE, type ReleaseRecipe } from "./ReleaseRecipe.js"
-import {
-  type BuildOutput,
-  type RunInputs,
-  type RunRecord,
-  RunRecordConflict,
-  RunRecords,
-  runIdOf,
-  runKeys
-} from "./RunRecords.js"
+import { type BuildOutput, RunRecordConflict, RunRecords, runIdOf, runKeys } from "./RunRecords.js"
 import { archiveSource, checkSourceTop, commitTime, committedFile } from "./SourceArchive.js"
 
 /** The submit cannot start: a bad version or channel, no recipe, no builder for its platform. Nothing was written. */

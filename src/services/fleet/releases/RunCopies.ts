@@ -1,7 +1,8 @@
 import { Effect, Option } from "effect"
+import type { RunRecord } from "../../../contracts/fleet/ReleaseRuns.js"
 import { ObjectStore } from "../../platform/objects/ObjectStore.js"
 import { releaseKey } from "./ReleaseManifest.js"
-import { type BuildOutput, type RunRecord, runKeys } from "./RunRecords.js"
+import { type BuildOutput, runKeys } from "./RunRecords.js"
 
 export interface ReclaimedCopy {
   readonly key: string

@@ -1,34 +1,14 @@
 import { Effect, Option, Schema } from "effect"
-import { ReleaseRunNotFound, RunId } from "../../../contracts/fleet/ReleaseRuns.js"
+import {
+  ReleaseRunNotFound,
+  RunId,
+  type RunInputs,
+  type RunRecord,
+  type RunState
+} from "../../../contracts/fleet/ReleaseRuns.js"
 import { sha256Hex } from "../../platform/Digest.js"
 import { ObjectStore } from "../../platform/objects/ObjectStore.js"
 import { canonicalBytes, canonicalJson } from "./CanonicalJson.js"
-
-/** What identifies a run (seed 002, submission rule 2): the same inputs are the same run. */
-export interface RunInputs {
-  readonly product: string
-  readonly version: string
-  readonly channel: string
-  readonly source: { readonly revision: string; readonly tree: string; readonly sha256: string; readonly size: number }
-  /** Digest of the build recipe (the release manifest the source declares). */
-  readonly manifest_sha256: string
-}
-
-export type RunState = "submitted" | "building" | "publishing" | "published" | "failed"
-
-export interface RunRecord {
-  readonly schema: "keel.release-run/v1"
-  readonly run_id: string
-  /** Bumped by every update; updates are compare-and-set on the record's bytes. */
-  readonly generation: number
-  readonly state: RunState
-  readonly inputs: RunInputs
-  /** Per step (`source_published`, `catalog_recorded`, `platform:<p>`, each publication file…): what it recorded. */
-  readonly steps: Readonly<Record<string, Readonly<Record<string, unknown>>>>
-  readonly failure: { readonly step: string; readonly detail: string } | null
-  readonly created_at: string
-  readonly updated_at: string
-}
 
 /** Another writer updated the run record first: reload it and decide again (never overwrite blindly). */
 export class RunRecordConflict extends Schema.TaggedError<RunRecordConflict>()("RunRecordConflict", {
