@@ -1,4 +1,4 @@
-import { ValidationError } from "@effect/cli"
+import { HelpDoc, ValidationError } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Cause, ConfigError, Console, Effect, Exit, Layer, Option } from "effect"
 import { AppConfig } from "../services/platform/AppConfig.js"
@@ -188,6 +188,13 @@ export const ctlMain = (given: ReadonlyArray<string>) => {
     return Console.error(`ctl: ${unknown}`).pipe(Effect.zipRight(Effect.fail(new ExitWith({ code: 2 }))))
   const help = groupHelpFor(argv.slice(2))
   if (help !== undefined) return Console.log(help)
+  // `ctl --version` alone: what @effect/cli prints for it, without parsing the line against the whole tree
+  // first; the settings are still read (MainLive), so a bad one fails it as it fails every command.
+  if (argv.length === 3 && argv[2] === "--version")
+    return Effect.zipRight(
+      forgetPrintedJson,
+      Console.log(HelpDoc.toAnsiText(HelpDoc.p(packageVersion()))).pipe(Effect.provide(MainLive))
+    ).pipe(Effect.tapErrorCause((cause) => report(cause, false)))
   const end = argv.indexOf("--")
   const flags = end === -1 ? argv : argv.slice(0, end)
   const asJson = flags.includes("--json")
