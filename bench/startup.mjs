@@ -61,6 +61,18 @@ for (const c of cases) {
 }
 console.log(`  worst ratio ${worst.toFixed(2)}x (target at most ${TARGET_RATIO}x)`)
 
+// What start-up parses: the bundle files main.js imports statically (npm run build writes their map, meta.json).
+const meta = JSON.parse(fs.readFileSync(path.join(root, "dist", "ctl", "meta.json"), "utf8"))
+const statically = new Set()
+const visit = (file) => {
+  if (statically.has(file)) return
+  statically.add(file)
+  for (const i of meta.outputs[file].imports) if (i.kind === "import-statement" && !i.external) visit(i.path)
+}
+visit("dist/ctl/main.js")
+const startupBytes = [...statically].reduce((sum, file) => sum + meta.outputs[file].bytes, 0)
+console.log(`  ctl start-up loads ${statically.size} bundle files, ${(startupBytes / 1e6).toFixed(2)} MB of code`)
+
 const freePort = () =>
   new Promise((resolve) => {
     const probe = net.createServer().listen(0, "127.0.0.1", () => {
