@@ -2,7 +2,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { ConfigProvider, Effect, type Exit } from "effect"
-import { assert, describe, it, vi } from "vitest"
+import { assert, describe, it, onTestFinished, vi } from "vitest"
 import * as Yaml from "yaml"
 // ctl's own entry, not the "keel" index: the index imports every module, which would hide what a command loads.
 import { ctlMain, exitCodeOf } from "../../src/cli/Run.js"
@@ -44,6 +44,7 @@ describe("ctl builds only what a command uses", () => {
       KEEL_LOG_LEVEL: "warning"
     }
     // The key is made by the binary, in a process of its own: this process must not load the services for it.
+    onTestFinished(() => fs.rmSync(dir, { recursive: true, force: true }))
     const made = await runCtl(["release", "key", "create", "--item", "signing", "--json"], { ...process.env, ...env })
     assert.strictEqual(made.code, 0, made.stderr)
 
