@@ -282,7 +282,10 @@ describe("the trade fast path", () => {
           for (const one of [answer, without[i]!]) {
             if (one.headers["x-ratelimit-reset"] === undefined) continue
             const ahead = Number(one.headers["x-ratelimit-reset"]) - Date.parse(one.headers.date ?? "") / 1000
-            assert.isTrue(ahead >= -1 && ahead <= WINDOW_SECONDS + 1, `${answer.label}: x-ratelimit-reset ${ahead} s ahead of Date`)
+            assert.isTrue(
+              ahead >= -1 && ahead <= WINDOW_SECONDS + 1,
+              `${answer.label}: x-ratelimit-reset ${ahead} s ahead of Date`
+            )
           }
         }
         // The script covers what it means to: successes, replays, refusals of every kind, the limit.
