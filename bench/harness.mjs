@@ -12,7 +12,8 @@ const here = path.dirname(fileURLToPath(import.meta.url))
 export const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32)
 export const MAX_SECONDS = Number(process.env.BENCH_MAX_SECONDS ?? 60)
 
-const freePort = () =>
+/** A port the kernel just handed out on loopback (free unless something takes it meanwhile). */
+export const freePort = () =>
   new Promise((resolve) => {
     const probe = net.createServer().listen(0, "127.0.0.1", () => {
       const { port } = probe.address()
@@ -20,7 +21,8 @@ const freePort = () =>
     })
   })
 
-const healthy = (port) =>
+/** Whether a server on this port answers 200 on /api/health. */
+export const healthy = (port) =>
   new Promise((resolve) => {
     http
       .get({ host: "127.0.0.1", port, path: "/api/health", agent: false }, (res) => {

@@ -4,11 +4,10 @@
 // usage: npm run bench:startup   (BENCH_RUNS=N runs of each, default 9; every process bounded by 60 s)
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
-import * as http from "node:http"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { freePort, healthy } from "./harness.mjs"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const RUNS = Number(process.env.BENCH_RUNS ?? 9)
@@ -73,24 +72,6 @@ visit("dist/ctl/main.js")
 const startupBytes = [...statically].reduce((sum, file) => sum + meta.outputs[file].bytes, 0)
 console.log(`  ctl start-up loads ${statically.size} bundle files, ${(startupBytes / 1e6).toFixed(2)} MB of code`)
 
-const freePort = () =>
-  new Promise((resolve) => {
-    const probe = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address()
-      probe.close(() => resolve(port))
-    })
-  })
-
-const answers = (port) =>
-  new Promise((resolve) => {
-    http
-      .get({ host: "127.0.0.1", port, path: "/api/health", agent: false }, (res) => {
-        res.resume()
-        resolve(res.statusCode === 200)
-      })
-      .on("error", () => resolve(false))
-  })
-
 /** Seconds from spawning `ctl serve` to its first 200 on /api/health; the server is stopped after. */
 const serveReady = async (dataDir) => {
   const port = await freePort()
@@ -102,7 +83,7 @@ const serveReady = async (dataDir) => {
   try {
     const deadline = Date.now() + BOUND_MS
     while (Date.now() < deadline) {
-      if (await answers(port)) return Number(process.hrtime.bigint() - started) / 1e9
+      if (await healthy(port)) return Number(process.hrtime.bigint() - started) / 1e9
       await new Promise((resolve) => setTimeout(resolve, 10))
     }
     throw new Error(`ctl serve did not answer within ${BOUND_MS / 1000} s`)
