@@ -3,10 +3,15 @@ import { defineConfig } from "vitest/config"
 
 export default defineConfig({
   resolve: {
-    // In-process tests import the library from source; test/library.test.ts checks the built entry.
+    // In-process tests import the library from source (most import test/support/keel.ts, the flat test barrel); test/library.test.ts checks the built entry.
     alias: {
       "keel/client": fileURLToPath(new URL("./src/http/reporter/index.ts", import.meta.url)),
       "keel/clients": fileURLToPath(new URL("./src/clients.ts", import.meta.url)),
+      "keel/fleet": fileURLToPath(new URL("./src/services/fleet/index.ts", import.meta.url)),
+      "keel/groundtruth": fileURLToPath(new URL("./src/services/groundtruth/index.ts", import.meta.url)),
+      "keel/layers": fileURLToPath(new URL("./src/layers/index.ts", import.meta.url)),
+      "keel/market": fileURLToPath(new URL("./src/services/market/index.ts", import.meta.url)),
+      "keel/product": fileURLToPath(new URL("./src/services/product/index.ts", import.meta.url)),
       keel: fileURLToPath(new URL("./src/index.ts", import.meta.url))
     }
   },

@@ -78,12 +78,12 @@ const keel = await import("keel")
 const withServices = (env, effect) => {
   for (const key of ["GT_EMBEDDINGS_URL", "GT_ANN_MIN_VECTORS"]) delete process.env[key]
   Object.assign(process.env, env)
-  return Effect.runPromise(effect.pipe(Effect.provide(keel.ServicesLive)))
+  return Effect.runPromise(effect.pipe(Effect.provide(keel.Layers.ServicesLive)))
 }
 const t0 = Date.now()
 const ingested = await withServices(
   base,
-  Effect.flatMap(keel.Ingester, (ingester) => ingester.ingest({}))
+  Effect.flatMap(keel.GroundTruth.Ingester, (ingester) => ingester.ingest({}))
 )
 const ingestSeconds = (Date.now() - t0) / 1000
 const source = ingested.sources[0]
@@ -106,15 +106,15 @@ const measure = (retriever) =>
     return { latencies, tops }
   })
 
-const lexical = await withServices({}, Effect.flatMap(keel.Retriever, measure))
+const lexical = await withServices({}, Effect.flatMap(keel.GroundTruth.Retriever, measure))
 const exact = await withServices(
   { GT_EMBEDDINGS_URL: embeddingsUrl, GT_ANN_MIN_VECTORS: String(10 * chunks) },
-  Effect.flatMap(keel.Retriever, measure)
+  Effect.flatMap(keel.GroundTruth.Retriever, measure)
 )
 const graph = await withServices(
   { GT_EMBEDDINGS_URL: embeddingsUrl, GT_ANN_MIN_VECTORS: "1" },
   Effect.gen(function* () {
-    const retriever = yield* keel.Retriever
+    const retriever = yield* keel.GroundTruth.Retriever
     const started = Date.now()
     yield* retriever.search(queries[0], { limit: 10 }) // starts the build
     let status = yield* retriever.denseStatus
@@ -132,7 +132,7 @@ const graph = await withServices(
 const restart = await withServices(
   { GT_EMBEDDINGS_URL: embeddingsUrl, GT_ANN_MIN_VECTORS: "1" },
   Effect.gen(function* () {
-    const retriever = yield* keel.Retriever
+    const retriever = yield* keel.GroundTruth.Retriever
     // How long the process could not answer anything else while the first question read the index: the
     // longest gap between the ticks of a 1 ms timer (running for a while before, so its first gap counts).
     let last = performance.now()

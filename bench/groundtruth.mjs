@@ -31,7 +31,9 @@ const keel = await import("keel")
 const cpu0 = process.cpuUsage()
 const t0 = Date.now()
 const result = await Effect.runPromise(
-  Effect.flatMap(keel.Ingester, (ingester) => ingester.ingest({})).pipe(Effect.provide(keel.ServicesLive))
+  Effect.flatMap(keel.GroundTruth.Ingester, (ingester) => ingester.ingest({})).pipe(
+    Effect.provide(keel.Layers.ServicesLive)
+  )
 )
 const ingestSeconds = (Date.now() - t0) / 1000
 const ingestCpu = process.cpuUsage(cpu0)
@@ -41,7 +43,7 @@ const ingested = result.sources[0]
 // The same queries through the library, in this process: the search itself, without HTTP.
 const libraryLatencies = await Effect.runPromise(
   Effect.gen(function* () {
-    const retriever = yield* keel.Retriever
+    const retriever = yield* keel.GroundTruth.Retriever
     for (const q of queries.slice(0, 20)) yield* retriever.search(q, { limit: 10 })
     const out = []
     for (const q of queries) {
@@ -50,7 +52,7 @@ const libraryLatencies = await Effect.runPromise(
       out.push(Number(process.hrtime.bigint() - t) / 1e6)
     }
     return out
-  }).pipe(Effect.provide(keel.ServicesLive))
+  }).pipe(Effect.provide(keel.Layers.ServicesLive))
 )
 
 const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]

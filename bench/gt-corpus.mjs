@@ -6,7 +6,7 @@ import * as fs from "node:fs"
 import * as http from "node:http"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { chunkFile } from "keel"
+import { chunkFile } from "keel/groundtruth"
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)))
 const gitEnv = {

@@ -4,7 +4,8 @@
 // Writes { ticker, wallets: [{ address, key }] } to BENCH_SETUP_OUT. Uses KEEL_DATA_DIR like the CLI.
 import * as fs from "node:fs"
 import { Effect } from "effect"
-import { Agents, ApiKeys, Ledger, ServicesLive, UNIT, walletAccount } from "keel"
+import { ServicesLive } from "keel/layers"
+import { Agents, ApiKeys, Ledger, UNIT, walletAccount } from "keel/market"
 
 const { ticker, wallets, mint } = JSON.parse(fs.readFileSync(process.env.BENCH_SETUP, "utf8"))
 

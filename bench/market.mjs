@@ -13,7 +13,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import Database from "better-sqlite3"
-import { defaultLaunch, fromUnits, quoteBuy, toUnits } from "keel"
+import { defaultLaunch, fromUnits, quoteBuy, toUnits } from "keel/market"
 import { cores, cpuSeconds, MAX_SECONDS, start } from "./harness.mjs"
 
 const here = path.dirname(fileURLToPath(import.meta.url))

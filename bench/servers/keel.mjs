@@ -2,9 +2,9 @@
 // on the port in KEEL_HTTP_PORT), as `ctl serve` runs them.
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
-import { AppConfig, loggerFromConfig, serverLive } from "keel"
+import { Layers, Platform } from "keel"
 
-Layer.launch(serverLive()).pipe(
-  Effect.provide(loggerFromConfig.pipe(Layer.provide(AppConfig.Default))),
+Layer.launch(Layers.serverLive()).pipe(
+  Effect.provide(Platform.loggerFromConfig.pipe(Layer.provide(Platform.AppConfig.Default))),
   NodeRuntime.runMain({ disableErrorReporting: true })
 )

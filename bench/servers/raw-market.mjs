@@ -12,7 +12,7 @@ import * as path from "node:path"
 import { keccak_256 } from "@noble/hashes/sha3.js"
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js"
 import Database from "better-sqlite3"
-import { defaultLaunch, ratioText, unitsText } from "keel"
+import { defaultLaunch, ratioText, unitsText } from "keel/market"
 
 const dir = process.env.BENCH_DIR
 fs.mkdirSync(dir, { recursive: true })

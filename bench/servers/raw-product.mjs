@@ -6,7 +6,7 @@ import * as fs from "node:fs"
 import * as http from "node:http"
 import * as path from "node:path"
 import Database from "better-sqlite3"
-import { buckets, chooseVariant } from "keel"
+import { buckets, chooseVariant } from "keel/product"
 
 const dir = process.env.BENCH_DIR
 fs.mkdirSync(dir, { recursive: true })

@@ -14,7 +14,7 @@ import {
   Leases,
   migrationsLayer,
   singleRunner
-} from "keel"
+} from "../support/keel.js"
 
 /** The production wiring (single runner, SQL message storage) on a real SQLite file. */
 const runtimeOn = (file: string) =>

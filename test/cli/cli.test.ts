@@ -3,8 +3,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { packageVersion } from "keel"
 import { runCli } from "../support/cli.js"
+import { packageVersion } from "../support/keel.js"
 
 const freshDataDir = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), "keel-cli-")), "data")
 

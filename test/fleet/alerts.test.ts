@@ -1,7 +1,14 @@
 import * as http from "node:http"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
-import { Alerts, AlertsLive, alertLogKey, MemoryObjectStoreLayer, ObjectGateway, type ServiceAlert } from "keel"
+import {
+  Alerts,
+  AlertsLive,
+  alertLogKey,
+  MemoryObjectStoreLayer,
+  ObjectGateway,
+  type ServiceAlert
+} from "../support/keel.js"
 
 // Issue 17: the reconciler's alerts, delivered — an alert log object per tick, and a webhook POST retried
 // until it is taken (or given up on, reported, never failing the tick).

@@ -5,6 +5,8 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Option } from "effect"
+import { beaconDocument } from "../support/controlplane.js"
+import { HttpTest } from "../support/http.js"
 import {
   type BeaconRouting,
   beaconKey,
@@ -19,9 +21,7 @@ import {
   renderLaunchd,
   renderSystemd,
   Vault
-} from "keel"
-import { beaconDocument } from "../support/controlplane.js"
-import { HttpTest } from "../support/http.js"
+} from "../support/keel.js"
 import { call, serverPort } from "../support/market.js"
 import { runCtlOk } from "../support/server.js"
 

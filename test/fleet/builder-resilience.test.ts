@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { type ObjectApiClient, ObjectApiError, redactingLog, resilientClient } from "keel"
+import { type ObjectApiClient, ObjectApiError, redactingLog, resilientClient } from "../support/keel.js"
 
 // Issue 19: a builder outlives a control-plane restart (transient failures retried within a bound), is refused at
 // once by a 4xx, and never logs a build secret, even one split across two writes.

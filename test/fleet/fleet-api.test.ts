@@ -2,9 +2,9 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Either, ParseResult, Schema } from "effect"
-import { FleetHostsContract, Gates, GatesContract, OverviewContract, ServicesContract } from "keel"
 import { beaconDocument, sendJson, vaultToken } from "../support/controlplane.js"
 import { HttpTest } from "../support/http.js"
+import { FleetHostsContract, Gates, GatesContract, OverviewContract, ServicesContract } from "../support/keel.js"
 
 // Issue 15, fleet reads over HTTP: what operators look at, from the same services as the CLI, authorized
 // by fleet-read; the hosts' publications arrive through the object API.

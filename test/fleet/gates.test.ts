@@ -4,6 +4,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
+import { runCli } from "../support/cli.js"
 import {
   AppConfigTest,
   beaconKey,
@@ -21,8 +22,7 @@ import {
   parseDfAvailable,
   ServicesTest,
   VaultTest
-} from "keel"
-import { runCli } from "../support/cli.js"
+} from "../support/keel.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const registryFile = path.join(root, "examples", "registry.yml")

@@ -2,10 +2,10 @@ import { type ChildProcess, execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { manifestOf, manifestsEqual, planUnion } from "keel"
 import { afterAll, assert, describe, it } from "vitest"
 import * as Yaml from "yaml"
 import { ROLLBACK_STEPS, RUN_STEPS } from "../support/handoff.js"
+import { manifestOf, manifestsEqual, planUnion } from "../support/keel.js"
 import { ctlBin, requestChild, startServer } from "../support/server.js"
 
 // Issue 18, the handoff on real processes: `ctl serve` runs the workflows, `ctl host storage-root-reconcile` is

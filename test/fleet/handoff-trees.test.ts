@@ -1,6 +1,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { assert, describe, it } from "vitest"
 import {
   applyUnion,
   checkpoint,
@@ -11,8 +12,7 @@ import {
   rollbackUnion,
   type TreeManifest,
   type Winner
-} from "keel"
-import { assert, describe, it } from "vitest"
+} from "../support/keel.js"
 
 // Issue 18, the data half of the handoff: the additive union of B into A for either winner, the checkpoint
 // that makes it reversible, and a rollback that restores A's manifest exactly — shared, A-only and B-only paths,

@@ -2,8 +2,8 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { claimWorker, recordLaunchedWorker, workerPidFile } from "keel"
 import { afterAll, assert, describe, it } from "vitest"
+import { claimWorker, recordLaunchedWorker, workerPidFile } from "../support/keel.js"
 
 // One worker per handoff transaction (docs/handoff.md): the pid file is claimed exclusively by the launch and by the
 // worker alike, so two launches racing on one transaction leave one worker running it.

@@ -4,6 +4,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
+import * as Yaml from "yaml"
+import { RUN_STEPS } from "../support/handoff.js"
 import {
   type FinalizedReceipt,
   type HandoffReceipt,
@@ -20,9 +22,7 @@ import {
   StorageHandoffRollback,
   StorageHandoffRun,
   StorageReconcile
-} from "keel"
-import * as Yaml from "yaml"
-import { RUN_STEPS } from "../support/handoff.js"
+} from "../support/keel.js"
 
 // Issue 18: the storage-root handoff as durable workflows on the target — Run from capture to release with the
 // winner fixed at the fenced preflight, the union built on A, the runtime and route switched, writers and queue

@@ -1,6 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { HostAgent, HostAgentMemoryTest, HostAgentProtocol, HostUnits, makeMemoryHostAgent, type Target } from "keel"
+import {
+  HostAgent,
+  HostAgentMemoryTest,
+  HostAgentProtocol,
+  HostUnits,
+  makeMemoryHostAgent,
+  type Target
+} from "../support/keel.js"
 
 // The memory host agent (layers/Test.ts): the control plane's side of the host protocol without a process — each
 // target its own memory service manager, silent hosts and endpoint answers — and HostUnits reaching units through it.

@@ -5,6 +5,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, ManagedRuntime, Schema } from "effect"
+import * as Yaml from "yaml"
 import {
   type CommandResult,
   DiskMeter,
@@ -22,8 +23,7 @@ import {
   runProcess,
   StorageReconcile,
   type Target
-} from "keel"
-import * as Yaml from "yaml"
+} from "../support/keel.js"
 import { ctlBin } from "../support/server.js"
 
 // Issue 43 item 3: every operation of the host protocol (src/contracts/fleet/HostAgent.ts) run for real — the

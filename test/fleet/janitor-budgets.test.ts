@@ -5,6 +5,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { janitorTestLayer, scriptedMeter } from "../support/janitor.js"
 import {
   CACHEDIR_SIGNATURE,
   type CleanupReport,
@@ -15,8 +16,7 @@ import {
   scanBudget,
   scanBuildCaches,
   scanRecordings
-} from "keel"
-import { janitorTestLayer, scriptedMeter } from "../support/janitor.js"
+} from "../support/keel.js"
 
 const GIB = 1024 ** 3
 const DAY = 86_400_000

@@ -3,8 +3,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Runtime, TestClock } from "effect"
-import { CACHEDIR_SIGNATURE, Janitor, removeBeneathEffect, resolveRoot } from "keel"
 import { janitorTestLayer, scriptedMeter } from "../support/janitor.js"
+import { CACHEDIR_SIGNATURE, Janitor, removeBeneathEffect, resolveRoot } from "../support/keel.js"
 
 /*
  * The pass takes its time from the Effect Clock (its start, the check interval, the pass deadline, the lock's

@@ -3,11 +3,11 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
-import { CACHEDIR_SIGNATURE, DiskMeter, Janitor, JobQueue } from "keel"
 import * as Yaml from "yaml"
 import { vaultGrant } from "../support/controlplane.js"
 import { HttpTest } from "../support/http.js"
 import { janitorTestLayer } from "../support/janitor.js"
+import { CACHEDIR_SIGNATURE, DiskMeter, Janitor, JobQueue } from "../support/keel.js"
 import { serverPort } from "../support/market.js"
 
 // Issue 42, item 8: on a host that reports to a control plane (KEEL_CONTROL_PLANE_URL), the jobs that run on it

@@ -15,7 +15,7 @@ import {
   MemoryObjectStoreLayer,
   ObjectGateway,
   SqlTest
-} from "keel"
+} from "../support/keel.js"
 
 /**
  * The disk janitor's one promise, "delete only what is provably eligible", as a property over random

@@ -3,6 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { janitorTestLayer } from "../support/janitor.js"
 import {
   canonicalBytes,
   compareVersions,
@@ -12,8 +13,7 @@ import {
   ReleaseCatalog,
   type RunRecord,
   runRecordKey
-} from "keel"
-import { janitorTestLayer } from "../support/janitor.js"
+} from "../support/keel.js"
 
 // Issue 19, the release_store cleaner (seed 002, disk-cleanup rules 3–6) on a real host-local release tree
 // `<root>/<product>/<version>/`, the evidence (run records, canonical source-revision.json and release.json) in the

@@ -4,8 +4,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { CACHEDIR_SIGNATURE, DiskMeter, FleetRegistry, Janitor, kernelLocked, twinRefusal } from "keel"
 import { janitorTestLayer } from "../support/janitor.js"
+import { CACHEDIR_SIGNATURE, DiskMeter, FleetRegistry, Janitor, kernelLocked, twinRefusal } from "../support/keel.js"
 
 // The janitor's safety defects, each reproduced on a real tree with the pass as `ctl disk-cleanup --once`
 // runs it (enforce mode, build_caches min_age 3600 s, free space never at target).

@@ -6,6 +6,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FastCheck as fc, type Layer } from "effect"
+import { janitorTestLayer, scriptedMeter } from "../support/janitor.js"
 import {
   acquireLock,
   CACHEDIR_SIGNATURE,
@@ -22,8 +23,7 @@ import {
   twinRefusal,
   unitSettingsProblem,
   unlimitedBudget
-} from "keel"
-import { janitorTestLayer, scriptedMeter } from "../support/janitor.js"
+} from "../support/keel.js"
 import { runCtl, runCtlOk } from "../support/server.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))

@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Fiber, Layer, Option, TestClock } from "effect"
+import { runCli } from "../support/cli.js"
 import {
   diagnose,
   FailureTable,
@@ -15,8 +16,7 @@ import {
   JobWorker,
   ServicesLive,
   ServicesTest
-} from "keel"
-import { runCli } from "../support/cli.js"
+} from "../support/keel.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const logs = path.join(root, "test", "fixtures", "job-logs")

@@ -5,9 +5,9 @@ import { fileURLToPath } from "node:url"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { makeObjectApiClient, ObjectStore, objectAction, sha256Hex, vaultTokenFromGrantFile } from "keel"
 import { vaultGrant } from "../support/controlplane.js"
 import { HttpTest } from "../support/http.js"
+import { makeObjectApiClient, ObjectStore, objectAction, sha256Hex, vaultTokenFromGrantFile } from "../support/keel.js"
 import { serverPort } from "../support/market.js"
 
 // Issue 15, the object API: S3-like reads and conditional writes over the object gateway, every request

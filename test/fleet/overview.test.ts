@@ -4,6 +4,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Option, TestClock } from "effect"
+import { runCli } from "../support/cli.js"
 import {
   AppConfigTest,
   beaconKey,
@@ -14,8 +15,7 @@ import {
   ObjectGateway,
   Overview,
   SqlTest
-} from "keel"
-import { runCli } from "../support/cli.js"
+} from "../support/keel.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const registryFile = path.join(root, "examples", "registry.yml")

@@ -3,8 +3,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
-import { FleetRegistry, JobDiagnosis, JobQueue, ServicesTest } from "keel"
 import * as Yaml from "yaml"
+import { FleetRegistry, JobDiagnosis, JobQueue, ServicesTest } from "../support/keel.js"
 
 // Issue 42, item 12 (seed 002: "Provider-specific diagnostics live inside the matching adapter and are available
 // only when that provider is enabled in the selected profile"): the registry's profiles enable provider adapters,

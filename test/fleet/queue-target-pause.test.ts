@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { JobQueue, ServicesTest } from "keel"
+import { JobQueue, ServicesTest } from "../support/keel.js"
 
 // Issue 18: a storage handoff pauses one target's queue — captured and restored exactly, never another
 // target's —, drains it with a bounded wait, and cancels what was queued there with a typed reason.

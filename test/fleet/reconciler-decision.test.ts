@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { decideUnit, mutatesHost, type UnitEvidence, type UnitState } from "keel"
+import { decideUnit, mutatesHost, type UnitEvidence, type UnitState } from "../support/keel.js"
 
 // Issue 17: the decision for one declared unit, row by row of seed 002's tables ("Unit state and service
 // reconciliation") and its repair rules. Pure evidence in, decision out.

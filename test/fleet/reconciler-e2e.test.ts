@@ -4,6 +4,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
+import * as Yaml from "yaml"
 import {
   beaconKey,
   collectBeacon,
@@ -15,8 +16,7 @@ import {
   ServiceReconciler,
   type ServiceReport,
   type ServiceRow
-} from "keel"
-import * as Yaml from "yaml"
+} from "../support/keel.js"
 
 // Issue 17 on real processes: Keel's supervisor runs the units (systemd is not PID 1 in this container), the
 // beacon is collected from it as `ctl host beacon write` collects it, and the tick's decisions are carried out

@@ -13,7 +13,7 @@ import {
   renderSystemd,
   renderUnit,
   ServiceReconciler
-} from "keel"
+} from "../support/keel.js"
 
 // Issue 17: the example fleet (examples/registry.yml), every host installed as Keel installs it — services
 // from their declarations, the beacon as `ctl host beacon install` renders it (a oneshot between runs and its

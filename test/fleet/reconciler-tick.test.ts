@@ -3,6 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Chunk, Clock, ConfigProvider, Context, Effect, Layer, Option, Schema, TestClock } from "effect"
+import * as Yaml from "yaml"
 import {
   AutonomyControl,
   AutonomyScheduleLive,
@@ -22,8 +23,7 @@ import {
   type ServiceReport,
   type ServiceRow,
   serviceLeaseKey
-} from "keel"
-import * as Yaml from "yaml"
+} from "../support/keel.js"
 
 // Issue 17: the tick — evidence from beacons, the endpoint sweep and host probes; the decision; execution
 // within the mode, max_actions_per_tick, the pause, the breaker and the per-service lease; alerts; reports.

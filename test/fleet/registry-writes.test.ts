@@ -5,6 +5,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
+import { runCli } from "../support/cli.js"
 import {
   AppConfigTest,
   FleetRegistry,
@@ -14,8 +15,7 @@ import {
   ObjectGateway,
   RegistryWriter,
   sha256Hex
-} from "keel"
-import { runCli } from "../support/cli.js"
+} from "../support/keel.js"
 
 // Issue 15, registry writes: compare-and-set on the registry's digest, validated first, the file replaced
 // atomically, the git source committed and pushed as a fast-forward, last-valid refreshed, an audit object.

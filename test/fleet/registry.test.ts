@@ -15,7 +15,7 @@ import {
   MemoryObjectStoreLayer,
   ObjectGateway,
   unknownCommand
-} from "keel"
+} from "../support/keel.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const example = fs.readFileSync(path.join(root, "examples", "registry.yml"), "utf8")

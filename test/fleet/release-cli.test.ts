@@ -1,9 +1,9 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Ed25519 } from "keel"
 import { assert, describe, it } from "vitest"
 import * as Yaml from "yaml"
+import { Ed25519 } from "../support/keel.js"
 import { script, writeReleaseTree } from "../support/releases.js"
 import { runCtl } from "../support/server.js"
 

@@ -4,9 +4,9 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import Database from "better-sqlite3"
-import { Ed25519 } from "keel"
 import { afterAll, assert, describe, it } from "vitest"
 import * as Yaml from "yaml"
+import { Ed25519 } from "../support/keel.js"
 import { ctlBin, runCtl, startServer } from "../support/server.js"
 
 // Issue 19, submission (seed 002, "Release submission and delivery" rules 1-3) through the binaries: `ctl release

@@ -4,6 +4,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
+import * as Yaml from "yaml"
 import {
   CatalogMaintenance,
   canonicalBytes,
@@ -19,8 +20,7 @@ import {
   ServicesTest,
   Vault,
   verifyRelease
-} from "keel"
-import * as Yaml from "yaml"
+} from "../support/keel.js"
 
 // Issue 19, the release authority and canonical publication: signing inside the vault, the signed manifest as the
 // commit marker, create-only publication in order, verification as every reader does it, and the catalog with its

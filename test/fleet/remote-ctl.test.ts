@@ -2,7 +2,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Schema } from "effect"
-import { type CommandResult, HostChannelTest, makeMemoryHostChannel, RemoteCtl, ServicesTest } from "keel"
+import { type CommandResult, HostChannelTest, makeMemoryHostChannel, RemoteCtl, ServicesTest } from "../support/keel.js"
 
 const registryFile = path.join(fileURLToPath(new URL("../..", import.meta.url)), "examples", "registry.yml")
 const bytes = (text: string) => new TextEncoder().encode(text)

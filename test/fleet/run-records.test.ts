@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
-import { ObjectStore, RunRecord, RunRecords, runIdOf, runRecordKey, ServicesTest } from "keel"
+import { ObjectStore, RunRecord, RunRecords, runIdOf, runRecordKey, ServicesTest } from "../support/keel.js"
 
 // Issue 19: a release run's record — the same inputs are the same run (a repeated submit finds it), and every
 // change is compare-and-set, so two writers never both win.

@@ -2,8 +2,8 @@ import { execFileSync, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { nftTableName, renderNftTable, renderPfAnchor } from "keel"
 import { assert, describe, it } from "vitest"
+import { nftTableName, renderNftTable, renderPfAnchor } from "../support/keel.js"
 
 // Issue 20, pre-check runner rule 3: the runner uid's firewall — golden renderings (nft and PF, IPv4 and IPv6, the
 // one gateway exception), the nft file validated by nft itself, and enforced in a network namespace this test

@@ -3,8 +3,8 @@ import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { commandAllowed, makeNonceBook, SIGNATURE_HEADERS, signGatewayRequest, verifyRequest } from "keel"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
+import { commandAllowed, makeNonceBook, SIGNATURE_HEADERS, signGatewayRequest, verifyRequest } from "../support/keel.js"
 import { ctlBin, runCtlOk, startServer } from "../support/server.js"
 
 // Issue 20, the gateway (rule 3's one loopback exception, rule 6's signing secret): pre-check jobs sign each request

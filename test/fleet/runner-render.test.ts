@@ -3,6 +3,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Schema } from "effect"
+import { afterAll, assert, describe, it } from "vitest"
 import {
   BOOTSTRAP,
   bootstrapInput,
@@ -24,8 +25,7 @@ import {
   runnerLayout,
   statusScript,
   sudoersProblem
-} from "keel"
-import { afterAll, assert, describe, it } from "vitest"
+} from "../support/keel.js"
 
 // Issue 20, pre-check runner rules 1, 2, 4, 6: what the lifecycle renders — the unit and its hooks drop-in (checked by
 // systemd-analyze), the LaunchDaemon, the job hooks (run for real as an account of their own), the scripts that carry

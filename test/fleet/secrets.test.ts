@@ -16,7 +16,7 @@ import {
   ObjectGateway,
   selfEnv,
   splitCredentials
-} from "keel"
+} from "../support/keel.js"
 import { runCtl, runCtlOk } from "../support/server.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))

@@ -13,7 +13,7 @@ import {
   makeMemoryServiceManager,
   ServiceManager,
   sha256Hex
-} from "keel"
+} from "../support/keel.js"
 
 // Issue 17, first part: the evidence the reconciler decides on — a unit's reload and file state, its
 // invocation, the live executable (stale when replaced on disk) beside the declared program's hash.

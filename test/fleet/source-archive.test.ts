@@ -3,8 +3,8 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Effect } from "effect"
-import { archiveSource } from "keel"
 import { assert, describe, it } from "vitest"
+import { archiveSource } from "../support/keel.js"
 
 // Issue 19, submit's first rule: a release is made from a clean committed tree, archived deterministically — the
 // same commit gives the same bytes — and no remote is contacted (the repository's remote does not exist).

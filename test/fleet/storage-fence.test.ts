@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { Leases, ObjectGateway, ServicesTest, STORAGE_FENCE_KEY } from "keel"
+import { Leases, ObjectGateway, ServicesTest, STORAGE_FENCE_KEY } from "../support/keel.js"
 
 // Issue 18: while a storage-root handoff holds the storage-write fence, every object write on the host is
 // refused (the object API and every writer go through the gateway); reads go on; released, writes resume.

@@ -5,8 +5,8 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { makeSupervisor } from "keel"
 import { afterAll } from "vitest"
+import { makeSupervisor } from "../support/keel.js"
 
 // Issue 20 runs the pre-check runner's unit under Keel's supervisor where systemd is not PID 1: the supervisor honours
 // the unit's User=, Group=, WorkingDirectory=, Environment= and its drop-ins, as systemd does.

@@ -4,8 +4,8 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { makeSupervisor, renderUnit } from "keel"
 import { afterAll } from "vitest"
+import { makeSupervisor, renderUnit } from "../support/keel.js"
 
 // Issue 42 follow-up: `ctl serve` runs with umask 077 (docs/security.md). A unit its reconciler starts must not
 // inherit it: as systemd, Keel's supervisor starts a unit's program with umask 0022 unless the unit says UMask=.

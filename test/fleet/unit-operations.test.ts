@@ -10,7 +10,7 @@ import {
   ServiceDeclaration,
   sha256Hex,
   type UnitDefinition
-} from "keel"
+} from "../support/keel.js"
 
 // Issue 17: the service manager's ensure / kick / start / stop / reassert, one procedure on every adapter —
 // stage and preflight a changed definition before it replaces the old one, reload, (re)start, read back.

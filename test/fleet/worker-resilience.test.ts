@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Fiber, Layer } from "effect"
-import { HostChannelLive, JobQueue, JobWorker, ServicesLive, ServicesTest } from "keel"
+import { HostChannelLive, JobQueue, JobWorker, ServicesLive, ServicesTest } from "../support/keel.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const examples = path.join(root, "examples", "registry.yml")

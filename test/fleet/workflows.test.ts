@@ -5,10 +5,10 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { ObjectStore } from "keel"
 import { runCli } from "../support/cli.js"
 import { sendJson, vaultToken } from "../support/controlplane.js"
 import { HttpTest } from "../support/http.js"
+import { ObjectStore } from "../support/keel.js"
 import { ctlBin, root, startServer } from "../support/server.js"
 
 // Issue 15, durable workflows in the server: FleetProbe (registry → reach → report) runs in `ctl serve` on the

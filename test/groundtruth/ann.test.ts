@@ -5,6 +5,7 @@ import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Logger } from "effect"
+import { HttpTest } from "../support/http.js"
 import {
   AnnBuildFailed,
   buildAnnGraph,
@@ -15,8 +16,7 @@ import {
   makeVectorIndex,
   openAnnGraph,
   Retriever
-} from "keel"
-import { HttpTest } from "../support/http.js"
+} from "../support/keel.js"
 import { serveFakeEmbeddings } from "./fake-embeddings.js"
 import { commitFiles, initRepo } from "./git-fixture.js"
 

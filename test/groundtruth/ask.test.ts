@@ -4,8 +4,8 @@ import * as path from "node:path"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { NOT_COVERED } from "keel"
 import { HttpTest } from "../support/http.js"
+import { NOT_COVERED } from "../support/keel.js"
 import { buildCorpus } from "./git-fixture.js"
 
 interface FakeRequest {

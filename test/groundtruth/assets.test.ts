@@ -2,8 +2,8 @@ import * as path from "node:path"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Either, Schema } from "effect"
-import { BrandAssetsDocument } from "keel"
 import { HttpTest } from "../support/http.js"
+import { BrandAssetsDocument } from "../support/keel.js"
 import { buildCorpus, commitFiles, git } from "./git-fixture.js"
 
 const corpus = buildCorpus()

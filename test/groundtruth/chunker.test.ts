@@ -9,7 +9,7 @@ import {
   redactUrls,
   selects,
   splitCredentials
-} from "keel"
+} from "../support/keel.js"
 
 describe("chunking", () => {
   it("markdown is cut at headings, outside code fences, carrying the heading path and exact lines", () => {

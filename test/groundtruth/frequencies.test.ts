@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { frequencyCounter, stems } from "keel"
+import { frequencyCounter, stems } from "../support/keel.js"
 
 /** Document frequencies the plain way: each text's distinct stems, counted. */
 const naive = (texts: ReadonlyArray<readonly [string, 1 | -1]>) => {

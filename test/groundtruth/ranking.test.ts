@@ -17,7 +17,7 @@ import {
   stemSequence,
   unsupportedTerms,
   words
-} from "keel"
+} from "../support/keel.js"
 
 describe("terms", () => {
   it("a light stemmer meets inflections; identifiers are split into their parts and keep their runs", () => {

@@ -5,8 +5,8 @@ import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { assert, layer } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Option } from "effect"
-import { Ingester, stems } from "keel"
 import { HttpTest } from "../support/http.js"
+import { Ingester, stems } from "../support/keel.js"
 import { buildCorpus, commitFiles, initRepo } from "./git-fixture.js"
 
 const corpus = buildCorpus()

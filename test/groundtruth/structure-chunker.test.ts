@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { type Chunk, chunkFile } from "keel"
+import { type Chunk, chunkFile } from "../support/keel.js"
 
 const options = { maxLines: 40, overlapLines: 5 }
 const spans = (chunks: ReadonlyArray<Chunk>) => chunks.map((c) => [c.heading, c.line, c.endLine] as const)

@@ -2,8 +2,8 @@ import * as Net from "node:net"
 import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { jsonTooDeep, MAX_JSON_DEPTH, makeJsonDepthScanner } from "keel"
 import { HttpTest, type RawResponse, rawRequest } from "../support/http.js"
+import { jsonTooDeep, MAX_JSON_DEPTH, makeJsonDepthScanner } from "../support/keel.js"
 
 // Fleet hardening (item 5): bodies nested too deep are refused before any decoding, on every route;
 // a body over the limit is 413 whatever the method; Node's parser refusals are problems too.

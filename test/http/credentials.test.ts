@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { bearerToken, isLoopbackHost } from "keel"
+import { bearerToken, isLoopbackHost } from "../support/keel.js"
 
 describe("credentials in requests", () => {
   it("a bearer token is read whatever the scheme's case, with one or more spaces", () => {

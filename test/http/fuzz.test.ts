@@ -5,10 +5,10 @@ import { fileURLToPath } from "node:url"
 import { HttpServer } from "@effect/platform"
 import { assert, layer } from "@effect/vitest"
 import { Duration, Effect, FastCheck as fc, Runtime } from "effect"
-import { Vault } from "keel"
 import { commitFiles, initRepo } from "../groundtruth/git-fixture.js"
 import { CLIENT_KEY, registryDir } from "../product/registry-fixture.js"
 import { HttpTest, type RawResponse, rawRequest } from "../support/http.js"
+import { Vault } from "../support/keel.js"
 import { fundedWallet, launchAgent } from "../support/market.js"
 
 // Bounded random input on every JSON route (and on the query of the GET routes) of every surface: deep nesting, numbers at and past the edges of a double, astral characters, lone surrogates,

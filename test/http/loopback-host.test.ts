@@ -1,7 +1,7 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Exit, Layer } from "effect"
-import { hostOfHeader, LoopbackTrust } from "keel"
 import { HttpTest, rawRequest } from "../support/http.js"
+import { hostOfHeader, LoopbackTrust } from "../support/keel.js"
 import { serverPort } from "../support/market.js"
 
 /** One request over a socket from 127.0.0.1, with exactly the `Host` given (none when undefined). */

@@ -6,6 +6,10 @@ import { fileURLToPath } from "node:url"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
+import { commitFiles, initRepo } from "../groundtruth/git-fixture.js"
+import { CLIENT_KEY, registryDir } from "../product/registry-fixture.js"
+import { beaconDocument, vaultGrant } from "../support/controlplane.js"
+import { HttpTest, rawBurst } from "../support/http.js"
 import {
   ActionAuthority,
   Agents,
@@ -28,11 +32,7 @@ import {
   SurfaceNames,
   surfaceApis,
   Vault
-} from "keel"
-import { commitFiles, initRepo } from "../groundtruth/git-fixture.js"
-import { CLIENT_KEY, registryDir } from "../product/registry-fixture.js"
-import { beaconDocument, vaultGrant } from "../support/controlplane.js"
-import { HttpTest, rawBurst } from "../support/http.js"
+} from "../support/keel.js"
 import { fundedWallet, launchAgent, serverPort } from "../support/market.js"
 import { decoderFor, type OpenApiSchema } from "../support/openapi.js"
 

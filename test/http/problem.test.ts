@@ -1,5 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
-import { codeFromTag, parserRefusal, parserRefusalResponse, problemType, statusTitle, toProblemBody } from "keel"
+import {
+  codeFromTag,
+  parserRefusal,
+  parserRefusalResponse,
+  problemType,
+  statusTitle,
+  toProblemBody
+} from "../support/keel.js"
 
 describe("problem bodies", () => {
   it("codes are the tag in UPPER_SNAKE", () => {

@@ -2,8 +2,8 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
-import { TrustedProxies } from "keel"
 import { HttpTest } from "../support/http.js"
+import { TrustedProxies } from "../support/keel.js"
 import { serverPort } from "../support/market.js"
 
 const proxiesWith = (setting: string) =>

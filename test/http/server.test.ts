@@ -11,8 +11,16 @@ import {
 } from "@effect/platform"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
-import { AppTest, Database, groundTruthClient, Health, productClient, SurfaceNames, vaultClient } from "keel"
 import { chunkedBody, HttpTest, rawRequest } from "../support/http.js"
+import {
+  AppTest,
+  Database,
+  groundTruthClient,
+  Health,
+  productClient,
+  SurfaceNames,
+  vaultClient
+} from "../support/keel.js"
 
 // A JSON endpoint of the test's own, to drive the shared middleware with payloads.
 class Missing extends Schema.TaggedError<Missing>()(

@@ -3,7 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Layer } from "effect"
-import { AppConfig, AppConfigTest, ObjectStore, ObjectStoreLive, SqlTest } from "keel"
+import { AppConfig, AppConfigTest, ObjectStore, ObjectStoreLive, SqlTest } from "../support/keel.js"
 
 describe("the layers embedders build on", () => {
   it.effect("AppTest settings without a dataDir: a fresh temporary directory, removed with the layer", () =>

@@ -1,6 +1,17 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
-import { Agents, AppTest, agentAccount, Chat, Ledger, MarketAgent, MarketServices, SqlTest, toUnits, UNIT } from "keel"
+import {
+  Agents,
+  AppTest,
+  agentAccount,
+  Chat,
+  Ledger,
+  MarketAgent,
+  MarketServices,
+  SqlTest,
+  toUnits,
+  UNIT
+} from "../support/keel.js"
 
 const HOUR = "1 hour"
 

@@ -6,7 +6,7 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
 import Database from "better-sqlite3"
 import { Deferred, Effect, Fiber, Layer } from "effect"
-import { AllMigrations, ApiKeys, migrationsLayer } from "keel"
+import { AllMigrations, ApiKeys, migrationsLayer } from "../support/keel.js"
 
 /** ApiKeys on a database file, as the server runs it: another process can open the same file. */
 const onFile = () => {

@@ -1,8 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { CoinHistory, Ledger, marketplaceClient, toUnits } from "keel"
 import { HttpTest } from "../support/http.js"
+import { CoinHistory, Ledger, marketplaceClient, toUnits } from "../support/keel.js"
 import { type Answer, call, fundedWallet, launchAgent } from "../support/market.js"
 import { decoderFor, type OpenApiSchema } from "../support/openapi.js"
 

@@ -1,8 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { fromUnits, Ledger } from "keel"
 import { HttpTest } from "../support/http.js"
+import { fromUnits, Ledger } from "../support/keel.js"
 import { type Answer, call, fundedWallet, launchAgent } from "../support/market.js"
 
 interface TradeRow {

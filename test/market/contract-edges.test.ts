@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect, Either } from "effect"
-import { Agents, Chat, toUnits } from "keel"
 import { HttpTest } from "../support/http.js"
+import { Agents, Chat, toUnits } from "../support/keel.js"
 import { call, fundedWallet, launchAgent } from "../support/market.js"
 
 // Issue 42: what a client can rely on for chat text, tickers and repeated query parameters

@@ -1,8 +1,17 @@
 import type { HttpClient } from "@effect/platform"
 import { assert, layer } from "@effect/vitest"
 import { Effect, FastCheck as fc, Runtime } from "effect"
-import { Ledger, MarketConfig, quoteSell, TokenMarket, toUnits, tradeEvent, UNIT, walletAccount } from "keel"
 import { HttpTest } from "../support/http.js"
+import {
+  Ledger,
+  MarketConfig,
+  quoteSell,
+  TokenMarket,
+  toUnits,
+  tradeEvent,
+  UNIT,
+  walletAccount
+} from "../support/keel.js"
 import { call, fundedWallet, launchAgent } from "../support/market.js"
 
 // Money at the edges, as a client meets it through HTTP: every amount the schema admits trades exactly

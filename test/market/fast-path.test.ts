@@ -1,8 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { signRequest, tradeFastPath } from "keel"
 import { HttpTest, type RawResponse, rawRequest, throughFastPath } from "../support/http.js"
+import { signRequest, tradeFastPath } from "../support/keel.js"
 import { fundedWallet, launchAgent, serverPort } from "../support/market.js"
 
 // The trade fast path (src/http/marketplace/TradeFastPath.ts) must answer exactly as the HttpApi route does.

@@ -4,7 +4,16 @@ import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
-import { Agents, COIN, Ledger, ServicesTest, type TradeOrder, Trading, toUnits, walletAccount } from "keel"
+import {
+  Agents,
+  COIN,
+  Ledger,
+  ServicesTest,
+  type TradeOrder,
+  Trading,
+  toUnits,
+  walletAccount
+} from "../support/keel.js"
 
 const W1 = "0x00000000000000000000000000000000000000a1"
 const W2 = "0x00000000000000000000000000000000000000a2"

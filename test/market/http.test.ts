@@ -2,8 +2,17 @@ import * as http from "node:http"
 import { SqlClient } from "@effect/sql"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { Agents, ApiKeys, CoinHistory, checksumAddress, Ledger, signRequest, toUnits, walletAccount } from "keel"
 import { HttpTest } from "../support/http.js"
+import {
+  Agents,
+  ApiKeys,
+  CoinHistory,
+  checksumAddress,
+  Ledger,
+  signRequest,
+  toUnits,
+  walletAccount
+} from "../support/keel.js"
 import { call, fundedWallet, launchAgent, readStream, serverPort, testWallet } from "../support/market.js"
 
 const isProblem = (body: { type?: unknown; title?: unknown; status?: unknown; detail?: unknown; code?: unknown }) =>

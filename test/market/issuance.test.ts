@@ -13,7 +13,7 @@ import {
   toUnits,
   UNIT,
   unitsText
-} from "keel"
+} from "../support/keel.js"
 
 const MarketTest = MarketServices.pipe(Layer.provideMerge(SqlTest))
 const WALLET = "0x52908400098527886E0F7030069857D2E4169EE7"

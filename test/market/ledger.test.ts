@@ -11,7 +11,7 @@ import {
   ServicesTest,
   toUnits,
   UNIT
-} from "keel"
+} from "../support/keel.js"
 
 const FEE = 100n // 1 %
 

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { agentAccount, COIN, curveAccount, Ledger, ServicesTest, TokenMarket, TREASURY, UNIT } from "keel"
+import { agentAccount, COIN, curveAccount, Ledger, ServicesTest, TokenMarket, TREASURY, UNIT } from "../support/keel.js"
 
 const settings = { feeBps: 100n, agentShareBps: 2_000n }
 

@@ -1,8 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { Ledger } from "keel"
 import { HttpTest, type RawResponse, rawBurst } from "../support/http.js"
+import { Ledger } from "../support/keel.js"
 import { call, fundedWallet, launchAgent, serverPort } from "../support/market.js"
 
 const tradeCount = Effect.gen(function* () {

@@ -13,7 +13,7 @@ import {
   ServicesTest,
   TokenMarket,
   UNIT
-} from "keel"
+} from "../support/keel.js"
 
 /**
  * Model-based property tests of the market: random sequences of buys, sells, mints, burns and round

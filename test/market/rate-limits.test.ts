@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { RateLimits } from "keel"
+import { RateLimits } from "../support/keel.js"
 
 const MINUTE = 60_000
 

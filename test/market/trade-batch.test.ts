@@ -1,7 +1,16 @@
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Either, Exit, Layer } from "effect"
-import { Agents, AppTest, Ledger, MarketAgent, type TradeOrder, TradeSender, toUnits, walletAccount } from "keel"
+import {
+  Agents,
+  AppTest,
+  Ledger,
+  MarketAgent,
+  type TradeOrder,
+  TradeSender,
+  toUnits,
+  walletAccount
+} from "../support/keel.js"
 
 const W1 = "0x00000000000000000000000000000000000000b1"
 const W2 = "0x00000000000000000000000000000000000000b2"

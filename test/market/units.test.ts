@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { canonicalDecimal } from "keel"
+import { canonicalDecimal } from "../support/keel.js"
 
 describe("canonicalDecimal: one text per number, for comparing the numbers of two requests exactly", () => {
   it("writes the same number the same way however it was sent", () => {

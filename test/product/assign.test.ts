@@ -2,8 +2,8 @@ import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { buckets, chooseVariant, hashV2, JourneyRegistry } from "keel"
 import { HttpTest } from "../support/http.js"
+import { buckets, chooseVariant, hashV2, JourneyRegistry } from "../support/keel.js"
 import { CLIENT_KEY, registryDir, registryDoc } from "./registry-fixture.js"
 
 describe("bucketing hash", () => {

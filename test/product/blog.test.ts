@@ -4,9 +4,9 @@ import * as path from "node:path"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Either } from "effect"
-import { Blog, parsePost } from "keel"
 import { runCli } from "../support/cli.js"
 import { HttpTest } from "../support/http.js"
+import { Blog, parsePost } from "../support/keel.js"
 
 const post = (front: Record<string, unknown>, body = "Hello **world**.") =>
   `---\n${Object.entries(front)

@@ -2,9 +2,9 @@ import * as fs from "node:fs"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { collectSites, DEMO_SITE_ID } from "keel"
 import * as YAML from "yaml"
 import { HttpTest } from "../support/http.js"
+import { collectSites, DEMO_SITE_ID } from "../support/keel.js"
 import { registryDir } from "./registry-fixture.js"
 
 const examplePage = fs.readFileSync(new URL("../../examples/web/index.html", import.meta.url), "utf8")

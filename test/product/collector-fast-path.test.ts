@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, Either, FastCheck as fc, Schema } from "effect"
-import { AnalyticsEvent, acceptEventFast } from "keel"
+import { AnalyticsEvent, acceptEventFast } from "../support/keel.js"
 
 const bySchema = Schema.decodeUnknownEither(AnalyticsEvent, { errors: "all" })
 

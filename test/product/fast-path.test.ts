@@ -1,7 +1,7 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { assignFastPath } from "keel"
 import { HttpTest, type RawResponse, rawRequest, throughFastPath } from "../support/http.js"
+import { assignFastPath } from "../support/keel.js"
 import { serverPort } from "../support/market.js"
 import { CLIENT_KEY, registryDir } from "./registry-fixture.js"
 

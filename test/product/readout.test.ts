@@ -6,6 +6,8 @@ import { SqlClient } from "@effect/sql"
 import { assert, describe, it, layer } from "@effect/vitest"
 import Database from "better-sqlite3"
 import { Effect } from "effect"
+import { runCli } from "../support/cli.js"
+import { HttpTest } from "../support/http.js"
 import {
   chiSquareGoodnessOfFit,
   gammaQ,
@@ -14,9 +16,7 @@ import {
   referrerHost,
   twoProportionZTest,
   wilsonInterval
-} from "keel"
-import { runCli } from "../support/cli.js"
-import { HttpTest } from "../support/http.js"
+} from "../support/keel.js"
 import { registryDir, registryDoc } from "./registry-fixture.js"
 
 const close = (actual: number | null | undefined, expected: number, tolerance = 1e-9, what = "") =>

@@ -1,7 +1,7 @@
 import * as fs from "node:fs"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Either, Logger } from "effect"
-import { JourneyRegistry, parseRegistry, ServicesTest } from "keel"
+import { JourneyRegistry, parseRegistry, ServicesTest } from "../support/keel.js"
 import { registryDir, registryDoc } from "./registry-fixture.js"
 
 const withRegistry = <A, E>(dir: string, body: (registry: JourneyRegistry) => Effect.Effect<A, E>, poll = "1 hour") =>

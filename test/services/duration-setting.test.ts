@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Duration, Effect, Either } from "effect"
-import { durationSetting, MarketConfig, parseDuration } from "keel"
+import { durationSetting, MarketConfig, parseDuration } from "../support/keel.js"
 
 const withEnv = (env: Record<string, string>) =>
   Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Data, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
-import { type DirectStatements, GroupCommit, makeGroupCommit, SqlDirect, SqlTest } from "keel"
+import { type DirectStatements, GroupCommit, makeGroupCommit, SqlDirect, SqlTest } from "../support/keel.js"
 
 class Refused extends Data.TaggedError("Refused")<{}> {}
 

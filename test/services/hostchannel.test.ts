@@ -2,8 +2,8 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
-import { type ChannelSpec, HostChannel, HostChannelLive, ServicesTest, Vault } from "keel"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type ChannelSpec, HostChannel, HostChannelLive, ServicesTest, Vault } from "../support/keel.js"
 import { sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
 
 const runtime = ManagedRuntime.make(

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, TestClock } from "effect"
-import { Leases, ServicesTest } from "keel"
+import { Leases, ServicesTest } from "../support/keel.js"
 
 const withLeases = <A, E>(f: (leases: Leases) => Effect.Effect<A, E>) =>
   Effect.flatMap(Leases, f).pipe(Effect.provide(ServicesTest()))

@@ -14,7 +14,7 @@ import {
   SqlObjectStoreLayer,
   SqlTest,
   sha256Hex
-} from "keel"
+} from "../support/keel.js"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 const text = (data: Uint8Array) => new TextDecoder().decode(data)
@@ -346,7 +346,7 @@ describe("the filesystem adapter", () => {
         const base = yield* store.put("state/cas.json", bytes("base"))
         const script = `
         const { Effect } = await import("effect")
-        const { FsObjectStoreLayer, ObjectStore } = await import("keel")
+        const { FsObjectStoreLayer, ObjectStore } = await import("../support/keel.js")
         const [root, expected, value] = process.argv.slice(1)
         const swap = Effect.flatMap(ObjectStore, (s) => s.putIfMatch("state/cas.json", expected, new TextEncoder().encode(value)))
         const outcome = await Effect.runPromise(Effect.provide(swap, FsObjectStoreLayer(root)))

@@ -13,7 +13,7 @@ import {
   seedDemoData,
   TracingLive,
   withTracingFromConfig
-} from "keel"
+} from "../support/keel.js"
 
 const withEnv = (env: Record<string, string>) =>
   Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))

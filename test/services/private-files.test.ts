@@ -4,7 +4,7 @@ import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Logger } from "effect"
-import { AppConfigTest, SqlLive } from "keel"
+import { AppConfigTest, SqlLive } from "../support/keel.js"
 
 const modeOf = (file: string) => (fs.statSync(file).mode & 0o777).toString(8)
 

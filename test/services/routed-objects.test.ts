@@ -3,7 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { makeRoutedFsObjectStore, writeRoute } from "keel"
+import { makeRoutedFsObjectStore, writeRoute } from "../support/keel.js"
 
 // Issue 18: the object API serves the root its route file names — read at start and whenever the file changes,
 // so a handoff's switch takes effect at the next request; an unreadable route fails, never falls back.

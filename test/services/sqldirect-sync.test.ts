@@ -6,7 +6,7 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
 import Database from "better-sqlite3"
 import { Data, Deferred, Effect, Exit, Fiber, Layer } from "effect"
-import { refuse, SqlDirect, type SyncStatements, savepointSync, sqliteMemory } from "keel"
+import { refuse, SqlDirect, type SyncStatements, savepointSync, sqliteMemory } from "../support/keel.js"
 
 class OutOfStock extends Data.TaggedError("OutOfStock")<{ readonly item: string }> {}
 

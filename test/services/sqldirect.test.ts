@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Data, Effect, Exit, Layer } from "effect"
-import { SqlDirect, SqlTest } from "keel"
+import { SqlDirect, SqlTest } from "../support/keel.js"
 
 class Refused extends Data.TaggedError("Refused")<{}> {}
 

@@ -6,6 +6,7 @@ import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Logger } from "effect"
+import { HttpTest } from "../support/http.js"
 import {
   type BeaconRouting,
   FleetActions,
@@ -15,8 +16,7 @@ import {
   publishBeacon,
   ServicesTest,
   Vault
-} from "keel"
-import { HttpTest } from "../support/http.js"
+} from "../support/keel.js"
 import { call } from "../support/market.js"
 import { runCtl } from "../support/server.js"
 

@@ -1,5 +1,5 @@
 import { ConfigProvider, Console, Effect, type Exit } from "effect"
-import { ctlMain, exitCodeOf } from "keel"
+import { ctlMain, exitCodeOf } from "./keel.js"
 
 export interface CliRun {
   readonly exitCode: number

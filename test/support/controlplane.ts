@@ -1,6 +1,6 @@
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
-import { type HostBeacon, Vault } from "keel"
+import { type HostBeacon, Vault } from "./keel.js"
 
 /** A valid beacon of `host` with one disk (`/`) and no units. */
 export const beaconDocument = (host: string, reportedAt: string): HostBeacon => ({

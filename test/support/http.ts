@@ -2,7 +2,7 @@ import * as Net from "node:net"
 import { HttpLayerRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { type ConfigError, ConfigProvider, Duration, Effect, Layer } from "effect"
-import type { DatabaseUnavailable } from "keel"
+import type { DatabaseUnavailable } from "./keel.js"
 import {
   type AppSettings,
   AppTest,
@@ -11,7 +11,7 @@ import {
   nodeServer,
   ROUTER_CONFIG,
   type ServeOptions
-} from "keel"
+} from "./keel.js"
 
 /**
  * Keel's own Node server (as `ctl serve` runs it: its parser-error answers, its shutdown) on a random port,

@@ -11,7 +11,7 @@ import {
   MemoryObjectStoreLayer,
   ObjectGateway,
   SqlTest
-} from "keel"
+} from "./keel.js"
 
 /** A meter whose free space is scripted by the test (bytes, read on each measurement). */
 export const scriptedMeter = (free: () => number) => Layer.succeed(DiskMeter, { available: () => Effect.sync(free) })

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto"
 import * as Http from "node:http"
 import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { Effect } from "effect"
-import { Agents, ApiKeys, addressOfPrivateKey, Ledger, signRequest, toUnits, walletAccount } from "keel"
+import { Agents, ApiKeys, addressOfPrivateKey, Ledger, signRequest, toUnits, walletAccount } from "./keel.js"
 
 /** A real secp256k1 key per test wallet, derived from its number so failures are reproducible. */
 export const testWallet = (n: number) => {

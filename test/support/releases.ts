@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { canonicalBytes, Ed25519 } from "keel"
+import { canonicalBytes, Ed25519 } from "./keel.js"
 
 export const sha256 = (bytes: Uint8Array) => crypto.createHash("sha256").update(bytes).digest("hex")
 

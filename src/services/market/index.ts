@@ -1,0 +1,28 @@
+/**
+ * `keel/market` (and `Market` in the package entry): what an embedder of the marketplace uses — its services,
+ * their errors, the wire schemas and the migrations. Hot-path helpers and demo data stay internal.
+ */
+export { AgentDetail, AgentSummary, MarketplaceApi, WalletAddress } from "../../contracts/market/Api.js"
+export * from "../../contracts/market/Errors.js"
+export * from "../../contracts/market/Money.js"
+export * from "../../contracts/market/Receipts.js"
+export * from "../../contracts/market/Ticker.js"
+export * from "./Accounts.js"
+export * from "./Agents.js"
+export * from "./ApiKeys.js"
+export * from "./BondingCurve.js"
+export * from "./Chat.js"
+export * from "./CoinIssuance.js"
+export * from "./CoinPrice.js"
+export * from "./Ledger.js"
+export * from "./MarketConfig.js"
+export * from "./MarketEvents.js"
+export { marketMigrations } from "./migrations.js"
+export * from "./RateLimits.js"
+export * from "./TokenBoard.js"
+export * from "./TokenMarket.js"
+export * from "./Trades.js"
+export * from "./Trading.js"
+export * from "./Units.js"
+export * from "./WalletAuth.js"
+export * from "./WalletSignature.js"
