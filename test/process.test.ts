@@ -228,7 +228,7 @@ describe("the package entry", () => {
     expect(injected.stderr).toContain("must be one line")
   }, 120_000) // a bound on a hang: each ctl call takes 10–20 s on a loaded machine
 
-  it('import("./support/keel.js") exports the library and starts nothing, opens nothing, listens on nothing', async () => {
+  it('import("keel") exports the library and starts nothing, opens nothing, listens on nothing', async () => {
     const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
       const child = spawn(process.execPath, [path.join(root, "test", "fixtures", "import-probe.mjs")], {
         cwd: root,
