@@ -57,7 +57,9 @@ describe("the package entry (dist/src/index.js)", () => {
     )
     expect(surface.entry.GroundTruth).toEqual(expect.arrayContaining(["Ingester", "Retriever", "GroundTruthApi"]))
     expect(surface.entry.Product).toEqual(expect.arrayContaining(["Assigner", "Collector", "ProductApi"]))
-    expect(surface.entry.Fleet).toEqual(expect.arrayContaining(["FleetRegistry", "makeObjectApiClient", "fleetMigrations"]))
+    expect(surface.entry.Fleet).toEqual(
+      expect.arrayContaining(["FleetRegistry", "makeObjectApiClient", "fleetMigrations"])
+    )
     expect(surface.entry.Platform).toEqual(
       expect.arrayContaining(["AppConfig", "loggerFromConfig", "ObjectStore", "Vault", "scrubEnvironBlock"])
     )
