@@ -346,7 +346,7 @@ describe("the filesystem adapter", () => {
         const base = yield* store.put("state/cas.json", bytes("base"))
         const script = `
         const { Effect } = await import("effect")
-        const { FsObjectStoreLayer, ObjectStore } = await import("../support/keel.js")
+        const { Platform: { FsObjectStoreLayer, ObjectStore } } = await import("keel")
         const [root, expected, value] = process.argv.slice(1)
         const swap = Effect.flatMap(ObjectStore, (s) => s.putIfMatch("state/cas.json", expected, new TextEncoder().encode(value)))
         const outcome = await Effect.runPromise(Effect.provide(swap, FsObjectStoreLayer(root)))
