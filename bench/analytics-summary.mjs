@@ -7,7 +7,7 @@ import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import Database from "better-sqlite3"
-import { SUMMARY_SQL } from "../dist/src/index.js"
+import { SUMMARY_SQL } from "../dist/src/services/product/ReadoutSql.js"
 import { cores, MAX_SECONDS, start } from "./harness.mjs"
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000_000)

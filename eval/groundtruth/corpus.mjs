@@ -95,5 +95,8 @@ export const importKeel = async ({ work, registry }) => {
     KEEL_LOG_LEVEL: process.env.KEEL_LOG_LEVEL ?? "error",
     KEEL_DEMO_DATA: "false"
   })
-  return import("keel")
+  // The eval reads the ground truth's services and the abstention model's feature names (an internal, so from dist).
+  const { GroundTruth, Layers } = await import("keel")
+  const { ABSTENTION_FEATURES } = await import("../../dist/src/services/groundtruth/Abstention.js")
+  return { ...GroundTruth, ServicesLive: Layers.ServicesLive, ABSTENTION_FEATURES }
 }
