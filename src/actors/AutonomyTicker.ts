@@ -1,6 +1,6 @@
 import { Duration, Effect, Layer } from "effect"
-import { ServiceReconciler } from "../services/fleet/reconciler/ServiceReconciler.js"
-import { FleetRegistry } from "../services/fleet/registry/Registry.js"
+import { ServiceReconciler } from "../services/fleet/control/reconciler/ServiceReconciler.js"
+import { FleetRegistry } from "../services/fleet/shared/registry/Registry.js"
 
 /** How long to wait before asking the registry again when it says never (0) or cannot be read. */
 const IDLE = Duration.minutes(1)

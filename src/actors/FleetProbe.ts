@@ -2,7 +2,7 @@ import { Activity, DurableClock } from "@effect/workflow"
 import { Effect, Schema } from "effect"
 import { FleetProbe } from "../contracts/fleet/FleetProbe.js"
 import { ProbeFailed } from "../contracts/fleet/Probe.js"
-import { HostProbe, probeKey } from "../services/fleet/probe/HostProbe.js"
+import { HostProbe, probeKey } from "../services/fleet/control/probe/HostProbe.js"
 
 /** The probe's three steps as recorded activities, each followed by the run's optional pause (contract: `FleetProbe`). */
 export const FleetProbeLive = FleetProbe.toLayer(

@@ -1,7 +1,7 @@
 import { Activity, DurableClock } from "@effect/workflow"
 import { Clock, Effect, Schema } from "effect"
 import { ReleaseRunWorkflow } from "../contracts/fleet/ReleaseRun.js"
-import { ReleaseRun } from "../services/fleet/releases/ReleaseRun.js"
+import { ReleaseRun } from "../services/fleet/control/releases/ReleaseRun.js"
 
 /** How long one `advance` activity waits on a build before the workflow records a round and sleeps. */
 const ROUND_MILLIS = 5 * 60_000

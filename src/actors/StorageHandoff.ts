@@ -7,9 +7,9 @@ import {
   StorageHandoffRollback,
   StorageHandoffRun
 } from "../contracts/fleet/StorageHandoff.js"
-import { HandoffEngine, type HandoffKind } from "../services/fleet/handoff/HandoffEngine.js"
-import { HandoffFiles, handoffDir } from "../services/fleet/handoff/HandoffFiles.js"
-import { HandoffSteps } from "../services/fleet/handoff/HandoffSteps.js"
+import { HandoffEngine, type HandoffKind } from "../services/fleet/agent/handoff/HandoffEngine.js"
+import { HandoffFiles, handoffDir } from "../services/fleet/agent/handoff/HandoffFiles.js"
+import { HandoffSteps } from "../services/fleet/agent/handoff/HandoffSteps.js"
 
 /**
  * The handoff's workflows (contracts: `StorageHandoffRun`, `StorageHandoffRollback`): the order of their steps,

@@ -1,5 +1,5 @@
 import { Args, Command, Options } from "@effect/cli"
-import type { SyncedRelease } from "../services/fleet/releases/CatalogMaintenance.js"
+import type { SyncedRelease } from "../services/fleet/control/releases/CatalogMaintenance.js"
 import { FleetConfigLive, RolloutLive, ServicesLive, TagLive, VaultOnlyLive } from "./Layers.js"
 import { lazyRun } from "./Lazy.js"
 import { integerOption, json } from "./Output.js"

@@ -1,5 +1,5 @@
-import { fleetDemoSeeder } from "../services/fleet/registry/DemoData.js"
-import type { FleetRegistry } from "../services/fleet/registry/Registry.js"
+import { fleetDemoSeeder } from "../services/fleet/control/registry/DemoData.js"
+import type { FleetRegistry } from "../services/fleet/shared/registry/Registry.js"
 import { groundTruthDemoSeeder } from "../services/groundtruth/DemoData.js"
 import type { GtConfig } from "../services/groundtruth/GtConfig.js"
 import type { Ingester } from "../services/groundtruth/Ingester.js"

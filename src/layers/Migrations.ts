@@ -1,4 +1,4 @@
-import { fleetMigrations } from "../services/fleet/migrations.js"
+import { fleetMigrations } from "../services/fleet/shared/migrations.js"
 import { groundTruthMigrations } from "../services/groundtruth/migrations.js"
 import { marketMigrations } from "../services/market/migrations.js"
 import type { DomainMigrations } from "../services/platform/Database.js"

@@ -2,7 +2,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { setRuntime } from "../../src/services/fleet/handoff/RuntimePointer.js"
+import { setRuntime } from "../../src/services/fleet/agent/handoff/RuntimePointer.js"
 
 const modeOf = (file: string) => (fs.statSync(file).mode & 0o777).toString(8)
 

@@ -24,7 +24,7 @@ const ready =
   process.getuid?.() === 0 &&
   sshdAvailable &&
   ["ip", "nft", "setpriv", "useradd", "curl", "tar", "systemd-analyze"].every(has) &&
-  fs.existsSync(path.join(root, "dist", "src", "services", "fleet", "units", "SupervisorMain.js"))
+  fs.existsSync(path.join(root, "dist", "src", "services", "fleet", "agent", "units", "SupervisorMain.js"))
 
 const n = 100 + (process.pid % 150)
 const netns = `keel-rt-${process.pid}`

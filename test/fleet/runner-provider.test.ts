@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Option, TestClock } from "effect"
-import { makeGithubRunnerProvider } from "../../src/services/fleet/runners/GithubRunnerProvider.js"
-import type { ProviderScope } from "../../src/services/fleet/runners/RunnerProvider.js"
+import { makeGithubRunnerProvider } from "../../src/services/fleet/control/runners/GithubRunnerProvider.js"
+import type { ProviderScope } from "../../src/services/fleet/control/runners/RunnerProvider.js"
 import { type FakeGithub, startFakeGithub } from "../support/fake-github.js"
 
 // Issue 20, the provider port: the GitHub adapter against a local server speaking GitHub's documented shapes —

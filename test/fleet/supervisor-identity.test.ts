@@ -13,7 +13,7 @@ import { makeSupervisor } from "../support/keel.js"
 
 const has = (tool: string) => spawnSync("sh", ["-c", `command -v ${tool}`]).status === 0
 const built = fs.existsSync(
-  fileURLToPath(new URL("../../dist/src/services/fleet/units/SupervisorMain.js", import.meta.url))
+  fileURLToPath(new URL("../../dist/src/services/fleet/agent/units/SupervisorMain.js", import.meta.url))
 )
 const ready = process.getuid?.() === 0 && has("useradd") && built
 const account = `keel-sv${process.pid % 100_000}`

@@ -11,7 +11,7 @@ import { makeSupervisor, renderUnit } from "../support/keel.js"
 // inherit it: as systemd, Keel's supervisor starts a unit's program with umask 0022 unless the unit says UMask=.
 
 const built = fs.existsSync(
-  fileURLToPath(new URL("../../dist/src/services/fleet/units/SupervisorMain.js", import.meta.url))
+  fileURLToPath(new URL("../../dist/src/services/fleet/agent/units/SupervisorMain.js", import.meta.url))
 )
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-supervisor-umask-"))
 const supervisor = makeSupervisor(path.join(dir, "supervisor"))

@@ -2,7 +2,7 @@ import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform
 import { Effect, Option } from "effect"
 import { controlPlaneClient } from "../../clients.js"
 import { codeFromTag } from "../../contracts/shared/Problem.js"
-import { configuredAccess } from "../../services/fleet/objects/ObjectApiClient.js"
+import { configuredAccess } from "../../services/fleet/shared/objects/ObjectApiClient.js"
 import { AppConfig } from "../../services/platform/AppConfig.js"
 import type { probeConfig, probeStatusConfig } from "../fleet.js"
 import type { Parsed } from "../Lazy.js"

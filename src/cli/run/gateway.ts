@@ -1,5 +1,5 @@
 import { Console, Effect, Option } from "effect"
-import { RunnerGateway } from "../../services/fleet/runners/RunnerGateway.js"
+import { RunnerGateway } from "../../services/fleet/agent/runners/RunnerGateway.js"
 import { thisHostName } from "../../services/platform/AppConfig.js"
 import type { gatewayConfig } from "../gateway.js"
 import type { Parsed } from "../Lazy.js"

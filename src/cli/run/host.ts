@@ -1,22 +1,22 @@
 import * as path from "node:path"
 import { Effect, Option, Schema } from "effect"
 import { HostBeacon } from "../../contracts/fleet/Beacon.js"
-import { beaconRouting, publishBeacon } from "../../services/fleet/beacon/BeaconPublisher.js"
+import { beaconRouting, publishBeacon } from "../../services/fleet/agent/beacon/BeaconPublisher.js"
 import {
   beaconUnitProblem,
   renderEnvFile,
   renderLaunchd,
   renderSystemd
-} from "../../services/fleet/beacon/BeaconUnits.js"
-import { collectBeacon } from "../../services/fleet/beacon/BeaconWriter.js"
-import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
-import { HostStatePublisher } from "../../services/fleet/beacon/HostStatePublisher.js"
-import { Gates } from "../../services/fleet/gates/Gates.js"
-import { HostAgent } from "../../services/fleet/HostAgent.js"
-import { RemoteCtl } from "../../services/fleet/RemoteCtl.js"
-import { FleetRegistry } from "../../services/fleet/registry/Registry.js"
-import { unitEnvironment } from "../../services/fleet/UnitSettings.js"
-import { ServiceManagerLive } from "../../services/fleet/units/ServiceManagerLive.js"
+} from "../../services/fleet/agent/beacon/BeaconUnits.js"
+import { collectBeacon } from "../../services/fleet/agent/beacon/BeaconWriter.js"
+import { HostStatePublisher } from "../../services/fleet/agent/beacon/HostStatePublisher.js"
+import { ServiceManagerLive } from "../../services/fleet/agent/units/ServiceManagerLive.js"
+import { HostHealth } from "../../services/fleet/control/beacon/HostHealth.js"
+import { Gates } from "../../services/fleet/control/gates/Gates.js"
+import { RemoteCtl } from "../../services/fleet/control/RemoteCtl.js"
+import { HostAgent } from "../../services/fleet/shared/HostAgent.js"
+import { FleetRegistry } from "../../services/fleet/shared/registry/Registry.js"
+import { unitEnvironment } from "../../services/fleet/shared/UnitSettings.js"
 import { thisHostName } from "../../services/platform/AppConfig.js"
 import { writeFileAtomically } from "../../services/platform/Files.js"
 import { HostChannel } from "../../services/platform/hostchannel/HostChannel.js"

@@ -8,16 +8,16 @@ import {
   type JanitorState
 } from "../../contracts/fleet/HostAgent.js"
 import { hasControlCharacter } from "../../contracts/shared/Text.js"
-import { Janitor } from "../../services/fleet/janitor/Janitor.js"
-import type { Trigger } from "../../services/fleet/janitor/JanitorReport.js"
-import { renderJanitorLaunchd, renderJanitorSystemd } from "../../services/fleet/janitor/JanitorUnits.js"
+import { Janitor } from "../../services/fleet/agent/janitor/Janitor.js"
+import type { Trigger } from "../../services/fleet/agent/janitor/JanitorReport.js"
+import { renderJanitorLaunchd, renderJanitorSystemd } from "../../services/fleet/agent/janitor/JanitorUnits.js"
 import {
   type RemoteAnswer,
   type RemoteAnswerInvalid,
   RemoteCtl,
   type RemoteCtlFailed
-} from "../../services/fleet/RemoteCtl.js"
-import { unitSettingsProblem } from "../../services/fleet/UnitSettings.js"
+} from "../../services/fleet/control/RemoteCtl.js"
+import { unitSettingsProblem } from "../../services/fleet/shared/UnitSettings.js"
 import type { cleanersListConfig, diskCleanupConfig, reclaimConfig, reportConfig } from "../janitor.js"
 import type { Parsed } from "../Lazy.js"
 import { CommandFailed, ExitWith, emit, printJson, usageError } from "../Output.js"

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { Overview } from "../../services/fleet/overview/Overview.js"
+import { Overview } from "../../services/fleet/control/overview/Overview.js"
 import { emit, table } from "../Output.js"
 
 const unavailable = (part: { state: string; error?: string }) => `unavailable: ${part.error ?? "unknown"}`

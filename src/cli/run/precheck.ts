@@ -1,8 +1,12 @@
 import { Effect } from "effect"
-import { type LifecycleReport, PrecheckRunner, type StatusReport } from "../../services/fleet/runners/PrecheckRunner.js"
-import { renderSudoers, sudoersProblem } from "../../services/fleet/runners/RunnerRender.js"
-import { BOOTSTRAP } from "../../services/fleet/runners/RunnerScripts.js"
-import { RunnerUnit } from "../../services/fleet/runners/RunnerUnit.js"
+import { RunnerUnit } from "../../services/fleet/agent/runners/RunnerUnit.js"
+import {
+  type LifecycleReport,
+  PrecheckRunner,
+  type StatusReport
+} from "../../services/fleet/control/runners/PrecheckRunner.js"
+import { BOOTSTRAP } from "../../services/fleet/control/runners/RunnerScripts.js"
+import { renderSudoers, sudoersProblem } from "../../services/fleet/shared/runners/RunnerRender.js"
 import type { Parsed } from "../Lazy.js"
 import { CommandFailed, ExitWith, emit, failWith, table } from "../Output.js"
 import type { repositoryAddConfig, statusConfig, sudoersConfig, unitConfig } from "../precheck.js"

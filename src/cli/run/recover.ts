@@ -1,6 +1,6 @@
 import { Effect, Option } from "effect"
-import { BinaryRecovery, type RecoveryAnswer } from "../../services/fleet/releases/BinaryRecovery.js"
-import { VersionDeclaration } from "../../services/fleet/releases/VersionDeclaration.js"
+import { BinaryRecovery, type RecoveryAnswer } from "../../services/fleet/control/releases/BinaryRecovery.js"
+import { VersionDeclaration } from "../../services/fleet/control/releases/VersionDeclaration.js"
 import type { Parsed } from "../Lazy.js"
 import { ExitWith, emit, failWith } from "../Output.js"
 import type { declareVersionConfig, recoverConfig, releaseConfig } from "../recover.js"

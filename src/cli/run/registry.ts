@@ -1,17 +1,17 @@
 import * as fs from "node:fs"
 import { Effect, Option } from "effect"
 import {
-  FleetRegistry,
-  type FleetRegistryInvalid,
-  type FleetRegistrySnapshot,
-  type FleetRegistryUnavailable
-} from "../../services/fleet/registry/Registry.js"
-import {
   type RegistryConflict,
   type RegistryWrite,
   type RegistryWriteFailed,
   RegistryWriter
-} from "../../services/fleet/registry/RegistryWriter.js"
+} from "../../services/fleet/control/registry/RegistryWriter.js"
+import {
+  FleetRegistry,
+  type FleetRegistryInvalid,
+  type FleetRegistrySnapshot,
+  type FleetRegistryUnavailable
+} from "../../services/fleet/shared/registry/Registry.js"
 import type { Parsed } from "../Lazy.js"
 import { CommandFailed, emit, iso, table } from "../Output.js"
 import type { applyConfig, setConfig, showConfig, validateConfig } from "../registry.js"

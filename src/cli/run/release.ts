@@ -1,22 +1,27 @@
 import type { HttpClientError } from "@effect/platform"
 import { Console, Duration, Effect, Option } from "effect"
 import { RunId, type RunRecord } from "../../contracts/fleet/ReleaseRuns.js"
-import { controlPlaneAt, fetchWithin, refusalOf, thrownBy } from "../../services/fleet/objects/ControlPlaneHttp.js"
+import { CatalogMaintenance } from "../../services/fleet/control/releases/CatalogMaintenance.js"
+import { ReleaseAuthority, SIGNING_KEY_FIELD } from "../../services/fleet/control/releases/ReleaseAuthority.js"
+import { buildRun } from "../../services/fleet/control/releases/ReleaseBuilder.js"
+import { type ProductRollout, ReleaseRollout } from "../../services/fleet/control/releases/ReleaseRollout.js"
+import { ReleaseRun, type RunProgress } from "../../services/fleet/control/releases/ReleaseRun.js"
+import { RunCopies } from "../../services/fleet/control/releases/RunCopies.js"
+import { type StepResult, TagRelease, tagStanding } from "../../services/fleet/control/releases/TagRelease.js"
+import {
+  controlPlaneAt,
+  fetchWithin,
+  refusalOf,
+  thrownBy
+} from "../../services/fleet/shared/objects/ControlPlaneHttp.js"
 import {
   configuredAccess,
   makeObjectApiClient,
   readVaultField,
   resilientClient,
   retryTransient
-} from "../../services/fleet/objects/ObjectApiClient.js"
-import { CatalogMaintenance } from "../../services/fleet/releases/CatalogMaintenance.js"
-import { ReleaseAuthority, SIGNING_KEY_FIELD } from "../../services/fleet/releases/ReleaseAuthority.js"
-import { buildRun } from "../../services/fleet/releases/ReleaseBuilder.js"
-import { type ProductRollout, ReleaseRollout } from "../../services/fleet/releases/ReleaseRollout.js"
-import { ReleaseRun, type RunProgress } from "../../services/fleet/releases/ReleaseRun.js"
-import { RunCopies } from "../../services/fleet/releases/RunCopies.js"
-import { runRecordKey } from "../../services/fleet/releases/RunRecords.js"
-import { type StepResult, TagRelease, tagStanding } from "../../services/fleet/releases/TagRelease.js"
+} from "../../services/fleet/shared/objects/ObjectApiClient.js"
+import { runRecordKey } from "../../services/fleet/shared/releases/RunRecords.js"
 import { Vault } from "../../services/platform/vault/Vault.js"
 import type { Parsed } from "../Lazy.js"
 import { CommandFailed, ExitWith, emit, failWith, printJson } from "../Output.js"

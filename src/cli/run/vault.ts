@@ -1,6 +1,6 @@
 import { Effect, Option } from "effect"
 import type { Grant } from "../../contracts/vault/Schemas.js"
-import { GrantIssuer } from "../../services/fleet/grants/GrantIssuer.js"
+import { GrantIssuer } from "../../services/fleet/control/grants/GrantIssuer.js"
 import { parseItemInput } from "../../services/platform/vault/ItemInput.js"
 import { Vault } from "../../services/platform/vault/Vault.js"
 import type { Parsed } from "../Lazy.js"

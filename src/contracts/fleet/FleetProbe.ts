@@ -9,7 +9,7 @@ import { ProbeFailed, ProbeResult } from "./Probe.js"
  * step's result is kept in the database, so a server killed between steps resumes at the next one on restart
  * and no finished step runs again. Each step leaves a witness object `state/probes/<execution>/<n>-<step>.<nonce>.json`
  * (one per time the step ran), which is what makes "ran exactly once" checkable from outside. The steps are
- * `services/fleet/probe/HostProbe.ts`, their sequencing `actors/FleetProbe.ts`.
+ * `services/fleet/control/probe/HostProbe.ts`, their sequencing `actors/FleetProbe.ts`.
  */
 export const FleetProbe = Workflow.make({
   name: "FleetProbe",

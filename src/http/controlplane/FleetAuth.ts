@@ -10,7 +10,7 @@ import {
   RequiredAction
 } from "../../contracts/controlplane/FleetAuth.js"
 import { ReconcileUnauthorized, StorageReconciliationFailed } from "../../contracts/fleet/Handoff.js"
-import { ActionAuthority } from "../../services/fleet/grants/ActionAuthority.js"
+import { ActionAuthority } from "../../services/fleet/control/grants/ActionAuthority.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 
 /**

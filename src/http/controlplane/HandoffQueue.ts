@@ -2,7 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { ControlPlaneApi } from "../../contracts/controlplane/Api.js"
 import { AuthorityUnavailable } from "../../contracts/fleet/Authority.js"
-import { TargetQueue } from "../../services/fleet/handoff/TargetQueue.js"
+import { TargetQueue } from "../../services/fleet/control/handoff/TargetQueue.js"
 import { grantForHost } from "./FleetAuth.js"
 
 /** A target's queue for its handoff worker: `storage-queue` for the target, and the target must declare storage. */

@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { ControlPlaneApi } from "../../contracts/controlplane/Api.js"
-import { HostHealth } from "../../services/fleet/beacon/HostHealth.js"
+import { HostHealth } from "../../services/fleet/control/beacon/HostHealth.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 
 export const HostHealthLive = HttpApiBuilder.group(ControlPlaneApi, "hostHealth", (handlers) =>

@@ -1,8 +1,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { ControlPlaneApi } from "../../contracts/controlplane/Api.js"
-import { JobQueue } from "../../services/fleet/jobs/JobQueue.js"
-import { jobView } from "../../services/fleet/jobs/JobView.js"
+import { jobView } from "../../services/fleet/control/jobs/JobView.js"
+import { JobQueue } from "../../services/fleet/shared/jobs/JobQueue.js"
 import { grantForHost } from "./FleetAuth.js"
 
 /** Fleet jobs for clients off the control plane: `job-submit` for the job's target (docs/control-plane.md, "Jobs"). */

@@ -2,7 +2,7 @@ import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/p
 import { Effect, Stream } from "effect"
 import { ControlPlaneApi } from "../../contracts/controlplane/Api.js"
 import { InvalidObjectKey, ObjectStoreError } from "../../contracts/shared/ObjectErrors.js"
-import { ObjectAccess } from "../../services/fleet/objects/ObjectAccess.js"
+import { ObjectAccess } from "../../services/fleet/control/objects/ObjectAccess.js"
 import { bearerToken } from "../../services/platform/Credentials.js"
 import type { ObjectHead, WriteCondition } from "../../services/platform/objects/ObjectStore.js"
 import { originStripped } from "../RoutePath.js"

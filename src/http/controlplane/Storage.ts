@@ -3,7 +3,7 @@ import { Effect, ParseResult, Schema } from "effect"
 import { ControlPlaneApi } from "../../contracts/controlplane/Api.js"
 import { CurrentGrant } from "../../contracts/controlplane/FleetAuth.js"
 import { InvalidReconcileRequest, ReconcileQuery } from "../../contracts/fleet/Handoff.js"
-import { StorageReconcile } from "../../services/fleet/handoff/StorageReconcile.js"
+import { StorageReconcile } from "../../services/fleet/control/handoff/StorageReconcile.js"
 import { reconcileRefusal } from "./FleetAuth.js"
 
 /** A query's values by name, in the order the names were first sent (`+` a space, percent-decoded). */

@@ -5,8 +5,8 @@ import { ControlPlaneApi } from "../../contracts/controlplane/Api.js"
 import { FleetProbe } from "../../contracts/fleet/FleetProbe.js"
 import { WorkflowNotFound } from "../../contracts/fleet/Probe.js"
 import { ReleaseRunWorkflow } from "../../contracts/fleet/ReleaseRun.js"
-import { probeHost, startProbe } from "../../services/fleet/probe/HostProbe.js"
-import { RunRecords } from "../../services/fleet/releases/RunRecords.js"
+import { probeHost, startProbe } from "../../services/fleet/control/probe/HostProbe.js"
+import { RunRecords } from "../../services/fleet/shared/releases/RunRecords.js"
 import { grantForHost } from "./FleetAuth.js"
 
 /** FleetProbe runs: started without waiting (the run lives in the server), polled by execution id. */
