@@ -1,14 +1,11 @@
 import { Duration, Effect } from "effect"
 import type { EndpointProbe } from "../../../contracts/fleet/HostAgent.js"
-import { type ChannelSpec, HostChannel } from "../../platform/hostchannel/HostChannel.js"
-import { unameThrough } from "../../platform/hostchannel/Uname.js"
+import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
 import type { HostAgentOn } from "../shared/HostAgent.js"
+import { kernelThrough, PROBE_BUDGET } from "../shared/HostReads.js"
 import type { Target } from "../shared/registry/Schema.js"
 import { ServiceManager } from "../shared/units/ServiceManager.js"
 import { collectBeacon } from "./beacon/BeaconWriter.js"
-
-/** How long an endpoint probe may take (the sweep's per-probe budget, like a gates read). */
-export const PROBE_BUDGET = Duration.seconds(5)
 
 /** Whether `url` answers HTTP at all (any status is an observation); refused, timed out or unresolvable is not. */
 export const probeUrl = (url: string, budget: Duration.DurationInput = PROBE_BUDGET) =>
@@ -21,10 +18,6 @@ export const probeUrl = (url: string, budget: Duration.DurationInput = PROBE_BUD
       return "unreachable"
     }
   })
-
-/** The host's kernel (`uname -srm` through its channel), or null when it could not be read. */
-export const kernelThrough = (channel: HostChannel["Type"], spec: ChannelSpec) =>
-  unameThrough(channel, spec, "-srm").pipe(Effect.orElseSucceed(() => null))
 
 /**
  * The host agent of this host: its own service manager, probes and beacon writer, in-process — what the host's

@@ -12,8 +12,8 @@ import {
   type UnitVerb
 } from "../../../contracts/fleet/HostAgent.js"
 import { HostChannel } from "../../platform/hostchannel/HostChannel.js"
-import { kernelThrough } from "../agent/HostAgentLocal.js"
 import type { Ensured, HostAgentOn } from "../shared/HostAgent.js"
+import { kernelThrough } from "../shared/HostReads.js"
 import type { Target } from "../shared/registry/Schema.js"
 import type { DeclaredUnit } from "../shared/units/ServiceManager.js"
 import { type RemoteAnswerInvalid, RemoteCtl, type RemoteCtlFailed } from "./RemoteCtl.js"

@@ -1,9 +1,7 @@
 import * as fs from "node:fs/promises"
 import { type HttpClient, type HttpClientError, HttpClientRequest } from "@effect/platform"
-import { Config, Data, Effect, Option, Schema } from "effect"
-import { GrantCredential } from "../../../../contracts/vault/Schemas.js"
+import { Config, Data, Effect, Option } from "effect"
 import { isLoopbackHost, unreachable } from "../../../platform/Net.js"
-import { formatIssues } from "../../../platform/Validation.js"
 import { decodeBeacon } from "../../shared/beacon/Beacon.js"
 import { FleetConfig } from "../../shared/FleetConfig.js"
 import {
@@ -15,6 +13,7 @@ import {
   thrownBy,
   vaultAt
 } from "../../shared/objects/ControlPlaneHttp.js"
+import { readGrantFile } from "../../shared/objects/GrantFile.js"
 
 /** Why a publication failed, in one line; the stored beacon is untouched. */
 export class BeaconPublishFailed extends Data.TaggedError("BeaconPublishFailed")<{
@@ -143,30 +142,9 @@ const scopeRefusal = (
       ? ["grant_over_broad", `the grant allows more than host-health-write for ${host}`]
       : undefined
 
-/**
- * The grant credential in `file`. The file holds a secret, so no failure quotes its content: not JSON
- * says so (the parser's message would quote the text), a wrong shape names the fields and what they
- * must be, never their values.
- */
+/** The grant credential in `file` (shared/objects/GrantFile.ts), failing as a publication does: grant_unreadable. */
 export const readGrantCredential = (file: string) =>
-  Effect.gen(function* () {
-    const text = yield* Effect.tryPromise({
-      try: () => fs.readFile(file, "utf8"),
-      catch: (error) => fail("grant_unreadable", `cannot read the grant file: ${(error as Error).message}`)
-    })
-    const raw = yield* Effect.try({
-      try: () => JSON.parse(text) as unknown,
-      catch: () => fail("grant_unreadable", `${file} is not valid JSON (a grant credential file is a JSON object)`)
-    })
-    return yield* Schema.decodeUnknown(GrantCredential)(raw, { errors: "all" }).pipe(
-      Effect.mapError((error) =>
-        fail(
-          "grant_unreadable",
-          `${file} is not a grant credential: ${formatIssues(error, { limit: 5, withoutValues: true })}`
-        )
-      )
-    )
-  })
+  readGrantFile(file).pipe(Effect.mapError((error) => fail("grant_unreadable", error.detail)))
 
 /**
  * `ctl host publish-beacon`: validates the beacon, checks the grant file (owner-only, exactly

@@ -1,30 +1,19 @@
 import { Clock, Duration, Effect, Option, Schema } from "effect"
-import { HostBeacon, UtcTimestamp } from "../../../../contracts/fleet/Beacon.js"
+import { HostBeacon } from "../../../../contracts/fleet/Beacon.js"
 import type { GatesReport, Observation } from "../../../../contracts/fleet/Gates.js"
 import { HostChannel } from "../../../platform/hostchannel/HostChannel.js"
 import { ObjectGateway } from "../../../platform/objects/ObjectGateway.js"
 import { formatIssues } from "../../../platform/Validation.js"
 import { beaconKey } from "../../shared/beacon/Beacon.js"
+import { CapacityPublication, capacityKey } from "../../shared/beacon/HostState.js"
 import { channelSpec } from "../../shared/Channels.js"
 import { FleetConfig } from "../../shared/FleetConfig.js"
 import { JobQueue } from "../../shared/jobs/JobQueue.js"
 import { FleetRegistry } from "../../shared/registry/Registry.js"
 import type { Target } from "../../shared/registry/Schema.js"
 
-/** What the host's agent publishes about its own admission (`state/capacity/<host>.json`). */
-export const CapacityPublication = Schema.Struct({
-  host: Schema.String,
-  published_at: UtcTimestamp,
-  admitting: Schema.Boolean,
-  reason: Schema.String,
-  state: Schema.String
-})
-export type CapacityPublication = typeof CapacityPublication.Type
-
 /** How a stored document that does not decode is reported (an observation's error starts with it). */
 const INVALID = "invalid document"
-
-export const capacityKey = (host: string) => `state/capacity/${host}.json`
 
 type Reading<A> = { readonly state: "complete" | "absent" | "cached"; readonly value?: A }
 

@@ -1,10 +1,8 @@
 import { Clock, Effect, Option } from "effect"
 import { ObjectGateway } from "../../../platform/objects/ObjectGateway.js"
 import { beaconKey } from "../../shared/beacon/Beacon.js"
+import { capacityKey, janitorReportKey } from "../../shared/beacon/HostState.js"
 import { FleetRegistry } from "../../shared/registry/Registry.js"
-import { capacityKey } from "../gates/Gates.js"
-
-export const janitorReportKey = (host: string) => `state/janitor/${host}.json`
 
 /** One stored document of a host: what it says, or why it cannot be shown. */
 export type Publication =

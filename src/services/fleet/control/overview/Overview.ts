@@ -2,11 +2,11 @@ import { Clock, Duration, Effect, Option, Schema } from "effect"
 import { HostBeacon } from "../../../../contracts/fleet/Beacon.js"
 import { ObjectGateway } from "../../../platform/objects/ObjectGateway.js"
 import { beaconKey } from "../../shared/beacon/Beacon.js"
+import { CapacityPublication, capacityKey } from "../../shared/beacon/HostState.js"
 import { FleetConfig } from "../../shared/FleetConfig.js"
 import { JobQueue } from "../../shared/jobs/JobQueue.js"
 import { FleetRegistry } from "../../shared/registry/Registry.js"
 import type { FleetRegistryDocument } from "../../shared/registry/Schema.js"
-import { CapacityPublication, capacityKey } from "../gates/Gates.js"
 
 const GIB = 1024 ** 3
 

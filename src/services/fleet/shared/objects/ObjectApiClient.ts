@@ -14,7 +14,6 @@ import { Config, type Duration, Effect, Option, Schedule, Schema, Stream } from 
 import { ObjectHeadAnswer, type ObjectListAnswer } from "../../../../contracts/fleet/Objects.js"
 import { isLoopbackHost, unreachable } from "../../../platform/Net.js"
 import type { ObjectHead, WriteCondition } from "../../../platform/objects/ObjectStore.js"
-import { readGrantCredential } from "../../agent/beacon/BeaconPublisher.js"
 import { FleetConfig } from "../FleetConfig.js"
 import {
   controlPlaneAt,
@@ -26,6 +25,7 @@ import {
   thrownBy,
   vaultAt
 } from "./ControlPlaneHttp.js"
+import { readGrantFile } from "./GrantFile.js"
 
 /**
  * A refusal or failure of the object API as another host meets it: the problem's `code` and `status` from
@@ -296,7 +296,7 @@ export const vaultTokenFromGrantFile = (vaultUrl: string, grantFile: string) =>
         0,
         `${grantFile} must be owner-only (0600), not ${(mode & 0o777).toString(8)}`
       )
-    const credential = yield* readGrantCredential(grantFile).pipe(
+    const credential = yield* readGrantFile(grantFile).pipe(
       Effect.mapError((error) => failure("VAULT_REFUSED", 0, error.detail))
     )
     const answer = yield* vaultCall(
