@@ -16,7 +16,10 @@
 //   contracts   src/contracts/**, src/clients.ts: wire schemas, errors, HttpApi definitions, the typed clients.
 //               They import nothing of Keel but other contracts, so anything may import them.
 //   platform    src/services/platform/**: database, objects, vault, host channel, process, clock.
-//   services    src/services/<domain>/** (market, product, groundtruth, fleet).
+//   fleet-shared src/services/fleet/shared/**: the fleet's model and the ports both of its programs use.
+//   fleet-agent src/services/fleet/agent/**: the host agent; it imports nothing of the control plane.
+//   services    src/services/<domain>/** (market, product, groundtruth, and fleet/control/: the control plane, which
+//               may run the agent's code for its own host).
 //   actors      src/actors/**: cluster entities and workflows (thin: they call services).
 //   http        src/http/**: handlers, middleware, fast paths.
 //   layers      src/layers/**: composition only.
@@ -26,12 +29,25 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 
-const LAYERS = ["contracts", "platform", "services", "actors", "http", "layers", "cli", "entry"]
+const LAYERS = [
+  "contracts",
+  "platform",
+  "fleet-shared",
+  "fleet-agent",
+  "services",
+  "actors",
+  "http",
+  "layers",
+  "cli",
+  "entry"
+]
 const DEFAULT_REPORTED_OWN_LINES = 80
 
 export const layerOf = (file) => {
   if (file.startsWith("src/contracts/") || file === "src/clients.ts") return "contracts"
   if (file.startsWith("src/services/platform/")) return "platform"
+  if (file.startsWith("src/services/fleet/shared/")) return "fleet-shared"
+  if (file.startsWith("src/services/fleet/agent/")) return "fleet-agent"
   if (file.startsWith("src/services/")) return "services"
   if (file.startsWith("src/actors/")) return "actors"
   if (file.startsWith("src/http/")) return "http"

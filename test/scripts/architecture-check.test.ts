@@ -126,6 +126,38 @@ describe("scripts/architecture-check.mjs", () => {
     fs.rmSync(root, { recursive: true, force: true })
   })
 
+  it("holds the fleet's split: fleet/agent imports nothing of fleet/control, fleet/shared nothing of either", async () => {
+    const fleet = {
+      "src/services/fleet/shared/Model.ts": 'import { db } from "../../platform/Db.js"\nexport const model = db\n',
+      "src/services/fleet/agent/Janitor.ts":
+        'import { model } from "../shared/Model.js"\nexport const janitor = model\n',
+      "src/services/fleet/control/Reconciler.ts":
+        'import { janitor } from "../agent/Janitor.js"\nimport { model } from "../shared/Model.js"\nexport const r = [janitor, model]\n'
+    }
+    const cleanRoot = tree({ ...layered, ...fleet })
+    const clean = await check(cleanRoot)
+    expect(clean.code).toBe(0)
+    expect(clean.stdout).toContain("architecture check: ok")
+
+    const brokenRoot = tree({
+      ...layered,
+      ...fleet,
+      "src/services/fleet/agent/Publisher.ts":
+        'import type { r } from "../control/Reconciler.js"\nexport type P = typeof r\n',
+      "src/services/fleet/shared/Client.ts": 'import { janitor } from "../agent/Janitor.js"\nexport const c = janitor\n'
+    })
+    const run = await check(brokenRoot)
+    expect(run.code).toBe(1)
+    expect(run.stdout).toContain(
+      "src/services/fleet/agent/Publisher.ts -> src/services/fleet/control/Reconciler.ts  (fleet-agent -> services)"
+    )
+    expect(run.stdout).toContain(
+      "src/services/fleet/shared/Client.ts -> src/services/fleet/agent/Janitor.ts  (fleet-shared -> fleet-agent)"
+    )
+    expect(run.stdout).toContain("architecture check: FAILED (2 upward import(s))")
+    for (const root of [cleanRoot, brokenRoot]) fs.rmSync(root, { recursive: true, force: true })
+  })
+
   it("fails an import cycle, but not a lazy import() back to a module that imports it", async () => {
     const root = tree({
       ...layered,

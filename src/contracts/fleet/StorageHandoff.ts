@@ -5,7 +5,7 @@ import { type CancelledJobSchema, TargetPauseSchema } from "./Handoff.js"
 /**
  * The storage-root handoff's contract (docs/handoff.md): the two durable workflows, their payload and answer, the
  * receipt a target keeps, and the answer of a reconcile phase. No runtime code: the workflows' bodies are in
- * `src/actors/StorageHandoff.ts`, their steps in `src/services/fleet/handoff/`. Only `effect` and the workflow
+ * `src/actors/StorageHandoff.ts`, their steps in `src/services/fleet/agent/handoff/`. Only `effect` and the workflow
  * definition module (not the engine) are imported.
  */
 
