@@ -65,7 +65,14 @@ describe("the ctl process", () => {
     expect(JSON.parse(blog.body).posts.length).toBeGreaterThan(0)
     // Marketplace demo: five agents with traded tokens, a price history, chat, and the demo credentials.
     const agents = JSON.parse((await get(server.port, "/api/agents")).body)
-    expect(agents.map((a: { ticker: string }) => a.ticker)).toEqual(["SAGE", "FORGE", "SCOUT", "LEDGR", "MUSE"])
+    // The list is oldest first, ties (agents launched in the same millisecond) by ticker (docs/marketplace.md).
+    const listed: Array<[number, string]> = []
+    for (const { ticker } of agents as Array<{ ticker: string }>) {
+      const detail = JSON.parse((await get(server.port, `/api/agents/${ticker}`)).body)
+      listed.push([Date.parse(detail.created_at), ticker])
+    }
+    expect([...listed].sort(([t1, a], [t2, b]) => t1 - t2 || (a < b ? -1 : a > b ? 1 : 0))).toEqual(listed)
+    expect(listed.map(([, ticker]) => ticker).sort()).toEqual(["FORGE", "LEDGR", "MUSE", "SAGE", "SCOUT"])
     const tokens = JSON.parse((await get(server.port, "/api/tokens")).body)
     expect(tokens.every((t: { volume_24h: number }) => t.volume_24h > 0)).toBe(true)
     expect(JSON.parse((await get(server.port, "/api/coin/history?period=30d")).body).history.length).toBeGreaterThan(50)
