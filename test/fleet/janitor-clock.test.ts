@@ -3,7 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Runtime, TestClock } from "effect"
-import { janitorTestLayer, scriptedMeter } from "../support/janitor.js"
+import { janitorPolicy, janitorRegistry, janitorTestLayer, scriptedMeter } from "../support/janitor.js"
 import { CACHEDIR_SIGNATURE, Janitor, removeBeneathEffect, resolveRoot } from "../support/keel.js"
 
 /*
@@ -25,24 +25,9 @@ const cacheDir = (dir: string) => {
   return dir
 }
 
-const registryWith = (dir: string, policy: Record<string, unknown>) => {
-  const file = path.join(dir, "registry.yml")
-  const body = { version: 1, targets: [{ name: "jan", os: "linux", channel: "local", disk_cleanup: policy }] }
-  fs.writeFileSync(file, JSON.stringify(body)) // JSON is YAML
-  return file
-}
+const registryWith = (dir: string, policy: Record<string, unknown>) => janitorRegistry(dir, "jan", policy)
 
-const policy = (buildRoot: string, overrides: Record<string, unknown> = {}) => ({
-  mode: "enforce",
-  check_interval_seconds: 3600,
-  low_free_gb: 50,
-  target_free_gb: 100,
-  max_items_per_pass: 100,
-  max_bytes_per_pass: 10 * GIB,
-  max_scan_items: 200_000,
-  cleaners: { build_caches: { min_age_seconds: DAY / 1000, root: buildRoot } },
-  ...overrides
-})
+const policy = janitorPolicy
 
 describe("janitor time comes from the Effect Clock", () => {
   it.effect(

@@ -6,7 +6,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FastCheck as fc, type Layer } from "effect"
-import { janitorTestLayer, scriptedMeter } from "../support/janitor.js"
+import { janitorPolicy, janitorRegistry, janitorTestLayer, scriptedMeter } from "../support/janitor.js"
 import {
   acquireLock,
   CACHEDIR_SIGNATURE,
@@ -42,27 +42,9 @@ const cacheDir = (dir: string, options: { tag?: string; bytes?: number; ageDays?
   return dir
 }
 
-const registryWith = (dir: string, host: string, policy: Record<string, unknown> | undefined) => {
-  const file = path.join(dir, "registry.yml")
-  const body = {
-    version: 1,
-    targets: [{ name: host, os: "linux", channel: "local", ...(policy === undefined ? {} : { disk_cleanup: policy }) }]
-  }
-  fs.writeFileSync(file, JSON.stringify(body)) // JSON is YAML
-  return file
-}
+const registryWith = janitorRegistry
 
-const policy = (buildRoot: string, overrides: Record<string, unknown> = {}) => ({
-  mode: "enforce",
-  check_interval_seconds: 3600,
-  low_free_gb: 50,
-  target_free_gb: 100,
-  max_items_per_pass: 100,
-  max_bytes_per_pass: 10 * GIB,
-  max_scan_items: 200_000,
-  cleaners: { build_caches: { min_age_seconds: DAY / 1000, root: buildRoot } },
-  ...overrides
-})
+const policy = janitorPolicy
 
 const JanitorTest = (env: Record<string, string>, meter: Layer.Layer<DiskMeter>) => janitorTestLayer(env, meter)
 

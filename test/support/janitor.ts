@@ -36,3 +36,30 @@ export const janitorTestLayer = (
       Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({ KEEL_HOST: "jan", ...env }))))
     )
   )
+
+const GIB = 1024 ** 3
+const DAY_SECONDS = 86_400
+
+/** A registry file in `dir` with one local linux target `host`, its `disk_cleanup` policy given (or none). */
+export const janitorRegistry = (dir: string, host: string, policy: Record<string, unknown> | undefined) => {
+  const file = path.join(dir, "registry.yml")
+  const body = {
+    version: 1,
+    targets: [{ name: host, os: "linux", channel: "local", ...(policy === undefined ? {} : { disk_cleanup: policy }) }]
+  }
+  fs.writeFileSync(file, JSON.stringify(body)) // JSON is YAML
+  return file
+}
+
+/** The janitor tests' enforcing policy over one build_caches root (a day's minimum age), with overrides. */
+export const janitorPolicy = (buildRoot: string, overrides: Record<string, unknown> = {}) => ({
+  mode: "enforce",
+  check_interval_seconds: 3600,
+  low_free_gb: 50,
+  target_free_gb: 100,
+  max_items_per_pass: 100,
+  max_bytes_per_pass: 10 * GIB,
+  max_scan_items: 200_000,
+  cleaners: { build_caches: { min_age_seconds: DAY_SECONDS, root: buildRoot } },
+  ...overrides
+})
