@@ -1,6 +1,5 @@
 import * as path from "node:path"
 import { ClusterWorkflowEngine } from "@effect/cluster"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Effect, Layer } from "effect"
 import { HandoffEngineWorker } from "../services/fleet/agent/handoff/HandoffEngine.js"
 import { HandoffQueueRemote } from "../services/fleet/agent/handoff/HandoffQueueRemote.js"
@@ -8,6 +7,7 @@ import { StorageReconcile } from "../services/fleet/control/handoff/StorageRecon
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
 import { ensurePrivateDir, preparePrivateDatabase } from "../services/platform/PrivateFiles.js"
+import * as SqliteImmediate from "../services/platform/sql/SqliteImmediate.js"
 import { ServicesLive } from "./Live.js"
 import { HandoffWorkflowsLive, HostReach } from "./Services.js"
 
@@ -36,7 +36,7 @@ const HandoffEngineRunner = Layer.unwrapEffect(
       pollInterval: "500 millis",
       runnerStorage: "memory",
       simulateRemoteSerialization: false
-    }).pipe(Layer.provide(SqliteClient.layer({ filename: file })))
+    }).pipe(Layer.provide(SqliteImmediate.layer({ filename: file })))
   })
 )
 

@@ -430,7 +430,7 @@ describe("ctl release submit", () => {
     writeSource(source, 3)
     const version = "4.0.0"
     const detached = await runCtl(submitArgs(source, version, ["--detach"]).slice(1), f.env)
-    assert.strictEqual(detached.code, 3, detached.stderr)
+    assert.strictEqual(detached.code, 3, `${detached.stderr}\n${f.server.logs()}`)
     const answer = JSON.parse(detached.stdout)
     assert.match(answer.workflow.execution_id, /\S/)
     const recordFile = path.join(f.objects, "release-runs", answer.run_id, "run.json")

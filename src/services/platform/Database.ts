@@ -1,9 +1,9 @@
 import { Migrator, SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Cause, Data, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { AppConfig } from "./AppConfig.js"
 import { ensurePrivateDir, preparePrivateDatabase } from "./PrivateFiles.js"
+import * as SqliteImmediate from "./sql/SqliteImmediate.js"
 
 /**
  * The migrations of one domain. Each domain keeps its own history table
@@ -101,7 +101,7 @@ export const sqliteFromConfig = Layer.unwrapEffect(
           })
         )
     }
-    const client = SqliteClient.layer({ filename: config.databaseFile })
+    const client = SqliteImmediate.layer({ filename: config.databaseFile })
     // SQLite's default page cache is 2 MB; search indexes are far larger. Memory-mapped reads and a
     // bigger cache keep hot index pages off the read() path. In WAL mode, synchronous=NORMAL syncs the
     // log at checkpoints instead of at every commit: a killed process loses nothing it committed, an OS
@@ -121,7 +121,7 @@ export const sqliteFromConfig = Layer.unwrapEffect(
 )
 
 /** An in-memory SQLite database: the same engine and migrations, nothing on disk. */
-export const sqliteMemory = SqliteClient.layer({ filename: ":memory:" })
+export const sqliteMemory = SqliteImmediate.layer({ filename: ":memory:" })
 
 export interface DatabaseInfo {
   readonly dialect: string
