@@ -3,6 +3,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Cause, Data, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { AppConfig } from "./AppConfig.js"
 import { ensurePrivateDir, preparePrivateDatabase } from "./PrivateFiles.js"
+import { isSqliteBusy, sqliteCode } from "./sql/SqliteCodes.js"
 import * as SqliteImmediate from "./sql/SqliteImmediate.js"
 
 /**
@@ -160,22 +161,7 @@ export class Database extends Effect.Service<Database>()("platform/Database", {
   })
 }) {}
 
-/** The SQLite result code behind a failure (`SQLITE_BUSY`, `SQLITE_BUSY_SNAPSHOT`, …), when there is one. */
-export const sqliteCode = (error: unknown): string | undefined => {
-  let current: unknown = error
-  for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
-    const code = (current as { code?: unknown }).code
-    if (typeof code === "string" && code.startsWith("SQLITE_")) return code
-    current = (current as { cause?: unknown }).cause
-  }
-  return undefined
-}
-
-/** Another process holds the lock (or moved the snapshot): worth trying again shortly. */
-export const isSqliteBusy = (error: unknown) => {
-  const code = sqliteCode(error)
-  return code !== undefined && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"))
-}
+export { isSqliteBusy, sqliteCode } from "./sql/SqliteCodes.js"
 
 /**
  * Retries a write that met SQLITE_BUSY/LOCKED (past the busy timeout, or a stale snapshot, which SQLite
