@@ -1,4 +1,4 @@
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { FetchHttpClient, HttpClientRequest } from "@effect/platform"
 import { Console, Effect } from "effect"
 import { runRecordedPhase } from "../../actors/StorageHandoff.js"
 import type { ReconcilePhase } from "../../contracts/fleet/Handoff.js"
@@ -6,6 +6,7 @@ import { HandoffHereLive, HandoffWorkerLive } from "../../layers/Handoff.js"
 import { claimWorker, releaseWorker } from "../../services/fleet/agent/handoff/HandoffEngine.js"
 import { handoffDir } from "../../services/fleet/agent/handoff/HandoffFiles.js"
 import { StorageReconcile } from "../../services/fleet/control/handoff/StorageReconcile.js"
+import { controlPlaneAt, refusalOf } from "../../services/fleet/shared/objects/ControlPlaneHttp.js"
 import { AppConfig } from "../../services/platform/AppConfig.js"
 import type { storageRootReconcileConfig } from "../handoff.js"
 import type { Parsed } from "../Lazy.js"
@@ -55,6 +56,39 @@ const show = (asJson: boolean, target: string, transaction: string, phase: strin
     if (answer.exit_code !== 0) return yield* new ExitWith({ code: answer.exit_code })
   })
 
+/**
+ * The phase through the control plane's typed client (StorageApi's `status` or `apply`). The route declares no
+ * query (the server checks the raw query itself, answering INVALID_RECONCILE_REQUEST), so the three fields are
+ * set on this one request. Refusals stay raw (controlPlaneAt): a refusal is named by the control plane's own code,
+ * else by its HTTP status (`HTTP_502` from a proxy), and an answer that is not JSON says so with its status —
+ * what an operator needs to see when the answer is not Keel's.
+ */
+const reconcileThroughControlPlane = (
+  access: { readonly url: string; readonly token: string },
+  query: { readonly target: string; readonly transaction: string; readonly phase: ReconcilePhase }
+) =>
+  Effect.gen(function* () {
+    const client = yield* controlPlaneAt(access.url, access.token, HttpClientRequest.setUrlParams(query))
+    const call = query.phase === "status" ? client.storage.status() : client.storage.apply()
+    return yield* call.pipe(
+      Effect.catchTags({
+        RequestError: (error) => Effect.fail(refused(error)),
+        ResponseError: (error) =>
+          Effect.flatMap(refusalOf(error.response), ({ body, json, status }) =>
+            Effect.fail(
+              json === undefined
+                ? new CommandFailed({ detail: `the control plane answered ${status} without JSON` })
+                : refused({ code: (body.code as string | undefined) ?? `HTTP_${status}`, detail: body.detail })
+            )
+          ),
+        // A 200 whose body is not the contract's answer ({exit_code, refusal, report}) is not Keel's answer.
+        ParseError: () => Effect.fail(new CommandFailed({ detail: "the control plane answered 200 without JSON" }))
+      }),
+      // Every other error the contract declares arrives as a ResponseError above (refusals are raw).
+      Effect.catchAll((error) => Effect.fail(refused(error)))
+    )
+  }).pipe(Effect.provide(FetchHttpClient.layer))
+
 /** `--here`: the phase on this host (how the control plane reaches a target through its channel). */
 const onThisHost = (asJson: boolean, target: string, transaction: string, phase: ReconcilePhase) =>
   Effect.gen(function* () {
@@ -77,16 +111,6 @@ export const storageRootReconcile = ({
     if (asWorker) return yield* worker(target, transaction)
     if (here) return yield* onThisHost(json, target, transaction, phase)
     const access = yield* controlPlaneAccess(phase === "status" ? "storage-reconcile-read" : "storage-reconcile-apply")
-    const query = new URLSearchParams({ target, transaction, phase }).toString()
-    const request = (phase === "status" ? HttpClientRequest.get : HttpClientRequest.post)(
-      `${access.url}/api/host/storage-root-reconcile?${query}`
-    ).pipe(HttpClientRequest.bearerToken(access.token))
-    const response = yield* (yield* HttpClient.HttpClient).execute(request).pipe(Effect.mapError(refused))
-    const body = (yield* response.json.pipe(
-      Effect.mapError(() => new CommandFailed({ detail: `the control plane answered ${response.status} without JSON` }))
-    )) as Answer & { code?: string; detail?: string }
-    // main prints a refusal's `{"error": …}` under --json, with the control plane's code.
-    if (response.status !== 200)
-      return yield* Effect.fail(refused({ code: body.code ?? `HTTP_${response.status}`, detail: body.detail }))
-    yield* show(json, target, transaction, phase, body)
-  }).pipe(Effect.scoped, Effect.provide(FetchHttpClient.layer))
+    const answer = yield* reconcileThroughControlPlane(access, { target, transaction, phase })
+    yield* show(json, target, transaction, phase, answer as Answer)
+  })

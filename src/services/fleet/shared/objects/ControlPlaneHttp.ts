@@ -81,9 +81,19 @@ const bearer = (token: string | undefined) => (client: HttpClient.HttpClient) =>
     untraced(token === undefined ? client : HttpClient.mapRequest(client, HttpClientRequest.bearerToken(token)))
   )
 
-/** The control plane's typed client at `baseUrl`, carrying `token`; refusals raw (see above). Needs an HttpClient. */
-export const controlPlaneAt = (baseUrl: string, token: string) =>
-  controlPlaneClient({ baseUrl, transformClient: bearer(token) })
+/**
+ * The control plane's typed client at `baseUrl`, carrying `token`; refusals raw (see above). Needs an HttpClient.
+ * `shape` adds to every request what the contract does not declare (the reconcile path's raw query).
+ */
+export const controlPlaneAt = (
+  baseUrl: string,
+  token: string,
+  shape?: (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest
+) =>
+  controlPlaneClient({
+    baseUrl,
+    transformClient: (client) => bearer(token)(shape === undefined ? client : HttpClient.mapRequest(client, shape))
+  })
 
 /** The vault's typed client at `baseUrl` (a token only for item reads); refusals raw. Needs an HttpClient. */
 export const vaultAt = (baseUrl: string, token?: string) => vaultClient({ baseUrl, transformClient: bearer(token) })
