@@ -17,6 +17,7 @@ import { ObjectAccess } from "../services/fleet/control/objects/ObjectAccess.js"
 import { FleetHosts } from "../services/fleet/control/overview/FleetHosts.js"
 import { Overview } from "../services/fleet/control/overview/Overview.js"
 import { HostProbe } from "../services/fleet/control/probe/HostProbe.js"
+import { ProbeRuns } from "../services/fleet/control/probe/ProbeRuns.js"
 import { ProviderProfile } from "../services/fleet/control/providers/ProviderProfile.js"
 import { RemoteCtl } from "../services/fleet/control/RemoteCtl.js"
 import { AlertsLive } from "../services/fleet/control/reconciler/Alerts.js"
@@ -32,6 +33,7 @@ import { ReleaseCatalog } from "../services/fleet/control/releases/ReleaseCatalo
 import { ReleasePublisher } from "../services/fleet/control/releases/ReleasePublisher.js"
 import { ReleaseRun } from "../services/fleet/control/releases/ReleaseRun.js"
 import { RunCopies } from "../services/fleet/control/releases/RunCopies.js"
+import { RunHandover } from "../services/fleet/control/releases/RunHandover.js"
 import { VersionDeclaration } from "../services/fleet/control/releases/VersionDeclaration.js"
 import { FleetConfig } from "../services/fleet/shared/FleetConfig.js"
 import { HandoffQueueLocal } from "../services/fleet/shared/handoff/HandoffQueue.js"
@@ -199,7 +201,9 @@ export const HandoffWorkflowsLive = Layer.mergeAll(StorageHandoffLive, StorageHa
  */
 export const WorkflowsLive = Layer.mergeAll(
   FleetProbeLive.pipe(Layer.provide(HostProbe.Default)),
+  ProbeRuns.Default,
   ReleaseRunWorkflowLive,
+  RunHandover.Default,
   HandoffWorkflowsLive,
   StorageReconcile.Default.pipe(Layer.provide(HandoffEngineInProcess)),
   TargetQueue.Default

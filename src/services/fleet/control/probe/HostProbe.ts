@@ -1,7 +1,5 @@
 import { randomBytes } from "node:crypto"
-import type * as Workflow from "@effect/workflow/Workflow"
-import { Effect, Exit, Option } from "effect"
-import { FleetProbe } from "../../../../contracts/fleet/FleetProbe.js"
+import { Effect } from "effect"
 import { ProbeFailed, type ProbeResult } from "../../../../contracts/fleet/Probe.js"
 import { HostChannel } from "../../../platform/hostchannel/HostChannel.js"
 import { unameThrough } from "../../../platform/hostchannel/Uname.js"
@@ -13,47 +11,8 @@ import type { Target } from "../../shared/registry/Schema.js"
 
 export const probeKey = (executionId: string, name: string) => `state/probes/${executionId}/${name}`
 
-/** Where a run's host is recorded as it starts: whoever asks about the run is authorized for that host. */
-const hostRecordKey = (executionId: string) => probeKey(executionId, "host.json")
-
 const probeFailed = (step: "registry" | "reach" | "report", detail: string) =>
   new ProbeFailed({ code: "PROBE_FAILED", step, detail })
-
-/** Starts a probe (or attaches to the run of the same host and request id), its host recorded first. */
-export const startProbe = (payload: typeof FleetProbe.payloadSchema.Type) =>
-  Effect.gen(function* () {
-    const executionId = yield* FleetProbe.executionId(payload)
-    yield* (yield* ObjectGateway).putJson(hostRecordKey(executionId), { host: payload.host }).pipe(
-      // A state/ key of an execution id is always writable and valid: only the store or the fence can refuse it.
-      Effect.catchTags({
-        ImmutableObjectWrite: Effect.die,
-        ObjectWriteUnauthorized: Effect.die,
-        InvalidObjectKey: Effect.die
-      })
-    )
-    yield* FleetProbe.execute(payload, { discard: true })
-    return executionId
-  })
-
-/**
- * The host a probe run is of, for authorizing who may read it: the one recorded at its start, or, for a run started
- * before hosts were recorded, the host its successful result names (none for such a run still going or failed).
- */
-export const probeHost = (executionId: string, result: Workflow.Result<typeof ProbeResult.Type, unknown>) =>
-  Effect.gen(function* () {
-    const record = yield* (yield* ObjectGateway)
-      .getJson(hostRecordKey(executionId))
-      // The id names a run the engine knows (asked first): its key is valid.
-      .pipe(Effect.catchTag("InvalidObjectKey", Effect.die))
-    const recorded = Option.flatMap(record, (value) =>
-      typeof value === "object" && value !== null && typeof (value as { host?: unknown }).host === "string"
-        ? Option.some((value as { host: string }).host)
-        : Option.none()
-    )
-    return Option.orElse(recorded, () =>
-      result._tag === "Complete" && Exit.isSuccess(result.exit) ? Option.some(result.exit.value.host) : Option.none()
-    )
-  })
 
 /**
  * The steps of a host probe (the `FleetProbe` workflow sequences them, one activity each): the registry's
