@@ -1,9 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { DomainMigrations } from "../platform/Database.js"
+import { withPostgres } from "../platform/migrations/byDialect.js"
+import { groundTruthPgMigrations } from "./migrations.pg.js"
 import { stems } from "./Terms.js"
 
-export const groundTruthMigrations: DomainMigrations = {
+/** SQLite's migrations, as landed (never edited: add one). PostgreSQL's, id for id, are in migrations.pg.ts. */
+const sqlite: DomainMigrations = {
   domain: "groundtruth",
   migrations: {
     "0001_create_index": Effect.gen(function* () {
@@ -67,3 +70,5 @@ export const groundTruthMigrations: DomainMigrations = {
     })
   }
 }
+
+export const groundTruthMigrations = withPostgres(sqlite, groundTruthPgMigrations)

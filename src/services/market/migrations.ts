@@ -1,8 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { DomainMigrations } from "../platform/Database.js"
+import { withPostgres } from "../platform/migrations/byDialect.js"
+import { marketPgMigrations } from "./migrations.pg.js"
 
-export const marketMigrations: DomainMigrations = {
+/** SQLite's migrations, as landed (never edited: add one). PostgreSQL's, id for id, are in migrations.pg.ts. */
+const sqlite: DomainMigrations = {
   domain: "market",
   migrations: {
     "0001_create_ledger": Effect.gen(function* () {
@@ -132,3 +135,5 @@ export const marketMigrations: DomainMigrations = {
     })
   }
 }
+
+export const marketMigrations = withPostgres(sqlite, marketPgMigrations)

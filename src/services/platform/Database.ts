@@ -2,6 +2,7 @@ import { Migrator, SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Cause, Data, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { AppConfig } from "./AppConfig.js"
+import { serializedOnPostgres } from "./migrations/lock.js"
 import { ensurePrivateDir, preparePrivateDatabase } from "./PrivateFiles.js"
 import { isSqliteBusy, sqliteCode } from "./sql/SqliteCodes.js"
 import * as SqliteImmediate from "./sql/SqliteImmediate.js"
@@ -51,7 +52,7 @@ const migrationTable = (domain: string) => `keel_migrations_${domain}`
 const runMigrator = Migrator.make({})
 
 /** Runs every pending migration of every domain, in the order given; returns what it applied. */
-export const migrate = (sets: ReadonlyArray<DomainMigrations>) =>
+const migrateEach = (sets: ReadonlyArray<DomainMigrations>) =>
   Effect.gen(function* () {
     const applied: Array<AppliedMigration> = []
     for (const set of sets) {
@@ -70,6 +71,27 @@ export const migrate = (sets: ReadonlyArray<DomainMigrations>) =>
       )
       for (const [id, name] of done) applied.push({ domain: set.domain, id, name })
     }
+    return applied
+  })
+
+/**
+ * Runs every pending migration of every domain, in the order given; returns what it applied. On SQLite each
+ * domain commits on its own (the Migrator's transaction takes the write lock, which serializes processes); on
+ * PostgreSQL all of them run in one transaction under one advisory lock (migrations/lock.ts).
+ */
+export const migrate = (sets: ReadonlyArray<DomainMigrations>) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const tables = sets.map((set) => migrationTable(set.domain))
+    const applied = yield* sql.onDialectOrElse({
+      pg: () =>
+        serializedOnPostgres(tables, migrateEach(sets)).pipe(
+          Effect.catchTag("SqlError", (cause) =>
+            Effect.fail(new MigrationFailed({ domain: "*", message: `migrations failed: ${cause.message}`, cause }))
+          )
+        ),
+      orElse: () => migrateEach(sets)
+    })
     if (applied.length > 0) {
       yield* Effect.logInfo("database migrated").pipe(
         Effect.annotateLogs("applied", applied.map((m) => `${m.domain}/${m.id}_${m.name}`).join(","))

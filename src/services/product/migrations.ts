@@ -1,9 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { DomainMigrations } from "../platform/Database.js"
+import { withPostgres } from "../platform/migrations/byDialect.js"
+import { productPgMigrations } from "./migrations.pg.js"
 import { pageExpression, referrerHost, referrerHostExpression, utmSourceExpression } from "./ReadoutSql.js"
 
-export const productMigrations: DomainMigrations = {
+/** SQLite's migrations, as landed (never edited: add one). PostgreSQL's, id for id, are in migrations.pg.ts. */
+const sqlite: DomainMigrations = {
   domain: "product",
   migrations: {
     "0001_create_experiment_assignments": Effect.gen(function* () {
@@ -129,3 +132,5 @@ export const productMigrations: DomainMigrations = {
     })
   }
 }
+
+export const productMigrations = withPostgres(sqlite, productPgMigrations)

@@ -1,8 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { DomainMigrations } from "../../platform/Database.js"
+import { withPostgres } from "../../platform/migrations/byDialect.js"
+import { fleetPgMigrations } from "./migrations.pg.js"
 
-export const fleetMigrations: DomainMigrations = {
+/** SQLite's migrations, as landed (never edited: add one). PostgreSQL's, id for id, are in migrations.pg.ts. */
+const sqlite: DomainMigrations = {
   domain: "fleet",
   migrations: {
     "0001_create_jobs": Effect.gen(function* () {
@@ -116,3 +119,5 @@ export const fleetMigrations: DomainMigrations = {
     })
   }
 }
+
+export const fleetMigrations = withPostgres(sqlite, fleetPgMigrations)

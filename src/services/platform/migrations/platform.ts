@@ -1,8 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { DomainMigrations } from "../Database.js"
+import { withPostgres } from "./byDialect.js"
+import { platformPgMigrations } from "./platform.pg.js"
 
-export const platformMigrations: DomainMigrations = {
+/** SQLite's migrations, as landed (never edited: add one). PostgreSQL's, id for id, are in platform.pg.ts. */
+const sqlite: DomainMigrations = {
   domain: "platform",
   migrations: {
     "0001_create_leases": Effect.gen(function* () {
@@ -72,3 +75,5 @@ export const platformMigrations: DomainMigrations = {
     })
   }
 }
+
+export const platformMigrations = withPostgres(sqlite, platformPgMigrations)

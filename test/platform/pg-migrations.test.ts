@@ -1,0 +1,95 @@
+import { SqlClient } from "@effect/sql"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { AllMigrations } from "../../src/layers/Migrations.js"
+import { migrate } from "../../src/services/platform/Database.js"
+import { freshSchema, pgClientIn, postgresSkipReason } from "../support/pg-schema.js"
+
+/**
+ * Keel's migrations on PostgreSQL: processes that start together serialize on the migration lock, and every
+ * integer column holds what SQLite's 64-bit integers hold. Skipped only when there is no PostgreSQL
+ * (KEEL_TEST_DATABASE_URL unset and nothing answering on 127.0.0.1:5432: test/support/pg-schema.ts).
+ */
+
+const allIds = AllMigrations.flatMap((set) => Object.keys(set.migrations).map((id) => `${set.domain}/${id}`)).sort()
+
+/** A millisecond timestamp (2025-11-28) and a balance of a million coins in nano-units. */
+const WIDE = [1764320000000, 1e15]
+/** One-row tables: their id is 1, by a CHECK. */
+const SINGLETONS = ["gt_registry", "market_api_key_changes"]
+
+interface Column {
+  readonly table_name: string
+  readonly column_name: string
+  readonly data_type: string
+  readonly is_generated: string
+}
+
+/** One row in every table with `value` in every integer column (every other column given a value of its type). */
+const insertEverywhere = (columns: ReadonlyArray<Column>, value: number, round: number) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    // Alphabetical order puts ledger_entries before ledger_legs, whose entry_id refers to it.
+    const tables = [...new Set(columns.map((c) => c.table_name))].sort()
+    for (const table of tables) {
+      const row: Record<string, unknown> = {}
+      for (const c of columns.filter((c) => c.table_name === table && c.is_generated !== "ALWAYS"))
+        row[c.column_name] =
+          c.data_type === "bigint"
+            ? SINGLETONS.includes(table) && c.column_name === "id"
+              ? 1
+              : value
+            : c.data_type === "bytea"
+              ? new Uint8Array([round])
+              : `r${round}`
+      if (SINGLETONS.includes(table)) yield* sql`DELETE FROM ${sql(table)}`
+      yield* sql`INSERT INTO ${sql(table)} ${sql.insert(row)}`
+    }
+  })
+
+/** What a column holds after both rounds: both values; a one-row table keeps the last round's, under id 1. */
+const expectedIn = (c: Column) =>
+  SINGLETONS.includes(c.table_name)
+    ? [c.column_name === "id" ? "1" : String(WIDE[WIDE.length - 1])]
+    : WIDE.map(String).sort()
+
+describe.skipIf(postgresSkipReason !== undefined)("migrations on PostgreSQL", () => {
+  it.scoped("three processes migrating one fresh schema at once all succeed, and each migration runs once", () =>
+    Effect.gen(function* () {
+      const schema = yield* freshSchema
+      // Three pools are three sets of sessions, as three processes would hold.
+      const runs = yield* Effect.all(
+        [1, 2, 3].map(() => migrate(AllMigrations).pipe(Effect.provide(pgClientIn(schema, 2)))),
+        { concurrency: "unbounded" }
+      )
+      const applied = runs.flat().map((m) => `${m.domain}/${String(m.id).padStart(4, "0")}_${m.name}`)
+      assert.deepStrictEqual(applied.sort(), allIds, "every migration applied once, by one of the three")
+      const again = yield* migrate(AllMigrations).pipe(Effect.provide(pgClientIn(schema, 1)))
+      assert.deepStrictEqual(again, [], "nothing pending afterwards")
+    })
+  )
+
+  it.scoped("every integer column is 64-bit: each table takes a millisecond time and a 1e15 nano-unit balance", () =>
+    Effect.gen(function* () {
+      const schema = yield* freshSchema
+      yield* Effect.gen(function* () {
+        yield* migrate(AllMigrations)
+        const sql = yield* SqlClient.SqlClient
+        const columns = yield* sql<Column>`
+          SELECT table_name, column_name, data_type, is_generated FROM information_schema.columns
+          WHERE table_schema = ${schema} AND table_name NOT LIKE 'keel_migrations_%'
+          ORDER BY table_name, ordinal_position`
+        assert.deepStrictEqual(
+          columns.filter((c) => c.data_type === "integer" || c.data_type === "smallint"),
+          [],
+          "no 32-bit integer columns"
+        )
+        for (const [round, value] of WIDE.entries()) yield* insertEverywhere(columns, value, round)
+        for (const c of columns.filter((c) => c.data_type === "bigint")) {
+          const rows = yield* sql<{ v: string }>`SELECT ${sql(c.column_name)}::text AS v FROM ${sql(c.table_name)}`
+          assert.deepStrictEqual(rows.map((r) => r.v).sort(), expectedIn(c), `${c.table_name}.${c.column_name}`)
+        }
+      }).pipe(Effect.provide(pgClientIn(schema)))
+    })
+  )
+})
