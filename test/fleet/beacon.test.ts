@@ -213,9 +213,19 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
                 HttpClientRequest.bodyUnsafeJson(options.body)
               )
             )
-            return { status: response.status, body: (yield* response.json) as { code: string } }
+            return { status: response.status, body: (yield* response.json) as { code: string; detail: string } }
           }).pipe(Effect.scoped, Effect.orDie)
         assert.strictEqual((yield* put({ body })).status, 401)
+        // The contract describes the body as a beacon but does not decode it at the edge: the token first, whatever
+        // the body, then the beacon's own rules (BEACON_INVALID naming the field), never VALIDATION_FAILED.
+        assert.strictEqual((yield* put({ body: { host: 7 } })).status, 401)
+        const excess = yield* put({
+          bearer: token,
+          body: { ...beacon("forge-2", "2026-11-23T12:00:00.000Z"), extra: 1 }
+        })
+        assert.strictEqual(excess.status, 400)
+        assert.strictEqual(excess.body.code, "BEACON_INVALID")
+        assert.match(excess.body.detail, /^extra: /)
         const otherHost = yield* put({ bearer: token, body })
         assert.strictEqual(otherHost.status, 403)
         assert.strictEqual(otherHost.body.code, "VAULT_FORBIDDEN")

@@ -16,6 +16,10 @@ const inlined = (value: unknown, definitions: Record<string, unknown>): unknown 
  * service adds would silently vanish from the HTTP answer alone. The shapes are held to the real answers instead:
  * tests decode them with `shape`, excess keys refused (test/fleet/fleet-api.test.ts); the handlers' return types
  * are checked against `shape` by the compiler.
+ *
+ * A request body a service validates itself (the host-health beacon) is described the same way: the OpenAPI
+ * document and the clients' parameter type say what to send, the handler receives the body as sent, and the
+ * service's own checks answer, in their order (credentials before the document) and with their messages.
  */
 export const describedBy = <A, I>(shape: Schema.Schema<A, I, never>, description: string) => {
   const definitions: Record<string, JSONSchema.JsonSchema7> = {}
