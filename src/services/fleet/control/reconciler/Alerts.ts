@@ -1,24 +1,11 @@
 import { Config, Context, Effect, Layer, Option, Schedule } from "effect"
+import type * as Contract from "../../../../contracts/fleet/Services.js"
 import { ObjectGateway } from "../../../platform/objects/ObjectGateway.js"
 
-/** An alert the reconciler raises (seed 002, Events). */
-export interface ServiceAlert {
-  readonly kind: "identity_unresolved" | "endpoint_unverified" | "declaration_incomplete"
-  readonly target: string
-  readonly service: string
-  /** once: raised on the transition into the state; repeated: raised on every tick while it holds. */
-  readonly delivery: "once" | "repeated"
-  readonly reason: string
-  readonly run_id: string
-  readonly raised_at: string
-}
+/** An alert the reconciler raises (seed 002, Events); its shape's home is the contract. */
+export type ServiceAlert = typeof Contract.ServiceAlert.Type
 
-export interface AlertDelivery {
-  /** The alert log object the tick's alerts were written to (null when there were none). */
-  readonly log_key: string | null
-  /** The webhook's outcome: not configured, nothing to send, delivered, or failed after its retries (the error). */
-  readonly webhook: "not_configured" | "not_sent" | "delivered" | { readonly failed: string }
-}
+export type AlertDelivery = typeof Contract.AlertDelivery.Type
 
 /** Where the reconciler's alerts go. Live: an alert log object per tick and an optional webhook; Memory: a list. */
 export class Alerts extends Context.Tag("fleet/Alerts")<

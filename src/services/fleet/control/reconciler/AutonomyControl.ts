@@ -1,23 +1,13 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
+import type * as Contract from "../../../../contracts/fleet/Services.js"
 
-export interface PauseState {
-  readonly paused: boolean
-  readonly reason: string | null
-  readonly changed_by: string | null
-  readonly changed_at: string | null
-}
+// The pause and the breakers as the reconciler reports them: their shapes' home is the contract.
+export type PauseState = typeof Contract.PauseState.Type
 
 /** closed: mutations run; open: refused until the cool-down passes; half_open: one trial mutation may run. */
-export type BreakerPhase = "closed" | "open" | "half_open"
-
-export interface BreakerState {
-  readonly target: string
-  readonly phase: BreakerPhase
-  readonly failures: number
-  readonly opened_at: string | null
-  readonly last_error: string | null
-}
+export type BreakerState = typeof Contract.BreakerState.Type
+export type BreakerPhase = BreakerState["phase"]
 
 export interface BreakerPolicy {
   /** Consecutive host failures that open the breaker. */

@@ -1,4 +1,5 @@
 import type { UnitState } from "../../../../contracts/fleet/Beacon.js"
+import type * as Contract from "../../../../contracts/fleet/Services.js"
 import type { ServiceDeclaration } from "../../shared/registry/Schema.js"
 
 /**
@@ -8,7 +9,7 @@ import type { ServiceDeclaration } from "../../shared/registry/Schema.js"
  */
 
 /** Where a fresh beacon omits a unit: what the reachability sweep found at the unit's endpoint. */
-export type EndpointEvidence = "observed" | "unreachable" | "not_declared" | "unverified"
+export type EndpointEvidence = typeof Contract.EndpointEvidence.Type
 
 export interface UnitEvidence {
   readonly declaration: typeof ServiceDeclaration.Type
