@@ -1,30 +1,17 @@
 import { Clock, Effect, Option } from "effect"
+import type * as Contract from "../../../../contracts/fleet/FleetHosts.js"
 import { ObjectGateway } from "../../../platform/objects/ObjectGateway.js"
 import { beaconKey } from "../../shared/beacon/Beacon.js"
 import { capacityKey, janitorReportKey } from "../../shared/beacon/HostState.js"
 import { FleetRegistry } from "../../shared/registry/Registry.js"
 
-/** One stored document of a host: what it says, or why it cannot be shown. */
-export type Publication =
-  | { readonly state: "present"; readonly document: unknown }
-  | { readonly state: "absent" }
-  | { readonly state: "error"; readonly error: string }
-
-export interface FleetHost {
-  readonly name: string
-  readonly os: string
-  readonly roles: ReadonlyArray<string>
-  readonly channel: "local" | "ssh"
-  readonly beacon: Publication & { readonly age_seconds?: number | null }
-  readonly capacity: Publication
-  readonly janitor: Publication
-}
-
-export interface FleetHostsReport {
-  readonly generated_at: string
-  readonly registry: { readonly digest: string; readonly freshness: string }
-  readonly hosts: ReadonlyArray<FleetHost>
-}
+// The answer's shapes have one home, the contract (docs/control-plane.md, GET /api/fleet/hosts).
+export type FleetHostsReport = typeof Contract.FleetHostsReport.Type
+export type FleetHost = typeof Contract.FleetHost.Type
+/** One stored document of a host (the contract's Publication), its document read as a `D`. */
+export type Publication<D = unknown> =
+  | Exclude<typeof Contract.Publication.Type, { readonly state: "present" }>
+  | { readonly state: "present"; readonly document: D }
 
 /**
  * `GET /api/fleet/hosts`: every registry target with what it last published through the object API — its
@@ -36,13 +23,14 @@ export class FleetHosts extends Effect.Service<FleetHosts>()("fleet/FleetHosts",
     const registry = yield* FleetRegistry
     const objects = yield* ObjectGateway
 
-    const publication = (key: string): Effect.Effect<Publication> =>
+    /** The document as stored, never decoded nor re-encoded (the answer relays it). */
+    const publication = <D = unknown>(key: string): Effect.Effect<Publication<D>> =>
       objects.getJson(key).pipe(
         Effect.map(
-          (found): Publication =>
-            Option.isSome(found) ? { state: "present", document: found.value } : { state: "absent" }
+          (found): Publication<D> =>
+            Option.isSome(found) ? { state: "present", document: found.value as D } : { state: "absent" }
         ),
-        Effect.catchAll((error) => Effect.succeed<Publication>({ state: "error", error: error.detail }))
+        Effect.catchAll((error) => Effect.succeed<Publication<D>>({ state: "error", error: error.detail }))
       )
 
     const list = Effect.fn("FleetHosts.list")(function* () {
@@ -52,11 +40,9 @@ export class FleetHosts extends Effect.Service<FleetHosts>()("fleet/FleetHosts",
         snapshot.registry.targets,
         (target) =>
           Effect.gen(function* () {
-            const beacon = yield* publication(beaconKey(target.name))
-            const reportedAt =
-              beacon.state === "present"
-                ? Date.parse(String((beacon.document as { reported_at?: unknown }).reported_at))
-                : Number.NaN
+            // Only PUT /api/host-health writes it, after the beacon's rules: the stored document is a beacon.
+            const beacon = yield* publication<typeof Contract.StoredBeaconDocument.Type>(beaconKey(target.name))
+            const reportedAt = beacon.state === "present" ? Date.parse(String(beacon.document.reported_at)) : Number.NaN
             return {
               name: target.name,
               os: target.os,

@@ -1,5 +1,6 @@
 import { Clock, Duration, Effect, Option, Schema } from "effect"
 import { HostBeacon } from "../../../../contracts/fleet/Beacon.js"
+import type * as Contract from "../../../../contracts/fleet/Overview.js"
 import { ObjectGateway } from "../../../platform/objects/ObjectGateway.js"
 import { beaconKey } from "../../shared/beacon/Beacon.js"
 import { CapacityPublication, capacityKey } from "../../shared/beacon/HostState.js"
@@ -10,8 +11,11 @@ import type { FleetRegistryDocument } from "../../shared/registry/Schema.js"
 
 const GIB = 1024 ** 3
 
+/** `ctl overview --json`, `GET /api/fleet/overview`: its shape's home is the contract. */
+export type OverviewReport = typeof Contract.OverviewReport.Type
+
 /** A part of the overview that could not be read says so; it is never shown as zero. */
-export type Part<A> = ({ readonly state: "available" } & A) | { readonly state: "unavailable"; readonly error: string }
+export type Part<A> = ({ readonly state: "available" } & A) | typeof Contract.Unavailable.Type
 
 const describe = (error: unknown) =>
   typeof error === "object" && error !== null && "detail" in error ? String(error.detail) : String(error)
@@ -100,7 +104,7 @@ export class Overview extends Effect.Service<Overview>()("fleet/Overview", {
           queue: queueView(queueStats),
           quota: unavailable,
           billing: unavailable
-        }
+        } satisfies OverviewReport
       }
       const { registry: fleet } = snapshot.right
       const silenceMs = fleet.settings.host_silence_seconds * 1000
@@ -123,7 +127,7 @@ export class Overview extends Effect.Service<Overview>()("fleet/Overview", {
         queue: queueView(queueStats),
         quota,
         billing
-      }
+      } satisfies OverviewReport
     })
 
     return { report } as const
