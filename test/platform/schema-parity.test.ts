@@ -12,7 +12,7 @@ import { freshSchema, pgClientIn, postgresSkipReason } from "../support/pg-schem
 /**
  * The two engines' migrations leave the same schema behind (docs/database.md, "Migrations"): a fresh SQLite file
  * and a fresh PostgreSQL schema, both migrated by every domain, compared table by table: the table set, each
- * column's name, position, nullability and kind (SQLite INTEGER ↔ bigint, BLOB ↔ bytea, TEXT ↔ text), primary
+ * column's name, nullability and kind (SQLite INTEGER ↔ bigint, BLOB ↔ bytea, TEXT ↔ text), primary
  * keys, which row ids the database assigns (SQLite's INTEGER PRIMARY KEY ↔ an identity), and index names.
  *
  * Skipped only when there is no PostgreSQL: KEEL_TEST_DATABASE_URL unset and nothing answering on
@@ -37,7 +37,10 @@ const EXPLICIT_IDS = ["autonomy_pause", "gt_registry", "market_api_key_changes"]
 const isHistory = (table: string) => table.startsWith("keel_migrations_")
 
 interface TableShape {
-  /** `name kind [not null]`, in column order. */
+  /**
+   * `name kind [not null]`, by name: not in column order, which neither engine lets a later migration choose
+   * (a column added to an existing table comes last; a table rebuilt by a SQLite migration can reorder).
+   */
   columns: Array<string>
   primaryKey: Array<string>
   /** Columns whose value the database assigns when an insert leaves them out. */
@@ -79,7 +82,7 @@ const sqliteShape = Effect.gen(function* () {
     const notNull = (c: (typeof info)[number]) => c.notnull === 1 || c.pk > 0
     const rowidAlias = keys.length === 1 && keys[0]!.type.toUpperCase() === "INTEGER"
     tables[name] = {
-      columns: info.map((c) => `${c.name} ${sqliteKind(c.type)}${notNull(c) ? " not null" : ""}`),
+      columns: info.map((c) => `${c.name} ${sqliteKind(c.type)}${notNull(c) ? " not null" : ""}`).sort(),
       primaryKey: keys.map((c) => c.name),
       assigned: rowidAlias && !EXPLICIT_IDS.includes(name) ? [keys[0]!.name] : []
     }
@@ -116,6 +119,7 @@ const pgShape = (schema: string) =>
       table.columns.push(`${c.column_name} ${pgKind(c.data_type)}${c.is_nullable === "NO" ? " not null" : ""}`)
       if (c.is_identity === "YES") table.assigned.push(c.column_name)
     }
+    for (const table of Object.values(tables)) table.columns.sort()
     for (const k of keys) tables[k.table_name]?.primaryKey.push(k.column_name)
     // Indexes that back a primary key or a UNIQUE constraint are SQLite's `sqlite_autoindex_*`: not compared.
     const indexes = yield* sql<{ name: string }>`

@@ -14,7 +14,7 @@ const onPostgres = (expression: string) => expression.replaceAll("instr(", "strp
  * it (PostgreSQL 15 has no test for valid JSON short of a cast that aborts the transaction): null unless the
  * text is JSON with a non-empty `source`; a number or boolean as SQLite stores it in a TEXT column.
  */
-export const utmSource = (utm: string): string | null => {
+const utmSourceOfJson = (utm: string): string | null => {
   let parsed: unknown
   try {
     parsed = JSON.parse(utm)
@@ -149,7 +149,7 @@ export const productPgMigrations = {
     yield* sql`ALTER TABLE analytics_events ADD COLUMN utm_source TEXT`
     yield* sql.unsafe(`UPDATE analytics_events SET page = ${onPostgres(pageExpression("url"))},
       referrer_host = ${onPostgres(referrerHostExpression("referrer"))}`)
-    yield* recompute("utm", "utm_source", utmSource)
+    yield* recompute("utm", "utm_source", utmSourceOfJson)
     yield* sql`CREATE INDEX analytics_events_summary ON analytics_events
       (site_id, occurred_at, name, visitor_id, page, referrer_host, utm_source)`
     yield* sql`CREATE INDEX analytics_events_conversions ON analytics_events (name, visitor_id, occurred_at)`
