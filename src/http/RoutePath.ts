@@ -1,3 +1,5 @@
+import { originStripped } from "../services/platform/RequestTarget.js"
+
 /**
  * The path a request is routed by, for comparing with route paths, read exactly as the router (find-my-way-ts,
  * `node_modules/find-my-way-ts/dist/esm/internal/router.js` `find`) reads it: a full URL in the request line
@@ -8,10 +10,6 @@
  * CORS routes, body limits) reads this, so it can never classify a request differently from the route that
  * answers it. Lower-cased: never for reading a parameter's value.
  */
-/** The request target without the scheme and host a full URL in the request line carries (`POST http://host/api/…`). */
-export const originStripped = (url: string): string =>
-  url.charCodeAt(0) === 47 ? url : url.replace(/^https?:\/\/[^/]*/, "")
-
 export const routePath = (url: string): string => {
   let path = originStripped(url)
   path = path.replace(/\/\/+/g, "/")

@@ -376,6 +376,24 @@ layer(HttpTest({ surfaces: ["controlplane", "vault"], env: { KEEL_REGISTRY: regi
           if (code !== undefined && r.method !== "HEAD") assert.strictEqual(answer.code, code, what)
         }
       }
+
+      // Issue 43: beacons and object reads are under FleetAuth too, so the credential is answered first — a request
+      // without one is 401 even when it is malformed; the same request with the right token is the 400 it earns.
+      const reader = yield* token("ops", ["object-read"], [])
+      const beaconWriter = yield* token("beacon-forge-1", ["host-health-write"], ["forge-1"])
+      const malformed: ReadonlyArray<[Method, string, string | undefined, string]> = [
+        ["PUT", "/api/host-health", "{not json", beaconWriter],
+        ["PUT", "/api/host-health", '{"host":"forge-1"}', beaconWriter],
+        ["GET", "/api/objects?limit=5000", undefined, reader],
+        ["GET", "/api/objects/state//doc.json", undefined, reader],
+        ["HEAD", "/api/objects/state/a;b.json", undefined, reader]
+      ]
+      for (const [method, url, body, right] of malformed) {
+        const anonymous = yield* send(method, url, undefined, body)
+        assert.strictEqual(anonymous.status, 401, `${method} ${url} without a token`)
+        if (method !== "HEAD") assert.strictEqual(anonymous.code, "VAULT_DENIED", `${method} ${url} without a token`)
+        assert.strictEqual((yield* send(method, url, right, body)).status, 400, `${method} ${url} with the token`)
+      }
     })
   )
 })

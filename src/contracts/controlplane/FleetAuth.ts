@@ -6,6 +6,8 @@ import { VaultDenied, VaultForbidden } from "../vault/Errors.js"
 
 /** The registry actions the control plane's routes ask for (registry `actions:`, docs/control-plane.md). */
 export type ControlPlaneAction =
+  | "host-health-write"
+  | "object-read"
   | "fleet-read"
   | "service-ensure"
   | "release-submit"

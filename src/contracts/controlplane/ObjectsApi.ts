@@ -12,6 +12,7 @@ import {
 import { IntegerFromString, RequestStruct } from "../shared/RequestSchema.js"
 import { VaultDenied, VaultForbidden } from "../vault/Errors.js"
 import { Bearer } from "./Common.js"
+import { FleetAuth, RequiredAction } from "./FleetAuth.js"
 
 /** The object key is the rest of the path after /api/objects/ (slashes included). */
 const ObjectKeyPath = Schema.Struct({ "*": Schema.String })
@@ -19,6 +20,7 @@ const ObjectKeyPath = Schema.Struct({ "*": Schema.String })
 export class ObjectsApi extends HttpApiGroup.make("objects")
   .add(
     HttpApiEndpoint.get("list", "/objects")
+      .annotate(RequiredAction, "object-read")
       .setUrlParams(
         RequestStruct({
           prefix: Schema.optional(Schema.String),
@@ -32,18 +34,18 @@ export class ObjectsApi extends HttpApiGroup.make("objects")
           )
         })
       )
-      .setHeaders(Bearer)
       .addSuccess(ObjectListAnswer)
       .annotate(
         OpenApi.Description,
         "Heads of the objects under `prefix`, in key order, `limit` (default 1000) a page; `next_cursor` (and a " +
           'Link rel="next" header) continues. Needs object-read.'
       )
+      .middleware(FleetAuth)
   )
   .add(
     HttpApiEndpoint.get("get", "/objects/*")
+      .annotate(RequiredAction, "object-read")
       .setPath(ObjectKeyPath)
-      .setHeaders(Bearer)
       .addSuccess(HttpApiSchema.Uint8Array({ contentType: "application/octet-stream" }))
       .addError(ObjectNotFound)
       .addError(InvalidObjectKey)
@@ -51,15 +53,17 @@ export class ObjectsApi extends HttpApiGroup.make("objects")
         OpenApi.Description,
         "The object's bytes, streamed; ETag and X-Object-Sha256 carry its SHA-256. Needs object-read."
       )
+      .middleware(FleetAuth)
   )
   .add(
     HttpApiEndpoint.head("head", "/objects/*")
+      .annotate(RequiredAction, "object-read")
       .setPath(ObjectKeyPath)
-      .setHeaders(Bearer)
       .addSuccess(HttpApiSchema.Empty(200))
       .addError(ObjectNotFound)
       .addError(InvalidObjectKey)
       .annotate(OpenApi.Description, "The object's size, ETag and X-Object-Sha256, no body. Needs object-read.")
+      .middleware(FleetAuth)
   )
   .add(
     HttpApiEndpoint.put("put", "/objects/*")
@@ -112,7 +116,8 @@ export class ObjectsApi extends HttpApiGroup.make("objects")
         "Deletes the object: 204, or 404 when there is none. Needs the key's write action."
       )
   )
-  // Every object request is authorized by registry action first (docs/control-plane.md).
+  // Reads are authorized by FleetAuth (object-read); a write or delete by the action its key's owner needs, which
+  // follows the key the path names (docs/control-plane.md): the write routes read `Authorization` themselves.
   .addError(VaultDenied)
   .addError(VaultForbidden)
   .addError(ActionNotHeld)

@@ -6,7 +6,6 @@ import {
   BeaconStoreFailed,
   type StoredBeacon
 } from "../../../../contracts/fleet/HostHealth.js"
-import { VaultForbidden } from "../../../../contracts/vault/Errors.js"
 import { ObjectGateway } from "../../../platform/objects/ObjectGateway.js"
 import { beaconKey, decodeBeacon } from "../../shared/beacon/Beacon.js"
 import { FleetConfig } from "../../shared/FleetConfig.js"
@@ -38,10 +37,9 @@ const beaconRefusal = (
 }
 
 /**
- * The control plane's side of beacons: a token from the vault scoped to `host-health-write` for the
- * beacon's own host, held by a consumer the registry lists under that action (ActionAuthority), a
- * document that validates and names a registry target, and an atomic write that never rolls a newer
- * beacon back.
+ * The control plane's side of beacons: a caller authorized for `host-health-write` for the beacon's own host
+ * (FleetAuth and the host check `store` is given: ActionAuthority's one rule), a document that validates and
+ * names a registry target, and an atomic write that never rolls a newer beacon back.
  */
 export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth", {
   effect: Effect.gen(function* () {
@@ -72,21 +70,19 @@ export class HostHealth extends Effect.Service<HostHealth>()("fleet/HostHealth",
         }
       })
 
-    const store = Effect.fn("HostHealth.store")(function* (token: string | undefined, body: unknown) {
-      // Credentials first: an unauthenticated caller learns nothing about what a valid beacon is.
-      const grant = yield* authority.authorize(token, { action: "host-health-write" })
+    /**
+     * Stores a beacon sent by a caller authorized for `host-health-write` (FleetAuth checked the token, the action
+     * and the consumer before the body was read). The beacon names its host: `authorizeHost` is asked for it once
+     * the beacon decodes, before anything else is checked against the registry.
+     */
+    const store = Effect.fn("HostHealth.store")(function* <E, R>(
+      body: unknown,
+      authorizeHost: (host: string) => Effect.Effect<void, E, R>
+    ) {
       const beacon = yield* decodeBeacon(body).pipe(
         Effect.mapError((detail) => new BeaconInvalid({ code: "BEACON_INVALID", detail }))
       )
-      if (!grant.hosts.includes(beacon.host)) {
-        // Asking the vault again for this host records the refusal in its audit log (access_refused:
-        // consumer, grant, the host; never the token), like every other refusal of a valid token.
-        yield* authority.authorize(token, { action: "host-health-write", host: beacon.host })
-        return yield* new VaultForbidden({
-          code: "VAULT_FORBIDDEN",
-          detail: `this token may write the health of ${grant.hosts.join(", ") || "no host"}, not ${beacon.host}`
-        })
-      }
+      yield* authorizeHost(beacon.host)
       // The snapshot authorization used: validating the beacon never waits on git either.
       const snapshot = yield* authority.registry.pipe(
         Effect.mapError((error) => new BeaconStoreFailed({ code: "BEACON_STORE_FAILED", detail: error.detail }))

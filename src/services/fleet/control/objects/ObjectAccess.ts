@@ -1,16 +1,18 @@
-import { Effect, Option, type Stream } from "effect"
+import { Effect, Option, Stream } from "effect"
 import { ObjectNotFound, PreconditionFailed } from "../../../../contracts/fleet/Objects.js"
-import { ObjectWriteUnauthorized } from "../../../../contracts/shared/ObjectErrors.js"
+import { ObjectStoreError, ObjectWriteUnauthorized } from "../../../../contracts/shared/ObjectErrors.js"
 import { ObjectGateway } from "../../../platform/objects/ObjectGateway.js"
 import { checkKey, type ObjectHead, type WriteCondition } from "../../../platform/objects/ObjectStore.js"
 import { ActionAuthority, type ActionNeed } from "../grants/ActionAuthority.js"
 import { PUBLISHED_FILES } from "../releases/ReleasePublisher.js"
-
-/** What a listing page answers: heads in key order and the cursor of the next page (null on the last). */
-export interface ObjectPage {
-  readonly objects: ReadonlyArray<ObjectHead>
-  readonly next: string | null
-}
+import {
+  headAnswer,
+  headHeaders,
+  nextPageLink,
+  objectKeyOfUrl,
+  writeCondition,
+  writtenHeaders
+} from "./ObjectRequests.js"
 
 const HOST_OBJECT = /^host_health\/([^/]+)\.json$/
 const RELEASE_FILE = /^releases\/[^/]+\/[^/]+\/([^/]+)$/
@@ -33,24 +35,47 @@ export const objectAction = (key: string, mode: "read" | "write"): ActionNeed =>
   return { action: "object-write" }
 }
 
+/** A write whose condition did not hold (nothing was written): the object's SHA-256 now, null when absent. */
+const preconditionFailed = (
+  key: string,
+  condition: Exclude<WriteCondition, { kind: "always" }>,
+  head: Option.Option<ObjectHead>
+) => {
+  const current = Option.getOrNull(Option.map(head, (h) => h.sha256))
+  return new PreconditionFailed({
+    code: "PRECONDITION_FAILED",
+    key,
+    current_sha256: current,
+    detail:
+      condition.kind === "absent"
+        ? `${key} already exists (If-None-Match: *)`
+        : current === null
+          ? `${key} does not exist (If-Match)`
+          : `${key} has SHA-256 ${current}, not ${condition.sha256} (If-Match)`
+  })
+}
+
 const cursorOf = (key: string) => Buffer.from(key, "utf8").toString("base64url")
 const keyOfCursor = (cursor: string) => Buffer.from(cursor, "base64url").toString("utf8")
 
 /**
- * The object API's logic (S3-like, over the object gateway): every call is authorized by registry action
- * for its key first, then keys are checked, then the gateway's namespace and immutability rules apply.
+ * The object API's logic (S3-like, over the object gateway), from the request as sent (its URL, its condition
+ * headers, its body stream) to the answer's parts (JSON, headers, a byte stream): the key is read from the path
+ * and checked, then the gateway's namespace and immutability rules apply. Reads were authorized by FleetAuth
+ * (`object-read`); a write is authorized here, by the action of the key's owner, before its key is checked.
  */
 export class ObjectAccess extends Effect.Service<ObjectAccess>()("fleet/ObjectAccess", {
   effect: Effect.gen(function* () {
     const authority = yield* ActionAuthority
     const gateway = yield* ObjectGateway
 
-    const allow = (token: string | undefined, key: string, mode: "read" | "write") =>
-      authority.authorize(token, objectAction(key, mode))
-
-    /** Credentials first (an unauthenticated caller learns nothing), then the key itself. */
-    const allowKey = (token: string | undefined, key: string, mode: "read" | "write") =>
-      Effect.zipRight(allow(token, key, mode), checkKey(key))
+    /**
+     * A write's credentials first (an unauthenticated caller learns nothing), then the key itself. Reads are
+     * authorized by FleetAuth (object-read, whatever the key); a write's action follows its key, which the
+     * middleware does not read.
+     */
+    const allowWrite = (token: string | undefined, key: string) =>
+      Effect.zipRight(authority.authorize(token, objectAction(key, "write")), checkKey(key))
 
     /**
      * Keys the object API never writes, because another writer owns them and a raw write would bypass its
@@ -76,69 +101,86 @@ export class ObjectAccess extends Effect.Service<ObjectAccess>()("fleet/ObjectAc
 
     const notFound = (key: string) => new ObjectNotFound({ code: "OBJECT_NOT_FOUND", key, detail: `no object ${key}` })
 
-    const head = Effect.fn("ObjectAccess.head")(function* (token: string | undefined, key: string) {
-      yield* allowKey(token, key, "read")
+    /** The key a read names (`url`: the request's, as sent); its action, object-read, was checked by FleetAuth. */
+    const readKey = (url: string) => Effect.flatMap(objectKeyOfUrl(url), checkKey)
+
+    /** The object's headers, Content-Length included (HEAD answers them without a body). */
+    const head = Effect.fn("ObjectAccess.head")(function* (url: string) {
+      const key = yield* readKey(url)
       const found = yield* gateway.head(key)
-      return Option.isSome(found) ? found.value : yield* notFound(key)
+      if (Option.isNone(found)) return yield* notFound(key)
+      return { ...headHeaders(found.value), "content-length": String(found.value.size) }
     })
 
-    const read = Effect.fn("ObjectAccess.read")(function* (token: string | undefined, key: string) {
-      yield* allowKey(token, key, "read")
+    /** The object's bytes (a stream), its size and headers. */
+    const read = Effect.fn("ObjectAccess.read")(function* (url: string) {
+      const key = yield* readKey(url)
       const found = yield* gateway.read(key)
-      return Option.isSome(found) ? found.value : yield* notFound(key)
+      if (Option.isNone(found)) return yield* notFound(key)
+      return { body: found.value.body, size: found.value.head.size, headers: headHeaders(found.value.head) }
     })
 
-    const write = Effect.fn("ObjectAccess.write")(function* <E>(
+    /**
+     * Stores `body` at the key `url` names, under the condition its headers set: the key's write action first
+     * (its owner's: the action follows the key, see objectAction), then the key itself. Answers the status (201
+     * when `If-None-Match: *` created it), the head as JSON and its ETag.
+     */
+    const write = Effect.fn("ObjectAccess.write")(function* (
       token: string | undefined,
-      key: string,
-      body: Stream.Stream<Uint8Array, E>,
-      condition: WriteCondition
+      url: string,
+      body: Stream.Stream<Uint8Array, unknown>,
+      headers: Parameters<typeof writeCondition>[0]
     ) {
-      yield* allowKey(token, key, "write")
+      const key = yield* objectKeyOfUrl(url)
+      const condition = writeCondition(headers)
+      yield* allowWrite(token, key)
       yield* ownedElsewhere(key, "write")
-      const outcome = yield* gateway.write(key, body, condition)
-      if (!outcome.written && condition.kind !== "always") {
-        const current = Option.getOrNull(Option.map(outcome.head, (h) => h.sha256))
-        return yield* new PreconditionFailed({
-          code: "PRECONDITION_FAILED",
-          key,
-          current_sha256: current,
-          detail:
-            condition.kind === "absent"
-              ? `${key} already exists (If-None-Match: *)`
-              : current === null
-                ? `${key} does not exist (If-Match)`
-                : `${key} has SHA-256 ${current}, not ${condition.sha256} (If-Match)`
-        })
-      }
-      return { created: outcome.written && condition.kind === "absent", head: Option.getOrThrow(outcome.head) }
+      // A body that cannot be read to its end (the client went away) stores nothing.
+      const bytes = Stream.mapError(
+        body,
+        () =>
+          new ObjectStoreError({
+            code: "OBJECT_STORE_ERROR",
+            key,
+            detail: "the request body could not be read to its end"
+          })
+      )
+      const outcome = yield* gateway.write(key, bytes, condition)
+      if (!outcome.written && condition.kind !== "always")
+        return yield* preconditionFailed(key, condition, outcome.head)
+      const stored = Option.getOrThrow(outcome.head)
+      const created = outcome.written && condition.kind === "absent"
+      return { status: created ? 201 : 200, body: headAnswer(stored), headers: writtenHeaders(stored) }
     })
 
-    const remove = Effect.fn("ObjectAccess.delete")(function* (token: string | undefined, key: string) {
-      yield* allowKey(token, key, "write")
+    const remove = Effect.fn("ObjectAccess.delete")(function* (token: string | undefined, url: string) {
+      const key = yield* objectKeyOfUrl(url)
+      yield* allowWrite(token, key)
       yield* ownedElsewhere(key, "delete")
       if (!(yield* gateway.delete(key))) return yield* notFound(key)
     })
 
-    /** A page of heads under `prefix`, after the cursor, at most `limit`. */
-    const list = Effect.fn("ObjectAccess.list")(function* (
-      token: string | undefined,
-      prefix: string,
-      cursor: string | undefined,
-      limit: number
-    ) {
-      yield* allow(token, prefix, "read")
+    /** A page of heads under `prefix` (default all), after the cursor, at most `limit` (default 1000), as JSON. */
+    const list = Effect.fn("ObjectAccess.list")(function* (query: {
+      readonly prefix?: string | undefined
+      readonly cursor?: string | undefined
+      readonly limit?: number | undefined
+    }) {
+      const prefix = query.prefix ?? ""
+      const limit = query.limit ?? 1000
       // One more than the page says whether another follows.
       const heads = yield* gateway.list(prefix, {
-        after: cursor === undefined ? undefined : keyOfCursor(cursor),
+        after: query.cursor === undefined ? undefined : keyOfCursor(query.cursor),
         limit: limit + 1
       })
       const objects = heads.slice(0, limit)
       const last = objects.at(-1)
+      const next = heads.length > limit && last !== undefined ? cursorOf(last.key) : null
       return {
-        objects,
-        next: heads.length > limit && last !== undefined ? cursorOf(last.key) : null
-      } satisfies ObjectPage
+        body: { objects: objects.map(headAnswer), next_cursor: next },
+        /** The `Link` header continuing the listing, when a page follows. */
+        link: next === null ? undefined : nextPageLink(prefix, limit, next)
+      }
     })
 
     return { head, read, write, delete: remove, list } as const

@@ -246,7 +246,7 @@ export const makeObjectApiClient = (options: {
         do {
           const page: typeof ObjectListAnswer.Type = yield* call(
             typed.objects
-              .list({ urlParams: { prefix, ...(cursor === null ? {} : { cursor }) }, headers: {} })
+              .list({ urlParams: { prefix, ...(cursor === null ? {} : { cursor }) } })
               .pipe(Effect.catchAll(answerNotRead))
           )
           heads.push(...page.objects.map(toHead))
