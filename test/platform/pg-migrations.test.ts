@@ -1,9 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Exit, Fiber, Scope } from "effect"
+import pg from "pg"
 import { AllMigrations } from "../../src/layers/Migrations.js"
 import { migrate } from "../../src/services/platform/Database.js"
-import { freshSchema, pgClientIn, postgresSkipReason } from "../support/pg-schema.js"
+import { MIGRATION_LOCK } from "../../src/services/platform/migrations/lock.js"
+import { freshSchema, pgClientIn, postgresSkipReason, testDatabaseUrl, urlInSchema } from "../support/pg-schema.js"
 
 /**
  * Keel's migrations on PostgreSQL: processes that start together serialize on the migration lock, and every
@@ -53,6 +55,45 @@ const expectedIn = (c: Column) =>
     ? [c.column_name === "id" ? "1" : String(WIDE[WIDE.length - 1])]
     : WIDE.map(String).sort()
 
+/** Another process's session holding `schema`'s migration lock in an open transaction until the scope closes. */
+const lockHolder = (schema: string) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const client = new pg.Client({ connectionString: urlInSchema(testDatabaseUrl, schema) })
+      await client.connect()
+      await client.query("BEGIN")
+      await client.query(`SELECT ${MIGRATION_LOCK}`)
+      return client
+    }),
+    (client) => Effect.promise(() => client.query("COMMIT").then(() => client.end()))
+  )
+
+/** Waits until a session waits for `schema`'s migration lock (bounded: 600 looks, 50 ms apart). */
+const someoneWaitsForTheLockOf = (schema: string) =>
+  Effect.acquireUseRelease(
+    Effect.promise(async () => {
+      const admin = new pg.Client({ connectionString: testDatabaseUrl })
+      await admin.connect()
+      return admin
+    }),
+    (admin) =>
+      Effect.gen(function* () {
+        for (let look = 0; look < 600; look++) {
+          const { rows } = yield* Effect.promise(() =>
+            admin.query(
+              `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+                AND classid = 1262830924 AND objid = hashtext($1)::oid AND objsubid = 2`,
+              [schema]
+            )
+          )
+          if (rows[0].n > 0) return
+          yield* Effect.sleep("50 millis")
+        }
+        return yield* Effect.dieMessage(`no session ever waited for the migration lock of ${schema}`)
+      }),
+    (admin) => Effect.promise(() => admin.end())
+  )
+
 describe.skipIf(postgresSkipReason !== undefined)("migrations on PostgreSQL", () => {
   it.scoped("three processes migrating one fresh schema at once all succeed, and each migration runs once", () =>
     Effect.gen(function* () {
@@ -66,6 +107,23 @@ describe.skipIf(postgresSkipReason !== undefined)("migrations on PostgreSQL", ()
       assert.deepStrictEqual(applied.sort(), allIds, "every migration applied once, by one of the three")
       const again = yield* migrate(AllMigrations).pipe(Effect.provide(pgClientIn(schema, 1)))
       assert.deepStrictEqual(again, [], "nothing pending afterwards")
+    })
+  )
+
+  // Live clock: the wait for the waiter sleeps between looks.
+  it.scopedLive("a held migration lock makes a migration of its schema wait, and leaves other schemas alone", () =>
+    Effect.gen(function* () {
+      const held = yield* freshSchema
+      const other = yield* freshSchema
+      const holder = yield* Scope.make()
+      yield* Scope.extend(lockHolder(held), holder)
+      const elsewhere = yield* migrate(AllMigrations).pipe(Effect.provide(pgClientIn(other, 1)))
+      assert.strictEqual(elsewhere.length, allIds.length, "another schema migrates while the lock is held")
+      const waiting = yield* Effect.fork(migrate(AllMigrations).pipe(Effect.provide(pgClientIn(held, 1))))
+      yield* someoneWaitsForTheLockOf(held)
+      yield* Scope.close(holder, Exit.void)
+      const applied = yield* Fiber.join(waiting)
+      assert.strictEqual(applied.length, allIds.length, "it migrates once the holder commits")
     })
   )
 

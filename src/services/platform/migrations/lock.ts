@@ -2,11 +2,13 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * The advisory lock every Keel process takes to migrate a PostgreSQL database: keys (0x4b45454c "KEEL", 1). The
+ * The advisory lock every Keel process takes to migrate a PostgreSQL database: keys ("KEEL" as 0x4b45454c, the
+ * hash of the schema it migrates). Per schema, because that is where the tables go: processes migrating one
+ * schema wait for each other, installations (or test files) in other schemas of the same database do not. The
  * two-key form lives in a space of its own, apart from the one-key (bigint) locks @effect/cluster takes for its
  * shards, so the two never collide.
  */
-export const MIGRATION_LOCK = "pg_advisory_xact_lock(1262831948, 1)"
+export const MIGRATION_LOCK = "pg_advisory_xact_lock(1262830924, hashtext(current_schema()))"
 
 /**
  * Runs `migrations` on PostgreSQL in one transaction that first takes the migration lock, so processes starting
