@@ -71,21 +71,21 @@ const reconcileThroughControlPlane = (
     const client = yield* controlPlaneAt(access.url, access.token, HttpClientRequest.setUrlParams(query))
     const call = query.phase === "status" ? client.storage.status() : client.storage.apply()
     return yield* call.pipe(
-      Effect.catchTags({
-        RequestError: (error) => Effect.fail(refused(error)),
-        ResponseError: (error) =>
-          Effect.flatMap(refusalOf(error.response), ({ body, json, status }) =>
+      Effect.catchAll((error) => {
+        // Refusals are raw (controlPlaneAt): every answer but a 200 arrives as a ResponseError carrying it.
+        if (error._tag === "ResponseError")
+          return Effect.flatMap(refusalOf(error.response), ({ body, json, status }) =>
             Effect.fail(
               json === undefined
                 ? new CommandFailed({ detail: `the control plane answered ${status} without JSON` })
                 : refused({ code: (body.code as string | undefined) ?? `HTTP_${status}`, detail: body.detail })
             )
-          ),
+          )
         // A 200 whose body is not the contract's answer ({exit_code, refusal, report}) is not Keel's answer.
-        ParseError: () => Effect.fail(new CommandFailed({ detail: "the control plane answered 200 without JSON" }))
-      }),
-      // Every other error the contract declares arrives as a ResponseError above (refusals are raw).
-      Effect.catchAll((error) => Effect.fail(refused(error)))
+        if (error._tag === "ParseError")
+          return Effect.fail(new CommandFailed({ detail: "the control plane answered 200 without JSON" }))
+        return Effect.fail(refused(error))
+      })
     )
   }).pipe(Effect.provide(FetchHttpClient.layer))
 
