@@ -4,6 +4,7 @@ import { Effect, Exit, Fiber, Scope } from "effect"
 import pg from "pg"
 import { AllMigrations } from "../../src/layers/Migrations.js"
 import { migrate } from "../../src/services/platform/Database.js"
+import { portable, withPostgres } from "../../src/services/platform/migrations/byDialect.js"
 import { MIGRATION_LOCK } from "../../src/services/platform/migrations/lock.js"
 import { freshSchema, pgClientIn, postgresSkipReason, testDatabaseUrl, urlInSchema } from "../support/pg-schema.js"
 
@@ -150,4 +151,37 @@ describe.skipIf(postgresSkipReason !== undefined)("migrations on PostgreSQL", ()
       }).pipe(Effect.provide(pgClientIn(schema)))
     })
   )
+
+  it.scoped("a migration without a PostgreSQL branch stops the migration on PostgreSQL, naming itself", () =>
+    Effect.gen(function* () {
+      const schema = yield* freshSchema
+      const create = Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE probe_things (n BIGINT)`)
+      const set = withPostgres(
+        { domain: "probe", migrations: { "0001_things": create, "0002_more": create } },
+        {
+          "0001_things": portable
+        }
+      )
+      const exit = yield* Effect.exit(migrate([set]).pipe(Effect.provide(pgClientIn(schema, 1))))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.include(
+        String(Exit.isFailure(exit) ? exit.cause : ""),
+        "migration probe/0002_more has no PostgreSQL branch"
+      )
+      const tables = yield* Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql`SELECT table_name FROM information_schema.tables WHERE table_schema = ${schema}`
+      ).pipe(Effect.provide(pgClientIn(schema, 1)))
+      assert.deepStrictEqual(tables, [], "nothing of the failed run is left (one transaction)")
+    })
+  )
+})
+
+describe("withPostgres", () => {
+  it("refuses a PostgreSQL migration that has no SQLite one", () => {
+    assert.throws(
+      () => withPostgres({ domain: "probe", migrations: {} }, { "0001_typo": portable }),
+      "probe: PostgreSQL migrations without a SQLite one: 0001_typo"
+    )
+  })
 })
