@@ -1,12 +1,7 @@
 import { Activity, WorkflowEngine } from "@effect/workflow"
 import { Effect, Layer, Schema } from "effect"
-import {
-  Captured,
-  CheckpointSummary,
-  HandoffRefused,
-  StorageHandoffRollback,
-  StorageHandoffRun
-} from "../contracts/fleet/StorageHandoff.js"
+import { Captured, CheckpointSummary } from "../contracts/fleet/HandoffReport.js"
+import { HandoffRefused, StorageHandoffRollback, StorageHandoffRun } from "../contracts/fleet/StorageHandoff.js"
 import { HandoffEngine, type HandoffKind } from "../services/fleet/agent/handoff/HandoffEngine.js"
 import { HandoffFiles, handoffDir } from "../services/fleet/agent/handoff/HandoffFiles.js"
 import { HandoffSteps } from "../services/fleet/agent/handoff/HandoffSteps.js"

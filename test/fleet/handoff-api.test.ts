@@ -2,8 +2,9 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { assert, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Either, ParseResult, Schema } from "effect"
 import * as Yaml from "yaml"
+import { HandoffReport, ReconcileAnswerSchema } from "../../src/contracts/fleet/HandoffReport.js"
 import { sendJson, vaultToken } from "../support/controlplane.js"
 import { HttpTest, rawRequest } from "../support/http.js"
 import { serverPort } from "../support/market.js"
@@ -38,6 +39,19 @@ fs.writeFileSync(
     ]
   })
 )
+
+/**
+ * The answer is what the contract describes (issue 43): its report, relayed as the target wrote it, decodes with
+ * the report's shape — a receipt, an interrupted or finalized one, or a bare refusal — every key known to it.
+ */
+const AnswerAsDescribed = Schema.Struct({ ...ReconcileAnswerSchema.fields, report: HandoffReport })
+const described = <A extends { readonly body: unknown }>(answer: A): A => {
+  const decoded = Schema.decodeUnknownEither(AnswerAsDescribed, { onExcessProperty: "error", errors: "all" })(
+    answer.body
+  )
+  if (Either.isLeft(decoded)) assert.fail(ParseResult.TreeFormatter.formatErrorSync(decoded.left))
+  return answer
+}
 
 const URL_ = "/api/host/storage-root-reconcile"
 const q = (phase: string, transaction = "t1") => `${URL_}?target=box&transaction=${transaction}&phase=${phase}`
@@ -132,28 +146,28 @@ layer(
       assert.strictEqual(none.body.code, "STORAGE_RECONCILIATION_FAILED")
       assert.match(none.body.detail, /no report of transaction never/)
 
-      const accepted = yield* sendJson("POST", q("run"), ops)
+      const accepted = described(yield* sendJson("POST", q("run"), ops))
       assert.strictEqual(accepted.status, 200)
       assert.strictEqual(accepted.body.exit_code, 0)
       assert.strictEqual(accepted.body.report.transaction, "t1")
-      const concurrent = yield* sendJson("POST", q("run", "t2"), ops)
+      const concurrent = described(yield* sendJson("POST", q("run", "t2"), ops))
       assert.strictEqual(concurrent.status, 200)
       assert.deepInclude(concurrent.body, { exit_code: 2, refusal: "transaction_in_progress" })
 
       let state = accepted.body.report.state
       for (let i = 0; i < 200 && state === "running"; i++) {
         yield* Effect.sleep("50 millis")
-        state = (yield* sendJson("GET", q("status"), ops)).body.report.state
+        state = described(yield* sendJson("GET", q("status"), ops)).body.report.state
       }
       assert.strictEqual(state, "activated_pending_lifecycle")
       assert.isTrue(fs.existsSync(path.join(a, "objects", "b-only.json")))
-      const rollback = yield* sendJson("POST", q("rollback"), ops)
+      const rollback = described(yield* sendJson("POST", q("rollback"), ops))
       assert.deepInclude(rollback.body, { exit_code: 2, refusal: "past_data_commit_boundary" })
-      const final = yield* sendJson("POST", q("finalize"), ops)
+      const final = described(yield* sendJson("POST", q("finalize"), ops))
       assert.strictEqual(final.status, 200)
       assert.deepInclude(final.body, { exit_code: 0, refusal: null })
       assert.strictEqual(final.body.report.state, "complete")
-      assert.strictEqual((yield* sendJson("GET", q("status"), ops)).body.report.state, "complete")
+      assert.strictEqual(described(yield* sendJson("GET", q("status"), ops)).body.report.state, "complete")
     })
   )
 })

@@ -20,6 +20,7 @@ export * from "../../src/contracts/fleet/Beacon.js"
 export * as FleetHostsContract from "../../src/contracts/fleet/FleetHosts.js"
 export * as GatesContract from "../../src/contracts/fleet/Gates.js"
 export * from "../../src/contracts/fleet/Handoff.js"
+export * from "../../src/contracts/fleet/HandoffReport.js"
 // The host protocol (what the control plane asks a host): its operations under one name, its errors by theirs
 export * as HostAgentProtocol from "../../src/contracts/fleet/HostAgent.js"
 export { HostUnreachable, UnitCommandFailed, UnitPreflightRejected } from "../../src/contracts/fleet/HostAgent.js"

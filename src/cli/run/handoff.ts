@@ -95,7 +95,7 @@ const onThisHost = (asJson: boolean, target: string, transaction: string, phase:
     const answer = yield* (yield* StorageReconcile)
       .onThisHost(target, transaction, phase)
       .pipe(Effect.catchTag("StorageReconciliationFailed", failWith(asJson)))
-    yield* show(asJson, target, transaction, phase, answer as Answer)
+    yield* show(asJson, target, transaction, phase, answer)
   }).pipe(Effect.provide(HandoffHereLive))
 
 export const storageRootReconcile = ({
@@ -112,5 +112,5 @@ export const storageRootReconcile = ({
     if (here) return yield* onThisHost(json, target, transaction, phase)
     const access = yield* controlPlaneAccess(phase === "status" ? "storage-reconcile-read" : "storage-reconcile-apply")
     const answer = yield* reconcileThroughControlPlane(access, { target, transaction, phase })
-    yield* show(json, target, transaction, phase, answer as Answer)
+    yield* show(json, target, transaction, phase, answer)
   })

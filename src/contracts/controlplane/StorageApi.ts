@@ -1,10 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import {
-  InvalidReconcileRequest,
-  ReconcileAnswerSchema,
-  TRANSACTION_ID,
-  TRANSACTION_ID_RULE
-} from "../fleet/Handoff.js"
+import { InvalidReconcileRequest, TRANSACTION_ID, TRANSACTION_ID_RULE } from "../fleet/Handoff.js"
+import { ReconcileAnswerSchema } from "../fleet/HandoffReport.js"
 import { ReconcileAuth, RequiredAction } from "./FleetAuth.js"
 
 /**

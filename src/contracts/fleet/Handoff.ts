@@ -38,17 +38,6 @@ export class ReconcileUnauthorized extends Schema.TaggedError<ReconcileUnauthori
   HttpApiSchema.annotations({ status: 401 })
 ) {}
 
-/**
- * The answer of every phase: `exit_code` 0 (done, or accepted and under way), 1 (the phase failed: see the
- * report), 2 (refused before it changed anything: `refusal`); `report` is the transaction's receipt (or, for a
- * refusal with no receipt of its own, what was refused).
- */
-export const ReconcileAnswerSchema = Schema.Struct({
-  exit_code: Schema.Literal(0, 1, 2),
-  refusal: Schema.NullOr(Schema.String),
-  report: Schema.Unknown
-})
-
 /** A target's own pause as it was: absent (never set), or set to a value — restored exactly. */
 export const TargetPauseSchema = Schema.Union(
   Schema.Struct({ set: Schema.Literal(false) }),

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HostBeacon, UnitState } from "./Beacon.js"
-import { ReconcileAnswerSchema, type ReconcilePhase } from "./Handoff.js"
+import type { ReconcilePhase } from "./Handoff.js"
+import { ReconcileAnswerSchema } from "./HandoffReport.js"
 
 // What the control plane asks a host, declared once (docs/fleet-protocol.md). Each operation is carried by the
 // host's own `ctl` — the `--here --json` command line below, run through the target's host channel (ssh, or a

@@ -6,6 +6,7 @@
 export * from "../../contracts/fleet/Authority.js"
 export * from "../../contracts/fleet/Beacon.js"
 export * from "../../contracts/fleet/Handoff.js"
+export * from "../../contracts/fleet/HandoffReport.js"
 // The host protocol under one name; its errors by theirs
 export * as HostAgentProtocol from "../../contracts/fleet/HostAgent.js"
 export { HostUnreachable, UnitCommandFailed, UnitPreflightRejected } from "../../contracts/fleet/HostAgent.js"

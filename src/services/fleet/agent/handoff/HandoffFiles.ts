@@ -1,7 +1,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { TRANSACTION_ID, TRANSACTION_ID_RULE } from "../../../../contracts/fleet/Handoff.js"
-import type { Captured, HandoffReceipt } from "../../../../contracts/fleet/StorageHandoff.js"
+import type { Captured, HandoffReceipt } from "../../../../contracts/fleet/HandoffReport.js"
 import type { RootEntry, TreeManifest } from "./TreeManifest.js"
 import type { UnionPlan } from "./TreeUnion.js"
 

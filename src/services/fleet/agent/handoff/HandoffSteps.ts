@@ -1,5 +1,6 @@
 import { Clock, Effect } from "effect"
-import { type Captured, type HandoffReceipt, HandoffRefused } from "../../../../contracts/fleet/StorageHandoff.js"
+import type { Captured, HandoffReceipt } from "../../../../contracts/fleet/HandoffReport.js"
+import { HandoffRefused } from "../../../../contracts/fleet/StorageHandoff.js"
 import { AppConfig } from "../../../platform/AppConfig.js"
 import { FaultInjector } from "../../../platform/FaultInjector.js"
 import { Leases } from "../../../platform/Leases.js"

@@ -1,15 +1,14 @@
 import { Clock, Effect } from "effect"
 import { type ReconcilePhase, StorageReconciliationFailed } from "../../../../contracts/fleet/Handoff.js"
-import { StoragePhaseOperation } from "../../../../contracts/fleet/HostAgent.js"
 import {
   type HandoffReceipt,
   type HandoffReport,
   type ReconcileAnswer,
   reportState,
-  reportTransaction,
-  StorageHandoffRollback,
-  StorageHandoffRun
-} from "../../../../contracts/fleet/StorageHandoff.js"
+  reportTransaction
+} from "../../../../contracts/fleet/HandoffReport.js"
+import { StoragePhaseOperation } from "../../../../contracts/fleet/HostAgent.js"
+import { StorageHandoffRollback, StorageHandoffRun } from "../../../../contracts/fleet/StorageHandoff.js"
 import { AppConfig } from "../../../platform/AppConfig.js"
 import { Leases } from "../../../platform/Leases.js"
 import { readRoute } from "../../../platform/objects/RoutedFsObjectStore.js"
@@ -300,8 +299,8 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
             Effect.flatMap(({ answer }) =>
               "error" in answer
                 ? Effect.fail(failed(`${target.name}: ${answer.error.detail}`))
-                : // The report travels whole, as the target wrote it (a HandoffReport: the wire keeps it unknown).
-                  Effect.succeed(answer as ReconcileAnswer)
+                : // The report travels whole, as the target wrote it (the contract describes it, never decodes it).
+                  Effect.succeed(answer)
             )
           )
         const ended = (reply: ReconcileAnswer) => {

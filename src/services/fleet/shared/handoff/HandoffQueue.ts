@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import type { QueueDrainTimedOut } from "../../../../contracts/fleet/Handoff.js"
-import type { CancelledJob } from "../../../../contracts/fleet/StorageHandoff.js"
+import type { CancelledJob } from "../../../../contracts/fleet/HandoffReport.js"
 import { JobQueue, type TargetPause } from "../jobs/JobQueue.js"
 
 /** The queue could not be asked (the control plane did not answer, or refused): nothing changed there. */
