@@ -3,10 +3,10 @@ import { Schema } from "effect"
 import { HandoffReceipt } from "./HandoffReport.js"
 
 /**
- * The storage-root handoff's workflows (docs/handoff.md): the two durable workflows, their payload and answer (the
- * receipt a target keeps, HandoffReport.ts holds it and the answer of a reconcile phase). No runtime code: the workflows' bodies are in
- * `src/actors/StorageHandoff.ts`, their steps in `src/services/fleet/agent/handoff/`. Only `effect` and the workflow
- * definition module (not the engine) are imported.
+ * The storage-root handoff's two durable workflows (docs/handoff.md), their payload and answer: the receipt a target
+ * keeps, whose schema is in HandoffReport.ts beside the answer of a reconcile phase. No runtime code: the workflows'
+ * bodies are in `src/actors/StorageHandoff.ts`, their steps in `src/services/fleet/agent/handoff/`. Only `effect` and
+ * the workflow definition module (not the engine) are imported.
  */
 
 /** A phase refused, with the seed's refusal reason (docs/handoff.md); state was restored where it had changed. */
