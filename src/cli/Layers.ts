@@ -5,7 +5,7 @@ import { lazyLayer } from "./Lazy.js"
  * tree imports these handles, never the layer modules (which reach every service they compose).
  */
 export const ServicesLive = lazyLayer(() => import("../layers/Live.js").then((m) => m.ServicesLive))
-export const SqliteUnmigratedLive = lazyLayer(() => import("../layers/Sql.js").then((m) => m.SqliteUnmigratedLive))
+export const SqlUnmigratedLive = lazyLayer(() => import("../layers/Sql.js").then((m) => m.SqlUnmigratedLive))
 export const VaultOnlyLive = lazyLayer(() => import("../layers/Vault.js").then((m) => m.VaultOnlyLive))
 export const HostOpsLive = lazyLayer(() => import("../layers/Live.js").then((m) => m.HostOpsLive))
 export const HostOpsPreviewLive = lazyLayer(() => import("../layers/Live.js").then((m) => m.HostOpsPreviewLive))

@@ -1,12 +1,14 @@
 import { Command } from "@effect/cli"
-import { ServicesLive, SqliteUnmigratedLive } from "./Layers.js"
+import { ServicesLive, SqlUnmigratedLive } from "./Layers.js"
 import { lazyRun } from "./Lazy.js"
 import { json } from "./Output.js"
 
 const impl = lazyRun(() => import("./run/db.js"))
 
 const status = Command.make("status", { json }, (args) => impl((m) => m.status(args))).pipe(
-  Command.withDescription("Show the database file, its journal mode and the applied migrations")
+  Command.withDescription(
+    "Show the database (the SQLite file and its journal mode, or the PostgreSQL URL and server version) and the applied migrations"
+  )
 )
 
 const migrateCommand = Command.make("migrate", { json }, (args) => impl((m) => m.migrateAll(args))).pipe(
@@ -14,9 +16,9 @@ const migrateCommand = Command.make("migrate", { json }, (args) => impl((m) => m
 )
 
 export const db = Command.make("db").pipe(
-  Command.withDescription("The embedded database: status and migrations"),
+  Command.withDescription("The database (embedded SQLite or PostgreSQL): status and migrations"),
   Command.withSubcommands([
     status.pipe(Command.provide(ServicesLive)),
-    migrateCommand.pipe(Command.provide(SqliteUnmigratedLive))
+    migrateCommand.pipe(Command.provide(SqlUnmigratedLive))
   ])
 )

@@ -1,5 +1,5 @@
 import * as fs from "node:fs"
-import { type ConfigError, Effect, Layer, Logger, LogLevel } from "effect"
+import { type ConfigError, Effect, Layer, Logger, LogLevel, Option } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
 import { HostStatePublisher } from "../services/fleet/agent/beacon/HostStatePublisher.js"
@@ -30,8 +30,9 @@ import { DomainServices, HostReach, ReconcilerServices, ServedRegistry, Workflow
 import { SqlLive } from "./Sql.js"
 
 /**
- * For previews (`--dry-run`), which must create nothing: the data dir's database when it exists, else an
- * empty in-memory one with the same migrations (a database that does not exist holds no jobs).
+ * For previews (`--dry-run`), which must create nothing: the configured database when it exists (a PostgreSQL
+ * server always does), else an empty in-memory one with the same migrations (a database that does not exist holds
+ * no jobs).
  */
 export const SqlPreview = Layer.unwrapEffect(
   Effect.map(
@@ -39,7 +40,7 @@ export const SqlPreview = Layer.unwrapEffect(
     (
       config
     ): Layer.Layer<Layer.Layer.Success<typeof SqlLive>, ConfigError.ConfigError | DatabaseUnavailable, AppConfig> =>
-      config.databaseFile !== ":memory:" && fs.existsSync(config.databaseFile)
+      Option.isSome(config.databaseUrl) || (config.databaseFile !== ":memory:" && fs.existsSync(config.databaseFile))
         ? SqlLive
         : migrationsLayer(AllMigrations).pipe(
             Layer.provideMerge(sqliteMemory),

@@ -1,10 +1,16 @@
 import { Layer } from "effect"
 import { AppConfig } from "../services/platform/AppConfig.js"
-import { migrationsLayer, sqliteFromConfig } from "../services/platform/Database.js"
+import { databaseFromConfig, migrationsLayer, sqliteFromConfig } from "../services/platform/Database.js"
 import { AllMigrations } from "./Migrations.js"
 
-/** The embedded SQLite database of the data dir, migrated before anything reads it. */
-export const SqlLive = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteFromConfig))
+/**
+ * The database of the configuration, migrated before anything reads it: PostgreSQL when KEEL_DATABASE_URL is set,
+ * else the data dir's embedded SQLite file. The `SqlDialect` is provided beside the `SqlClient`.
+ */
+export const SqlLive = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(databaseFromConfig))
 
 /** The database without its migrations: for `ctl db migrate`, which applies them itself. */
-export const SqliteUnmigratedLive = sqliteFromConfig.pipe(Layer.provideMerge(AppConfig.Default))
+export const SqlUnmigratedLive = databaseFromConfig.pipe(Layer.provideMerge(AppConfig.Default))
+
+/** The data dir's SQLite file, migrated, whatever KEEL_DATABASE_URL says: for tests about the file itself. */
+export const SqlFileLive = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteFromConfig))

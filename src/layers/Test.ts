@@ -3,7 +3,8 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { ClusterWorkflowEngine } from "@effect/cluster"
-import { type ConfigError, Duration, Effect, Layer } from "effect"
+import type { SqlClient } from "@effect/sql"
+import { Config, type ConfigError, Duration, Effect, Layer, Option } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
 import { MarketAgentLive } from "../actors/MarketAgent.js"
 import { HandoffEngineInProcess } from "../actors/StorageHandoff.js"
@@ -36,6 +37,8 @@ import {
   makeMemoryHostChannel
 } from "../services/platform/hostchannel/MemoryHostChannel.js"
 import { MemoryObjectStoreLayer } from "../services/platform/objects/MemoryObjectStore.js"
+import { pgScratchSchema } from "../services/platform/PgScratchSchema.js"
+import type { SqlDialect } from "../services/platform/sql/SqlDialect.js"
 import { embeddedVault } from "../services/platform/vault/EmbeddedVault.js"
 import { AllMigrations } from "./Migrations.js"
 import {
@@ -46,11 +49,14 @@ import {
   ServedRegistry,
   WorkflowsLive
 } from "./Services.js"
-import { SqlLive } from "./Sql.js"
+import { SqlFileLive, type SqlLive } from "./Sql.js"
 
 export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings => ({
   dataDir: "/nonexistent/keel-test",
   databaseFile: ":memory:",
+  databaseUrl: Option.none(),
+  databasePool: 4,
+  databaseConnectTimeout: Duration.seconds(5),
   httpHost: "127.0.0.1",
   httpPort: 0,
   bodyLimitBytes: 1024 * 1024,
@@ -87,14 +93,41 @@ export const AppConfigTest = (overrides: Partial<AppSettings> = {}) =>
         )
       )
 
-/** Real SQLite, in memory, with every migration applied. */
-export const SqlTest = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(sqliteMemory))
+/**
+ * KEEL_TEST_DATABASE_URL (`npm run test:pg`, CI's second run): the test layers' database is PostgreSQL there, a
+ * fresh schema per layer (`pgScratchSchema`), instead of in-memory SQLite. A test-only setting: a server never
+ * reads it.
+ */
+export const testDatabaseUrl = Config.option(Config.redacted("KEEL_TEST_DATABASE_URL"))
 
-/** In memory, or the file a test names (opened like the server's, so it can fail like it). */
+/**
+ * A database of the test's own, empty: in-memory SQLite, or with KEEL_TEST_DATABASE_URL a PostgreSQL schema of
+ * its own in that database (dropped when the layer is released). Either way a fresh one per layer built, so tests
+ * and test files never see each other's rows.
+ */
+export const TestDatabase: Layer.Layer<
+  SqlClient.SqlClient | SqlDialect,
+  ConfigError.ConfigError | DatabaseUnavailable
+> = Layer.unwrapEffect(
+  Effect.map(testDatabaseUrl, (url) =>
+    Option.match(url, {
+      onNone: (): Layer.Layer<SqlClient.SqlClient | SqlDialect, DatabaseUnavailable> => sqliteMemory,
+      onSome: (url) => pgScratchSchema({ url })
+    })
+  )
+)
+
+/** Real SQLite in memory (or PostgreSQL with KEEL_TEST_DATABASE_URL: `TestDatabase`), every migration applied. */
+export const SqlTest = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(TestDatabase))
+
+/**
+ * The test database, or the file a test names (opened like the server's, so it can fail like it). A named file
+ * is SQLite on either run: such a test is about the file (its modes, the hot connection, another process on it).
+ */
 const testDatabase = (
   file: string
 ): Layer.Layer<Layer.Layer.Success<typeof SqlLive>, ConfigError.ConfigError | DatabaseUnavailable, AppConfig> =>
-  file === ":memory:" ? SqlTest : SqlLive
+  file === ":memory:" ? SqlTest : SqlFileLive
 
 /** The embedded vault on the test database, sealed under a key made for this process (no key file). */
 export const VaultTest = embeddedVault({ masterKey: new Uint8Array(randomBytes(32)) })

@@ -161,12 +161,14 @@ describe("ctl", () => {
       const run = yield* runCli(["db", "status", "--json"], { KEEL_DATA_DIR: dataDir })
       assert.strictEqual(run.exitCode, 0)
       const info = JSON.parse(run.stdout) as {
+        engine: string
         file: string
         journalMode: string
         migrations: Array<{ domain: string }>
       }
       assert.strictEqual(info.file, path.join(dataDir, "keel.db"))
       assert.strictEqual(info.journalMode, "wal")
+      assert.strictEqual(info.engine, "sqlite")
       assert.isTrue(info.migrations.some((m) => m.domain === "platform"))
       assert.isTrue(fs.existsSync(info.file))
     })

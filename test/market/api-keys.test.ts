@@ -6,14 +6,14 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
 import Database from "better-sqlite3"
 import { Deferred, Effect, Fiber, Layer } from "effect"
-import { AllMigrations, ApiKeys, migrationsLayer } from "../support/keel.js"
+import { AllMigrations, ApiKeys, migrationsLayer, withDialect } from "../support/keel.js"
 
 /** ApiKeys on a database file, as the server runs it: another process can open the same file. */
 const onFile = () => {
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "keel-keys-")), "keel.db")
   const layer = ApiKeys.Default.pipe(
     Layer.provideMerge(migrationsLayer(AllMigrations)),
-    Layer.provideMerge(SqliteClient.layer({ filename: file }))
+    Layer.provideMerge(withDialect(SqliteClient.layer({ filename: file })))
   )
   return { file, layer }
 }

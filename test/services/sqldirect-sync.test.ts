@@ -6,7 +6,7 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
 import Database from "better-sqlite3"
 import { Data, Deferred, Effect, Exit, Fiber, Layer } from "effect"
-import { refuse, SqlDirect, type SyncStatements, savepointSync, sqliteMemory } from "../support/keel.js"
+import { refuse, SqlDirect, type SyncStatements, savepointSync, sqliteMemory, withDialect } from "../support/keel.js"
 
 class OutOfStock extends Data.TaggedError("OutOfStock")<{ readonly item: string }> {}
 
@@ -21,7 +21,7 @@ const onMemory = () => ({
 })
 const onFile = () => {
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "keel-sync-")), "keel.db")
-  const client = SqliteClient.layer({ filename: file })
+  const client = withDialect(SqliteClient.layer({ filename: file }))
   return { file, layer: SqlDirect.Default.pipe(Layer.provideMerge(schema), Layer.provideMerge(client), Layer.orDie) }
 }
 

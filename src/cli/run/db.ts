@@ -1,7 +1,13 @@
 import { Effect } from "effect"
 import { AllDomains, AllMigrations } from "../../layers/Migrations.js"
-import { Database, migrate } from "../../services/platform/Database.js"
+import { Database, type DatabaseInfo, migrate } from "../../services/platform/Database.js"
 import { emit, table } from "../Output.js"
+
+/** SQLite: `sqlite <file> (journal wal)`; PostgreSQL: `postgresql <url without password> (server 15.20)`. */
+const headline = (i: DatabaseInfo) =>
+  i.engine === "postgresql"
+    ? `postgresql ${i.url ?? "(url not known)"} (server ${i.serverVersion ?? "unknown"})`
+    : `${i.dialect} ${i.file} (journal ${i.journalMode})`
 
 export const status = ({ json }: { readonly json: boolean }) =>
   Effect.gen(function* () {
@@ -11,7 +17,7 @@ export const status = ({ json }: { readonly json: boolean }) =>
       json,
       info,
       (i) =>
-        `${i.dialect} ${i.file} (journal ${i.journalMode})\n` +
+        `${headline(i)}\n` +
         table(
           ["DOMAIN", "ID", "MIGRATION"],
           i.migrations.map((m) => [m.domain, String(m.id).padStart(4, "0"), m.name])

@@ -1,6 +1,6 @@
 import * as os from "node:os"
 import * as path from "node:path"
-import { Config, Duration, Effect, Option, Schema } from "effect"
+import { Config, Duration, Effect, Option, Redacted, Schema } from "effect"
 import { durationSetting } from "./DurationSetting.js"
 
 export const LogFormat = Schema.Literal("auto", "pretty", "json", "logfmt")
@@ -16,6 +16,25 @@ export type LogLevelName = typeof LogLevelName.Type
 export const appConfig = Config.all({
   dataDir: Config.string("KEEL_DATA_DIR").pipe(Config.withDefault("./.keel")),
   databaseFile: Config.option(Config.string("KEEL_DATABASE_FILE")),
+  // A secret (it may carry a password): never printed, only its redacted form (sql/DatabaseUrl.ts).
+  databaseUrl: Config.option(
+    Config.redacted("KEEL_DATABASE_URL").pipe(
+      Config.validate({
+        message: "must be a postgres:// or postgresql:// URL",
+        validation: (url) => /^postgres(ql)?:\/\/./.test(Redacted.value(url))
+      })
+    )
+  ),
+  databasePool: Config.integer("KEEL_DATABASE_POOL").pipe(
+    Config.validate({
+      message: "must be a whole number of connections from 1 to 1000",
+      validation: (n) => n >= 1 && n <= 1000
+    }),
+    Config.withDefault(10)
+  ),
+  databaseConnectTimeout: durationSetting("KEEL_DATABASE_CONNECT_TIMEOUT").pipe(
+    Config.withDefault(Duration.seconds(5))
+  ),
   httpHost: Config.string("KEEL_HTTP_HOST").pipe(Config.withDefault("127.0.0.1")),
   httpPort: Config.port("KEEL_HTTP_PORT").pipe(Config.withDefault(8080)),
   bodyLimitBytes: Config.integer("KEEL_HTTP_BODY_LIMIT").pipe(
@@ -53,6 +72,12 @@ export interface AppSettings {
   readonly dataDir: string
   /** Absolute path of the SQLite file, or ":memory:". */
   readonly databaseFile: string
+  /** KEEL_DATABASE_URL: PostgreSQL instead of the SQLite file when set (docs/database.md). */
+  readonly databaseUrl: Option.Option<Redacted.Redacted>
+  /** Most connections the PostgreSQL pool opens. */
+  readonly databasePool: number
+  /** How long connecting to PostgreSQL may take (at start, and for each new pool connection). */
+  readonly databaseConnectTimeout: Duration.Duration
   readonly httpHost: string
   readonly httpPort: number
   readonly bodyLimitBytes: number

@@ -1,10 +1,13 @@
 import { Migrator, SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Cause, Data, Duration, Effect, Layer, Schedule, Schema } from "effect"
-import { AppConfig } from "./AppConfig.js"
+import { PgClient } from "@effect/sql-pg"
+import { Cause, Data, Duration, Effect, Layer, Option, Redacted, Schedule, Schema } from "effect"
+import { AppConfig, type AppSettings } from "./AppConfig.js"
 import { serializedOnPostgres } from "./migrations/lock.js"
 import { ensurePrivateDir, preparePrivateDatabase } from "./PrivateFiles.js"
-import { isSqliteBusy, sqliteCode } from "./sql/SqliteCodes.js"
+import { failureReason, redactDatabaseUrl } from "./sql/DatabaseUrl.js"
+import * as Dialect from "./sql/SqlDialect.js"
+import { sqliteCode } from "./sql/SqliteCodes.js"
 import * as SqliteImmediate from "./sql/SqliteImmediate.js"
 
 /**
@@ -25,8 +28,9 @@ export class MigrationFailed extends Data.TaggedError("MigrationFailed")<{
 }> {}
 
 /**
- * The data dir's database cannot be opened as SQLite (not a database, damaged, unreadable). A command or the
- * server stops with this one line, before anything is written; the file is left as it is for the operator.
+ * The database cannot be opened: the data dir's file as SQLite (not a database, damaged, unreadable), or the
+ * PostgreSQL server at KEEL_DATABASE_URL (refused, unknown, no answer within the connect timeout). A command or
+ * the server stops with this one line, before anything is written; a file is left as it is for the operator.
  */
 export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()("DatabaseUnavailable", {
   code: Schema.Literal("DATABASE_UNAVAILABLE"),
@@ -124,7 +128,7 @@ export const sqliteFromConfig = Layer.unwrapEffect(
           })
         )
     }
-    const client = SqliteImmediate.layer({ filename: config.databaseFile })
+    const client = withDialect(SqliteImmediate.layer({ filename: config.databaseFile }))
     // SQLite's default page cache is 2 MB; search indexes are far larger. Memory-mapped reads and a
     // bigger cache keep hot index pages off the read() path. In WAL mode, synchronous=NORMAL syncs the
     // log at checkpoints instead of at every commit: a killed process loses nothing it committed, an OS
@@ -143,12 +147,77 @@ export const sqliteFromConfig = Layer.unwrapEffect(
   })
 )
 
+/** A client layer with its `SqlDialect` beside it, so services can ask which engine they talk to. */
+export const withDialect = <ROut, E, RIn>(client: Layer.Layer<ROut | SqlClient.SqlClient, E, RIn>) =>
+  Dialect.layerFromClient.pipe(Layer.provideMerge(client))
+
 /** An in-memory SQLite database: the same engine and migrations, nothing on disk. */
-export const sqliteMemory = SqliteImmediate.layer({ filename: ":memory:" })
+export const sqliteMemory = withDialect(SqliteImmediate.layer({ filename: ":memory:" }))
+
+/**
+ * PostgreSQL at `url`: a pool of at most `pool` connections named `keel` in `pg_stat_activity`. The driver's
+ * `SELECT 1` at build (bounded by `connectTimeout`, as is every later connect) makes a server that refuses, does
+ * not know the database or does not answer a `DatabaseUnavailable` at start, naming the URL without its password.
+ */
+export const postgres = (options: {
+  readonly url: Redacted.Redacted
+  readonly pool: number
+  readonly connectTimeout: Duration.DurationInput
+}) => {
+  const raw = Redacted.value(options.url)
+  const shown = redactDatabaseUrl(raw)
+  const password = Option.getOrUndefined(Option.liftThrowable(() => new URL(raw).password)())
+  const unavailable = (cause: Cause.Cause<unknown>) => {
+    const reason = failureReason(Cause.squash(cause))
+    const detail = `cannot open the database ${shown}: ${reason}`
+    return Layer.fail(
+      new DatabaseUnavailable({
+        code: "DATABASE_UNAVAILABLE",
+        // A driver message never carries the password; should one ever quote the URL, it still does not.
+        detail: password === undefined || password === "" ? detail : detail.split(password).join("***")
+      })
+    )
+  }
+  return withDialect(
+    PgClient.layer({
+      url: options.url,
+      maxConnections: options.pool,
+      connectTimeout: options.connectTimeout,
+      applicationName: "keel"
+    }).pipe(Layer.catchAllCause(unavailable))
+  )
+}
+
+/** PostgreSQL at KEEL_DATABASE_URL with the pool and timeout settings. */
+const postgresFromConfig = (config: AppSettings, url: Redacted.Redacted) =>
+  postgres({ url, pool: config.databasePool, connectTimeout: config.databaseConnectTimeout })
+
+/**
+ * The database of this process: PostgreSQL when KEEL_DATABASE_URL is set, else the data dir's SQLite file. Either
+ * way the `SqlClient` and its `SqlDialect` (SQLite also gives its driver's `SqliteClient`: the hot connection's).
+ */
+export const databaseFromConfig: Layer.Layer<SqlClient.SqlClient | Dialect.SqlDialect, DatabaseUnavailable, AppConfig> =
+  Layer.unwrapEffect(
+    Effect.map(AppConfig, (config) =>
+      Option.match(config.databaseUrl, {
+        onNone: (): Layer.Layer<SqlClient.SqlClient | Dialect.SqlDialect, DatabaseUnavailable, AppConfig> =>
+          sqliteFromConfig,
+        onSome: (url) => postgresFromConfig(config, url)
+      })
+    )
+  )
 
 export interface DatabaseInfo {
+  /** `sqlite` or `pg` (the `SqlClient`'s dialect). */
   readonly dialect: string
-  readonly file: string
+  readonly engine: "sqlite" | "postgresql"
+  /** SQLite: the database file (or `:memory:`). */
+  readonly file?: string
+  /** PostgreSQL: KEEL_DATABASE_URL without its password. */
+  readonly url?: string
+  /** PostgreSQL: `SHOW server_version`. */
+  readonly serverVersion?: string
+  /** SQLite's journal mode (`wal`); `n/a` on PostgreSQL. */
   readonly journalMode: string
   readonly migrations: ReadonlyArray<AppliedMigration>
 }
@@ -162,12 +231,29 @@ export class Database extends Effect.Service<Database>()("platform/Database", {
     const dialect = sql.onDialectOrElse({ sqlite: () => "sqlite", pg: () => "pg", orElse: () => "other" })
     const ping = sql`SELECT 1 AS ok`.pipe(Effect.asVoid, Effect.withSpan("Database.ping"))
 
+    /** What says which database this is: the file and its journal mode, or the server's URL and version. */
+    const where = Effect.gen(function* () {
+      if (dialect === "pg") {
+        const version = (yield* sql<{ server_version: string }>`SHOW server_version`)[0]?.server_version
+        const url = Option.map(config.databaseUrl, (u) => redactDatabaseUrl(Redacted.value(u)))
+        return {
+          dialect,
+          engine: "postgresql" as const,
+          ...(Option.isSome(url) ? { url: url.value } : {}),
+          serverVersion: version ?? "unknown",
+          journalMode: "n/a"
+        }
+      }
+      const journalMode =
+        dialect === "sqlite"
+          ? ((yield* sql<{ journal_mode: string }>`PRAGMA journal_mode`)[0]?.journal_mode ?? "unknown")
+          : "n/a"
+      return { dialect, engine: "sqlite" as const, file: config.databaseFile, journalMode }
+    })
+
     const info = (domains: ReadonlyArray<string>) =>
       Effect.gen(function* () {
-        const journalMode =
-          dialect === "sqlite"
-            ? ((yield* sql<{ journal_mode: string }>`PRAGMA journal_mode`)[0]?.journal_mode ?? "unknown")
-            : "n/a"
+        const here = yield* where
         const migrations: Array<AppliedMigration> = []
         for (const domain of domains) {
           const rows = yield* sql<{ migration_id: number; name: string }>`
@@ -176,7 +262,7 @@ export class Database extends Effect.Service<Database>()("platform/Database", {
           )
           for (const row of rows) migrations.push({ domain, id: Number(row.migration_id), name: row.name })
         }
-        return { dialect, file: config.databaseFile, journalMode, migrations } satisfies DatabaseInfo
+        return { ...here, migrations } satisfies DatabaseInfo
       }).pipe(Effect.orDie)
 
     return { dialect, ping, info } as const
@@ -186,20 +272,28 @@ export class Database extends Effect.Service<Database>()("platform/Database", {
 export { isSqliteBusy, sqliteCode } from "./sql/SqliteCodes.js"
 
 /**
- * Retries a write that met SQLITE_BUSY/LOCKED (past the busy timeout, or a stale snapshot, which SQLite
- * does not wait for): up to 8 more tries, exponential from 20 ms with jitter, so contending processes
- * spread out instead of colliding again.
+ * A failure that either engine's dialect calls retryable: SQLITE_BUSY/LOCKED, or PostgreSQL's 40001
+ * serialization failure, 40P01 deadlock, 55P03 lock not available. The two sets of codes cannot be confused
+ * (`SQLITE_…` against five-character SQLSTATEs), so callers need not know the engine.
+ */
+export const isRetryable = (error: unknown) => Dialect.sqlite.retryable(error) || Dialect.pg.retryable(error)
+
+/**
+ * Retries a write that met a retryable failure (SQLite: another process's lock past the busy timeout, or a
+ * stale snapshot, which SQLite does not wait for; PostgreSQL: a serialization failure, a deadlock, a lock not
+ * available): up to 8 more tries, exponential from 20 ms with jitter, so contenders spread out instead of
+ * colliding again.
  */
 export const retryBusy = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.retry(effect, {
-    while: isSqliteBusy,
+    while: isRetryable,
     schedule: Schedule.exponential("20 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8)))
   })
 
-/** A database failure as a defect that says what SQLite said (its code and message), not only "failed". */
+/** A database failure as a defect that says what the engine said (its code and message), not only "failed". */
 export const sqlDefect = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.orDieWith(effect, (error) => {
-    const code = sqliteCode(error)
+    const code = sqliteCode(error) ?? Dialect.pgCode(error)
     const cause = (error as { cause?: { message?: unknown } }).cause?.message
     const message = (error as { message?: unknown }).message
     return new Error(

@@ -1,8 +1,9 @@
 import * as path from "node:path"
-import { Config, Duration, Effect, Option } from "effect"
+import { Config, Duration, Effect, Option, Redacted } from "effect"
 import { AppConfig, thisHostName } from "./AppConfig.js"
 import { durationSetting } from "./DurationSetting.js"
 import { displayUrl } from "./GitMirror.js"
+import { redactDatabaseUrl } from "./sql/DatabaseUrl.js"
 
 /**
  * Every setting a deployment varies, as this process resolves it, for `ctl config show`: the platform's,
@@ -19,6 +20,10 @@ export const effectiveSettings = Effect.gen(function* () {
   return {
     data_dir: config.dataDir,
     database_file: config.databaseFile,
+    // PostgreSQL when set: shown without its password.
+    database_url: Option.getOrNull(Option.map(config.databaseUrl, (url) => redactDatabaseUrl(Redacted.value(url)))),
+    database_pool: config.databasePool,
+    database_connect_timeout: Duration.format(config.databaseConnectTimeout),
     http_host: config.httpHost,
     http_port: config.httpPort,
     http_body_limit: config.bodyLimitBytes,

@@ -4,6 +4,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Effect, Exit, Option } from "effect"
 import { openHotConnection, Refused, type SqlParam, type SyncStatements, syncOn } from "./SyncSql.js"
+import { SqlDialect } from "./sql/SqlDialect.js"
 
 export type { SqlParam } from "./SyncSql.js"
 
@@ -30,11 +31,14 @@ export const placeholders = (columns: number, rows: number) => {
   return text
 }
 
-const on = (conn: Connection): DirectStatements => ({
-  all: <Row extends object>(text: string, params: ReadonlyArray<SqlParam> = []) =>
-    conn.execute(text, params as Array<SqlParam>, undefined) as Effect.Effect<Array<Row>, SqlError>,
-  run: (text, params = []) => Effect.asVoid(conn.execute(text, params as Array<SqlParam>, undefined))
-})
+/** The statements on `conn`, each text in the engine's placeholders (`dialect.text`: as written on SQLite). */
+const statementsOn =
+  (dialect: SqlDialect["Type"]) =>
+  (conn: Connection): DirectStatements => ({
+    all: <Row extends object>(text: string, params: ReadonlyArray<SqlParam> = []) =>
+      conn.execute(dialect.text(text), params as Array<SqlParam>, undefined) as Effect.Effect<Array<Row>, SqlError>,
+    run: (text, params = []) => Effect.asVoid(conn.execute(dialect.text(text), params as Array<SqlParam>, undefined))
+  })
 
 /**
  * The hot-path transaction. `sql.withTransaction` and the `sql` template compile, trace and lock every
@@ -49,6 +53,8 @@ const on = (conn: Connection): DirectStatements => ({
 export class SqlDirect extends Effect.Service<SqlDirect>()("platform/SqlDirect", {
   scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const dialect = yield* SqlDialect
+    const on = statementsOn(dialect)
     const hot = yield* hotConnectionOf(sql)
 
     const topLevel = <A, E, R>(body: (db: DirectStatements) => Effect.Effect<A, E, R>) =>
@@ -56,7 +62,8 @@ export class SqlDirect extends Effect.Service<SqlDirect>()("platform/SqlDirect",
         Effect.scoped(
           Effect.gen(function* () {
             const conn = yield* sql.reserve
-            yield* conn.execute("BEGIN IMMEDIATE", [], undefined)
+            // SQLite takes the write lock first (BEGIN IMMEDIATE); PostgreSQL locks rows as it goes (BEGIN).
+            yield* conn.execute(dialect.beginWrite, [], undefined)
             const exit = yield* restore(body(on(conn))).pipe(
               Effect.provideService(SqlClient.TransactionConnection, [conn, 0] as const),
               Effect.exit
