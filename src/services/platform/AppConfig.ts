@@ -1,6 +1,6 @@
 import * as os from "node:os"
 import * as path from "node:path"
-import { Config, Duration, Effect, Option, Redacted, Schema } from "effect"
+import { Config, Duration, Effect, Option, type Redacted, Schema } from "effect"
 import { durationSetting } from "./DurationSetting.js"
 
 export const LogFormat = Schema.Literal("auto", "pretty", "json", "logfmt")
@@ -18,11 +18,13 @@ export const appConfig = Config.all({
   databaseFile: Config.option(Config.string("KEEL_DATABASE_FILE")),
   // A secret (it may carry a password): never printed, only its redacted form (sql/DatabaseUrl.ts).
   databaseUrl: Config.option(
-    Config.redacted("KEEL_DATABASE_URL").pipe(
-      Config.validate({
-        message: "must be a postgres:// or postgresql:// URL",
-        validation: (url) => /^postgres(ql)?:\/\/./.test(Redacted.value(url))
-      })
+    Config.redacted(
+      Config.string("KEEL_DATABASE_URL").pipe(
+        Config.validate({
+          message: "must be a postgres:// or postgresql:// URL",
+          validation: (url) => /^postgres(ql)?:\/\/./.test(url)
+        })
+      )
     )
   ),
   databasePool: Config.integer("KEEL_DATABASE_POOL").pipe(

@@ -262,7 +262,8 @@ export class Database extends Effect.Service<Database>()("platform/Database", {
           )
           for (const row of rows) migrations.push({ domain, id: Number(row.migration_id), name: row.name })
         }
-        return { ...here, migrations } satisfies DatabaseInfo
+        const result: DatabaseInfo = { ...here, migrations }
+        return result
       }).pipe(Effect.orDie)
 
     return { dialect, ping, info } as const
