@@ -18,29 +18,15 @@ import {
   TestDatabase,
   withSearchPath
 } from "../support/keel.js"
+import { freshSchema, postgresSkipReason, testDatabaseUrl } from "../support/pg-schema.js"
 
 /**
- * When this file runs: with KEEL_TEST_DATABASE_URL (CI's `npm run test:pg` step, which `.ci/run` points at a
- * database made for the run), or else when a PostgreSQL answers on 127.0.0.1:5432 (a developer's machine: the
- * issue's setup, trust auth, database `test`). Without either it is skipped — except in CI, where a missing server
- * is a broken CI and fails the file instead of skipping it silently.
+ * When this file runs: as every PostgreSQL test file does (test/support/pg-schema.ts), with KEEL_TEST_DATABASE_URL
+ * (CI's `npm run test:pg` step, which `.ci/run` points at a database made for the run), or else when a PostgreSQL
+ * answers on 127.0.0.1:5432 (a developer's machine: the issue's setup, trust auth, database `test`). Without either
+ * it is skipped — except in CI, where a missing server is a broken CI and fails the file instead.
  */
-const LOCAL = "postgres://postgres@127.0.0.1:5432/test"
-const answersLocally = await new Promise<boolean>((resolve) => {
-  const socket = net.connect(5432, "127.0.0.1")
-  const settle = (answers: boolean) => {
-    socket.destroy()
-    resolve(answers)
-  }
-  socket.setTimeout(2_000, () => settle(false))
-  socket.once("connect", () => settle(true))
-  socket.once("error", () => settle(false))
-})
-const url = process.env.KEEL_TEST_DATABASE_URL ?? (answersLocally ? LOCAL : undefined)
-if (url === undefined && process.env.CI !== undefined && process.env.CI !== "")
-  throw new Error("CI runs the PostgreSQL tests: set KEEL_TEST_DATABASE_URL (.ci/run does) or start PostgreSQL")
-
-const base = Redacted.make(url ?? LOCAL)
+const base = Redacted.make(testDatabaseUrl)
 
 /** A TCP port nothing listens on (bound, then closed). */
 const closedPort = () =>
@@ -82,7 +68,7 @@ const schemaExists = (schema: string) =>
     )
   ).pipe(Effect.provide(pgScratchSchema({ url: base })))
 
-describe.skipIf(url === undefined)("PostgreSQL: the connection, the dialect, the test harness", () => {
+describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL: the connection, the dialect, the test harness", () => {
   it.effect("KEEL_DATABASE_URL selects PostgreSQL (application_name keel, dialect pg); without it, SQLite", () =>
     Effect.gen(function* () {
       const onPg = yield* Effect.gen(function* () {
@@ -203,6 +189,37 @@ describe.skipIf(url === undefined)("PostgreSQL: the connection, the dialect, the
         )
       )
     )
+  )
+
+  it.scoped("ctl db status on PostgreSQL: the engine, the URL without its password, the server, every migration", () =>
+    Effect.gen(function* () {
+      const schema = yield* freshSchema
+      const url = new URL(withSearchPath(testDatabaseUrl, schema))
+      // Trust authentication ignores a password it did not ask for; one given is kept as it is.
+      if (url.password === "") url.password = "pw-for-status"
+      const password = decodeURIComponent(url.password)
+      const env = { KEEL_DATA_DIR: freshDataDir(), KEEL_DATABASE_URL: url.toString() }
+      const run = yield* runCli(["db", "status", "--json"], env)
+      assert.strictEqual(run.exitCode, 0, run.stderr)
+      const info = JSON.parse(run.stdout) as {
+        engine: string
+        url: string
+        serverVersion: string
+        migrations: Array<{ domain: string }>
+      }
+      assert.strictEqual(info.engine, "postgresql")
+      assert.strictEqual(info.url, redactDatabaseUrl(url.toString()))
+      assert.include(info.url, ":***@")
+      assert.match(info.serverVersion, /^\d+/)
+      assert.sameMembers(
+        [...new Set(info.migrations.map((m) => m.domain))],
+        ["platform", "product", "groundtruth", "market", "fleet"]
+      )
+      const text = yield* runCli(["db", "status"], env)
+      assert.strictEqual(text.exitCode, 0, text.stderr)
+      assert.match(text.stdout, /^postgresql postgres:\/\/\S+:\*\*\*@\S+ \(server \d+[^)]*\)+\nDOMAIN/)
+      for (const output of [run, text]) assert.notInclude(output.stdout + output.stderr, password)
+    })
   )
 
   it.effect("a closed port: DATABASE_UNAVAILABLE in one line, exit 1, the password nowhere in the output", () =>

@@ -24,15 +24,20 @@ const admin = async (statement: string) => {
 /**
  * Why the PostgreSQL tests of a file are skipped, or undefined when they run. They run whenever
  * KEEL_TEST_DATABASE_URL is set (a server that does not answer then fails them) or the default server answers;
- * without either there is no PostgreSQL to test against (CI has one, so they run there).
+ * without either there is no PostgreSQL to test against — except in CI (`CI` set), which always has one
+ * (`.ci/run`): there a missing server fails the file instead of skipping it silently.
  */
 export const postgresSkipReason: string | undefined =
   explicitUrl !== undefined
     ? undefined
     : await admin("SELECT 1").then(
         () => undefined,
-        (error: unknown) =>
-          `no PostgreSQL: KEEL_TEST_DATABASE_URL is unset and 127.0.0.1:5432 did not answer (${String(error)})`
+        (error: unknown) => {
+          const reason = `no PostgreSQL: KEEL_TEST_DATABASE_URL is unset and 127.0.0.1:5432 did not answer (${String(error)})`
+          if (process.env.CI !== undefined && process.env.CI !== "")
+            throw new Error(`CI runs the PostgreSQL tests: ${reason}`)
+          return reason
+        }
       )
 
 /** `url` whose sessions start with `schema` as their search path (libpq's `options`, which node-postgres sends). */
