@@ -6,7 +6,11 @@ const presentOf = <D extends Schema.Schema.Any>(document: D) =>
   Schema.Struct({ state: Schema.Literal("present"), document })
 const absent = Schema.Struct({ state: Schema.Literal("absent") })
 const failed = Schema.Struct({ state: Schema.Literal("error"), error: Schema.String })
-/** The capacity publication and the janitor report are relayed as stored, whatever they say. */
+/**
+ * The capacity publication and the janitor report are relayed as stored, whatever they say: the object API stores
+ * them as a host sent them (host-state-write), without a schema, so nothing holds them to one (gates and the
+ * overview decode the capacity on read and say when it does not).
+ */
 export const Publication = Schema.Union(presentOf(Schema.Unknown), absent, failed)
 
 /**
