@@ -150,7 +150,7 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
         const entries = frequencies.changes()
         for (let i = 0; i < entries.length; i += INSERT_BATCH) {
           yield* sql`INSERT INTO gt_terms ${sql.insert(entries.slice(i, i + INSERT_BATCH))}
-            ON CONFLICT (stem) DO UPDATE SET df = df + excluded.df`
+            ON CONFLICT (stem) DO UPDATE SET df = gt_terms.df + excluded.df`
         }
         yield* sql`DELETE FROM gt_terms WHERE df <= 0`
       })
@@ -229,7 +229,9 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
             model: embedder.model,
             vector: new Uint8Array(vectors.right[j]!.buffer.slice(0))
           }))
-          yield* sql`INSERT OR REPLACE INTO gt_vectors ${sql.insert(rows)}`
+          // The row is the key and the vector (no other column), so updating the vector is what REPLACE did.
+          yield* sql`INSERT INTO gt_vectors ${sql.insert(rows)}
+            ON CONFLICT (digest, model) DO UPDATE SET vector = excluded.vector`
           computed += rows.length
         }
         return { computed, error: null as string | null }

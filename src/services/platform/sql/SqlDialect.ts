@@ -111,8 +111,12 @@ export const pg: SqlDialectShape = {
   uniqueViolation: (error) => pgCode(error) === "23505"
 }
 
+/**
+ * The dialect of `client`: what a repository that holds the client (and not the port) branches on, so that its
+ * one clause that differs (a row lock SQLite has no syntax for) can never disagree with the engine it runs on.
+ */
+export const dialectOf = (client: SqlClient.SqlClient): SqlDialectShape =>
+  client.onDialectOrElse({ pg: () => pg, orElse: () => sqlite })
+
 /** The dialect of the `SqlClient` in context: provided beside it, never chosen separately. */
-export const layerFromClient = Layer.effect(
-  SqlDialect,
-  Effect.map(SqlClient.SqlClient, (client) => client.onDialectOrElse({ pg: () => pg, orElse: () => sqlite }))
-)
+export const layerFromClient = Layer.effect(SqlDialect, Effect.map(SqlClient.SqlClient, dialectOf))

@@ -5,6 +5,7 @@ import { QueueDrainTimedOut } from "../../../../contracts/fleet/Handoff.js"
 import { JobKeyReused, JobNotFound, type JobState } from "../../../../contracts/fleet/Jobs.js"
 import { retryBusy, sqlDefect } from "../../../platform/Database.js"
 import { SqlDirect } from "../../../platform/SqlDirect.js"
+import { dialectOf } from "../../../platform/sql/SqlDialect.js"
 
 export interface Job {
   readonly id: string
@@ -92,6 +93,9 @@ const pausedIn = (sql: Sql) =>
 
 /** A job's life as a worker and a submitter see it: queued, claimed, leased, written to, finished or cancelled. */
 const jobLifecycle = (sql: Sql, direct: SqlDirect) => {
+  // PostgreSQL: several workers claim at once, and each must skip the row another is claiming (without the lock,
+  // READ COMMITTED hands one job to several). SQLite has one writer and no FOR UPDATE.
+  const claimLock = sql.literal(dialectOf(sql).name === "pg" ? "FOR UPDATE SKIP LOCKED" : "")
   const paused = pausedIn(sql)
   /**
    * Queues a job. With an idempotency key (e.g. a release run's id and platform) a second submit answers the job
@@ -132,12 +136,14 @@ const jobLifecycle = (sql: Sql, direct: SqlDirect) => {
   const claim = Effect.fn("JobQueue.claim")(function* (worker: string, leaseMillis: number) {
     if (yield* paused) return Option.none<Job>()
     const now = yield* Clock.currentTimeMillis
-    // A target whose own queue is paused (a storage handoff) gives out nothing; the others go on.
+    // A target whose own queue is paused (a storage handoff) gives out nothing; the others go on. The outer test
+    // of the state repeats the inner one for PostgreSQL, where a row lock waited for re-checks only the outer WHERE.
     const rows = yield* sql<JobRow>`UPDATE jobs SET state = 'running', worker = ${worker}, attempt = attempt + 1,
         started_at = ${now}, lease_expires_at = ${now + leaseMillis}
       WHERE id = (SELECT id FROM jobs WHERE (state = 'queued' OR (state = 'running' AND lease_expires_at < ${now}))
         AND target NOT IN (SELECT substr(key, 8) FROM queue_control WHERE key LIKE 'paused:%' AND value = 'true')
-        ORDER BY seq LIMIT 1)
+        ORDER BY seq LIMIT 1 ${claimLock})
+      AND (state = 'queued' OR (state = 'running' AND lease_expires_at < ${now}))
       RETURNING *`
     return Option.map(Option.fromNullable(rows[0]), toJob)
   }, write)
@@ -300,7 +306,8 @@ const jobReads = (sql: Sql) => {
         SELECT target,
           sum(CASE WHEN state = 'running' THEN 1 ELSE 0 END) AS running,
           sum(CASE WHEN started_at IS NULL THEN 0
-                   ELSE COALESCE(finished_at, ${now}) - max(started_at, ${since}) END) AS millis
+                   ELSE COALESCE(finished_at, ${now})
+                     - CASE WHEN started_at > ${since} THEN started_at ELSE ${since} END END) AS millis
         FROM jobs WHERE started_at IS NOT NULL AND COALESCE(finished_at, ${now}) >= ${since}
         GROUP BY target`
       return new Map(
