@@ -9,6 +9,7 @@ import {
   SummaryBucket,
   VariantResult
 } from "../../contracts/product/Readout.js"
+import { dialectOf } from "../platform/sql/SqlDialect.js"
 import { LATEST_EVENT_MILLIS } from "./EventTime.js"
 import { type App, JourneyRegistry } from "./JourneyRegistry.js"
 import { METRIC_EXISTS_SQL, RESULTS_SQL, SUMMARY_SQL } from "./ReadoutSql.js"
@@ -102,6 +103,24 @@ interface VariantCounts {
 
 const ZERO: VariantCounts = { subjects: 0, exposures: 0, conversions: 0 }
 
+/**
+ * A count or a sum as a number: PostgreSQL's driver answers `count(*)` (int8) and the sum of a BIGINT (numeric) as
+ * text, SQLite's as numbers.
+ */
+type Counted = number | bigint | string
+
+const countsOf = (row: { subjects: Counted; exposures: Counted; conversions: Counted }): VariantCounts => ({
+  subjects: Number(row.subjects),
+  exposures: Number(row.exposures),
+  conversions: Number(row.conversions)
+})
+
+const figures = (row: { visitors: Counted; pageviews: Counted; events: Counted }) => ({
+  visitors: Number(row.visitors),
+  pageviews: Number(row.pageviews),
+  events: Number(row.events)
+})
+
 /** Every figure of one variant against control (docs/analytics.md, "Experiment results"). */
 const variantResult = (
   variant: { readonly name: string; readonly weight: number },
@@ -145,8 +164,9 @@ export class Readout extends Effect.Service<Readout>()("product/Readout", {
     const sql = yield* SqlClient.SqlClient
     const registry = yield* JourneyRegistry
 
+    const dialect = dialectOf(sql)
     const all = <Row extends object>(text: string, params: ReadonlyArray<string | number>) =>
-      sql.unsafe<Row>(text, params as Array<string | number>).pipe(Effect.orDie)
+      sql.unsafe<Row>(dialect.text(text), params as Array<string | number>).pipe(Effect.orDie)
 
     const experimentResults = Effect.fn("Readout.experimentResults")(function* (query: ResultsQuery) {
       const current = yield* registry.current
@@ -175,11 +195,11 @@ export class Readout extends Effect.Service<Readout>()("product/Readout", {
           detail: `no analytics event is named ${JSON.stringify(metric)}: a metric is the name of a collected event`
         })
       }
-      const rows = yield* all<{ variant: string; subjects: number; exposures: number; conversions: number }>(
+      const rows = yield* all<{ variant: string; subjects: Counted; exposures: Counted; conversions: Counted }>(
         RESULTS_SQL,
         [metric, to, experiment.id, from, to]
       )
-      const counts = new Map(rows.map((row) => [row.variant, row]))
+      const counts = new Map(rows.map((row) => [row.variant, countsOf(row)]))
       const control = experiment.variants.find((v) => v.name === "control") ?? experiment.variants[0]
       const controlCounts = counts.get(control.name) ?? ZERO
       const variants = experiment.variants.map((variant) =>
@@ -201,7 +221,7 @@ export class Readout extends Effect.Service<Readout>()("product/Readout", {
         control: control.name,
         variants,
         srm: srm === null ? null : new SampleRatioCheck({ ...srm, mismatch: srm.p_value < SRM_THRESHOLD }),
-        unlisted_subjects: rows.filter((r) => !listed.has(r.variant)).reduce((n, r) => n + r.subjects, 0)
+        unlisted_subjects: rows.filter((r) => !listed.has(r.variant)).reduce((n, r) => n + Number(r.subjects), 0)
       })
     })
 
@@ -226,43 +246,50 @@ export class Readout extends Effect.Service<Readout>()("product/Readout", {
       }
       const range = [query.site, from, to] as const
       const [totals, series, pages, referrers, utmSources] = [
-        yield* all<{ visitors: number; pageviews: number; events: number }>(SUMMARY_SQL.totals, range),
-        yield* all<{ bucket: number; visitors: number; pageviews: number; events: number }>(SUMMARY_SQL.series, [
+        yield* all<{ visitors: Counted; pageviews: Counted; events: Counted }>(SUMMARY_SQL.totals, range),
+        yield* all<{ bucket: Counted; visitors: Counted; pageviews: Counted; events: Counted }>(SUMMARY_SQL.series, [
           step,
           step,
           ...range
         ]),
-        yield* all<{ page: string; pageviews: number; visitors: number }>(SUMMARY_SQL.pages, [...range, limit]),
-        yield* all<{ referrer: string; visitors: number; pageviews: number }>(SUMMARY_SQL.referrers, [...range, limit]),
-        yield* all<{ utm_source: string; visitors: number; pageviews: number }>(SUMMARY_SQL.utmSources, [
+        yield* all<{ page: string; pageviews: Counted; visitors: Counted }>(SUMMARY_SQL.pages, [...range, limit]),
+        yield* all<{ referrer: string; visitors: Counted; pageviews: Counted }>(SUMMARY_SQL.referrers, [
+          ...range,
+          limit
+        ]),
+        yield* all<{ utm_source: string; visitors: Counted; pageviews: Counted }>(SUMMARY_SQL.utmSources, [
           ...range,
           limit
         ])
       ]
-      const byBucket = new Map(series.map((row) => [row.bucket, row]))
+      const byBucket = new Map(series.map((row) => [Number(row.bucket), row]))
       return new AnalyticsSummary({
         site: query.site,
         from: iso(from),
         to: iso(to),
         interval,
-        totals: totals[0] ?? { visitors: 0, pageviews: 0, events: 0 },
+        totals: totals[0] === undefined ? { visitors: 0, pageviews: 0, events: 0 } : figures(totals[0]),
         // Every bucket of the range, empty ones as zeros, so a chart needs no gap filling.
         series: Array.from({ length: buckets }, (_, i) => {
           const start = first + i * step
           const row = byBucket.get(start)
           return new SummaryBucket({
             start: iso(start),
-            visitors: row?.visitors ?? 0,
-            pageviews: row?.pageviews ?? 0,
-            events: row?.events ?? 0
+            visitors: Number(row?.visitors ?? 0),
+            pageviews: Number(row?.pageviews ?? 0),
+            events: Number(row?.events ?? 0)
           })
         }),
-        top_pages: pages.map((r) => ({ page: r.page, pageviews: r.pageviews, visitors: r.visitors })),
-        top_referrers: referrers.map((r) => ({ referrer: r.referrer, visitors: r.visitors, pageviews: r.pageviews })),
+        top_pages: pages.map((r) => ({ page: r.page, pageviews: Number(r.pageviews), visitors: Number(r.visitors) })),
+        top_referrers: referrers.map((r) => ({
+          referrer: r.referrer,
+          visitors: Number(r.visitors),
+          pageviews: Number(r.pageviews)
+        })),
         top_utm_sources: utmSources.map((r) => ({
           utm_source: r.utm_source,
-          visitors: r.visitors,
-          pageviews: r.pageviews
+          visitors: Number(r.visitors),
+          pageviews: Number(r.pageviews)
         }))
       })
     })

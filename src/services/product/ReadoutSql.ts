@@ -7,8 +7,32 @@
 export const PAGEVIEW = "pageview"
 
 /**
- * `url`'s path without query or fragment (`https://keel.dev/pricing?x#y` → `/pricing`); a relative url as
- * is. A function of the column's name: the migration backfills with it and the collector inserts with it.
+ * `url`'s path without query or fragment (`https://keel.dev/pricing?x#y` → `/pricing`): what follows the first `://`
+ * from its first `/` (`/` when there is none), or the whole of a url without `://`, cut at its first `?` or `#`;
+ * `/` when nothing is left; null for no url. The collector stores it with each event (`page`).
+ */
+export const pagePath = (url: string | null | undefined): string | null => {
+  if (url === null || url === undefined || url === "") return null
+  const scheme = url.indexOf("://")
+  let path = url
+  if (scheme !== -1) {
+    const slash = url.indexOf("/", scheme + 3)
+    path = slash === -1 ? "" : url.slice(slash)
+  }
+  const query = path.indexOf("?")
+  const fragment = path.indexOf("#")
+  const end = query === -1 ? fragment : fragment === -1 ? query : Math.min(query, fragment)
+  const page = end === -1 ? path : path.slice(0, end)
+  return page === "" ? "/" : page
+}
+
+/** `utm.source` as the collector stores it with each event (`utm_source`): null when absent or empty. */
+export const utmSource = (utm: { readonly source?: string | undefined } | undefined): string | null =>
+  utm?.source === undefined || utm.source === "" ? null : utm.source
+
+/**
+ * `pagePath` in SQLite's SQL, a function of the column's name: migration 0005 backfilled the column with it (its
+ * history: the collector now computes the value in TypeScript, which both engines store alike).
  */
 export const pageExpression = (url: string) => {
   const rest = `substr(${url}, instr(${url}, '://') + 3)`
@@ -47,20 +71,23 @@ export const referrerHostExpression = (referrer: string) => {
   ELSE nullif(CASE WHEN ${host} LIKE 'www.%' THEN substr(${host}, 5) ELSE ${host} END, '') END)`
 }
 
-/** `utm.source` of the stored UTM JSON. */
+/** `utmSource` in SQLite's SQL, read from the stored UTM JSON: migration 0005's backfill (kept for its history). */
 export const utmSourceExpression = (utm: string) =>
   `(CASE WHEN json_valid(${utm}) THEN nullif(json_extract(${utm}, '$.source'), '') END)`
 
 const RANGE = "site_id = ? AND occurred_at >= ? AND occurred_at < ?"
 
+/** 1 for a page view, else 0: summed, it counts them (PostgreSQL has no sum of a boolean, SQLite's is this). */
+const IS_PAGEVIEW = `CASE WHEN name = '${PAGEVIEW}' THEN 1 ELSE 0 END`
+
 /** The summary's statements; each reads one range of `analytics_events_summary` and nothing else. */
 export const SUMMARY_SQL = {
   /** params: site, from, to */
-  totals: `SELECT count(DISTINCT visitor_id) AS visitors, coalesce(sum(name = '${PAGEVIEW}'), 0) AS pageviews,
+  totals: `SELECT count(DISTINCT visitor_id) AS visitors, coalesce(sum(${IS_PAGEVIEW}), 0) AS pageviews,
     count(*) AS events FROM analytics_events WHERE ${RANGE}`,
   /** params: step, step, site, from, to */
-  series: `SELECT (occurred_at / CAST(? AS INTEGER)) * CAST(? AS INTEGER) AS bucket, count(DISTINCT visitor_id) AS visitors,
-    sum(name = '${PAGEVIEW}') AS pageviews, count(*) AS events
+  series: `SELECT (occurred_at / CAST(? AS BIGINT)) * CAST(? AS BIGINT) AS bucket, count(DISTINCT visitor_id) AS visitors,
+    sum(${IS_PAGEVIEW}) AS pageviews, count(*) AS events
     FROM analytics_events WHERE ${RANGE} GROUP BY bucket ORDER BY bucket`,
   /** params: site, from, to, limit */
   pages: `SELECT page, count(*) AS pageviews, count(DISTINCT visitor_id) AS visitors
@@ -68,11 +95,11 @@ export const SUMMARY_SQL = {
     GROUP BY page ORDER BY pageviews DESC, page LIMIT ?`,
   /** params: site, from, to, limit */
   referrers: `SELECT referrer_host AS referrer, count(DISTINCT visitor_id) AS visitors,
-    sum(name = '${PAGEVIEW}') AS pageviews
+    sum(${IS_PAGEVIEW}) AS pageviews
     FROM analytics_events WHERE ${RANGE} AND referrer_host IS NOT NULL
     GROUP BY referrer_host ORDER BY visitors DESC, referrer LIMIT ?`,
   /** params: site, from, to, limit */
-  utmSources: `SELECT utm_source, count(DISTINCT visitor_id) AS visitors, sum(name = '${PAGEVIEW}') AS pageviews
+  utmSources: `SELECT utm_source, count(DISTINCT visitor_id) AS visitors, sum(${IS_PAGEVIEW}) AS pageviews
     FROM analytics_events WHERE ${RANGE} AND utm_source IS NOT NULL
     GROUP BY utm_source ORDER BY visitors DESC, utm_source LIMIT ?`
 } as const
@@ -83,8 +110,8 @@ export const SUMMARY_SQL = {
  * params: metric, to, experiment id, from, to
  */
 export const RESULTS_SQL = `SELECT x.variant AS variant, count(*) AS subjects, sum(x.exposures) AS exposures,
-  sum(EXISTS (SELECT 1 FROM analytics_events e WHERE e.name = ? AND e.visitor_id = x.subject
-    AND e.occurred_at >= x.first_exposed_at AND e.occurred_at < ?)) AS conversions
+  sum(CASE WHEN EXISTS (SELECT 1 FROM analytics_events e WHERE e.name = ? AND e.visitor_id = x.subject
+    AND e.occurred_at >= x.first_exposed_at AND e.occurred_at < ?) THEN 1 ELSE 0 END) AS conversions
   FROM experiment_exposures x
   WHERE x.experiment_id = ? AND x.first_exposed_at >= ? AND x.first_exposed_at < ?
   GROUP BY x.variant`
