@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { chunkedBody, HttpTest, rawRequest } from "../support/http.js"
+import { pageExpression, utmSourceExpression } from "../support/keel.js"
 
 const SITE = "keel-docs"
 const post = (kind: "web" | "mobile", body: unknown, contentType = "application/json") =>
@@ -201,6 +202,26 @@ layer(HttpTest({ env: { KEEL_COLLECT_SITES: `${SITE}, keel-app`, KEEL_COLLECT_WE
       assert.strictEqual(web.headers["access-control-allow-origin"], "*")
       const mobile = yield* post("mobile", { site_id: "keel-app", events: [] })
       assert.isUndefined(mobile.headers["access-control-allow-origin"])
+    })
+  )
+
+  // Last: every event the tests above stored is compared (what the collector computes in TypeScript against the
+  // SQL it replaced, which migration 0005 still backfills with).
+  it.effect("store page and utm_source as SQLite's expressions read them from url and utm", () =>
+    Effect.gen(function* () {
+      const urls = ["https://keel.dev/pricing?x#y", "https://keel.dev", "/docs#a?b", "docs", "x://"]
+      const result = yield* post("web", {
+        site_id: SITE,
+        events: urls.map((url, i) => event(`derived-${i}`, "v-derived", { url, utm: { source: `s${i}` } }))
+      })
+      assert.strictEqual(result.body.accepted, urls.length)
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{ n: number; differ: number }>`SELECT count(*) AS n,
+        sum(CASE WHEN page IS ${sql.literal(pageExpression("url"))}
+          AND utm_source IS ${sql.literal(utmSourceExpression("utm"))} THEN 0 ELSE 1 END) AS differ
+        FROM analytics_events`
+      assert.isAbove(Number(rows[0]!.n), 400)
+      assert.strictEqual(Number(rows[0]!.differ), 0)
     })
   )
 })

@@ -1,13 +1,15 @@
+import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, type ParseResult, Schema } from "effect"
 import { CollectBatch, CollectResult, MalformedBatch, SiteNotAllowed } from "../../contracts/product/Analytics.js"
 import { BoundedText as Text } from "../../contracts/shared/Text.js"
 import { GroupCommit } from "../platform/GroupCommit.js"
 import { hotSpan } from "../platform/HotSpan.js"
 import { placeholders, type SqlParam } from "../platform/SqlDirect.js"
+import { dialectOf } from "../platform/sql/SqlDialect.js"
 import { formatIssues } from "../platform/Validation.js"
 import { EventTimestamp, eventMillis, LATEST_EVENT_MILLIS } from "./EventTime.js"
 import { ProductConfig } from "./ProductConfig.js"
-import { pageExpression, referrerHost, utmSourceExpression } from "./ReadoutSql.js"
+import { pagePath, referrerHost, utmSource } from "./ReadoutSql.js"
 
 /** The longest text of each event field: the schema below and the written-out check (acceptEventFast) share them. */
 const MAX = { id: 128, name: 200, url: 2048, utm: 200 } as const
@@ -49,7 +51,9 @@ const EVENT_COLUMNS = [
   "utm",
   "props",
   "received_at",
-  "referrer_host"
+  "referrer_host",
+  "page",
+  "utm_source"
 ]
 const ATTRIBUTION_COLUMNS = [
   "site_id",
@@ -140,20 +144,13 @@ const safeJson = (value: unknown) => {
   }
 }
 
-/** `columnN` of a VALUES list: the value of that event column. */
-const valuesColumn = (column: string) => `column${EVENT_COLUMNS.indexOf(column) + 1}`
-
-/** The readout's derived columns (migration 0005) SQLite computes from the inserted values (`referrer_host` is a value). */
-const DERIVED = `${pageExpression(valuesColumn("url"))}, ${utmSourceExpression(valuesColumn("utm"))}`
-
 /**
- * The multi-row insert of `rows` events, with their derived columns; a retried event is skipped and not
- * returned. (`WHERE true` tells SQLite's parser that ON CONFLICT belongs to the INSERT.)
+ * The multi-row insert of `rows` events; a retried event is skipped and not returned. The readout's derived columns
+ * (`referrer_host`, `page`, `utm_source`) are values computed here, so the statement is plain SQL both engines read
+ * alike, and PostgreSQL types every parameter from its column.
  */
 const insertEvents = (rows: number) =>
-  `INSERT INTO analytics_events (${EVENT_COLUMN_LIST}, page, utm_source)
-  SELECT ${EVENT_COLUMNS.map((c) => valuesColumn(c)).join(", ")}, ${DERIVED}
-  FROM (VALUES ${placeholders(EVENT_COLUMNS.length, rows)}) WHERE true
+  `INSERT INTO analytics_events (${EVENT_COLUMN_LIST}) VALUES ${placeholders(EVENT_COLUMNS.length, rows)}
   ON CONFLICT (site_id, event_id) DO NOTHING RETURNING event_id`
 
 /** The first-touch rows of `rows` visitors; a visitor attributed before keeps its first attribution. */
@@ -175,7 +172,9 @@ const eventRow = (siteId: string, kind: CollectorKind, now: number, event: Analy
   event.utm ? safeJson(event.utm) : null,
   event.props ? safeJson(event.props) : null,
   now,
-  referrerHost(event.referrer)
+  referrerHost(event.referrer),
+  pagePath(event.url),
+  utmSource(event.utm)
 ]
 
 /** A visitor's first stored event as its attribution, in ATTRIBUTION_COLUMNS order. */
@@ -202,6 +201,8 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
   effect: Effect.gen(function* () {
     const groups = yield* GroupCommit
     const config = yield* ProductConfig
+    // The statements as this engine reads them (numbered placeholders on PostgreSQL; SQLite's text as written).
+    const dialect = dialectOf(yield* SqlClient.SqlClient)
 
     /**
      * Two statements per batch, whatever its size: the events (duplicates skipped by the primary key,
@@ -217,7 +218,7 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
         groups.submit((db) =>
           Effect.gen(function* () {
             const inserted = yield* db.all<{ event_id: string }>(
-              insertEvents(events.length),
+              dialect.text(insertEvents(events.length)),
               events.flatMap(({ event }) => eventRow(siteId, kind, now, event))
             )
             const stored = new Set(inserted.map((row) => row.event_id))
@@ -229,7 +230,7 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
             }
             if (firstByVisitor.size > 0) {
               yield* db.run(
-                insertAttribution(firstByVisitor.size),
+                dialect.text(insertAttribution(firstByVisitor.size)),
                 [...firstByVisitor.values()].flatMap((event) => attributionRow(siteId, event))
               )
             }
