@@ -27,7 +27,7 @@ export class CoinPriceSource extends Context.Tag("market/CoinPriceSource")<
       return {
         current: exactIntegers(
           sql<{ price: bigint }>`SELECT price FROM market_coin_prices WHERE source IN ('admin', 'demo')
-            ORDER BY at DESC, rowid DESC LIMIT 1`
+            ORDER BY at DESC, id DESC LIMIT 1`
         ).pipe(
           Effect.map((rows) => (rows[0] === undefined ? config.initialCoinPrice : BigInt(rows[0].price))),
           Effect.orDie
@@ -170,23 +170,23 @@ export class CoinHistory extends Effect.Service<CoinHistory>()("market/CoinHisto
       const head = yield* summary(period)
       if (sampling === "even") {
         const rows = yield* exactIntegers(
-          sql<PriceRow>`SELECT rowid AS seq, at, price FROM market_coin_prices
-            WHERE at >= ${head.from} AND at <= ${head.now} ORDER BY at, rowid`
+          sql<PriceRow>`SELECT id AS seq, at, price FROM market_coin_prices
+            WHERE at >= ${head.from} AND at <= ${head.now} ORDER BY at, id`
         ).pipe(Effect.orDie)
         return { report: reportOf(head, rows[0], downSample(rows, limit)), next: undefined }
       }
       const first = yield* exactIntegers(
-        sql<PriceRow>`SELECT rowid AS seq, at, price FROM market_coin_prices
-          WHERE at >= ${head.from} AND at <= ${head.now} ORDER BY at, rowid LIMIT 1`
+        sql<PriceRow>`SELECT id AS seq, at, price FROM market_coin_prices
+          WHERE at >= ${head.from} AND at <= ${head.now} ORDER BY at, id LIMIT 1`
       ).pipe(Effect.orDie)
       const rows = yield* exactIntegers(
         after === undefined
-          ? sql<PriceRow>`SELECT rowid AS seq, at, price FROM market_coin_prices
-              WHERE at >= ${head.from} AND at <= ${head.now} ORDER BY at, rowid LIMIT ${limit + 1}`
-          : sql<PriceRow>`SELECT rowid AS seq, at, price FROM market_coin_prices
+          ? sql<PriceRow>`SELECT id AS seq, at, price FROM market_coin_prices
+              WHERE at >= ${head.from} AND at <= ${head.now} ORDER BY at, id LIMIT ${limit + 1}`
+          : sql<PriceRow>`SELECT id AS seq, at, price FROM market_coin_prices
               WHERE at >= ${head.from} AND at <= ${head.now}
-                AND (at > ${after.at} OR (at = ${after.at} AND rowid > ${after.seq}))
-              ORDER BY at, rowid LIMIT ${limit + 1}`
+                AND (at > ${after.at} OR (at = ${after.at} AND id > ${after.seq}))
+              ORDER BY at, id LIMIT ${limit + 1}`
       ).pipe(Effect.orDie)
       const result = pageOf(rows, limit, (last): CoinHistoryCursor => ({ at: Number(last.at), seq: Number(last.seq) }))
       return { report: reportOf(head, first[0], result.items), next: result.next }
