@@ -11,6 +11,7 @@ import {
   MemoryObjectStoreLayer,
   ObjectGateway,
   ObjectStore,
+  prefixEnd,
   SqlObjectStoreLayer,
   SqlTest,
   sha256Hex
@@ -194,8 +195,43 @@ for (const [name, layer] of Object.entries(adapters)) {
         )
       }).pipe(Effect.provide(layer()))
     )
+
+    it.effect("a prefix matches case-sensitively, and % and _ in it are themselves", () =>
+      Effect.gen(function* () {
+        const store = yield* ObjectStore
+        for (const key of ["Case/A", "case/b", "case/é", "case%/c", "cas/d", "caseX/e", "CASE/f"])
+          yield* store.put(key, bytes(key))
+        assert.deepStrictEqual(
+          (yield* store.list("case/")).map((h) => h.key),
+          ["case/b", "case/é"]
+        )
+        assert.deepStrictEqual(
+          (yield* store.list("Case/")).map((h) => h.key),
+          ["Case/A"]
+        )
+        assert.deepStrictEqual(
+          (yield* store.list("case%")).map((h) => h.key),
+          ["case%/c"]
+        )
+        assert.deepStrictEqual(
+          (yield* store.list("cas_")).map((h) => h.key),
+          []
+        )
+      }).pipe(Effect.provide(layer()))
+    )
   })
 }
+
+describe("the SQL store's prefix range", () => {
+  it("ends at the least text past every key with the prefix, in code point order", () => {
+    assert.strictEqual(prefixEnd("state/"), "state0")
+    assert.strictEqual(prefixEnd("a\u{10FFFF}"), "b")
+    assert.strictEqual(prefixEnd("a\uD7FF"), "a\uE000")
+    assert.strictEqual(prefixEnd("a\uFFFF"), "a\u{10000}")
+    assert.isUndefined(prefixEnd(""))
+    assert.isUndefined(prefixEnd("\u{10FFFF}"))
+  })
+})
 
 describe("object keys", () => {
   it("refuse traversal, absolute paths, NUL and other tricks", () => {

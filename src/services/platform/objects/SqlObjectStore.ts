@@ -18,8 +18,26 @@ const toHead = (row: ObjectRow): ObjectHead => ({
   modifiedAt: Number(row.modified_at)
 })
 
-/** `LIKE` escaping, so `_` and `%` in a prefix match themselves. */
-const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+/**
+ * The least text greater than every key that starts with `prefix`, in code point order (which SQLite's BINARY
+ * collation and PostgreSQL's `C` collations both sort UTF-8 by): its last code point that can grow, grown by one
+ * (a surrogate is no code point: past U+D7FF comes U+E000). Undefined when no text bounds them (an empty prefix,
+ * or one of U+10FFFF only).
+ *
+ * Listing by prefix is the range `prefix <= key < prefixEnd(prefix)`: case-sensitive on both engines (SQLite's
+ * `LIKE` is not, for ASCII; PostgreSQL's is), with no character that needs escaping, and served by the primary key.
+ */
+export const prefixEnd = (prefix: string): string | undefined => {
+  const points = Array.from(prefix, (c) => c.codePointAt(0)!)
+  while (points.length > 0) {
+    const last = points.pop()!
+    if (last < 0x10ffff) {
+      points.push(last === 0xd7ff ? 0xe000 : last + 1)
+      return String.fromCodePoint(...points)
+    }
+  }
+  return undefined
+}
 
 /** Objects as rows of the `objects` table of the application's SqlClient (SQLite here, Postgres later). */
 export const SqlObjectStoreLayer = Layer.effect(
@@ -88,13 +106,16 @@ export const SqlObjectStoreLayer = Layer.effect(
           const current = yield* sql<ObjectRow>`SELECT key, size, sha256, modified_at FROM objects WHERE key = ${key}`
           return { replaced: false, head: Option.map(Option.fromNullable(current[0]), toHead) }
         }).pipe(guard(key)),
-      list: (prefix: string, page: ListPage = {}) =>
+      list: (prefix: string, page: ListPage = {}) => {
         // An absent bound is one no key reaches: the empty string (keys are never empty) and the largest safe integer.
-        sql<ObjectRow>`SELECT key, size, sha256, modified_at FROM objects WHERE key LIKE ${likePrefix(prefix)} ESCAPE '\\'
+        const end = prefixEnd(prefix)
+        return sql<ObjectRow>`SELECT key, size, sha256, modified_at FROM objects WHERE key >= ${prefix}
+          ${end === undefined ? sql`` : sql`AND key < ${end}`}
           AND key > ${page.after ?? ""} ORDER BY key LIMIT ${page.limit ?? Number.MAX_SAFE_INTEGER}`.pipe(
           Effect.map((rows) => rows.map(toHead)),
           guard(prefix)
-        ),
+        )
+      },
       delete: (key: string) =>
         sql<{ key: string }>`DELETE FROM objects WHERE key = ${key} RETURNING key`.pipe(
           Effect.map((rows) => rows.length > 0),
