@@ -380,3 +380,15 @@ CREATE TABLE release_submissions (
         manifest_sha256 TEXT NOT NULL,
         submitted_at BIGINT NOT NULL
       );
+-- migration: market/0005_coin_price_ids
+CREATE TABLE market_coin_prices_with_ids (
+        id INTEGER PRIMARY KEY,
+        at INTEGER NOT NULL,
+        price INTEGER NOT NULL,
+        source TEXT NOT NULL
+      );
+INSERT INTO market_coin_prices_with_ids (id, at, price, source)
+        SELECT rowid, at, price, source FROM market_coin_prices;
+DROP TABLE market_coin_prices;
+ALTER TABLE market_coin_prices_with_ids RENAME TO market_coin_prices;
+CREATE INDEX market_coin_prices_by_time ON market_coin_prices (at);
