@@ -1,76 +1,32 @@
-import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer, Option, Redacted } from "effect"
+import { assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Layer, Option } from "effect"
 import pg from "pg"
 import { pg as pgDialect } from "../../src/services/platform/sql/SqlDialect.js"
 import {
+  AllMigrations,
   AppConfigTest,
   CoinPriceSource,
   Collector,
   JobQueue,
   MarketConfig,
   marketMigrations,
+  migrationsLayer,
   ObjectStore,
   ProductConfig,
   RESULTS_SQL,
   SqlObjectStoreLayer,
   SUMMARY_SQL
 } from "../support/keel.js"
+import { pgInFreshSchema, postgresSkipReason, testDatabaseUrl, urlInSchema } from "../support/pg-schema.js"
 
 /**
  * The repositories' SQL that issue 44 moved to the common subset, run on PostgreSQL (docs/database.md, "SQL both
  * engines read"): through the services where they run without the synchronous hot path, else as the services' own
- * texts. Skipped, with the reason printed, when no PostgreSQL answers on 127.0.0.1:5432 (trust auth; CI and the dev
- * machine have one). Each run gets its own database, dropped after.
- *
- * The tables are created here by hand, with the columns the SQLite migrations create (BIGINT for what holds time and
- * counts), because the PostgreSQL branches of the earlier migrations are another change; market 0005 (the coin price
- * ids) is this change's, and its PostgreSQL branch is what runs here.
+ * texts. Each test migrates a fresh schema of its own with Keel's migrations. Skipped only when there is no
+ * PostgreSQL (KEEL_TEST_DATABASE_URL unset and nothing answering on 127.0.0.1:5432: test/support/pg-schema.ts).
  */
-const ADMIN = "postgres://postgres@127.0.0.1:5432/test"
-const database = `keel_sql_subset_${process.pid}_${randomBytes(3).toString("hex")}`
-
-const answers = await (async () => {
-  const client = new pg.Client({ connectionString: ADMIN, connectionTimeoutMillis: 2_000 })
-  try {
-    await client.connect()
-    await client.query(`CREATE DATABASE ${database}`)
-    return true
-  } catch (error) {
-    console.warn(`sql-subset-pg skipped: no PostgreSQL at 127.0.0.1:5432 (${String(error)})`)
-    return false
-  } finally {
-    await client.end().catch(() => undefined)
-  }
-})()
-
-const TABLES = [
-  `CREATE TABLE jobs (id TEXT PRIMARY KEY, seq BIGINT NOT NULL, kind TEXT NOT NULL, target TEXT NOT NULL,
-    argv TEXT NOT NULL, state TEXT NOT NULL, attempt BIGINT NOT NULL DEFAULT 0, worker TEXT, lease_expires_at BIGINT,
-    created_at BIGINT NOT NULL, started_at BIGINT, finished_at BIGINT, exit_code BIGINT, error TEXT,
-    cancel_reason TEXT, cancel_ref TEXT, idempotency_key TEXT UNIQUE)`,
-  "CREATE TABLE queue_control (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-  `CREATE TABLE objects (key TEXT PRIMARY KEY, body BYTEA NOT NULL, size BIGINT NOT NULL, sha256 TEXT NOT NULL,
-    modified_at BIGINT NOT NULL)`,
-  `CREATE TABLE analytics_events (site_id TEXT NOT NULL, event_id TEXT NOT NULL, collector TEXT NOT NULL,
-    name TEXT NOT NULL, occurred_at BIGINT NOT NULL, visitor_id TEXT NOT NULL, session_id TEXT, url TEXT,
-    referrer TEXT, utm TEXT, props TEXT, received_at BIGINT NOT NULL, page TEXT, referrer_host TEXT, utm_source TEXT,
-    PRIMARY KEY (site_id, event_id))`,
-  `CREATE TABLE analytics_attribution (site_id TEXT NOT NULL, visitor_id TEXT NOT NULL, first_event_id TEXT NOT NULL,
-    first_seen_at BIGINT NOT NULL, landing_url TEXT, referrer TEXT, utm_source TEXT, utm_medium TEXT,
-    utm_campaign TEXT, utm_content TEXT, utm_term TEXT, PRIMARY KEY (site_id, visitor_id))`,
-  `CREATE TABLE experiment_exposures (experiment_id TEXT NOT NULL, subject TEXT NOT NULL, variant TEXT NOT NULL,
-    first_exposed_at BIGINT NOT NULL, last_exposed_at BIGINT NOT NULL, exposures BIGINT NOT NULL,
-    PRIMARY KEY (experiment_id, subject))`,
-  "CREATE TABLE gt_terms (stem TEXT PRIMARY KEY, df BIGINT NOT NULL)",
-  `CREATE TABLE gt_vectors (digest TEXT NOT NULL, model TEXT NOT NULL, vector BYTEA NOT NULL,
-    PRIMARY KEY (digest, model))`,
-  "CREATE TABLE market_coin_prices (at BIGINT NOT NULL, price BIGINT NOT NULL, source TEXT NOT NULL)"
-]
-
-const PgLive = PgClient.layer({ url: Redacted.make(`postgres://postgres@127.0.0.1:5432/${database}`) })
+const PgMigrated = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(pgInFreshSchema))
 const Settings = Layer.mergeAll(
   AppConfigTest(),
   Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["KEEL_COLLECT_SITES", "site"]])))
@@ -80,22 +36,9 @@ const Services = Layer.mergeAll(
   Collector.Default.pipe(Layer.provide(ProductConfig.Default)),
   SqlObjectStoreLayer,
   CoinPriceSource.AdminSet.pipe(Layer.provide(MarketConfig.Default))
-).pipe(Layer.provideMerge(PgLive), Layer.provideMerge(Settings))
+).pipe(Layer.provideMerge(PgMigrated), Layer.provideMerge(Settings))
 
-describe.skipIf(!answers)("the common SQL subset on PostgreSQL", () => {
-  beforeAll(async () => {
-    const client = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:5432/${database}` })
-    await client.connect()
-    for (const statement of TABLES) await client.query(statement)
-    await client.end()
-  })
-  afterAll(async () => {
-    const client = new pg.Client({ connectionString: ADMIN })
-    await client.connect()
-    await client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
-    await client.end()
-  })
-
+describe.skipIf(postgresSkipReason !== undefined)("the common SQL subset on PostgreSQL", () => {
   it.effect("job claims: oldest first, paused targets skipped, each job claimed once by 8 concurrent workers", () =>
     Effect.gen(function* () {
       const queue = yield* JobQueue
@@ -105,7 +48,8 @@ describe.skipIf(!answers)("the common SQL subset on PostgreSQL", () => {
       for (let i = 0; i < 40; i++) yield* queue.submit({ kind: "k", target: `t${i % 4}`, argv: [String(i)] })
       // Another session is claiming the oldest job (its row is locked, not yet committed): a claim skips it at
       // once for the next one, rather than waiting for that session and then finding nothing.
-      const other = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:5432/${database}` })
+      const [here] = yield* sql<{ schema: string }>`SELECT current_schema() AS schema`
+      const other = new pg.Client({ connectionString: urlInSchema(testDatabaseUrl, here!.schema) })
       yield* Effect.promise(async () => {
         await other.connect()
         await other.query("BEGIN")
@@ -230,6 +174,8 @@ describe.skipIf(!answers)("the common SQL subset on PostgreSQL", () => {
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const source = yield* CoinPriceSource
+      // Back to the table as market 0004 left it, with two points of one millisecond, then 0005 again.
+      yield* sql`ALTER TABLE market_coin_prices DROP COLUMN id`
       yield* sql`INSERT INTO market_coin_prices (at, price, source) VALUES (5, 10, 'admin'), (5, 11, 'admin')`
       yield* marketMigrations.migrations["0005_coin_price_ids"]!
       yield* source.set(12n)
