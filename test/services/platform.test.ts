@@ -133,13 +133,16 @@ describe("AppConfig", () => {
 })
 
 describe("Database", () => {
-  it.effect("the Test layer is real SQLite in memory with every migration applied", () =>
+  it.effect("the Test layer is real SQLite in memory (PostgreSQL under test:pg) with every migration applied", () =>
     Effect.gen(function* () {
       const database = yield* Database
       yield* database.ping
       const info = yield* database.info(["platform"])
-      assert.strictEqual(info.dialect, "sqlite")
-      assert.strictEqual(info.file, ":memory:")
+      // KEEL_TEST_DATABASE_URL (npm run test:pg) puts the test layers on PostgreSQL, a schema of their own.
+      if (process.env.KEEL_TEST_DATABASE_URL === undefined) {
+        assert.strictEqual(info.dialect, "sqlite")
+        assert.strictEqual(info.file, ":memory:")
+      } else assert.strictEqual(info.engine, "postgresql")
       assert.deepStrictEqual(
         info.migrations.map((m) => m.name),
         ["create_leases", "create_demo_seeds", "create_objects", "create_vault"]
