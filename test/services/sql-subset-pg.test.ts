@@ -16,7 +16,8 @@ import {
   ProductConfig,
   RESULTS_SQL,
   SqlObjectStoreLayer,
-  SUMMARY_SQL
+  SUMMARY_SQL,
+  withDialect
 } from "../support/keel.js"
 import { pgInFreshSchema, postgresSkipReason, testDatabaseUrl, urlInSchema } from "../support/pg-schema.js"
 
@@ -26,7 +27,7 @@ import { pgInFreshSchema, postgresSkipReason, testDatabaseUrl, urlInSchema } fro
  * texts. Each test migrates a fresh schema of its own with Keel's migrations. Skipped only when there is no
  * PostgreSQL (KEEL_TEST_DATABASE_URL unset and nothing answering on 127.0.0.1:5432: test/support/pg-schema.ts).
  */
-const PgMigrated = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(pgInFreshSchema))
+const PgMigrated = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(withDialect(pgInFreshSchema)))
 const Settings = Layer.mergeAll(
   AppConfigTest(),
   Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["KEEL_COLLECT_SITES", "site"]])))
