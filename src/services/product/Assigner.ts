@@ -3,7 +3,6 @@ import { Clock, Effect, Option } from "effect"
 import { AppNotFound, Assignment, CLIENT_KEY_HEADER, InvalidClientKey } from "../../contracts/product/Assignment.js"
 import { GroupCommit } from "../platform/GroupCommit.js"
 import { hotSpan } from "../platform/HotSpan.js"
-import { dialectOf } from "../platform/sql/SqlDialect.js"
 import { buckets, chooseVariant } from "./Hashing.js"
 import { type Experiment, JourneyRegistry } from "./JourneyRegistry.js"
 
@@ -45,13 +44,6 @@ export class Assigner extends Effect.Service<Assigner>()("product/Assigner", {
     const sql = yield* SqlClient.SqlClient
     const groups = yield* GroupCommit
     const registry = yield* JourneyRegistry
-    // The statements as this engine reads them (numbered placeholders on PostgreSQL), converted once.
-    const dialect = dialectOf(sql)
-    const text = {
-      storeFirst: dialect.text(STORE_FIRST_ASSIGNMENT),
-      stored: dialect.text(STORED_ASSIGNMENT),
-      recordExposure: dialect.text(RECORD_EXPOSURE)
-    }
 
     /** The app, once its publishable client key has been checked. */
     const authorizedApp = (appId: string, clientKey: string | undefined) =>
@@ -92,7 +84,7 @@ export class Assigner extends Effect.Service<Assigner>()("product/Assigner", {
             Effect.gen(function* () {
               let variantName: string | undefined
               if (hashed !== undefined) {
-                const rows = yield* db.all<{ variant: string }>(text.storeFirst, [
+                const rows = yield* db.all<{ variant: string }>(STORE_FIRST_ASSIGNMENT, [
                   experiment.id,
                   subject,
                   hashed.name,
@@ -101,14 +93,14 @@ export class Assigner extends Effect.Service<Assigner>()("product/Assigner", {
                 variantName = rows[0]?.variant
               } else {
                 // Outside traffic today, but an earlier assignment still wins.
-                const stored = yield* db.all<{ variant: string }>(text.stored, [experiment.id, subject])
+                const stored = yield* db.all<{ variant: string }>(STORED_ASSIGNMENT, [experiment.id, subject])
                 variantName = stored[0]?.variant
               }
               if (variantName === undefined) return emptyAssignment
               // A stored variant the registry no longer lists has no config to serve: not in the experiment.
               const variant = experiment.variants.find((v) => v.name === variantName)
               if (variant === undefined) return emptyAssignment
-              yield* db.run(text.recordExposure, [experiment.id, subject, variant.name, now, now])
+              yield* db.run(RECORD_EXPOSURE, [experiment.id, subject, variant.name, now, now])
               return new Assignment({ variant: variant.name, config: variant.config, experimentId: experiment.id })
             })
           )

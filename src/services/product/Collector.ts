@@ -1,11 +1,9 @@
-import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, type ParseResult, Schema } from "effect"
 import { CollectBatch, CollectResult, MalformedBatch, SiteNotAllowed } from "../../contracts/product/Analytics.js"
 import { BoundedText as Text } from "../../contracts/shared/Text.js"
 import { GroupCommit } from "../platform/GroupCommit.js"
 import { hotSpan } from "../platform/HotSpan.js"
 import { placeholders, type SqlParam } from "../platform/SqlDirect.js"
-import { dialectOf } from "../platform/sql/SqlDialect.js"
 import { formatIssues } from "../platform/Validation.js"
 import { EventTimestamp, eventMillis, LATEST_EVENT_MILLIS } from "./EventTime.js"
 import { ProductConfig } from "./ProductConfig.js"
@@ -147,7 +145,7 @@ const safeJson = (value: unknown) => {
 /**
  * The multi-row insert of `rows` events; a retried event is skipped and not returned. The readout's derived columns
  * (`referrer_host`, `page`, `utm_source`) are values computed here, so the statement is plain SQL both engines read
- * alike, and PostgreSQL types every parameter from its column.
+ * alike, and PostgreSQL types every parameter from its column (SqlDirect numbers the placeholders there).
  */
 const insertEvents = (rows: number) =>
   `INSERT INTO analytics_events (${EVENT_COLUMN_LIST}) VALUES ${placeholders(EVENT_COLUMNS.length, rows)}
@@ -201,8 +199,6 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
   effect: Effect.gen(function* () {
     const groups = yield* GroupCommit
     const config = yield* ProductConfig
-    // The statements as this engine reads them (numbered placeholders on PostgreSQL; SQLite's text as written).
-    const dialect = dialectOf(yield* SqlClient.SqlClient)
 
     /**
      * Two statements per batch, whatever its size: the events (duplicates skipped by the primary key,
@@ -218,7 +214,7 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
         groups.submit((db) =>
           Effect.gen(function* () {
             const inserted = yield* db.all<{ event_id: string }>(
-              dialect.text(insertEvents(events.length)),
+              insertEvents(events.length),
               events.flatMap(({ event }) => eventRow(siteId, kind, now, event))
             )
             const stored = new Set(inserted.map((row) => row.event_id))
@@ -230,7 +226,7 @@ export class Collector extends Effect.Service<Collector>()("product/Collector", 
             }
             if (firstByVisitor.size > 0) {
               yield* db.run(
-                dialect.text(insertAttribution(firstByVisitor.size)),
+                insertAttribution(firstByVisitor.size),
                 [...firstByVisitor.values()].flatMap((event) => attributionRow(siteId, event))
               )
             }
