@@ -1,5 +1,6 @@
 import { ConfigProvider, Console, Effect, type Exit } from "effect"
 import { ctlMain, exitCodeOf } from "./keel.js"
+import { onTestDatabase } from "./pg-datadir.js"
 
 export interface CliRun {
   readonly exitCode: number
@@ -47,9 +48,11 @@ const capture = () => {
  * Runs `ctl <args>` in this process with a captured console and the given environment (instead of
  * process.env), and reports what a shell would see: the exit code, stdout and stderr.
  */
-export const runCli = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+export const runCli = (args: ReadonlyArray<string>, given: Record<string, string> = {}) =>
   Effect.gen(function* () {
     const { console, err, out } = capture()
+    // Under npm run test:pg the data dir's database is a PostgreSQL schema of its own (pg-datadir.ts).
+    const env = yield* Effect.promise(() => onTestDatabase(given))
     const exit = yield* ctlMain(["node", "ctl", ...args]).pipe(
       Effect.withConsole(console),
       Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({ KEEL_LOG_LEVEL: "warning", ...env })))),
