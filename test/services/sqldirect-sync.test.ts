@@ -6,7 +6,7 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
 import Database from "better-sqlite3"
 import { Data, Deferred, Effect, Exit, Fiber, Layer } from "effect"
-import { refuse, SqlDirect, type SyncStatements, savepointSync, sqliteMemory, withDialect } from "../support/keel.js"
+import { refuse, SqlDirect, type Statements, savepoint, sqliteMemory, withDialect } from "../support/keel.js"
 
 class OutOfStock extends Data.TaggedError("OutOfStock")<{ readonly item: string }> {}
 
@@ -29,25 +29,25 @@ const stock = Effect.flatMap(
   SqlClient.SqlClient,
   (sql) => sql<{ item: string; n: number }>`SELECT item, n FROM stock ORDER BY item`
 )
-const add = (db: SyncStatements, item: string, n: number) =>
+const add = (db: Statements, item: string, n: number) =>
   db.run("INSERT INTO stock (item, n) VALUES (?, ?) ON CONFLICT (item) DO UPDATE SET n = n + excluded.n", [item, n])
-const take = (db: SyncStatements, item: string) => {
-  const [row] = db.all<{ n: bigint }>("SELECT n FROM stock WHERE item = ?", [item])
+function* take(db: Statements, item: string) {
+  const [row] = yield* db.all<{ n: bigint }>("SELECT n FROM stock WHERE item = ?", [item])
   if (row === undefined || row.n <= 0n) refuse(new OutOfStock({ item }))
-  db.run("UPDATE stock SET n = n - 1 WHERE item = ?", [item])
+  yield* db.run("UPDATE stock SET n = n - 1 WHERE item = ?", [item])
   return row!.n - 1n
 }
 
 describe.each([
   ["an in-memory database (the client's connection)", onMemory],
   ["a database file (the hot connection)", onFile]
-])("SqlDirect.transactionSync on %s", (_name, setup) => {
+])("SqlDirect.transactionProgram on %s", (_name, setup) => {
   it.effect("commits a body that returns; integers come back as bigint", () =>
     Effect.gen(function* () {
       const direct = yield* SqlDirect
-      const left = yield* direct.transactionSync((db) => {
-        add(db, "apple", 2)
-        return take(db, "apple")
+      const left = yield* direct.transactionProgram(function* (db) {
+        yield* add(db, "apple", 2)
+        return yield* take(db, "apple")
       })
       assert.strictEqual(left, 1n)
       assert.deepStrictEqual(yield* stock, [{ item: "apple", n: 1 }])
@@ -60,23 +60,23 @@ describe.each([
       Effect.gen(function* () {
         const direct = yield* SqlDirect
         const refused = yield* direct
-          .transactionSync<bigint, OutOfStock>((db) => {
-            add(db, "pear", 1)
-            take(db, "pear")
-            return take(db, "pear")
+          .transactionProgram<bigint, OutOfStock>(function* (db) {
+            yield* add(db, "pear", 1)
+            yield* take(db, "pear")
+            return yield* take(db, "pear")
           })
           .pipe(Effect.flip)
         assert.deepStrictEqual(refused, new OutOfStock({ item: "pear" }))
         const failed = yield* direct
-          .transactionSync((db) => {
-            add(db, "plum", 1)
-            db.run("INSERT INTO no_such_table VALUES (1)")
+          .transactionProgram(function* (db) {
+            yield* add(db, "plum", 1)
+            yield* db.run("INSERT INTO no_such_table VALUES (1)")
           })
           .pipe(Effect.flip)
         assert.strictEqual(failed._tag, "SqlError")
         const died = yield* direct
-          .transactionSync((db) => {
-            add(db, "fig", 1)
+          .transactionProgram(function* (db) {
+            yield* add(db, "fig", 1)
             throw new Error("a bug")
           })
           .pipe(Effect.exit)
@@ -88,18 +88,25 @@ describe.each([
   it.effect("a savepoint per item: a refused one is undone alone, its neighbours commit", () =>
     Effect.gen(function* () {
       const direct = yield* SqlDirect
-      const results = yield* direct.transactionSync((db) => {
-        add(db, "kiwi", 1)
-        return ["kiwi", "kiwi", "lime"].map((item) => {
+      const results = yield* direct.transactionProgram(function* (db) {
+        yield* add(db, "kiwi", 1)
+        const taken: Array<bigint | string> = []
+        for (const item of ["kiwi", "kiwi", "lime"]) {
           try {
-            return savepointSync(db, () => {
-              add(db, "taken", 1)
-              return take(db, item)
-            })
+            taken.push(
+              yield* savepoint(
+                db,
+                (function* () {
+                  yield* add(db, "taken", 1)
+                  return yield* take(db, item)
+                })()
+              )
+            )
           } catch (thrown) {
-            return thrown instanceof Error ? thrown.message : "refused"
+            taken.push(thrown instanceof Error ? thrown.message : "refused")
           }
-        })
+        }
+        return taken
       })
       assert.deepStrictEqual(results, [0n, "refused", "refused"])
       assert.deepStrictEqual(yield* stock, [
@@ -115,8 +122,10 @@ describe.each([
       const sql = yield* SqlClient.SqlClient
       yield* Effect.gen(function* () {
         yield* sql`INSERT INTO stock (item, n) VALUES ('outer', 1)`
-        yield* direct.transactionSync((db) => take(db, "nothing")).pipe(Effect.ignore)
-        yield* direct.transactionSync((db) => add(db, "inner", 1))
+        yield* direct.transactionProgram((db) => take(db, "nothing")).pipe(Effect.ignore)
+        yield* direct.transactionProgram(function* (db) {
+          yield* add(db, "inner", 1)
+        })
       }).pipe(sql.withTransaction)
       assert.deepStrictEqual(yield* stock, [
         { item: "inner", n: 1 },
@@ -139,7 +148,7 @@ describe.each([
         }).pipe(sql.withTransaction)
       )
       yield* Deferred.await(opened)
-      const sync = yield* Effect.fork(direct.transactionSync((db) => take(db, "held")))
+      const sync = yield* Effect.fork(direct.transactionProgram((db) => take(db, "held")))
       yield* Effect.sleep("20 millis")
       assert.isNull(sync.unsafePoll(), "the synchronous transaction waits for the open one")
       yield* Deferred.succeed(release, undefined)
@@ -158,7 +167,10 @@ describe("SqlDirect.readLatest", () => {
       return Effect.gen(function* () {
         const direct = yield* SqlDirect
         const sql = yield* SqlClient.SqlClient
-        const count = direct.readLatest((db) => db.all<{ n: bigint }>("SELECT count(*) AS n FROM stock")[0]!.n)
+        const count = direct.readLatest(function* (db) {
+          const [row] = yield* db.all<{ n: bigint }>("SELECT count(*) AS n FROM stock")
+          return row!.n
+        })
         const opened = yield* Deferred.make<void>()
         const release = yield* Deferred.make<void>()
         const reader = yield* Effect.fork(

@@ -132,7 +132,10 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("market/ApiKeys", {
     let generation = 0
     let seenChanges: bigint | undefined
     const keyChanges = direct
-      .readLatest((db) => db.all<{ n: bigint }>("SELECT n FROM market_api_key_changes WHERE id = 1")[0]?.n ?? -1n)
+      .readLatest(function* (db) {
+        const rows = yield* db.all<{ n: bigint }>("SELECT n FROM market_api_key_changes WHERE id = 1")
+        return rows[0]?.n ?? -1n
+      })
       .pipe(Effect.orDie)
 
     /** The principal a live key acts for, or undefined for an unknown or revoked key. */

@@ -3,9 +3,8 @@ import { Clock, Effect } from "effect"
 import { AgentCannotChat, agentNotFound, Forbidden, InvalidInput } from "../../contracts/market/Errors.js"
 import type { Principal } from "../../contracts/market/Principal.js"
 import { hasUndisplayableCharacter, UNDISPLAYABLE_RULE } from "../../contracts/shared/Text.js"
-import { SqlDirect } from "../platform/SqlDirect.js"
+import { type Program, SqlDirect, type Statements } from "../platform/SqlDirect.js"
 import { orDieSql } from "../platform/SqlEdge.js"
-import type { SyncStatements } from "../platform/SyncSql.js"
 import { appendEvent, MarketEvents } from "./MarketEvents.js"
 import { pageOf } from "./Paging.js"
 
@@ -47,21 +46,21 @@ const toMessage = (row: ChatRow): ChatMessage => ({
   created_at: new Date(Number(row.created_at)).toISOString()
 })
 
-/** Writes a chat line and its stream event on `db`, inside its transaction (a synchronous hot-path body). */
-export const writeLine = (
-  db: SyncStatements,
+/** Writes a chat line and its stream event on `db`, inside its transaction (a statement program). */
+export function* writeLine(
+  db: Statements,
   sender: { readonly ticker: string; readonly name: string },
   message: string,
   type: MessageType,
   now: number
-): ChatMessage => {
-  const rows = db.all<ChatRow>(
+): Program<ChatMessage> {
+  const rows = yield* db.all<ChatRow>(
     `INSERT INTO market_chat (sender_ticker, sender_name, message, message_type, created_at)
     VALUES (?, ?, ?, ?, ?) RETURNING *`,
     [sender.ticker, sender.name, message, type, now]
   )
   const created = toMessage(rows[0]!)
-  appendEvent(db, "chat", created, now)
+  yield* appendEvent(db, "chat", created, now)
   return created
 }
 
@@ -75,7 +74,7 @@ export class Chat extends Effect.Service<Chat>()("market/Chat", {
     /** Writes a line and its stream event atomically (inside the caller's transaction when there is one). */
     const write = (sender: { ticker: string; name: string }, message: string, type: MessageType) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        direct.transactionSync((db) => writeLine(db, sender, message, type, now))
+        direct.transactionProgram((db) => writeLine(db, sender, message, type, now))
       ).pipe(Effect.orDie)
 
     /**

@@ -1,9 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
 import { InsufficientFunds } from "../../contracts/market/Errors.js"
-import { placeholders, SqlDirect } from "../platform/SqlDirect.js"
+import { type Program, placeholders, SqlDirect, type Statements } from "../platform/SqlDirect.js"
 import { orDieSql } from "../platform/SqlEdge.js"
-import { refuse, type SyncStatements } from "../platform/SyncSql.js"
+import { refuse } from "../platform/SyncSql.js"
 import { MAX_LEG, unitsText } from "./Units.js"
 import { checksumAddress } from "./WalletSignature.js"
 
@@ -56,18 +56,22 @@ const overdraft = (leg: { readonly account: string; readonly asset: string }) =>
     detail: `${displayAccount(leg.account)} holds too little ${leg.asset}`
   })
 
+/** `(account, asset)` order: the one order every entry takes its balance rows' locks in on PostgreSQL. */
+const byAccountAsset = (a: Leg, b: Leg) =>
+  a.account < b.account ? -1 : a.account > b.account ? 1 : a.asset < b.asset ? -1 : a.asset > b.asset ? 1 : 0
+
 /**
  * Appends one entry and moves the balances it projects, on `db` inside its transaction (which must roll back
  * when this throws). Refuses (`refuse`) an unbalanced entry or an overdraft. Answers the entry id and the new
- * balance of every (account, asset) the entry touched.
+ * balance of every (account, asset) the entry touched. A statement program (docs/database.md).
  */
-export const postEntry = (
-  db: SyncStatements,
+export function* postEntry(
+  db: Statements,
   kind: string,
   reference: string,
   legs: ReadonlyArray<Leg>,
   now: number
-): Posted => {
+): Program<Posted> {
   const sums = new Map<string, bigint>()
   for (const leg of legs) sums.set(leg.asset, (sums.get(leg.asset) ?? 0n) + leg.amount)
   for (const [asset, sum] of sums) {
@@ -83,27 +87,30 @@ export const postEntry = (
   // that large is an overdraft of its debit side, refused here before any statement sees it.
   const huge = moves.find((l) => l.amount > MAX_LEG || l.amount < -MAX_LEG)
   if (huge !== undefined) refuse(overdraft(moves.find((l) => l.amount < 0n && !mayGoNegative(l.account)) ?? huge))
+  // On PostgreSQL each upserted row stays locked until commit: every entry takes its rows in one global order, so
+  // two entries (two trades on two tickers both crediting the treasury) wait for each other instead of
+  // deadlocking. SQLite has one writer at a time and keeps the entry's own order.
+  const upserts = db.dialect === "pg" ? [...moves].sort(byAccountAsset) : moves
   // One upsert for every balance; an overdraft shows in what it returns, and the caller's rollback undoes it.
-  const moved = db.all<{ account: string; asset: string; balance: bigint }>(
-    `INSERT INTO ledger_balances (account, asset, balance) VALUES ${placeholders(3, moves.length)}
+  const moved = yield* db.all<{ account: string; asset: string; balance: bigint }>(
+    `INSERT INTO ledger_balances (account, asset, balance) VALUES ${placeholders(3, upserts.length)}
     ON CONFLICT (account, asset) DO UPDATE SET balance = ledger_balances.balance + excluded.balance
     RETURNING account, asset, balance`,
-    moves.flatMap((l) => [l.account, l.asset, l.amount])
+    upserts.flatMap((l) => [l.account, l.asset, l.amount])
   )
   const balances = new Map<string, bigint>()
-  for (const row of moved) {
-    const after = BigInt(row.balance)
-    if (after < 0n && !mayGoNegative(row.account)) refuse(overdraft(row))
-    balances.set(`${row.account}\u0000${row.asset}`, after)
+  for (const row of moved) balances.set(`${row.account}\u0000${row.asset}`, BigInt(row.balance))
+  // The first overdraft in the entry's own order is the one refused, whatever order the rows came back in.
+  for (const move of moves) {
+    const after = balances.get(`${move.account}\u0000${move.asset}`) ?? 0n
+    if (after < 0n && !mayGoNegative(move.account)) refuse(overdraft(move))
   }
-  const id = Number(
-    db.all<{ id: bigint }>("INSERT INTO ledger_entries (kind, reference, created_at) VALUES (?, ?, ?) RETURNING id", [
-      kind,
-      reference,
-      now
-    ])[0]!.id
+  const [entry] = yield* db.all<{ id: bigint }>(
+    "INSERT INTO ledger_entries (kind, reference, created_at) VALUES (?, ?, ?) RETURNING id",
+    [kind, reference, now]
   )
-  db.run(
+  const id = Number(entry!.id)
+  yield* db.run(
     `INSERT INTO ledger_legs (entry_id, account, asset, amount) VALUES ${placeholders(4, legs.length)}`,
     legs.flatMap((l) => [id, l.account, l.asset, l.amount])
   )
@@ -133,7 +140,7 @@ export class Ledger extends Effect.Service<Ledger>()("market/Ledger", {
      */
     const postWithin = (kind: string, reference: string, legs: ReadonlyArray<Leg>) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        direct.transactionSync<Posted, InsufficientFunds | UnbalancedEntry>((db) =>
+        direct.transactionProgram<Posted, InsufficientFunds | UnbalancedEntry>((db) =>
           postEntry(db, kind, reference, legs, now)
         )
       )

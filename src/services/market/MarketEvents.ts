@@ -1,8 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Option, PubSub, Queue, Stream } from "effect"
 import { Shutdown } from "../platform/Shutdown.js"
-import { SqlDirect } from "../platform/SqlDirect.js"
-import type { SyncStatements } from "../platform/SyncSql.js"
+import { SqlDirect, type Statements } from "../platform/SqlDirect.js"
 
 export type MarketEventKind = "trade" | "chat"
 
@@ -18,8 +17,8 @@ const KEEPALIVE = Duration.seconds(15)
 
 const frame = (event: MarketEvent) => `id: ${event.seq}\nevent: ${event.kind}\ndata: ${event.payload}\n\n`
 
-/** Appends an event on `db`, inside its transaction (a synchronous hot-path body). */
-export const appendEvent = (db: SyncStatements, kind: MarketEventKind, payload: unknown, now: number) =>
+/** Appends an event on `db`, inside its transaction (a statement program: docs/database.md). */
+export const appendEvent = (db: Statements, kind: MarketEventKind, payload: unknown, now: number) =>
   db.run("INSERT INTO market_events (kind, payload, created_at) VALUES (?, ?, ?)", [kind, JSON.stringify(payload), now])
 
 /**
@@ -37,7 +36,9 @@ export class MarketEvents extends Effect.Service<MarketEvents>()("market/MarketE
     /** Appends atomically (inside the caller's transaction when there is one); call `committed` once it has committed. */
     const append = (kind: MarketEventKind, payload: unknown) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        direct.transactionSync((db) => appendEvent(db, kind, payload, now))
+        direct.transactionProgram(function* (db) {
+          yield* appendEvent(db, kind, payload, now)
+        })
       ).pipe(Effect.orDie)
 
     const committed = PubSub.publish(commits, undefined).pipe(Effect.asVoid)

@@ -12,9 +12,9 @@ import {
   SlippageExceeded,
   TradeTooSmall
 } from "../../contracts/market/Errors.js"
-import { SqlDirect } from "../platform/SqlDirect.js"
+import { type Program, SqlDirect, type Statements } from "../platform/SqlDirect.js"
 import { orDieSql } from "../platform/SqlEdge.js"
-import { refuse, type SyncStatements } from "../platform/SyncSql.js"
+import { refuse } from "../platform/SyncSql.js"
 import { TREASURY } from "./Accounts.js"
 import { BPS, type CurveState, quoteBuy, quoteSell } from "./BondingCurve.js"
 import { COIN, Ledger, type Leg, postEntry, type UnbalancedEntry } from "./Ledger.js"
@@ -76,13 +76,25 @@ export type TradeRefusal =
   | SlippageExceeded
   | InsufficientFunds
 
-/** A token's curve and its agent's status (null for a bare curve launched without an agent), read on `db`. */
-export const marketOf = (db: SyncStatements, ticker: string) => {
-  const row = db.all<{ virtual_coin: bigint; virtual_token: bigint; real_token: bigint; status: string | null }>(
-    `SELECT c.virtual_coin, c.virtual_token, c.real_token, a.status FROM market_curves c
-    LEFT JOIN market_agents a ON a.ticker = c.ticker WHERE c.ticker = ?`,
-    [ticker]
-  )[0]
+const MARKET_OF = `SELECT c.virtual_coin, c.virtual_token, c.real_token, a.status FROM market_curves c
+    LEFT JOIN market_agents a ON a.ticker = c.ticker WHERE c.ticker = ?`
+/**
+ * On PostgreSQL the curve row is locked until commit: a trade reads the curve, computes and writes it back, which
+ * is safe only while no other writer of the ticker can slip in between (on SQLite, one writer at a time).
+ */
+const MARKET_OF_LOCKED = `${MARKET_OF} FOR UPDATE OF c`
+
+/**
+ * A token's curve and its agent's status (null for a bare curve launched without an agent), read on `db`; `lock`
+ * (a trade, which writes the curve back) locks the curve's row on PostgreSQL.
+ */
+export function* marketOf(db: Statements, ticker: string, lock = false) {
+  const [row] = yield* db.all<{
+    virtual_coin: bigint
+    virtual_token: bigint
+    real_token: bigint
+    status: string | null
+  }>(lock && db.dialect === "pg" ? MARKET_OF_LOCKED : MARKET_OF, [ticker])
   if (row === undefined) return refuse(agentNotFound(ticker))
   return {
     curve: {
@@ -95,8 +107,8 @@ export const marketOf = (db: SyncStatements, ticker: string) => {
 }
 
 /** A token trades while its agent runs; a bare curve (library use) always trades. */
-const tradableCurve = (db: SyncStatements, ticker: string) => {
-  const { curve, status } = marketOf(db, ticker)
+function* tradableCurve(db: Statements, ticker: string) {
+  const { curve, status } = yield* marketOf(db, ticker, true)
   if (status !== null && status !== "running")
     refuse(
       new AgentNotTrading({
@@ -118,16 +130,16 @@ const splitFee = (fee: bigint, settings: MarketSettings) => {
  * The shared tail of a buy and a sell: one journal entry (the trade's legs plus the fee split between agent
  * and treasury), the curve moved, the trade recorded.
  */
-const settle = (
-  db: SyncStatements,
+function* settle(
+  db: Statements,
   wallet: string,
   trade: Omit<TradeResult, "entryId" | "tradeId" | "agentFee" | "createdAt" | "walletCoinAfter">,
   legs: ReadonlyArray<Leg>,
   settings: MarketSettings,
   now: number
-): TradeResult => {
+): Program<TradeResult> {
   const split = splitFee(trade.fee, settings)
-  const posted = postEntry(
+  const posted = yield* postEntry(
     db,
     trade.side,
     trade.ticker,
@@ -138,15 +150,18 @@ const settle = (
     ],
     now
   )
-  db.run("UPDATE market_curves SET virtual_coin = ?, virtual_token = ?, real_token = ? WHERE ticker = ?", [
+  yield* db.run("UPDATE market_curves SET virtual_coin = ?, virtual_token = ?, real_token = ? WHERE ticker = ?", [
     trade.next.virtualCoin,
     trade.next.virtualToken,
     trade.next.realToken,
     trade.ticker
   ])
   // A curve launched without an agent (library use) has no row here, and nothing to credit.
-  db.run("UPDATE market_agents SET total_revenue = total_revenue + ? WHERE ticker = ?", [split.agent, trade.ticker])
-  const row = db.all<{ id: bigint }>(
+  yield* db.run("UPDATE market_agents SET total_revenue = total_revenue + ? WHERE ticker = ?", [
+    split.agent,
+    trade.ticker
+  ])
+  const row = yield* db.all<{ id: bigint }>(
     `INSERT INTO market_trades
     (ticker, wallet, side, coin, tokens, fee, entry_id, created_at, virtual_coin_after, virtual_token_after)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
@@ -178,8 +193,8 @@ const settle = (
  * must roll back when this refuses); `minTokensOut` guards against slippage, `fillOrKill` refuses a partial
  * fill.
  */
-export const buyIn = (
-  db: SyncStatements,
+export function* buyIn(
+  db: Statements,
   order: {
     readonly ticker: string
     readonly wallet: string
@@ -189,9 +204,9 @@ export const buyIn = (
     readonly fillOrKill: boolean
   },
   now: number
-): TradeResult => {
+): Program<TradeResult> {
   const { ticker, wallet, settings } = order
-  const curve = tradableCurve(db, ticker)
+  const curve = yield* tradableCurve(db, ticker)
   if (curve.realToken <= 0n)
     refuse(
       new CurveComplete({
@@ -217,7 +232,7 @@ export const buyIn = (
         detail: "the trade would give fewer tokens than min_tokens_out"
       })
     )
-  return settle(
+  return yield* settle(
     db,
     wallet,
     {
@@ -242,8 +257,8 @@ export const buyIn = (
 }
 
 /** Sells `tokensIn` of `ticker` for `wallet` on `db` inside its transaction; `minCoinOut` guards against slippage. */
-export const sellIn = (
-  db: SyncStatements,
+export function* sellIn(
+  db: Statements,
   order: {
     readonly ticker: string
     readonly wallet: string
@@ -252,15 +267,15 @@ export const sellIn = (
     readonly minCoinOut: bigint
   },
   now: number
-): TradeResult => {
+): Program<TradeResult> {
   const { ticker, wallet, tokensIn, settings } = order
-  const curve = tradableCurve(db, ticker)
+  const curve = yield* tradableCurve(db, ticker)
   const quote = quoteSell(curve, tokensIn, settings.feeBps)
   if (quote === undefined)
     return refuse(new TradeTooSmall({ code: "TRADE_TOO_SMALL", detail: "the tokens are worth no coin" }))
   if (quote.coinOut < order.minCoinOut)
     refuse(new SlippageExceeded({ code: "SLIPPAGE_EXCEEDED", detail: "the trade would pay less than min_coin_out" }))
-  return settle(
+  return yield* settle(
     db,
     wallet,
     {
@@ -296,7 +311,11 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
 
     /** A token's curve now (a read on the client's connection, or in the caller's transaction). */
     const curveOf = (ticker: string) =>
-      direct.readSync<CurveState, AgentNotFound>((db) => marketOf(db, ticker).curve).pipe(orDieSql)
+      direct
+        .readProgram<CurveState, AgentNotFound>(function* (db) {
+          return (yield* marketOf(db, ticker)).curve
+        })
+        .pipe(orDieSql)
 
     /** Creates a token's curve and issues its sellable supply to the curve. */
     const launch = Effect.fn("TokenMarket.launch")(function* (ticker: string, curve: CurveState = defaultLaunch) {
@@ -328,7 +347,7 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
     /** A buy in its own transaction (or a savepoint of the caller's): nothing changes on failure. */
     const buy = (ticker: string, wallet: string, coinIn: bigint, settings: MarketSettings, minTokensOut = 0n) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        direct.transactionSync<TradeResult, TradeRefusal | UnbalancedEntry>((db) =>
+        direct.transactionProgram<TradeResult, TradeRefusal | UnbalancedEntry>((db) =>
           buyIn(db, { ticker, wallet, coinIn, settings, minTokensOut, fillOrKill: false }, now)
         )
       ).pipe(atomically, Effect.withSpan("TokenMarket.buy"))
@@ -336,7 +355,7 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
     /** A sell in its own transaction (or a savepoint of the caller's): nothing changes on failure. */
     const sell = (ticker: string, wallet: string, tokensIn: bigint, settings: MarketSettings, minCoinOut = 0n) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        direct.transactionSync<TradeResult, TradeRefusal | UnbalancedEntry>((db) =>
+        direct.transactionProgram<TradeResult, TradeRefusal | UnbalancedEntry>((db) =>
           sellIn(db, { ticker, wallet, tokensIn, settings, minCoinOut }, now)
         )
       ).pipe(atomically, Effect.withSpan("TokenMarket.sell"))

@@ -3,9 +3,9 @@ import { IdempotencyKeyReused } from "../../contracts/market/Errors.js"
 import type { TradeOrder, TradeOutcome } from "../../contracts/market/MarketAgent.js"
 import type { TradeReceipt } from "../../contracts/market/Receipts.js"
 import { hotSpan } from "../platform/HotSpan.js"
-import { SqlDirect, savepointSync, TransactionLost } from "../platform/SqlDirect.js"
+import { type Program, SqlDirect, type Statements, savepoint, TransactionLost } from "../platform/SqlDirect.js"
 import { orDieSql } from "../platform/SqlEdge.js"
-import { Refused, refuse, type SyncStatements } from "../platform/SyncSql.js"
+import { Refused, refuse } from "../platform/SyncSql.js"
 import { writeLine } from "./Chat.js"
 import type { UnbalancedEntry } from "./Ledger.js"
 import { MarketConfig } from "./MarketConfig.js"
@@ -63,7 +63,8 @@ export const tradeEvent = (wallet: string, trade: TradeResult) => ({
 /**
  * A trade as the API sees it: the agent must be trading, an Idempotency-Key replays the first
  * result instead of trading twice, and the trade, its stream event, its chat line and the key are
- * committed in one transaction. A trade is one synchronous step on the database (`SqlDirect.transactionSync`).
+ * committed in one transaction. A trade is a statement program (`SqlDirect.transactionProgram`): one synchronous
+ * step on SQLite's hot connection, one transaction on PostgreSQL.
  */
 export class Trading extends Effect.Service<Trading>()("market/Trading", {
   effect: Effect.gen(function* () {
@@ -72,14 +73,14 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
     const events = yield* MarketEvents
 
     /** The receipt this Idempotency-Key answered before, if it did (and the same trade is asked again). */
-    const replay = (db: SyncStatements, order: TradeOrder, now: number) => {
+    const replay = function* (db: Statements, order: TradeOrder, now: number): Program<TradeReceipt | undefined> {
       if (order.idempotency === undefined) return undefined
       const { fingerprint, key, principal } = order.idempotency
-      const row = db.all<{ fingerprint: string; response: string }>(
+      const [row] = yield* db.all<{ fingerprint: string; response: string }>(
         `SELECT fingerprint, response FROM market_idempotency
         WHERE principal = ? AND key = ? AND created_at > ?`,
         [principal, key, now - IDEMPOTENCY_TTL_MILLIS]
-      )[0]
+      )
       if (row === undefined) return undefined
       if (row.fingerprint !== fingerprint)
         refuse(
@@ -91,7 +92,7 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
       return withExactFields(JSON.parse(row.response) as Record<string, unknown>) as TradeReceipt
     }
 
-    const execute = (db: SyncStatements, order: TradeOrder, now: number) =>
+    const execute = (db: Statements, order: TradeOrder, now: number) =>
       order.side === "buy"
         ? buyIn(
             db,
@@ -147,12 +148,12 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
     }
 
     /** The chat line of a large trade, when its token has an agent. */
-    const tradeLine = (db: SyncStatements, wallet: string, trade: TradeResult, now: number) => {
-      const agent = db.all<{ name: string }>("SELECT name FROM market_agents WHERE ticker = ?", [trade.ticker])[0]
+    const tradeLine = function* (db: Statements, wallet: string, trade: TradeResult, now: number): Program<void> {
+      const [agent] = yield* db.all<{ name: string }>("SELECT name FROM market_agents WHERE ticker = ?", [trade.ticker])
       if (agent === undefined) return
       const who = `${checksumAddress(wallet).slice(0, 8)}…`
       const verb = trade.side === "buy" ? "bought" : "sold"
-      writeLine(
+      yield* writeLine(
         db,
         { ticker: trade.ticker, name: agent.name },
         `${who} ${verb} ${unitsText(trade.tokens)} ${trade.ticker} for ${unitsText(trade.coin)} coin`,
@@ -162,16 +163,16 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
     }
 
     /** One trade on `db` inside its transaction (which rolls back when this throws). */
-    const tradeIn = (db: SyncStatements, order: TradeOrder, now: number): TradeOutcome => {
-      const replayed = replay(db, order, now)
+    const tradeIn = function* (db: Statements, order: TradeOrder, now: number): Program<TradeOutcome> {
+      const replayed = yield* replay(db, order, now)
       if (replayed !== undefined) return { receipt: replayed, replayed: true }
-      const trade = execute(db, order, now)
+      const trade = yield* execute(db, order, now)
       const receipt = receiptOf(trade, trade.walletCoinAfter)
-      appendEvent(db, "trade", tradeEvent(order.wallet, trade), now)
-      if (trade.coin >= config.chatTradeMin) tradeLine(db, order.wallet, trade, now)
+      yield* appendEvent(db, "trade", tradeEvent(order.wallet, trade), now)
+      if (trade.coin >= config.chatTradeMin) yield* tradeLine(db, order.wallet, trade, now)
       if (order.idempotency !== undefined) {
         const { fingerprint, key, principal } = order.idempotency
-        db.run(
+        yield* db.run(
           `INSERT OR REPLACE INTO market_idempotency (principal, key, fingerprint, response, created_at)
           VALUES (?, ?, ?, ?, ?)`,
           [principal, key, fingerprint, JSON.stringify(receipt), now]
@@ -194,7 +195,7 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
     const trade = hotSpan("Trading.trade")(function* (order: TradeOrder) {
       const now = yield* Clock.currentTimeMillis
       const outcome = yield* direct
-        .transactionSync<TradeOutcome, TradeRefusal | IdempotencyKeyReused | UnbalancedEntry>((db) =>
+        .transactionProgram<TradeOutcome, TradeRefusal | IdempotencyKeyReused | UnbalancedEntry>((db) =>
           tradeIn(db, order, now)
         )
         .pipe(Effect.catchTags({ SqlError: Effect.die, UnbalancedEntry: Effect.die }))
@@ -212,17 +213,19 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const exits = yield* direct
-          .transactionSync((db) =>
-            orders.map((order): Exit.Exit<TradeOutcome, TradeRefusal | IdempotencyKeyReused> => {
+          .transactionProgram(function* (db) {
+            const exits: Array<Exit.Exit<TradeOutcome, TradeRefusal | IdempotencyKeyReused>> = []
+            for (const order of orders) {
               try {
-                return Exit.succeed(savepointSync(db, () => tradeIn(db, order, now)))
+                exits.push(Exit.succeed(yield* savepoint(db, tradeIn(db, order, now))))
               } catch (thrown) {
-                // SQLite rolled the whole group back: the orders after this one must not run outside it.
+                // The engine rolled the whole group back: the orders after this one must not run outside it.
                 if (thrown instanceof TransactionLost) throw thrown
-                return exitOf(thrown)
+                exits.push(exitOf(thrown))
               }
-            })
-          )
+            }
+            return exits
+          })
           .pipe(orDieSql)
         if (exits.some((exit) => Exit.isSuccess(exit) && !exit.value.replayed)) yield* events.committed
         return exits

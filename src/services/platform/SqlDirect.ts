@@ -3,10 +3,21 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Effect, Exit, Option } from "effect"
-import { openHotConnection, Refused, type SqlParam, type SyncStatements, syncOn } from "./SyncSql.js"
+import { openHotConnection, type SqlParam, type SyncStatements, syncOn } from "./SyncSql.js"
+import { readOnPg, savepointOnPg, transactionOnPg } from "./sql/PgProgram.js"
+import {
+  driveSync,
+  failureOf,
+  type Program,
+  type Statements,
+  savepoint as savepointProgram,
+  sqliteStatements
+} from "./sql/Program.js"
 import { SqlDialect } from "./sql/SqlDialect.js"
 
 export type { SqlParam } from "./SyncSql.js"
+export type { Program, Statements } from "./sql/Program.js"
+export { savepoint, TransactionLost } from "./sql/Program.js"
 
 /** Written-out SQL on one connection: `?` placeholders, parameters in order. */
 export interface DirectStatements {
@@ -44,8 +55,8 @@ const statementsOn =
  * The hot-path transaction. `sql.withTransaction` and the `sql` template compile, trace and lock every
  * statement (≈ 20 µs each here); the requests that run thousands of times a second (a trade, an
  * assignment, a collector batch) instead take the connection once, write their SQL out with `?`
- * placeholders (≈ 4 µs each) and run in one `BEGIN IMMEDIATE` transaction, so a write never has to
- * upgrade a read lock. The connection is the SqlClient's own (one connection, one lock, one
+ * placeholders (≈ 4 µs each; numbered by the dialect on PostgreSQL) and run in one write transaction
+ * (`BEGIN IMMEDIATE` on SQLite, so a write never has to upgrade a read lock; `BEGIN` on PostgreSQL). The connection is the SqlClient's own (one connection, one lock, one
  * transaction at a time, as everywhere else), and it is provided as the current transaction
  * connection: `sql` statements and `sql.withTransaction` inside the body join this transaction,
  * and a body run inside an existing transaction becomes a savepoint of that one.
@@ -140,39 +151,51 @@ export class SqlDirect extends Effect.Service<SqlDirect>()("platform/SqlDirect",
       )
 
     /**
-     * Runs the synchronous `body` in one transaction: all of it commits, or none of it. `refuse(error)` inside
+     * Runs the statement program `body` in one transaction: all of it commits, or none of it. `refuse(error)` inside
      * the body rolls it back and fails with `error`; a statement's `SqlError` rolls it back and fails with it;
-     * anything else thrown rolls it back and is a defect. Inside a caller's transaction the body is a savepoint
-     * of that one. Otherwise, on a database file, it runs on the hot connection while this process's client
-     * connection is held (nothing else of ours can write meanwhile), in one synchronous step; an in-memory
-     * database runs it on the client's connection.
+     * anything else thrown rolls it back and is a defect. Inside a caller's transaction the body is a savepoint of
+     * that one. On SQLite the program is driven synchronously: on a database file on the hot connection while this
+     * process's client connection is held (nothing else of ours can write meanwhile), in one synchronous step; an
+     * in-memory database runs it on the client's connection. On PostgreSQL it is driven asynchronously on one
+     * connection in one transaction, run again from its start after a deadlock or serialization failure.
      */
-    const transactionSync = <A, E = never>(body: (db: SyncStatements) => A): Effect.Effect<A, E | SqlError> =>
-      onClient((conn, inTransaction) =>
-        attempt<A, E>(() =>
-          inTransaction
-            ? savepointSync(syncOn(conn), body)
-            : topLevelSync(hot === undefined ? syncOn(conn) : hot.statements, body)
-        )
-      )
+    const transactionProgram = <A, E = never>(body: (db: Statements) => Program<A>): Effect.Effect<A, E | SqlError> =>
+      dialect.name === "pg"
+        ? onClient((conn, inTransaction) =>
+            inTransaction ? savepointOnPg<A, E>(conn, dialect, body) : transactionOnPg<A, E>(conn, dialect, body)
+          )
+        : onClient((conn, inTransaction) =>
+            attempt<A, E>(() =>
+              inTransaction
+                ? driveSync(syncOn(conn), savepointProgram(sqliteStatements, body(sqliteStatements)))
+                : topLevelSync(hot === undefined ? syncOn(conn) : hot.statements, body)
+            )
+          )
 
     /**
-     * Runs the synchronous `body` (reads) on the client's connection: in the caller's transaction when there is
-     * one, else holding the connection for its duration. Thrown refusals and errors as `transactionSync`.
+     * Runs the statement program `body` (reads) on the client's connection: in the caller's transaction when there
+     * is one, else holding a connection for its duration. Thrown refusals and errors as `transactionProgram`.
      */
-    const readSync = <A, E = never>(body: (db: SyncStatements) => A): Effect.Effect<A, E | SqlError> =>
-      onClient((conn) => attempt<A, E>(() => body(syncOn(conn))))
+    const readProgram = <A, E = never>(body: (db: Statements) => Program<A>): Effect.Effect<A, E | SqlError> =>
+      dialect.name === "pg"
+        ? onClient((conn) => readOnPg<A, E>(conn, dialect, body))
+        : onClient((conn) => attempt<A, E>(() => driveSync(syncOn(conn), body(sqliteStatements))))
 
     /**
-     * Runs the synchronous `body` (reads) against the latest committed state: on the hot connection, which
-     * never holds a transaction between steps, so it needs no lock and no transaction another request holds
-     * open on the client's connection can hide a commit from it; without one (in memory), on the client's
-     * connection under its lock, as `readSync`.
+     * Runs the statement program `body` (reads) against the latest committed state. On SQLite, on the hot
+     * connection, which never holds a transaction between steps, so it needs no lock and no transaction another
+     * request holds open on the client's connection can hide a commit from it; without one (in memory), on the
+     * client's connection under its lock, as `readProgram`. On PostgreSQL, on a connection of its own outside any
+     * transaction (READ COMMITTED: each statement sees every commit before it).
      */
-    const readLatest = <A, E = never>(body: (db: SyncStatements) => A): Effect.Effect<A, E | SqlError> =>
-      hot === undefined ? readSync<A, E>(body) : Effect.suspend(() => attempt<A, E>(() => body(hot.statements)))
+    const readLatest = <A, E = never>(body: (db: Statements) => Program<A>): Effect.Effect<A, E | SqlError> =>
+      dialect.name === "pg"
+        ? Effect.scoped(Effect.flatMap(sql.reserve, (conn) => readOnPg<A, E>(conn, dialect, body)))
+        : hot === undefined
+          ? readProgram<A, E>(body)
+          : Effect.suspend(() => attempt<A, E>(() => driveSync(hot.statements, body(sqliteStatements))))
 
-    return { transaction, current, transactionSync, readSync, readLatest } as const
+    return { transaction, current, transactionProgram, readProgram, readLatest } as const
   })
 }) {}
 
@@ -208,21 +231,16 @@ const attempt = <A, E>(body: () => A): Effect.Effect<A, E | SqlError> => {
   try {
     return Effect.succeed(body())
   } catch (thrown) {
-    if (thrown instanceof Refused) return Effect.fail(thrown.error as E)
-    if (isSqlError(thrown)) return Effect.fail(thrown)
-    return Effect.die(thrown)
+    return failureOf<E>(thrown)
   }
 }
 
-const isSqlError = (thrown: unknown): thrown is SqlError =>
-  typeof thrown === "object" && thrown !== null && (thrown as { _tag?: unknown })._tag === "SqlError"
-
-/** BEGIN IMMEDIATE … COMMIT around `body`; whatever `body` throws rolls it back and is thrown on. */
-const topLevelSync = <A>(db: SyncStatements, body: (db: SyncStatements) => A): A => {
+/** BEGIN IMMEDIATE … COMMIT around the program `body`; whatever it throws rolls it back and is thrown on. */
+const topLevelSync = <A>(db: SyncStatements, body: (db: Statements) => Program<A>): A => {
   db.run("BEGIN IMMEDIATE")
   let result: A
   try {
-    result = body(db)
+    result = driveSync(db, body(sqliteStatements))
     db.run("COMMIT")
   } catch (thrown) {
     // Also a commit refused (another process holds the lock past the busy timeout). An error that made SQLite
@@ -234,37 +252,4 @@ const topLevelSync = <A>(db: SyncStatements, body: (db: SyncStatements) => A): A
     throw thrown
   }
   return result
-}
-
-/**
- * Thrown out of a savepoint whose rollback failed: SQLite has already rolled the whole transaction back (a
- * full disk, an I/O error), so nothing after it may run as if inside it. `cause` is what failed in the body.
- */
-export class TransactionLost extends Error {
-  constructor(override readonly cause: unknown) {
-    super("the transaction was rolled back by SQLite after a failed statement", { cause })
-  }
-}
-
-/**
- * `body` in a savepoint of the transaction `db` is in: whatever it throws rolls back to the savepoint, leaves
- * the enclosing transaction as it was, and is thrown on. (Savepoints nest by name: `ROLLBACK TO` and `RELEASE`
- * act on the latest one of that name, so one name serves every depth.)
- */
-export const savepointSync = <A>(db: SyncStatements, body: (db: SyncStatements) => A): A => {
-  const name = "keel_sync"
-  db.run(`SAVEPOINT ${name}`)
-  try {
-    const result = body(db)
-    db.run(`RELEASE ${name}`)
-    return result
-  } catch (thrown) {
-    try {
-      db.run(`ROLLBACK TO ${name}`)
-      db.run(`RELEASE ${name}`)
-    } catch {
-      throw thrown instanceof TransactionLost ? thrown : new TransactionLost(thrown)
-    }
-    throw thrown
-  }
 }
