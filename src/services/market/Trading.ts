@@ -173,8 +173,9 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
       if (order.idempotency !== undefined) {
         const { fingerprint, key, principal } = order.idempotency
         yield* db.run(
-          `INSERT OR REPLACE INTO market_idempotency (principal, key, fingerprint, response, created_at)
-          VALUES (?, ?, ?, ?, ?)`,
+          `INSERT INTO market_idempotency (principal, key, fingerprint, response, created_at)
+          VALUES (?, ?, ?, ?, ?) ON CONFLICT (principal, key) DO UPDATE SET fingerprint = excluded.fingerprint,
+          response = excluded.response, created_at = excluded.created_at`,
           [principal, key, fingerprint, JSON.stringify(receipt), now]
         )
       }
