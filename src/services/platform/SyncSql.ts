@@ -8,8 +8,8 @@ export type SqlParam = string | number | bigint | boolean | null | Uint8Array
 
 /**
  * Written-out SQL run synchronously: `?` placeholders, parameters in order, integers as bigint. A statement
- * that fails throws a `SqlError`. The hot paths' bodies are plain functions over these, so a whole trade is
- * one synchronous step instead of a chain of effects (≈ 25 effects and 10 statement effects a trade).
+ * that fails throws a `SqlError`. On SQLite the hot paths' statement programs are driven over these
+ * (`sql/Program.ts` `driveSync`), so a whole trade is one synchronous step instead of a chain of effects.
  */
 export interface SyncStatements {
   readonly all: <Row extends object>(text: string, params?: ReadonlyArray<SqlParam>) => Array<Row>
@@ -17,14 +17,14 @@ export interface SyncStatements {
 }
 
 /**
- * A refusal thrown out of a synchronous body (an overdraft, a slippage guard): the body's savepoint or
+ * A refusal thrown out of a statement program (an overdraft, a slippage guard): the program's savepoint or
  * transaction is rolled back and `error` becomes the effect's typed failure. Anything else thrown is a defect.
  */
 export class Refused<E> {
   constructor(readonly error: E) {}
 }
 
-/** Ends a synchronous body with the typed failure `error`. */
+/** Ends a statement program with the typed failure `error`. */
 export const refuse = <E>(error: E): never => {
   throw new Refused(error)
 }
