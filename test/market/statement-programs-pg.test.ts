@@ -222,6 +222,52 @@ describe.skipIf(postgresSkipReason !== undefined)(
       }).pipe(Effect.provide(MarketOnPg))
     )
 
+    it.effect(
+      "a serialization failure re-runs the whole program (not caught by its savepoints); five tries, then it stands",
+      () =>
+        Effect.gen(function* () {
+          yield* launched("PGG", [])
+          const direct = yield* SqlDirect
+          const sql = yield* SqlClient.SqlClient
+          const conflict = "DO $$ BEGIN RAISE EXCEPTION 'conflict' USING ERRCODE = 'serialization_failure'; END $$"
+          let tries = 0
+          const caught: Array<string> = []
+          const outcome = yield* direct.transactionProgram(function* (db) {
+            tries++
+            yield* db.run("UPDATE market_curves SET launched_at = launched_at + 1 WHERE ticker = ?", ["PGG"])
+            try {
+              yield* savepoint(
+                db,
+                (function* () {
+                  if (tries === 1) yield* db.run(conflict)
+                })()
+              )
+            } catch (thrown) {
+              caught.push(String(thrown))
+            }
+            return tries
+          })
+          assert.strictEqual(outcome, 2)
+          assert.deepStrictEqual(caught, [], "the savepoint never saw the retryable failure")
+          const [row] = yield* sql<{ launched_at: string }>`SELECT launched_at FROM market_curves WHERE ticker = 'PGG'`
+          const launchedAt = Number(row!.launched_at)
+          let always = 0
+          const failed = yield* direct
+            .transactionProgram(function* (db) {
+              always++
+              yield* db.run("UPDATE market_curves SET launched_at = launched_at + 1 WHERE ticker = ?", ["PGG"])
+              yield* db.run(conflict)
+            })
+            .pipe(Effect.flip)
+          assert.strictEqual(failed._tag, "SqlError")
+          assert.strictEqual(always, 5)
+          const [after] = yield* sql<{
+            launched_at: string
+          }>`SELECT launched_at FROM market_curves WHERE ticker = 'PGG'`
+          assert.strictEqual(Number(after!.launched_at), launchedAt, "every try rolled back")
+        }).pipe(Effect.provide(MarketOnPg))
+    )
+
     it.effect("readLatest reads the committed state on a connection of its own", () =>
       Effect.gen(function* () {
         const direct = yield* SqlDirect
