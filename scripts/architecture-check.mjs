@@ -18,13 +18,18 @@
 //   platform    src/services/platform/**: database, objects, vault, host channel, process, clock.
 //   fleet-shared src/services/fleet/shared/**: the fleet's model and the ports both of its programs use.
 //   fleet-agent src/services/fleet/agent/**: the host agent; it imports nothing of the control plane.
-//   services    src/services/<domain>/** (market, product, groundtruth, and fleet/control/: the control plane, which
-//               may run the agent's code for its own host).
+//   services    src/services/<domain>/** (market, product, groundtruth, and fleet/control/: the control plane).
 //   actors      src/actors/**: cluster entities and workflows (thin: they call services).
 //   http        src/http/**: handlers, middleware, fast paths.
 //   layers      src/layers/**: composition only.
 //   cli         src/cli/**: the `ctl` command tree.
 //   entry       src/index.ts and anything else at the top of src/.
+//
+// The fleet's two programs meet only through fleet-shared (the host protocol's ports): a file under
+// src/services/fleet/control/ may not import src/services/fleet/agent/, nor the other way round, whatever the layers
+// allow. Those imports are a section of their own and fail the check like an upward one (`--allow-arrow` lets one
+// through by name, as above). The control plane runs this host's agent through the ports, its adapters chosen in
+// src/layers/.
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
@@ -57,6 +62,20 @@ export const layerOf = (file) => {
 }
 
 const rank = (file) => LAYERS.indexOf(layerOf(file))
+
+const PROGRAMS = [
+  ["src/services/fleet/control/", "control"],
+  ["src/services/fleet/agent/", "agent"]
+]
+
+/** Which of the fleet's two programs a file belongs to (control plane, host agent), undefined for neither. */
+export const programOf = (file) => PROGRAMS.find(([prefix]) => file.startsWith(prefix))?.[1]
+
+const crossesPrograms = (e) => {
+  const from = programOf(e.from)
+  const to = programOf(e.to)
+  return from !== undefined && to !== undefined && from !== to
+}
 
 const parseArgs = (argv) => {
   const options = { root: process.cwd(), maxOwnLines: undefined, allowedArrows: [] }
@@ -241,9 +260,14 @@ const main = async () => {
   // by design (the lazy `ctl`), so it counts for the layers but cannot make a load-time cycle.
   const arrowOf = (e) => `${e.from}->${e.to}`
   const allUpward = edges.filter((e) => rank(e.to) > rank(e.from))
-  const upward = allUpward.filter((e) => !options.allowedArrows.includes(arrowOf(e)))
-  const allowed = allUpward.filter((e) => options.allowedArrows.includes(arrowOf(e)))
-  const stale = options.allowedArrows.filter((arrow) => !allUpward.some((e) => arrowOf(e) === arrow))
+  const allCrossing = edges.filter(crossesPrograms)
+  const isAllowed = (e) => options.allowedArrows.includes(arrowOf(e))
+  const upward = allUpward.filter((e) => !isAllowed(e))
+  const crossing = allCrossing.filter((e) => !isAllowed(e))
+  const allowed = [...new Set([...allUpward, ...allCrossing])].filter(isAllowed)
+  const stale = options.allowedArrows.filter(
+    (arrow) => ![...allUpward, ...allCrossing].some((e) => arrowOf(e) === arrow)
+  )
   const graph = new Map(files.map((f) => [f, new Set()]))
   for (const e of edges) if (!e.dynamic) graph.get(e.from)?.add(e.to)
   const cycles = cyclesOf(graph)
@@ -264,6 +288,12 @@ const main = async () => {
   for (const e of upward) {
     console.log(`${e.from} -> ${e.to}  (${layerOf(e.from)} -> ${layerOf(e.to)}${e.dynamic ? ", dynamic" : ""})`)
   }
+  console.log(
+    `== imports between the fleet's programs (control and agent meet only in fleet/shared): ${crossing.length}`
+  )
+  for (const e of crossing) {
+    console.log(`${e.from} -> ${e.to}  (${programOf(e.from)} -> ${programOf(e.to)}${e.dynamic ? ", dynamic" : ""})`)
+  }
   for (const e of allowed)
     console.log(`allowed for now: ${e.from} -> ${e.to}  (${layerOf(e.from)} -> ${layerOf(e.to)})`)
   for (const arrow of stale) console.log(`allowed but gone (drop its --allow-arrow): ${arrow}`)
@@ -272,6 +302,7 @@ const main = async () => {
 
   const failures = [
     ...(upward.length > 0 ? [`${upward.length} upward import(s)`] : []),
+    ...(crossing.length > 0 ? [`${crossing.length} import(s) between control and agent`] : []),
     ...(stale.length > 0 ? [`${stale.length} stale --allow-arrow`] : []),
     ...(cycles.length > 0 ? [`${cycles.length} import cycle(s)`] : []),
     ...(fatalLength && long.length > 0 ? [`${long.length} function(s) over ${limit} own lines`] : [])

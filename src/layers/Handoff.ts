@@ -2,8 +2,8 @@ import * as path from "node:path"
 import { ClusterWorkflowEngine } from "@effect/cluster"
 import { Effect, Layer } from "effect"
 import { HandoffEngineWorker } from "../services/fleet/agent/handoff/HandoffEngine.js"
+import { HandoffHere } from "../services/fleet/agent/handoff/HandoffHere.js"
 import { HandoffQueueRemote } from "../services/fleet/agent/handoff/HandoffQueueRemote.js"
-import { StorageReconcile } from "../services/fleet/control/handoff/StorageReconcile.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { singleRunner } from "../services/platform/Cluster.js"
 import { ensurePrivateDir, preparePrivateDatabase } from "../services/platform/PrivateFiles.js"
@@ -15,7 +15,7 @@ import { HandoffWorkflowsLive, HostReach } from "./Services.js"
  * `ctl host storage-root-reconcile --here` on a target: the phase on this host's files, units and leases, the
  * queue reached at the control plane, Run and Rollback handed to a detached worker (docs/handoff.md).
  */
-export const HandoffHereLive = StorageReconcile.Default.pipe(
+export const HandoffHereLive = HandoffHere.Default.pipe(
   Layer.provide(Layer.merge(HandoffEngineWorker, HandoffQueueRemote)),
   Layer.provideMerge(HostReach),
   Layer.provideMerge(ServicesLive)

@@ -13,8 +13,6 @@ import {
   MemoryHostAgent,
   makeMemoryHostAgent
 } from "../services/fleet/agent/HostAgentMemory.js"
-import { HostAgentLive } from "../services/fleet/control/HostAgentLive.js"
-import { StorageReconcile } from "../services/fleet/control/handoff/StorageReconcile.js"
 import { TargetQueue } from "../services/fleet/control/handoff/TargetQueue.js"
 import { RemoteCtl } from "../services/fleet/control/RemoteCtl.js"
 import { MemoryAlerts, makeMemoryAlerts } from "../services/fleet/control/reconciler/Alerts.js"
@@ -40,6 +38,7 @@ import { MemoryObjectStoreLayer } from "../services/platform/objects/MemoryObjec
 import { pgScratchSchema } from "../services/platform/PgScratchSchema.js"
 import type { SqlDialect } from "../services/platform/sql/SqlDialect.js"
 import { embeddedVault } from "../services/platform/vault/EmbeddedVault.js"
+import { HostAgentLive, storageReconcileOn } from "./HostAgent.js"
 import { AllMigrations } from "./Migrations.js"
 import {
   DomainServices,
@@ -206,22 +205,19 @@ export const ReconcilerOnHostsTest = (
 
 /**
  * The storage-root handoff's workflows on the test cluster, with units from a memory service manager the test
- * controls (the writers the handoff stops and starts).
+ * controls (the writers the handoff stops and starts), and other targets reached through `channel`.
  */
 export const HandoffTest = (
   overrides: Partial<AppSettings> = {},
-  services: ReturnType<typeof makeMemoryServiceManager> = makeMemoryServiceManager()
+  services: ReturnType<typeof makeMemoryServiceManager> = makeMemoryServiceManager(),
+  channel: Layer.Layer<HostChannel, never, Layer.Layer.Context<typeof HostChannelLive>> = HostChannelLive
 ) =>
-  Layer.mergeAll(
-    HandoffWorkflowsLive,
-    StorageReconcile.Default.pipe(Layer.provide(HandoffEngineInProcess)),
-    TargetQueue.Default
-  ).pipe(
+  Layer.mergeAll(HandoffWorkflowsLive, storageReconcileOn(HandoffEngineInProcess), TargetQueue.Default).pipe(
     Layer.provideMerge(HandoffQueueLocal),
     Layer.provideMerge(ClusterWorkflowEngine.layer),
     Layer.provideMerge(ClusterTest),
     Layer.provideMerge(RemoteCtl.Default),
-    Layer.provideMerge(HostChannelLive),
+    Layer.provideMerge(channel),
     Layer.provideMerge(MemoryServiceManager(services)),
     Layer.provideMerge(ServicesTest(overrides))
   )

@@ -10,6 +10,7 @@ import {
   type CommandResult,
   DiskMeter,
   FleetRegistry,
+  HandoffAgent,
   HandoffTest,
   HostAgent,
   HostAgentProtocol,
@@ -17,11 +18,9 @@ import {
   HostChannel,
   Janitor,
   makeSupervisor,
-  type ReconcilePhase,
   RemoteCtl,
   RunnerUnit,
   runProcess,
-  StorageReconcile,
   type Target
 } from "../support/keel.js"
 import { ctlBin } from "../support/server.js"
@@ -92,8 +91,8 @@ const runtime = ManagedRuntime.make(
     Layer.provide(settings)
   )
 )
-/** The storage-root phases on this host: the handoff's own test graph (a runtime of its own, the same data dir). */
-const handoff = ManagedRuntime.make(HandoffTest({ dataDir }).pipe(Layer.provide(settings)))
+/** The storage-root handoff's own test graph (a runtime of its own, the same data dir), other hosts through the recording channel. */
+const handoff = ManagedRuntime.make(HandoffTest({ dataDir }, undefined, RecordingChannel).pipe(Layer.provide(settings)))
 
 beforeAll(async () => {
   server = http.createServer((_q, s) => s.end("ok"))
@@ -365,33 +364,26 @@ describe("the host protocol: each operation over the real `ctl … --here --json
   )
 
   it(
-    "storage-root phases: a refusal (no storage declared) and a failure (no report) as this host answers them",
+    "storage-root phases through HandoffAgent: a refusal (no storage declared) and a failure (no report), the remote host's answer as this host's",
     async () => {
-      const remote = await runtime.runPromise(
+      const { local, remote } = await handoff.runPromise(
         Effect.gen(function* () {
-          const { remote } = yield* targets
-          const ctl = yield* RemoteCtl
-          const ask = (phase: ReconcilePhase) =>
-            ctl.call(remote, HostAgentProtocol.StoragePhaseOperation, { target: "remote-1", transaction: "t-1", phase })
-          const refused = yield* ask("run")
+          const agents = yield* HandoffAgent
+          const { remote: target } = yield* targets
+          const refused = yield* agents.for(target).phase("t-1", "run")
           assert.strictEqual(exactly(HostAgentProtocol.StoragePhaseOperation.answer), 2)
-          const failed = yield* ask("status")
+          const failed = yield* Effect.flip(agents.for(target).phase("t-1", "status"))
           assert.strictEqual(exactly(HostAgentProtocol.StoragePhaseOperation.answer), 1)
-          return [refused.answer, failed.answer]
+          const here = agents.here("remote-1")
+          const failedHere = yield* Effect.flip(here.phase("t-1", "status"))
+          return {
+            remote: [refused, failed.code, failed.detail],
+            // The control plane names the host whose refusal it relays.
+            local: [yield* here.phase("t-1", "run"), failedHere.code, `remote-1: ${failedHere.detail}`]
+          }
         })
       )
-      const local = await handoff.runPromise(
-        Effect.gen(function* () {
-          const here = yield* StorageReconcile
-          return [
-            yield* here.onThisHost("remote-1", "t-1", "run"),
-            yield* Effect.flip(here.onThisHost("remote-1", "t-1", "status")).pipe(
-              Effect.map((e) => ({ error: { code: e.code, detail: e.detail } }))
-            )
-          ]
-        })
-      )
-      assert.deepStrictEqual(remote as unknown, local)
+      assert.deepStrictEqual(remote, local)
     },
     TIMEOUT
   )

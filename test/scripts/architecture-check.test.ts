@@ -6,8 +6,9 @@ import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 
 // scripts/architecture-check.mjs is CI's architecture gate (.ci/run). Its verdicts, on small trees made here:
-// a clean tree passes; an import up a layer or a cycle fails; a long function is reported, and fails only under
-// --max-own-lines; an allowed arrow passes until it is gone, and then its allowance fails.
+// a clean tree passes; an import up a layer, one between the fleet's control plane and its agent, or a cycle
+// fails; a long function is reported, and fails only under --max-own-lines; an allowed arrow passes until it is
+// gone, and then its allowance fails.
 
 const script = fileURLToPath(new URL("../../scripts/architecture-check.mjs", import.meta.url))
 
@@ -126,17 +127,23 @@ describe("scripts/architecture-check.mjs", () => {
     fs.rmSync(root, { recursive: true, force: true })
   })
 
-  it("holds the fleet's split: fleet/agent imports nothing of fleet/control, fleet/shared nothing of either", async () => {
+  it("holds the fleet's split: control and agent import nothing of each other, fleet/shared nothing of either", async () => {
+    // The two programs meet in fleet/shared (a port); the layers compose the agent's adapter for the control plane.
     const fleet = {
       "src/services/fleet/shared/Model.ts": 'import { db } from "../../platform/Db.js"\nexport const model = db\n',
       "src/services/fleet/agent/Janitor.ts":
         'import { model } from "../shared/Model.js"\nexport const janitor = model\n',
       "src/services/fleet/control/Reconciler.ts":
-        'import { janitor } from "../agent/Janitor.js"\nimport { model } from "../shared/Model.js"\nexport const r = [janitor, model]\n'
+        'import { model } from "../shared/Model.js"\nexport const r = [model]\n',
+      "src/layers/Fleet.ts":
+        'import { janitor } from "../services/fleet/agent/Janitor.js"\nimport { r } from "../services/fleet/control/Reconciler.js"\nexport const fleet = [janitor, r]\n'
     }
     const cleanRoot = tree({ ...layered, ...fleet })
     const clean = await check(cleanRoot)
     expect(clean.code).toBe(0)
+    expect(clean.stdout).toContain(
+      "== imports between the fleet's programs (control and agent meet only in fleet/shared): 0"
+    )
     expect(clean.stdout).toContain("architecture check: ok")
 
     const brokenRoot = tree({
@@ -144,7 +151,11 @@ describe("scripts/architecture-check.mjs", () => {
       ...fleet,
       "src/services/fleet/agent/Publisher.ts":
         'import type { r } from "../control/Reconciler.js"\nexport type P = typeof r\n',
-      "src/services/fleet/shared/Client.ts": 'import { janitor } from "../agent/Janitor.js"\nexport const c = janitor\n'
+      "src/services/fleet/shared/Client.ts":
+        'import { janitor } from "../agent/Janitor.js"\nexport const c = janitor\n',
+      // Down a layer (services -> fleet-agent), yet across the programs: the control plane running agent code.
+      "src/services/fleet/control/Handoff.ts":
+        'import { janitor } from "../agent/Janitor.js"\nexport const h = janitor\n'
     })
     const run = await check(brokenRoot)
     expect(run.code).toBe(1)
@@ -154,7 +165,28 @@ describe("scripts/architecture-check.mjs", () => {
     expect(run.stdout).toContain(
       "src/services/fleet/shared/Client.ts -> src/services/fleet/agent/Janitor.ts  (fleet-shared -> fleet-agent)"
     )
-    expect(run.stdout).toContain("architecture check: FAILED (2 upward import(s))")
+    expect(run.stdout).toContain(
+      "== imports between the fleet's programs (control and agent meet only in fleet/shared): 2"
+    )
+    expect(run.stdout).toContain(
+      "src/services/fleet/control/Handoff.ts -> src/services/fleet/agent/Janitor.ts  (control -> agent)"
+    )
+    expect(run.stdout).toContain(
+      "src/services/fleet/agent/Publisher.ts -> src/services/fleet/control/Reconciler.ts  (agent -> control)"
+    )
+    expect(run.stdout).toContain(
+      "architecture check: FAILED (2 upward import(s), 2 import(s) between control and agent)"
+    )
+
+    // Allowed by name like an upward arrow, until it is gone.
+    const allowed = await check(
+      brokenRoot,
+      "--allow-arrow",
+      "src/services/fleet/control/Handoff.ts->src/services/fleet/agent/Janitor.ts"
+    )
+    expect(allowed.stdout).toContain(
+      "architecture check: FAILED (2 upward import(s), 1 import(s) between control and agent)"
+    )
     for (const root of [cleanRoot, brokenRoot]) fs.rmSync(root, { recursive: true, force: true })
   })
 

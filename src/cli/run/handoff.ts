@@ -5,7 +5,7 @@ import type { ReconcilePhase } from "../../contracts/fleet/Handoff.js"
 import { HandoffHereLive, HandoffWorkerLive } from "../../layers/Handoff.js"
 import { claimWorker, releaseWorker } from "../../services/fleet/agent/handoff/HandoffEngine.js"
 import { handoffDir } from "../../services/fleet/agent/handoff/HandoffFiles.js"
-import { StorageReconcile } from "../../services/fleet/control/handoff/StorageReconcile.js"
+import { HandoffHere } from "../../services/fleet/agent/handoff/HandoffHere.js"
 import { controlPlaneAt, refusalOf } from "../../services/fleet/shared/objects/ControlPlaneHttp.js"
 import { AppConfig } from "../../services/platform/AppConfig.js"
 import type { storageRootReconcileConfig } from "../handoff.js"
@@ -92,7 +92,7 @@ const reconcileThroughControlPlane = (
 /** `--here`: the phase on this host (how the control plane reaches a target through its channel). */
 const onThisHost = (asJson: boolean, target: string, transaction: string, phase: ReconcilePhase) =>
   Effect.gen(function* () {
-    const answer = yield* (yield* StorageReconcile)
+    const answer = yield* (yield* HandoffHere)
       .onThisHost(target, transaction, phase)
       .pipe(Effect.catchTag("StorageReconciliationFailed", failWith(asJson)))
     yield* show(asJson, target, transaction, phase, answer)

@@ -11,9 +11,6 @@ import type { UnionPlan } from "./TreeUnion.js"
  * Every file is replaced atomically; the workflow's recorded steps are the truth, these are its evidence.
  */
 
-/** The lease that makes one transaction per target at a time: held by the open transaction until it ends. */
-export const transactionLeaseKey = (target: string) => `handoff:${target}`
-
 export const handoffDir = (dataDir: string, transaction: string) => {
   if (!TRANSACTION_ID.test(transaction)) throw new Error(`not a transaction id (${TRANSACTION_ID_RULE})`)
   return path.join(dataDir, "handoff", transaction)

@@ -7,10 +7,11 @@ import { Leases } from "../../../platform/Leases.js"
 import { readRoute, writeRoute } from "../../../platform/objects/RoutedFsObjectStore.js"
 import { STORAGE_FENCE_KEY } from "../../../platform/objects/StorageFence.js"
 import { HandoffQueue } from "../../shared/handoff/HandoffQueue.js"
+import { declaredTarget, transactionLeaseKey } from "../../shared/handoff/HandoffTarget.js"
 import { FleetRegistry } from "../../shared/registry/Registry.js"
 import type { StorageDeclaration } from "../../shared/registry/Schema.js"
 import { ServiceManager } from "../../shared/units/ServiceManager.js"
-import { HandoffFiles, handoffDir, newReceipt, transactionLeaseKey } from "./HandoffFiles.js"
+import { HandoffFiles, handoffDir, newReceipt } from "./HandoffFiles.js"
 import { runtimeValue, setRuntime } from "./RuntimePointer.js"
 import { manifestOf, manifestsEqual } from "./TreeManifest.js"
 import { applyUnion, checkpoint, planUnion, rollbackUnion } from "./TreeUnion.js"
@@ -25,10 +26,6 @@ export const refused = (refusal: string, detail: string) =>
 
 const io = <A>(refusal: string, run: () => A | Promise<A>) =>
   Effect.tryPromise({ try: async () => run(), catch: (error) => refused(refusal, (error as Error).message) })
-
-/** A registry target by name (undefined when the registry has none): the one lookup of the handoff's phases and steps. */
-export const declaredTarget = (registry: FleetRegistry, name: string) =>
-  Effect.map(registry.read({ allowCached: true }), (snapshot) => snapshot.registry.targets.find((t) => t.name === name))
 
 interface Payload {
   readonly target: string

@@ -1,0 +1,20 @@
+import { Layer } from "effect"
+import { Answerer } from "../services/groundtruth/Answerer.js"
+import { BrandAssets } from "../services/groundtruth/BrandAssets.js"
+import { EmbedderFromConfig } from "../services/groundtruth/Embedder.js"
+import { GtConfig } from "../services/groundtruth/GtConfig.js"
+import { Ingester } from "../services/groundtruth/Ingester.js"
+import { Retriever } from "../services/groundtruth/Retriever.js"
+import { Sources } from "../services/groundtruth/Sources.js"
+import { DataDirLive } from "./Sql.js"
+
+/** Ground truth: its sources and their mirrors, the index and the retriever over it, ingest, answers, brand assets. */
+export const GroundTruthServices = Layer.mergeAll(Ingester.Default, Answerer.Default, BrandAssets.Default).pipe(
+  Layer.provideMerge(Retriever.Default),
+  Layer.provideMerge(EmbedderFromConfig),
+  Layer.provideMerge(Sources.Default),
+  Layer.provideMerge(GtConfig.Default)
+)
+
+/** Ground truth alone on the embedded defaults: `ctl gt`. */
+export const GroundTruthLive = GroundTruthServices.pipe(Layer.provideMerge(DataDirLive))
