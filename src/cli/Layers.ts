@@ -5,6 +5,13 @@ import { lazyLayer } from "./Lazy.js"
  * tree imports these handles, never the layer modules (which reach every service they compose).
  */
 export const ServicesLive = lazyLayer(() => import("../layers/Live.js").then((m) => m.ServicesLive))
+// One domain's graph each (issue 43: a command builds only what it uses; each module imports only its domain).
+export const MarketLive = lazyLayer(() => import("../layers/Market.js").then((m) => m.MarketLive))
+export const GroundTruthLive = lazyLayer(() => import("../layers/GroundTruth.js").then((m) => m.GroundTruthLive))
+export const ProductLive = lazyLayer(() => import("../layers/Product.js").then((m) => m.ProductLive))
+export const FleetServicesLive = lazyLayer(() => import("../layers/Fleet.js").then((m) => m.FleetServicesLive))
+export const DatabaseLive = lazyLayer(() => import("../layers/Platform.js").then((m) => m.DatabaseLive))
+export const LeasesLive = lazyLayer(() => import("../layers/Platform.js").then((m) => m.LeasesLive))
 export const SqlUnmigratedLive = lazyLayer(() => import("../layers/Sql.js").then((m) => m.SqlUnmigratedLive))
 export const VaultOnlyLive = lazyLayer(() => import("../layers/Vault.js").then((m) => m.VaultOnlyLive))
 export const HostOpsLive = lazyLayer(() => import("../layers/Live.js").then((m) => m.HostOpsLive))

@@ -1,5 +1,5 @@
 import { Args, Command } from "@effect/cli"
-import { ServicesLive } from "./Layers.js"
+import { ProductLive } from "./Layers.js"
 import { lazyRun } from "./Lazy.js"
 import { json } from "./Output.js"
 
@@ -18,5 +18,5 @@ const importCommand = Command.make("import", { dir, json }, (args) => impl((m) =
 export const blog = Command.make("blog").pipe(
   Command.withDescription("The public blog's posts"),
   Command.withSubcommands([importCommand]),
-  Command.provide(ServicesLive)
+  Command.provide(ProductLive)
 )

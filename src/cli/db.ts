@@ -1,5 +1,5 @@
 import { Command } from "@effect/cli"
-import { ServicesLive, SqlUnmigratedLive } from "./Layers.js"
+import { DatabaseLive, SqlUnmigratedLive } from "./Layers.js"
 import { lazyRun } from "./Lazy.js"
 import { json } from "./Output.js"
 
@@ -18,7 +18,7 @@ const migrateCommand = Command.make("migrate", { json }, (args) => impl((m) => m
 export const db = Command.make("db").pipe(
   Command.withDescription("The database (embedded SQLite or PostgreSQL): status and migrations"),
   Command.withSubcommands([
-    status.pipe(Command.provide(ServicesLive)),
+    status.pipe(Command.provide(DatabaseLive)),
     migrateCommand.pipe(Command.provide(SqlUnmigratedLive))
   ])
 )

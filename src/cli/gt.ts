@@ -1,7 +1,7 @@
 import { Args, Command, HelpDoc, Options } from "@effect/cli"
 import { Effect } from "effect"
 import { SEARCH_LIMIT_MAX, SEARCH_QUERY_MAX_CHARS } from "../contracts/groundtruth/Search.js"
-import { ServicesLive } from "./Layers.js"
+import { GroundTruthLive } from "./Layers.js"
 import { lazyRun } from "./Lazy.js"
 import { integerOption, json } from "./Output.js"
 
@@ -48,5 +48,5 @@ const repos = Command.make("repos", { json }, (args) => impl((m) => m.repos(args
 export const gt = Command.make("gt").pipe(
   Command.withDescription("Ground truth: ingest repositories, search with citations"),
   Command.withSubcommands([ingest, search, repos]),
-  Command.provide(ServicesLive)
+  Command.provide(GroundTruthLive)
 )

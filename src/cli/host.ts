@@ -2,7 +2,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { gateway } from "./gateway.js"
 import { storageRootReconcile } from "./handoff.js"
-import { FleetConfigLive, HostOpsLive, HostStateLive, RecoveryLive, ServicesLive } from "./Layers.js"
+import { FleetConfigLive, FleetServicesLive, HostOpsLive, HostStateLive, RecoveryLive } from "./Layers.js"
 import { lazyRun } from "./Lazy.js"
 import { integerOption, json } from "./Output.js"
 import { precheckRunner } from "./precheck.js"
@@ -132,9 +132,9 @@ export const host = Command.make("host").pipe(
     Command.make("beacon").pipe(
       Command.withDescription("Write a beacon, or render the units that publish it"),
       Command.withSubcommands([
-        write.pipe(Command.provide(ServicesLive)),
+        write.pipe(Command.provide(FleetServicesLive)),
         install.pipe(Command.provide(AppConfig.Default)),
-        clear.pipe(Command.provide(ServicesLive))
+        clear.pipe(Command.provide(FleetServicesLive))
       ])
     ),
     publish.pipe(Command.provide(FleetConfigLive)),
@@ -146,7 +146,7 @@ export const host = Command.make("host").pipe(
     storageRootReconcile.pipe(Command.provide(FleetConfigLive)),
     recover.pipe(Command.provide(RecoveryLive)),
     release.pipe(Command.provide(RecoveryLive)),
-    declareVersion.pipe(Command.provide(ServicesLive)),
+    declareVersion.pipe(Command.provide(FleetServicesLive)),
     precheckRunner,
     gateway
   ])

@@ -1,6 +1,6 @@
 import { Args, Command, Options } from "@effect/cli"
 import { LeaseHolder, LeaseKey } from "../contracts/fleet/LeaseNames.js"
-import { ServicesLive } from "./Layers.js"
+import { LeasesLive } from "./Layers.js"
 import { lazyRun } from "./Lazy.js"
 import { decodeArgument, decodeOption, durationOption, json } from "./Output.js"
 
@@ -54,5 +54,5 @@ const status = Command.make("status", statusConfig, (args) => impl((m) => m.stat
 export const lease = Command.make("lease").pipe(
   Command.withDescription("Fenced leases: exclusive, expiring claims on a key"),
   Command.withSubcommands([acquire, renew, release, list, status]),
-  Command.provide(ServicesLive)
+  Command.provide(LeasesLive)
 )

@@ -1,6 +1,6 @@
 import * as os from "node:os"
 import { Args, Command, Options } from "@effect/cli"
-import { HostOpsLive, ServicesLive } from "./Layers.js"
+import { FleetServicesLive, HostOpsLive } from "./Layers.js"
 import { lazyRun } from "./Lazy.js"
 import { integerOption, json } from "./Output.js"
 
@@ -71,10 +71,10 @@ export const machine = Command.make("machine").pipe(
   Command.withDescription("The job queue: submit, inspect, diagnose, run"),
   Command.withSubcommands([
     submit.pipe(Command.provide(HostOpsLive)),
-    status.pipe(Command.provide(ServicesLive)),
-    logs.pipe(Command.provide(ServicesLive)),
-    control("pause").pipe(Command.provide(ServicesLive)),
-    control("resume").pipe(Command.provide(ServicesLive)),
+    status.pipe(Command.provide(FleetServicesLive)),
+    logs.pipe(Command.provide(FleetServicesLive)),
+    control("pause").pipe(Command.provide(FleetServicesLive)),
+    control("resume").pipe(Command.provide(FleetServicesLive)),
     work.pipe(Command.provide(HostOpsLive))
   ])
 )

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { AMOUNT_TOO_LONG, MAX_AMOUNT_TEXT } from "../contracts/market/Money.js"
 import { TREASURY } from "../services/market/Accounts.js"
 import { AmountTooLarge, canonicalDecimal, MAX_LEG, toUnits, unitsText } from "../services/market/Units.js"
-import { ServicesLive } from "./Layers.js"
+import { MarketLive } from "./Layers.js"
 import { lazyRun } from "./Lazy.js"
 import { json } from "./Output.js"
 
@@ -133,5 +133,5 @@ export const market = Command.make("market").pipe(
     ),
     Command.make("coin").pipe(Command.withDescription("The platform coin"), Command.withSubcommands([mint, setPrice]))
   ]),
-  Command.provide(ServicesLive)
+  Command.provide(MarketLive)
 )

@@ -1,5 +1,5 @@
 import { Command } from "@effect/cli"
-import { ServicesLive } from "./Layers.js"
+import { FleetServicesLive } from "./Layers.js"
 import { lazyRun } from "./Lazy.js"
 import { json } from "./Output.js"
 
@@ -7,5 +7,5 @@ const impl = lazyRun(() => import("./run/overview.js"))
 
 export const overview = Command.make("overview", { json }, (args) => impl((m) => m.overview(args))).pipe(
   Command.withDescription("Fleet, queue, quota and billing from the configured backend"),
-  Command.provide(ServicesLive)
+  Command.provide(FleetServicesLive)
 )

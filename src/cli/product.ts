@@ -1,5 +1,5 @@
 import { Args, Command, Options } from "@effect/cli"
-import { ServicesLive } from "./Layers.js"
+import { ProductLive } from "./Layers.js"
 import { lazyRun } from "./Lazy.js"
 import { integerOption, json } from "./Output.js"
 
@@ -48,5 +48,5 @@ const summary = Command.make("summary", summaryConfig, (args) => impl((m) => m.s
 export const product = Command.make("product").pipe(
   Command.withDescription("The product-client API's readout: experiment results and analytics summaries"),
   Command.withSubcommands([results, summary]),
-  Command.provide(ServicesLive)
+  Command.provide(ProductLive)
 )

@@ -1,5 +1,5 @@
 import { Args, Command, Options } from "@effect/cli"
-import { ServicesLive } from "./Layers.js"
+import { FleetServicesLive } from "./Layers.js"
 import { lazyRun } from "./Lazy.js"
 import { json } from "./Output.js"
 
@@ -49,5 +49,5 @@ const apply = Command.make("apply", applyConfig, (args) => impl((m) => m.apply(a
 export const registry = Command.make("registry").pipe(
   Command.withDescription("The canonical fleet registry"),
   Command.withSubcommands([show, validate, set, apply]),
-  Command.provide(ServicesLive)
+  Command.provide(FleetServicesLive)
 )

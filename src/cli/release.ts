@@ -1,6 +1,6 @@
 import { Args, Command, Options } from "@effect/cli"
 import type { SyncedRelease } from "../services/fleet/control/releases/CatalogMaintenance.js"
-import { FleetConfigLive, RolloutLive, ServicesLive, TagLive, VaultOnlyLive } from "./Layers.js"
+import { FleetConfigLive, FleetServicesLive, RolloutLive, TagLive, VaultOnlyLive } from "./Layers.js"
 import { lazyRun } from "./Lazy.js"
 import { integerOption, json } from "./Output.js"
 
@@ -163,22 +163,22 @@ const tag = Command.make("tag", tagConfig, (args) => impl((m) => m.tag(args))).p
 export const release = Command.make("release").pipe(
   Command.withDescription("Releases: submit and build, the signing key and the catalog (docs/releases.md)"),
   Command.withSubcommands([
-    submit.pipe(Command.provide(ServicesLive)),
+    submit.pipe(Command.provide(FleetServicesLive)),
     build.pipe(Command.provide(FleetConfigLive)),
-    prune.pipe(Command.provide(ServicesLive)),
+    prune.pipe(Command.provide(FleetServicesLive)),
     promote.pipe(Command.provide(RolloutLive)),
     tag.pipe(Command.provide(TagLive)),
     rollout.pipe(Command.provide(RolloutLive)),
     Command.make("catalog").pipe(
       Command.withDescription("The release catalog"),
       Command.withSubcommands([sync, audit]),
-      Command.provide(ServicesLive)
+      Command.provide(FleetServicesLive)
     ),
     Command.make("key").pipe(
       Command.withDescription("The release signing key, held in the vault"),
       // Showing a key reads one vault item: the vault alone, no other service constructed.
       Command.withSubcommands([
-        keyCreate.pipe(Command.provide(ServicesLive)),
+        keyCreate.pipe(Command.provide(FleetServicesLive)),
         keyShow.pipe(Command.provide(VaultOnlyLive))
       ])
     )

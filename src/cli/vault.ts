@@ -1,5 +1,5 @@
 import { Args, Command, Options } from "@effect/cli"
-import { ServicesLive } from "./Layers.js"
+import { FleetServicesLive } from "./Layers.js"
 import { lazyRun } from "./Lazy.js"
 import { durationOption, json } from "./Output.js"
 
@@ -88,5 +88,5 @@ export const vault = Command.make("vault").pipe(
     Command.make("item").pipe(Command.withSubcommands([put, get, list, rm])),
     Command.make("grant").pipe(Command.withSubcommands([create, grants, revoke]))
   ]),
-  Command.provide(ServicesLive)
+  Command.provide(FleetServicesLive)
 )

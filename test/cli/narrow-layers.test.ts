@@ -9,8 +9,11 @@ import { ctlMain, exitCodeOf } from "../../src/cli/Run.js"
 import { runCtl } from "../support/server.js"
 
 // Issue 43: a command builds only the services it uses. A service cannot be constructed without its module
-// being imported, so a spy on the import of the retriever's and the market's modules shows whether a command
-// could have built them: `ctl release key show` reads one vault item and must not.
+// being imported, so a spy on the import of one module per domain (the retriever for ground truth, the token market
+// for the marketplace, the readout for the product, the overview for the fleet) and of the every-domain
+// graph (layers/Live.ts) shows what a command could have built. A module is imported once per process, so each
+// command below is checked for the modules it adds to those its predecessors loaded: commands are ordered so
+// that each one's domain is loaded last by it (ctl release key show first: it loads none).
 const loaded = vi.hoisted(() => new Set<string>())
 vi.mock("../../src/services/groundtruth/Retriever.js", async (original) => {
   loaded.add("Retriever")
@@ -20,6 +23,25 @@ vi.mock("../../src/services/market/TokenMarket.js", async (original) => {
   loaded.add("TokenMarket")
   return await original()
 })
+vi.mock("../../src/services/product/Readout.js", async (original) => {
+  loaded.add("Readout")
+  return await original()
+})
+vi.mock("../../src/services/fleet/control/overview/Overview.js", async (original) => {
+  loaded.add("Overview")
+  return await original()
+})
+vi.mock("../../src/layers/Live.js", async (original) => {
+  loaded.add("Live")
+  return await original()
+})
+
+/** What the command loads of the watched modules, beyond what was loaded before it. */
+const added = async (run: () => Promise<number>) => {
+  const before = new Set(loaded)
+  assert.strictEqual(await run(), 0)
+  return [...loaded].filter((m) => !before.has(m)).sort()
+}
 
 const inProcess = (args: ReadonlyArray<string>, env: Record<string, string>) =>
   Effect.runPromise(
@@ -30,7 +52,7 @@ const inProcess = (args: ReadonlyArray<string>, env: Record<string, string>) =>
   ).then((exit) => exitCodeOf(exit as Exit.Exit<unknown, unknown>))
 
 describe("ctl builds only what a command uses", () => {
-  it("release key show loads neither the retriever nor the market; release key create (all services) does", async () => {
+  it("each command group loads its own domain's services, no other domain's, and not the every-domain graph", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-narrow-"))
     const registry = path.join(dir, "registry.yml")
     fs.writeFileSync(
@@ -47,12 +69,28 @@ describe("ctl builds only what a command uses", () => {
     onTestFinished(() => fs.rmSync(dir, { recursive: true, force: true }))
     const made = await runCtl(["release", "key", "create", "--item", "signing", "--json"], { ...process.env, ...env })
     assert.strictEqual(made.code, 0, made.stderr)
+    const ctl =
+      (...args: ReadonlyArray<string>) =>
+      () =>
+        inProcess(args, env)
 
-    assert.strictEqual(await inProcess(["release", "key", "show", "--item", "signing"], env), 0)
-    assert.deepStrictEqual([...loaded], [], "release key show imported a domain service's module")
+    // release key show reads one vault item: nothing of any domain.
+    assert.deepStrictEqual(await added(ctl("release", "key", "show", "--item", "signing")), [])
+    // vault: the vault and the fleet's grants (registry, grant issuer) — not the product, market or ground truth.
+    assert.deepStrictEqual(await added(ctl("vault", "item", "list", "--json")), ["Overview"])
+    // product: its readouts — not the market or ground truth.
+    assert.deepStrictEqual(await added(ctl("product", "summary", "--site", "s1", "--json")), ["Readout"])
+    // market: the marketplace — not ground truth.
+    assert.deepStrictEqual(await added(ctl("market", "audit", "--json")), ["TokenMarket"])
+    // gt: ground truth alone.
+    assert.deepStrictEqual(await added(ctl("gt", "repos", "--json")), ["Retriever"])
+    // overview (the fleet's services) and db status (the database alone) add nothing: no other domain, no Live.
+    assert.deepStrictEqual(await added(ctl("overview", "--json")), [])
+    assert.deepStrictEqual(await added(ctl("db", "status", "--json")), [])
+    assert.deepStrictEqual(await added(ctl("lease", "list", "--json")), [])
 
-    // The spy sees what a command on every service loads: the control that it watches the right modules.
-    assert.strictEqual(await inProcess(["release", "key", "create", "--item", "another"], env), 0)
-    assert.sameMembers([...loaded], ["Retriever", "TokenMarket"])
+    // The control: a command still on every service (the janitor's reach to hosts) loads the every-domain graph,
+    // so the spy watches the right module.
+    assert.deepStrictEqual(await added(ctl("space", "cleaners", "list", "box", "--json")), ["Live"])
   })
 })
