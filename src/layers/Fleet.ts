@@ -25,7 +25,7 @@ import { ObjectGateway } from "../services/platform/objects/ObjectGateway.js"
 import { StorageFenceLive } from "../services/platform/objects/StorageFence.js"
 import { EmbeddedVaultLayer } from "../services/platform/vault/EmbeddedVault.js"
 import { ObjectStoreLive } from "./Objects.js"
-import { DataDirLive } from "./Sql.js"
+import { SqlWithSettingsLive } from "./Sql.js"
 
 /**
  * The fleet's control-plane services (registry, grants, releases, jobs, host health, the object gateway), without
@@ -68,5 +68,5 @@ export const FleetServices = Layer.mergeAll(
 export const FleetServicesLive = FleetServices.pipe(
   Layer.provideMerge(EmbeddedVaultLayer),
   Layer.provideMerge(ObjectStoreLive),
-  Layer.provideMerge(DataDirLive)
+  Layer.provideMerge(SqlWithSettingsLive)
 )

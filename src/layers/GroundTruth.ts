@@ -6,7 +6,7 @@ import { GtConfig } from "../services/groundtruth/GtConfig.js"
 import { Ingester } from "../services/groundtruth/Ingester.js"
 import { Retriever } from "../services/groundtruth/Retriever.js"
 import { Sources } from "../services/groundtruth/Sources.js"
-import { DataDirLive } from "./Sql.js"
+import { SqlWithSettingsLive } from "./Sql.js"
 
 /** Ground truth: its sources and their mirrors, the index and the retriever over it, ingest, answers, brand assets. */
 export const GroundTruthServices = Layer.mergeAll(Ingester.Default, Answerer.Default, BrandAssets.Default).pipe(
@@ -17,4 +17,4 @@ export const GroundTruthServices = Layer.mergeAll(Ingester.Default, Answerer.Def
 )
 
 /** Ground truth alone on the embedded defaults: `ctl gt`. */
-export const GroundTruthLive = GroundTruthServices.pipe(Layer.provideMerge(DataDirLive))
+export const GroundTruthLive = GroundTruthServices.pipe(Layer.provideMerge(SqlWithSettingsLive))

@@ -13,7 +13,7 @@ import { TokenMarket } from "../services/market/TokenMarket.js"
 import { Trading } from "../services/market/Trading.js"
 import { WalletAuth } from "../services/market/WalletAuth.js"
 import { Shutdown } from "../services/platform/Shutdown.js"
-import { DataDirLive } from "./Sql.js"
+import { SqlWithSettingsLive } from "./Sql.js"
 
 /** The marketplace: the ledger under the curves, agents, chat and its stream, auth, the coin's price. */
 export const MarketServices = Layer.mergeAll(
@@ -36,4 +36,4 @@ export const MarketServices = Layer.mergeAll(
 )
 
 /** The marketplace alone on the embedded defaults: `ctl market`. */
-export const MarketLive = MarketServices.pipe(Layer.provideMerge(DataDirLive))
+export const MarketLive = MarketServices.pipe(Layer.provideMerge(SqlWithSettingsLive))

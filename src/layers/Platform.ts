@@ -1,10 +1,10 @@
 import { Layer } from "effect"
 import { Database } from "../services/platform/Database.js"
 import { Leases } from "../services/platform/Leases.js"
-import { DataDirLive } from "./Sql.js"
+import { SqlWithSettingsLive } from "./Sql.js"
 
 /** The database's own description (dialect, file, migrations applied) on the embedded defaults: `ctl db status`. */
-export const DatabaseLive = Database.Default.pipe(Layer.provideMerge(DataDirLive))
+export const DatabaseLive = Database.Default.pipe(Layer.provideMerge(SqlWithSettingsLive))
 
 /** The lease table alone on the embedded defaults: `ctl lease`. */
-export const LeasesLive = Leases.Default.pipe(Layer.provideMerge(DataDirLive))
+export const LeasesLive = Leases.Default.pipe(Layer.provideMerge(SqlWithSettingsLive))

@@ -7,7 +7,7 @@ import { JourneyRegistry } from "../services/product/JourneyRegistry.js"
 import { Onboarding } from "../services/product/Onboarding.js"
 import { ProductConfig } from "../services/product/ProductConfig.js"
 import { Readout } from "../services/product/Readout.js"
-import { DataDirLive } from "./Sql.js"
+import { SqlWithSettingsLive } from "./Sql.js"
 
 /** The product surface: experiments and their assignment, analytics collectors and readouts, onboarding, the blog. */
 export const ProductServices = Layer.mergeAll(
@@ -23,4 +23,4 @@ export const ProductServices = Layer.mergeAll(
 )
 
 /** The product surface alone on the embedded defaults: `ctl product`, `ctl blog`. */
-export const ProductLive = ProductServices.pipe(Layer.provideMerge(DataDirLive))
+export const ProductLive = ProductServices.pipe(Layer.provideMerge(SqlWithSettingsLive))

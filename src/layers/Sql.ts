@@ -11,12 +11,15 @@ import { SettingsChecked } from "./Settings.js"
 export const SqlLive = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(databaseFromConfig))
 
 /**
- * The data dir's migrated database and the environment's settings, every domain's checked first (SettingsChecked):
+ * The configured database, migrated (SqlLive), and the environment's settings, every domain's checked first (SettingsChecked):
  * what each domain's own graph stands on (a command builds its domain's services on it, not every domain's).
  * Migrations stay whole: the database is one file shared by every domain, so each command brings all of it up to
  * date, whichever domain it serves.
  */
-export const DataDirLive = SqlLive.pipe(Layer.provideMerge(SettingsChecked), Layer.provideMerge(AppConfig.Default))
+export const SqlWithSettingsLive = SqlLive.pipe(
+  Layer.provideMerge(SettingsChecked),
+  Layer.provideMerge(AppConfig.Default)
+)
 
 /** The database without its migrations: for `ctl db migrate`, which applies them itself. */
 export const SqlUnmigratedLive = databaseFromConfig.pipe(Layer.provideMerge(AppConfig.Default))
