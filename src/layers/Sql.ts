@@ -11,10 +11,10 @@ import { SettingsChecked } from "./Settings.js"
 export const SqlLive = migrationsLayer(AllMigrations).pipe(Layer.provideMerge(databaseFromConfig))
 
 /**
- * The configured database, migrated (SqlLive), and the environment's settings, every domain's checked first (SettingsChecked):
- * what each domain's own graph stands on (a command builds its domain's services on it, not every domain's).
- * Migrations stay whole: the database is one file shared by every domain, so each command brings all of it up to
- * date, whichever domain it serves.
+ * The configured database, migrated (SqlLive), and the environment's settings, every domain's checked first
+ * (SettingsChecked): what each domain's own graph stands on (a command builds its domain's services on it, not
+ * every domain's). Migrations stay whole: the database is shared by every domain, so each command brings all of it
+ * up to date, whichever domain it serves.
  */
 export const SqlWithSettingsLive = SqlLive.pipe(
   Layer.provideMerge(SettingsChecked),
