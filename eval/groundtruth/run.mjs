@@ -2,6 +2,9 @@
 // into real git repositories here), the questions in eval/groundtruth/questions (written as users ask,
 // with the file and lines that answer them, and questions the sources do not cover), asked through the
 // library exactly as /search and /ask rank; beside an idf-BM25 "grep" baseline over the same files.
+// Both engines, side by side: SQLite (the data dir's file) and PostgreSQL (KEEL_EVAL_DATABASE_URL, else the local
+// server postgres://postgres@127.0.0.1:5432/test, in a fresh schema dropped after; skipped, and said so, when
+// no server answers).
 //   npm run eval:groundtruth [-- --verbose] [-- --json] [-- --calibrate] [-- --word-vectors FILE]
 //                            [-- --sentence-encoder]
 // The embedder is whatever the environment configures (GT_EMBEDDINGS_URL …), or with --word-vectors the
@@ -10,6 +13,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect } from "effect"
+import pg from "pg"
 import { buildWorkspace, corpus, filesOf, importKeel, questions, repos } from "./corpus.mjs"
 
 const verbose = process.argv.includes("--verbose")
@@ -102,66 +106,102 @@ if (process.argv.includes("--sentence-encoder")) {
 
 // ---------------------------------------------------------------- keel, through the library
 const keel = await importKeel(workspace)
-const report = await Effect.runPromise(
-  Effect.gen(function* () {
-    const ingester = yield* keel.Ingester
-    const retriever = yield* keel.Retriever
-    const answerer = yield* keel.Answerer
-    const t0 = Date.now()
-    const ingested = yield* ingester.ingest({})
-    const ingestMs = Date.now() - t0
-    const searchRanks = []
-    const askRanks = []
-    const latencies = []
-    const flagged = { answerable: 0, unanswerable: 0 }
-    const misses = []
-    const calibration = []
-    const deepRanks = []
-    for (const q of questions) {
-      // Timed first, so no cache of this question's passages is warm.
-      const t = process.hrtime.bigint()
-      const answer = yield* answerer.ask(q.question, undefined, 5)
-      latencies.push(Number(process.hrtime.bigint() - t) / 1e6)
-      const deep = yield* retriever.retrieve(q.question, { limit: 50 })
-      const hits = deep.slice(0, 10)
-      const { verdict } = yield* answerer.examine(q.question, undefined, 5)
-      calibration.push({
-        id: q.id,
-        unanswerable: q.unanswerable === true,
-        support: verdict.support,
-        score: verdict.score,
-        reason: verdict.reason,
-        absent: verdict.unknown
-      })
-      if (q.unanswerable) {
-        if (answer.missing) flagged.unanswerable++
-        else if (verbose)
+/** Ingest, then every question through /ask, /search (deep) and the abstention model, on the engine configured. */
+const measure = () =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const ingester = yield* keel.Ingester
+      const retriever = yield* keel.Retriever
+      const answerer = yield* keel.Answerer
+      const t0 = Date.now()
+      const ingested = yield* ingester.ingest({})
+      const ingestMs = Date.now() - t0
+      const searchRanks = []
+      const askRanks = []
+      const latencies = []
+      const flagged = { answerable: 0, unanswerable: 0 }
+      const misses = []
+      const calibration = []
+      const deepRanks = []
+      for (const q of questions) {
+        // Timed first, so no cache of this question's passages is warm.
+        const t = process.hrtime.bigint()
+        const answer = yield* answerer.ask(q.question, undefined, 5)
+        latencies.push(Number(process.hrtime.bigint() - t) / 1e6)
+        const deep = yield* retriever.retrieve(q.question, { limit: 50 })
+        const hits = deep.slice(0, 10)
+        const { verdict } = yield* answerer.examine(q.question, undefined, 5)
+        calibration.push({
+          id: q.id,
+          unanswerable: q.unanswerable === true,
+          support: verdict.support,
+          score: verdict.score,
+          reason: verdict.reason,
+          absent: verdict.unknown
+        })
+        if (q.unanswerable) {
+          if (answer.missing) flagged.unanswerable++
+          else if (verbose)
+            misses.push(
+              `UNFLAGGED ${q.id}: ${q.question}\n    top: ${hits[0]?.repo}/${hits[0]?.path}:${hits[0]?.line} support ${hits[0]?.support?.toFixed(2)}`
+            )
+          continue
+        }
+        const rank = firstRight(q, hits)
+        searchRanks.push(rank)
+        deepRanks.push(firstRight(q, deep))
+        askRanks.push(answer.missing ? undefined : firstRight(q, answer.citations))
+        if (answer.missing) flagged.answerable++
+        if (verbose && (rank === undefined || rank > 1 || answer.missing)) {
           misses.push(
-            `UNFLAGGED ${q.id}: ${q.question}\n    top: ${hits[0]?.repo}/${hits[0]?.path}:${hits[0]?.line} support ${hits[0]?.support?.toFixed(2)}`
+            `${answer.missing ? "FLAGGED " : ""}${q.id} rank ${rank ?? "-"}: ${q.question}\n    want ${q.expect.map((e) => `${e.path}:${e.line}-${e.end_line}`).join(", ")}\n` +
+              hits
+                .slice(0, 3)
+                .map(
+                  (h) =>
+                    `    got  ${h.repo}/${h.path}:${h.line}-${h.end_line} [${h.heading}] ${h.score} s=${h.support.toFixed(2)}`
+                )
+                .join("\n")
           )
-        continue
+        }
       }
-      const rank = firstRight(q, hits)
-      searchRanks.push(rank)
-      deepRanks.push(firstRight(q, deep))
-      askRanks.push(answer.missing ? undefined : firstRight(q, answer.citations))
-      if (answer.missing) flagged.answerable++
-      if (verbose && (rank === undefined || rank > 1 || answer.missing)) {
-        misses.push(
-          `${answer.missing ? "FLAGGED " : ""}${q.id} rank ${rank ?? "-"}: ${q.question}\n    want ${q.expect.map((e) => `${e.path}:${e.line}-${e.end_line}`).join(", ")}\n` +
-            hits
-              .slice(0, 3)
-              .map(
-                (h) =>
-                  `    got  ${h.repo}/${h.path}:${h.line}-${h.end_line} [${h.heading}] ${h.score} s=${h.support.toFixed(2)}`
-              )
-              .join("\n")
-        )
-      }
-    }
-    return { ingested, ingestMs, searchRanks, askRanks, latencies, flagged, misses, calibration, deepRanks }
-  }).pipe(Effect.provide(keel.ServicesLive))
-)
+      return { ingested, ingestMs, searchRanks, askRanks, latencies, flagged, misses, calibration, deepRanks }
+    }).pipe(Effect.provide(keel.ServicesLive))
+  )
+// ---------------------------------------------------------------- PostgreSQL: a fresh schema of the eval's own
+const pgUrl = process.env.KEEL_EVAL_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+const pgAdmin = async (statement) => {
+  const client = new pg.Client({ connectionString: pgUrl, connectionTimeoutMillis: 5000 })
+  await client.connect()
+  try {
+    await client.query(statement)
+  } finally {
+    await client.end()
+  }
+}
+const onPostgres = async () => {
+  const schema = `keel_eval_${process.pid}_${Date.now()}`
+  const answered = await pgAdmin(`CREATE SCHEMA ${schema}`).then(
+    () => undefined,
+    (error) => String(error)
+  )
+  if (answered !== undefined) return { skipped: `no PostgreSQL at ${new URL(pgUrl).host} (${answered})` }
+  const url = new URL(pgUrl)
+  url.searchParams.set("options", `-c search_path=${schema}`)
+  process.env.KEEL_DATABASE_URL = url.toString()
+  try {
+    return { report: await measure() }
+  } finally {
+    delete process.env.KEEL_DATABASE_URL
+    await pgAdmin(`DROP SCHEMA ${schema} CASCADE`)
+  }
+}
+
+delete process.env.KEEL_DATABASE_URL
+const engines = [{ name: "SQLite", report: await measure() }]
+const postgres = await onPostgres()
+if (postgres.report !== undefined) engines.push({ name: "PostgreSQL", report: postgres.report })
+
 const baseLatencies = []
 const baseRanks = answerable.map((q) => {
   const t = process.hrtime.bigint()
@@ -169,38 +209,77 @@ const baseRanks = answerable.map((q) => {
   baseLatencies.push(Number(process.hrtime.bigint() - t) / 1e6)
   return firstRight(q, hits)
 })
-
-const search = retrievalMetrics(report.searchRanks)
-const ask = retrievalMetrics(report.askRanks)
 const base = retrievalMetrics(baseRanks)
-const flaggedTotal = report.flagged.answerable + report.flagged.unanswerable
-const abstention = {
-  recall: report.flagged.unanswerable / unanswerable.length,
-  precision: flaggedTotal === 0 ? 1 : report.flagged.unanswerable / flaggedTotal,
-  wrongly_flagged: report.flagged.answerable
-}
-const chunks = report.ingested.sources.reduce((s, r) => s + r.chunks, 0)
 const embedder = process.env.GT_EMBEDDINGS_URL
   ? `embedder ${process.env.GT_EMBEDDINGS_MODEL ?? "default"}`
   : "lexical only"
-if (verbose) console.log(report.misses.join("\n"))
-if (process.argv.includes("--calibrate")) {
-  // Each question's support and the abstention model's score (log-odds; above its threshold = not covered).
-  for (const c of [...report.calibration].sort((a, b) => a.score - b.score))
-    console.log(
-      `${c.unanswerable ? "U" : "A"} support ${c.support.toFixed(3)} score ${c.score.toFixed(3)} ${c.reason ?? "-"} ${c.id} ${c.absent.join(",")}`
-    )
-}
 const fmt = (x) => x.toFixed(2)
+const deepAt = (report, n) => report.deepRanks.filter((r) => r !== undefined && r <= n).length / answerable.length
+
+/** One engine's figures, and its line for each row of the table. */
+const summarize = (report) => {
+  const search = retrievalMetrics(report.searchRanks)
+  const ask = retrievalMetrics(report.askRanks)
+  const flaggedTotal = report.flagged.answerable + report.flagged.unanswerable
+  const abstention = {
+    recall: report.flagged.unanswerable / unanswerable.length,
+    precision: flaggedTotal === 0 ? 1 : report.flagged.unanswerable / flaggedTotal,
+    wrongly_flagged: report.flagged.answerable
+  }
+  const chunks = report.ingested.sources.reduce((s, r) => s + r.chunks, 0)
+  const files = report.ingested.sources.reduce((s, r) => s + r.files_indexed, 0)
+  const rows = {
+    "corpus indexed": `${files} files, ${chunks} chunks (ingest ${(report.ingestMs / 1000).toFixed(1)} s)`,
+    "keel /search ranking": `R@1 ${fmt(search.r1)}  R@5 ${fmt(search.r5)}  MRR@10 ${fmt(search.mrr10)}`,
+    "keel deeper (limit 50, 50 reranked)": `R@20 ${fmt(deepAt(report, 20))}  R@30 ${fmt(deepAt(report, 30))}  R@50 ${fmt(deepAt(report, 50))}`,
+    "keel /ask citations": `R@1 ${fmt(ask.r1)}  R@5 ${fmt(ask.r5)}  MRR@10 ${fmt(ask.mrr10)}`,
+    "keel abstention": `flagged ${report.flagged.unanswerable}/${unanswerable.length} unanswerable (recall ${fmt(abstention.recall)}), precision ${fmt(abstention.precision)}, answerable wrongly flagged ${report.flagged.answerable}/${answerable.length}`,
+    "keel /ask latency (library)": `p50 ${fmt(percentile(report.latencies, 0.5))} ms  p99 ${fmt(percentile(report.latencies, 0.99))} ms`
+  }
+  return { figures: { search, ask, abstention, chunks }, rows }
+}
+
+const summaries = engines.map((engine) => ({ name: engine.name, report: engine.report, ...summarize(engine.report) }))
+for (const { name, report } of summaries) {
+  if (verbose) console.log(`${name}:\n${report.misses.join("\n")}`)
+  if (process.argv.includes("--calibrate")) {
+    // Each question's support and the abstention model's score (log-odds; above its threshold = not covered).
+    for (const c of [...report.calibration].sort((a, b) => a.score - b.score))
+      console.log(
+        `${name} ${c.unanswerable ? "U" : "A"} support ${c.support.toFixed(3)} score ${c.score.toFixed(3)} ${c.reason ?? "-"} ${c.id} ${c.absent.join(",")}`
+      )
+  }
+}
+const width = Math.max(...summaries.map((s) => s.name.length))
 const lines = [
-  `corpus: ${repos.length} repositories, ${report.ingested.sources.reduce((s, r) => s + r.files_indexed, 0)} files, ${chunks} chunks (ingest ${(report.ingestMs / 1000).toFixed(1)} s); ${answerable.length} answerable + ${unanswerable.length} unanswerable questions; ${embedder}`,
-  `keel /search ranking: R@1 ${fmt(search.r1)}  R@5 ${fmt(search.r5)}  MRR@10 ${fmt(search.mrr10)}`,
-  `keel deeper (limit 50, 50 reranked): R@20 ${fmt(report.deepRanks.filter((r) => r !== undefined && r <= 20).length / answerable.length)}  R@30 ${fmt(report.deepRanks.filter((r) => r !== undefined && r <= 30).length / answerable.length)}  R@50 ${fmt(report.deepRanks.filter((r) => r !== undefined).length / answerable.length)}`,
-  `keel /ask citations:  R@1 ${fmt(ask.r1)}  R@5 ${fmt(ask.r5)}  MRR@10 ${fmt(ask.mrr10)}`,
-  `keel abstention: flagged ${report.flagged.unanswerable}/${unanswerable.length} unanswerable (recall ${fmt(abstention.recall)}), precision ${fmt(abstention.precision)}, answerable wrongly flagged ${report.flagged.answerable}/${answerable.length}`,
-  `keel /ask latency (library): p50 ${fmt(percentile(report.latencies, 0.5))} ms  p99 ${fmt(percentile(report.latencies, 0.99))} ms`,
+  `corpus: ${repos.length} repositories; ${answerable.length} answerable + ${unanswerable.length} unanswerable questions; ${embedder}`,
+  ...Object.keys(summaries[0].rows).flatMap((row) => [
+    `${row}:`,
+    ...summaries.map((s) => `  ${s.name.padEnd(width)}  ${s.rows[row]}`)
+  ]),
+  ...(postgres.skipped === undefined ? [] : [`PostgreSQL: skipped, ${postgres.skipped}`]),
   `baseline idf-BM25 grep (20-line windows): R@1 ${fmt(base.r1)}  R@5 ${fmt(base.r5)}  MRR@10 ${fmt(base.mrr10)}  p50 ${fmt(percentile(baseLatencies, 0.5))} ms  (never abstains)`
 ]
-if (asJson) console.log(JSON.stringify({ search, ask, abstention, baseline: base, chunks, embedder }, null, 2))
+if (summaries.length === 2) {
+  const [lite, post] = summaries.map((s) => s.figures)
+  const delta = (a, b) => `${b - a >= 0 ? "+" : ""}${(b - a).toFixed(3)}`
+  lines.push(
+    `PostgreSQL − SQLite: /search R@5 ${delta(lite.search.r5, post.search.r5)} MRR@10 ${delta(lite.search.mrr10, post.search.mrr10)}; /ask R@5 ${delta(lite.ask.r5, post.ask.r5)} MRR@10 ${delta(lite.ask.mrr10, post.ask.mrr10)}`
+  )
+}
+if (asJson)
+  console.log(
+    JSON.stringify(
+      {
+        ...summaries[0].figures,
+        baseline: base,
+        embedder,
+        engines: Object.fromEntries(summaries.map((s) => [s.name.toLowerCase(), s.figures])),
+        ...(postgres.skipped === undefined ? {} : { postgresql_skipped: postgres.skipped })
+      },
+      null,
+      2
+    )
+  )
 else console.log(lines.join("\n"))
 fs.rmSync(work, { recursive: true, force: true })

@@ -141,21 +141,28 @@ describe.skipIf(postgresSkipReason !== undefined)("migrations' effects on both e
     })
   )
 
-  it.scoped("PostgreSQL's search document weighs heading A, content B, hidden terms C", () =>
-    Effect.gen(function* () {
-      const schema = yield* freshSchema
-      const [row] = yield* Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        yield* migrate([groundTruthMigrations])
-        yield* sql`INSERT INTO gt_chunks ${sql.insert({ ...CHUNKS[0]!, terms: "daemon", digest: "d" })}`
-        return yield* sql<{ a: string; b: string; c: string; ranked: boolean }>`
+  it.scoped(
+    "PostgreSQL's search document weighs heading A, content B, hidden terms C, stemmed, every word kept (as FTS5)",
+    () =>
+      Effect.gen(function* () {
+        const schema = yield* freshSchema
+        const [row] = yield* Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          yield* migrate([groundTruthMigrations])
+          yield* sql`INSERT INTO gt_chunks ${sql.insert({ ...CHUNKS[0]!, terms: "daemon", digest: "d" })}`
+          return yield* sql<{ a: string; b: string; c: string; ranked: boolean }>`
           SELECT strip(ts_filter(search, '{a}'))::text AS a, strip(ts_filter(search, '{b}'))::text AS b,
             strip(ts_filter(search, '{c}'))::text AS c,
-            ts_rank_cd(search, to_tsquery('english', 'run')) > ts_rank_cd(search, to_tsquery('english', 'daemon'))
+            ts_rank_cd(search, to_tsquery('keel_search', 'run')) > ts_rank_cd(search, to_tsquery('keel_search', 'daemon'))
               AS ranked
           FROM gt_chunks`
-      }).pipe(Effect.provide(pgClientIn(schema)))
-      assert.deepStrictEqual(row, { a: "'run' 'server'", b: "'configur' 'listen' 'port'", c: "'daemon'", ranked: true })
-    })
+        }).pipe(Effect.provide(pgClientIn(schema)))
+        assert.deepStrictEqual(row, {
+          a: "'run' 'server'",
+          b: "'configur' 'listen' 'port' 'the'",
+          c: "'daemon'",
+          ranked: true
+        })
+      })
   )
 })

@@ -18,6 +18,7 @@ import { Embedder } from "./Embedder.js"
 import { GtConfig } from "./GtConfig.js"
 import { type Registry, type Source, Sources } from "./Sources.js"
 import { type FrequencyCounter, frequencyCounter, words } from "./Terms.js"
+import { TextSearch } from "./TextSearch.js"
 
 /** The refusal of a name no source has; the name is echoed at most 200 characters long (it is the caller's text). */
 export const unknownRepo = (repo: string, where = "") => {
@@ -140,6 +141,7 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
     const sources = yield* Sources
     const sql = yield* SqlClient.SqlClient
     const embedder = yield* Embedder
+    const textSearch = yield* TextSearch
     // One ingest at a time per process: two at once raced on the same git mirrors (a clone into a
     // directory the other was creating, a ref lock held by the other's fetch) and read every file twice.
     const oneAtATime = yield* Effect.makeSemaphore(1)
@@ -173,7 +175,7 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
         const ids = stale.map((r) => r.id)
         for (let i = 0; i < ids.length; i += INSERT_BATCH) {
           const batch = ids.slice(i, i + INSERT_BATCH)
-          yield* sql`DELETE FROM gt_chunks_fts WHERE ${sql.in("rowid", batch)}`
+          yield* textSearch.remove(batch)
           yield* sql`DELETE FROM gt_chunks WHERE ${sql.in("id", batch)}`
         }
       })
@@ -380,13 +382,14 @@ export class Ingester extends Effect.Service<Ingester>()("groundtruth/Ingester",
         for (let i = 0; i < rows.length; i += INSERT_BATCH) {
           const batch = rows.slice(i, i + INSERT_BATCH)
           const inserted = yield* sql<{ id: number }>`INSERT INTO gt_chunks ${sql.insert(batch)} RETURNING id`
-          const fts = inserted.map((row, j) => ({
-            rowid: row.id,
-            heading: batch[j]?.heading ?? "",
-            content: batch[j]?.content ?? "",
-            terms: batch[j]?.terms ?? ""
-          }))
-          yield* sql`INSERT INTO gt_chunks_fts ${sql.insert(fts)}`
+          yield* textSearch.index(
+            inserted.map((row, j) => ({
+              id: row.id,
+              heading: batch[j]?.heading ?? "",
+              content: batch[j]?.content ?? "",
+              terms: batch[j]?.terms ?? ""
+            }))
+          )
         }
       })
 

@@ -8,17 +8,13 @@ import { unknownRepo } from "./Ingester.js"
 import { features, idf, type QueryProfile, reciprocalRankFusion, rerankScore } from "./Ranking.js"
 import { Sources } from "./Sources.js"
 import { isStopword, stemSequence, words } from "./Terms.js"
+import { ftsMatch, type TextQuery, TextSearch, textQuery } from "./TextSearch.js"
 import { makeVectorIndex } from "./VectorIndex.js"
 
-/**
- * User text to an FTS5 query that cannot be a syntax error: words only (letters and digits of any
- * script), each quoted, so operators (NEAR, AND, -, *, parentheses, quotes) are just text.
- */
+/** User text to an FTS5 query that cannot be a syntax error (TextSearch.ts's textQuery and ftsMatch). */
 export const ftsQuery = (text: string, mode: "all" | "any", isStop?: (word: string) => boolean) => {
-  const all = text.normalize("NFKC").match(/[\p{L}\p{N}_]+/gu) ?? []
-  const kept = isStop === undefined ? all : [...new Set(all.map((w) => w.toLowerCase()))].filter((w) => !isStop(w))
-  const words = kept.slice(0, 32)
-  return words.length === 0 ? undefined : words.map((w) => `"${w}"`).join(mode === "all" ? " " : " OR ")
+  const query = textQuery(text, mode, isStop)
+  return query === undefined ? undefined : ftsMatch(query)
 }
 
 /** Sources the question names: a source's name as a word of the question ("vite", "fastify"). */
@@ -57,7 +53,7 @@ const DENSE_DEPTH = 60
 const RERANK_DEPTH = 30
 
 /**
- * Cited search over the index, hybrid: FTS5 bm25 candidates (headings weigh double) from an AND query
+ * Cited search over the index, hybrid: bm25 candidates (TextSearch.ts; headings weigh double) from an AND query
  * of the question's words and from a stopword-free OR query (again within the sources the question
  * names), and cosine neighbours from the embedder when one is configured, fused by reciprocal rank;
  * then the best RERANK_DEPTH are reranked on idf-weighted coverage, heading match, word adjacency, the
@@ -68,35 +64,12 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
     const sql = yield* SqlClient.SqlClient
     const config = yield* GtConfig
     const sources = yield* Sources
+    const textSearch = yield* TextSearch
     const embedder = yield* Embedder
     const vectors = yield* makeVectorIndex(sql, embedder, config)
 
-    const lexical = (match: string, repos: ReadonlyArray<string> | undefined) =>
-      Effect.map(
-        repos === undefined
-          ? sql<{ id: number }>`
-              SELECT rowid AS id FROM gt_chunks_fts WHERE gt_chunks_fts MATCH ${match}
-              ORDER BY bm25(gt_chunks_fts, 2.0, 1.0, 1.0) LIMIT ${LEXICAL_DEPTH}`
-          : sql<{ id: number }>`
-              SELECT gt_chunks_fts.rowid AS id
-              FROM gt_chunks_fts JOIN gt_chunks c ON c.id = gt_chunks_fts.rowid
-              WHERE gt_chunks_fts MATCH ${match} AND ${sql.in("c.repo", [...repos])}
-              ORDER BY bm25(gt_chunks_fts, 2.0, 1.0, 1.0) LIMIT ${LEXICAL_DEPTH}`,
-        (rows) => rows.map((r) => Number(r.id))
-      )
-
-    const snippets = (match: string, ids: ReadonlyArray<number>) =>
-      ids.length === 0
-        ? Effect.succeed(new Map<number, string>())
-        : Effect.map(
-            // Never a one-element list: SQLite turns `rowid IN (?)` into `rowid = ?`, and FTS5 answers MATCH
-            // with that constraint by walking the whole match (≈ 150–300 ms at 100k chunks for common words,
-            // against < 1 ms for the list), so `limit=1` and `k=1` were the slowest requests of all.
-            sql<{ id: number; snippet: string }>`
-              SELECT rowid AS id, snippet(gt_chunks_fts, 1, '', '', '…', 24) AS snippet FROM gt_chunks_fts
-              WHERE gt_chunks_fts MATCH ${match} AND ${sql.in("rowid", ids.length === 1 ? [ids[0], ids[0]] : [...ids])}`,
-            (rows) => new Map(rows.map((r) => [Number(r.id), r.snippet]))
-          )
+    const lexical = (query: TextQuery, repos: ReadonlyArray<string> | undefined) =>
+      textSearch.match(query, repos, LEXICAL_DEPTH)
 
     /** How many indexed passages hold each stem (absent = 0). */
     const frequencies = (list: ReadonlyArray<string>) =>
@@ -138,14 +111,14 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
         registry.sources.map((s) => s.name).filter((name) => scope === undefined || scope.includes(name))
       )
       // Stopwords out: an AND of "how do I …" matches nothing, an OR of them matches everything.
-      const all = ftsQuery(query, "all", isStopword) ?? ftsQuery(query, "all")
-      const any = ftsQuery(query, "any", isStopword)
+      const all = textQuery(query, "all", isStopword) ?? textQuery(query, "all")
+      const any = textQuery(query, "any", isStopword)
       if (all === undefined) return [] as Array<RankedHit>
       const lists: Array<{ ids: ReadonlyArray<number>; weight: number }> = []
       const conjunctive = yield* lexical(all, scope).pipe(Effect.orDie)
       lists.push({ ids: conjunctive, weight: 1 })
       // The OR query widens a narrow AND; when every word already matched enough passages, it adds noise and time.
-      if (any !== undefined && any !== all && conjunctive.length < Math.max(RERANK_DEPTH, limit)) {
+      if (any !== undefined && ftsMatch(any) !== ftsMatch(all) && conjunctive.length < Math.max(RERANK_DEPTH, limit)) {
         lists.push({ ids: yield* lexical(any, scope).pipe(Effect.orDie), weight: 1 })
         if (named.size > 0 && (scope === undefined || named.size < scope.length)) {
           lists.push({ ids: yield* lexical(any, [...named]).pipe(Effect.orDie), weight: 0.5 })
@@ -196,10 +169,8 @@ export class Retriever extends Effect.Service<Retriever>()("groundtruth/Retrieve
           (a, b) => b.exact - a.exact || a.repo.localeCompare(b.repo) || a.path.localeCompare(b.path) || a.line - b.line
         )
         .slice(0, limit)
-      const snippetOf = yield* snippets(
-        any ?? all,
-        ranked.map((hit) => hit.id)
-      ).pipe(Effect.orDie)
+      const ids = ranked.map((hit) => hit.id)
+      const snippetOf = yield* textSearch.snippets(any ?? all, ids).pipe(Effect.orDie)
       return ranked.map(({ exact: _exact, ...hit }): RankedHit => ({ ...hit, snippet: snippetOf.get(hit.id) ?? "" }))
     })
 

@@ -5,13 +5,19 @@ import { stems } from "./Terms.js"
 /**
  * The search document of a chunk on PostgreSQL, in place of SQLite's FTS5 table `gt_chunks_fts`: a stored
  * generated `tsvector` on the chunk itself (it follows every insert, update and delete of the row, so no writer
- * keeps it in step), heading weighted A, content B, hidden terms C, under a GIN index. `english` stems with
- * Snowball's Porter (FTS5's tokenizer here is `porter unicode61`). A later `TextSearch` port's PostgreSQL adapter
- * is meant to query it with `websearch_to_tsquery` and rank with `ts_rank_cd`; that adapter is not written yet,
- * so ground-truth search still runs on SQLite only (src/services/groundtruth/Retriever.ts).
+ * keeps it in step), heading weighted A, content B, hidden terms C, under a GIN index. It reads text as FTS5's
+ * `porter unicode61` does: split into runs of letters and digits (`_`, `.`, `/`, `-` separate; PostgreSQL's own
+ * parser would keep `app.get`, `a-b` or a path as one token), every word kept (no stopword list: FTS5 has none, and
+ * bm25's lengths count them), stemmed by Snowball's English Porter stemmer — the configuration `keel_search`.
+ * TextSearchPg.ts queries it and ranks with FTS5's bm25 computed in SQL.
  */
 const searchDocument = (columns: ReadonlyArray<readonly [column: string, weight: "A" | "B" | "C"]>) =>
-  columns.map(([column, weight]) => `setweight(to_tsvector('english', ${column}), '${weight}')`).join(" || ")
+  columns
+    .map(
+      ([column, weight]) =>
+        `setweight(to_tsvector('keel_search', regexp_replace(${column}, '[^[:alnum:]]+', ' ', 'g')), '${weight}')`
+    )
+    .join(" || ")
 
 /** The ground truth's migrations on PostgreSQL, id for id with migrations.ts. */
 export const groundTruthPgMigrations = {
@@ -42,6 +48,10 @@ export const groundTruthPgMigrations = {
       content TEXT NOT NULL
     )`
     yield* sql`CREATE INDEX gt_chunks_by_file ON gt_chunks (repo, path)`
+    // Porter stemming without a stopword list, on the tokens searchDocument leaves (numbers stay as written).
+    yield* sql`CREATE TEXT SEARCH DICTIONARY keel_porter (TEMPLATE = snowball, Language = english)`
+    yield* sql`CREATE TEXT SEARCH CONFIGURATION keel_search (COPY = simple)`
+    yield* sql`ALTER TEXT SEARCH CONFIGURATION keel_search ALTER MAPPING FOR asciiword, word, numword WITH keel_porter`
     yield* sql.unsafe(`ALTER TABLE gt_chunks ADD COLUMN search tsvector
       GENERATED ALWAYS AS (${searchDocument([
         ["heading", "A"],
