@@ -87,8 +87,8 @@ export const pgTextSearch = (sql: SqlClient.SqlClient) =>
           ORDER BY (
             SELECT coalesce(sum(i.idf * f.f * ${K1 + 1}::float8 / (f.f + ${K1}::float8 * (${1 - B}::float8 + ${B}::float8 * d.tokens / ${stats.averageTokens}::float8))), 0)
             FROM (SELECT sum(cardinality(u.positions)) AS tokens FROM unnest(c.search) u) d,
-              (SELECT u.lexeme, sum(CASE w WHEN 'A' THEN 2 ELSE 1 END) AS f
-               FROM unnest(c.search) u CROSS JOIN unnest(u.weights) w GROUP BY u.lexeme) f
+              (SELECT u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN 2 ELSE 1 END) FROM unnest(u.weights) w) AS f
+               FROM unnest(c.search) u WHERE u.lexeme IN (SELECT lexeme FROM idf)) f
               JOIN idf i ON i.lexeme = f.lexeme
           ) DESC, c.id
           LIMIT ${limit}`
