@@ -72,16 +72,30 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
     const config = yield* MarketConfig
     const events = yield* MarketEvents
 
-    /** The receipt this Idempotency-Key answered before, if it did (and the same trade is asked again). */
-    const replay = function* (db: Statements, order: TradeOrder, now: number): Program<TradeReceipt | undefined> {
+    /**
+     * Claims the order's Idempotency-Key before the trade (claim-first): inserts its row, or takes over a row older
+     * than the TTL, with an empty response that the trade fills in before it commits. No row back means another
+     * transaction holds the key: on PostgreSQL a second claimant waits on the primary key until the first commits
+     * (or rolls back, and then its own insert wins), so the row it then reads is the winner's, committed. Answers
+     * the receipt to replay, or undefined when this order owns the key (or has none) and trades.
+     */
+    const claim = function* (db: Statements, order: TradeOrder, now: number): Program<TradeReceipt | undefined> {
       if (order.idempotency === undefined) return undefined
       const { fingerprint, key, principal } = order.idempotency
-      const [row] = yield* db.all<{ fingerprint: string; response: string }>(
-        `SELECT fingerprint, response FROM market_idempotency
-        WHERE principal = ? AND key = ? AND created_at > ?`,
-        [principal, key, now - IDEMPOTENCY_TTL_MILLIS]
+      const stale = now - IDEMPOTENCY_TTL_MILLIS
+      const claimed = yield* db.all<{ key: string }>(
+        `INSERT INTO market_idempotency (principal, key, fingerprint, response, created_at) VALUES (?, ?, ?, '', ?)
+        ON CONFLICT (principal, key) DO UPDATE SET fingerprint = excluded.fingerprint, response = excluded.response,
+        created_at = excluded.created_at WHERE market_idempotency.created_at <= ? RETURNING key`,
+        [principal, key, fingerprint, now, stale]
       )
-      if (row === undefined) return undefined
+      if (claimed.length > 0) return undefined
+      const [row] = yield* db.all<{ fingerprint: string; response: string }>(
+        "SELECT fingerprint, response FROM market_idempotency WHERE principal = ? AND key = ?",
+        [principal, key]
+      )
+      // The claim found a live row, so it is there (rows are never deleted before their TTL): a bug otherwise.
+      if (row === undefined || row.response === "") throw new Error("an Idempotency-Key's row vanished after its claim")
       if (row.fingerprint !== fingerprint)
         refuse(
           new IdempotencyKeyReused({
@@ -164,20 +178,19 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
 
     /** One trade on `db` inside its transaction (which rolls back when this throws). */
     const tradeIn = function* (db: Statements, order: TradeOrder, now: number): Program<TradeOutcome> {
-      const replayed = yield* replay(db, order, now)
+      const replayed = yield* claim(db, order, now)
       if (replayed !== undefined) return { receipt: replayed, replayed: true }
       const trade = yield* execute(db, order, now)
       const receipt = receiptOf(trade, trade.walletCoinAfter)
       yield* appendEvent(db, "trade", tradeEvent(order.wallet, trade), now)
       if (trade.coin >= config.chatTradeMin) yield* tradeLine(db, order.wallet, trade, now)
       if (order.idempotency !== undefined) {
-        const { fingerprint, key, principal } = order.idempotency
-        yield* db.run(
-          `INSERT INTO market_idempotency (principal, key, fingerprint, response, created_at)
-          VALUES (?, ?, ?, ?, ?) ON CONFLICT (principal, key) DO UPDATE SET fingerprint = excluded.fingerprint,
-          response = excluded.response, created_at = excluded.created_at`,
-          [principal, key, fingerprint, JSON.stringify(receipt), now]
-        )
+        const { key, principal } = order.idempotency
+        yield* db.run("UPDATE market_idempotency SET response = ? WHERE principal = ? AND key = ?", [
+          JSON.stringify(receipt),
+          principal,
+          key
+        ])
       }
       return { receipt, replayed: false }
     }

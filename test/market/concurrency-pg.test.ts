@@ -1,0 +1,96 @@
+import { SqlClient } from "@effect/sql"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Layer } from "effect"
+import { marketMigrations } from "../../src/services/market/migrations.js"
+import { migrationsLayer, withDialect } from "../../src/services/platform/Database.js"
+import {
+  Ledger,
+  MarketConfig,
+  MarketEvents,
+  Shutdown,
+  SqlDirect,
+  TokenMarket,
+  type TradeOrder,
+  Trading,
+  toUnits,
+  walletAccount
+} from "../support/keel.js"
+import { pgInFreshSchema, postgresSkipReason } from "../support/pg-schema.js"
+
+// Concurrency that SQLite's single writer made safe, proven on PostgreSQL with several connections of one pool
+// (docs/database.md, "Concurrency on PostgreSQL"). Each test migrates the market domain into a fresh schema of its
+// own; skipped only when there is no PostgreSQL to test against.
+const W1 = "0x00000000000000000000000000000000000000c1"
+
+const MarketOnPg = Layer.mergeAll(Trading.Default, TokenMarket.Default).pipe(
+  Layer.provideMerge(Ledger.Default),
+  Layer.provideMerge(MarketEvents.Default),
+  Layer.provideMerge(SqlDirect.Default),
+  Layer.provide([MarketConfig.Default, Shutdown.Default]),
+  Layer.provideMerge(migrationsLayer([marketMigrations])),
+  Layer.provideMerge(withDialect(pgInFreshSchema)),
+  Layer.orDie
+)
+
+const launched = (ticker: string, wallets: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    yield* (yield* TokenMarket).launch(ticker)
+    const ledger = yield* Ledger
+    for (const wallet of wallets) yield* ledger.mint(walletAccount(wallet), toUnits("100"), "test funding")
+  }).pipe(Effect.orDie)
+
+const tradeCount = (ticker: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<{ n: string }>`SELECT count(*) AS n FROM market_trades WHERE ticker = ${ticker}`
+    return Number(row!.n)
+  }).pipe(Effect.orDie)
+
+const buy = (ticker: string, key: string, fingerprint: string): TradeOrder => ({
+  side: "buy",
+  ticker,
+  wallet: W1,
+  amount: toUnits("1"),
+  minimum: 0n,
+  idempotency: { principal: "wallet:c1", key, fingerprint }
+})
+
+describe.skipIf(postgresSkipReason !== undefined)(
+  `market concurrency on PostgreSQL${postgresSkipReason === undefined ? "" : ` (skipped: ${postgresSkipReason})`}`,
+  () => {
+    it.effect("one Idempotency-Key sent on several connections at once: one trade, every answer its receipt", () =>
+      Effect.gen(function* () {
+        yield* launched("CIA", [W1])
+        const trading = yield* Trading
+        const outcomes = yield* Effect.forEach(
+          Array.from({ length: 6 }, () => buy("CIA", "same-key", "fp-1")),
+          (order) => trading.trade(order),
+          { concurrency: "unbounded" }
+        )
+        assert.strictEqual(yield* tradeCount("CIA"), 1)
+        assert.strictEqual(outcomes.filter((outcome) => !outcome.replayed).length, 1)
+        const first = JSON.stringify(outcomes.find((outcome) => !outcome.replayed)!.receipt)
+        for (const outcome of outcomes) assert.strictEqual(JSON.stringify(outcome.receipt), first)
+      }).pipe(Effect.provide(MarketOnPg))
+    )
+
+    it.effect(
+      "one Idempotency-Key, two different orders at once: one trades, the other is IDEMPOTENCY_KEY_REUSED",
+      () =>
+        Effect.gen(function* () {
+          yield* launched("CIB", [W1])
+          const trading = yield* Trading
+          const exits = yield* Effect.forEach(
+            [buy("CIB", "k", "fp-a"), buy("CIB", "k", "fp-b")],
+            (order) => Effect.exit(trading.trade(order)),
+            { concurrency: "unbounded" }
+          )
+          assert.strictEqual(yield* tradeCount("CIB"), 1)
+          assert.strictEqual(exits.filter(Exit.isSuccess).length, 1)
+          const failed = exits.find(Exit.isFailure)
+          assert.isDefined(failed)
+          assert.include(JSON.stringify(failed), "IdempotencyKeyReused")
+        }).pipe(Effect.provide(MarketOnPg))
+    )
+  }
+)
