@@ -95,7 +95,23 @@ const pausedIn = (sql: Sql) =>
 const jobLifecycle = (sql: Sql, direct: SqlDirect) => {
   // PostgreSQL: several workers claim at once, and each must skip the row another is claiming (without the lock,
   // READ COMMITTED hands one job to several). SQLite has one writer and no FOR UPDATE.
-  const claimLock = sql.literal(dialectOf(sql).name === "pg" ? "FOR UPDATE SKIP LOCKED" : "")
+  const onPg = dialectOf(sql).name === "pg"
+  const claimLock = sql.literal(onPg ? "FOR UPDATE SKIP LOCKED" : "")
+  const rowLock = sql.literal(onPg ? "FOR UPDATE" : "")
+  /**
+   * `seq = max(seq) + 1` is only unique while one writer inserts at a time: SQLite's single writer gives that,
+   * PostgreSQL does not (two READ COMMITTED inserts read the same max). There the insert takes a transaction-scoped
+   * advisory lock first (the two-key "KEEL" form, per schema, as the migration lock: docs/database.md), so submits
+   * number in commit order, densely, as on SQLite — no migration, and no sequence whose gaps and out-of-commit-order
+   * values a reader of `seq` would have to know about.
+   */
+  const numbered = <A, E, R>(insert: Effect.Effect<A, E, R>) =>
+    onPg
+      ? sql`SELECT pg_advisory_xact_lock(1262830924, hashtext(current_schema() || '/jobs.seq'))`.pipe(
+          Effect.zipRight(insert),
+          sql.withTransaction
+        )
+      : insert
   const paused = pausedIn(sql)
   /**
    * Queues a job. With an idempotency key (e.g. a release run's id and platform) a second submit answers the job
@@ -113,14 +129,16 @@ const jobLifecycle = (sql: Sql, direct: SqlDirect) => {
     const key = job.idempotencyKey ?? null
     const argv = JSON.stringify(job.argv)
     const row = yield* write(
-      Effect.gen(function* () {
-        const rows =
-          yield* sql<JobRow>`INSERT INTO jobs (id, seq, kind, target, argv, state, created_at, idempotency_key)
+      numbered(
+        Effect.gen(function* () {
+          const rows =
+            yield* sql<JobRow>`INSERT INTO jobs (id, seq, kind, target, argv, state, created_at, idempotency_key)
           VALUES (${id}, (SELECT COALESCE(max(seq), 0) + 1 FROM jobs), ${job.kind}, ${job.target}, ${argv},
             'queued', ${now}, ${key})
           ON CONFLICT DO NOTHING RETURNING *`
-        return rows[0] ?? (yield* sql<JobRow>`SELECT * FROM jobs WHERE idempotency_key = ${key}`)[0]
-      })
+          return rows[0] ?? (yield* sql<JobRow>`SELECT * FROM jobs WHERE idempotency_key = ${key}`)[0]
+        })
+      )
     )
     if (row === undefined) return yield* Effect.dieMessage(`job ${id} was neither queued nor found`)
     if (row.id !== id && (row.kind !== job.kind || row.target !== job.target || row.argv !== argv))
@@ -173,10 +191,12 @@ const jobLifecycle = (sql: Sql, direct: SqlDirect) => {
   ) =>
     Effect.gen(function* () {
       if (lines.length === 0) return
-      if (worker !== undefined) {
-        const holds = yield* sql`SELECT 1 FROM jobs WHERE id = ${id} AND worker = ${worker} AND state = 'running'`
-        if (holds.length === 0) return
-      }
+      // PostgreSQL: the job row's lock orders this append after a reclaim that is committing (whose worker the
+      // re-read then sees) and after another append's max(line_no) + 1 (SQLite's BEGIN IMMEDIATE does both).
+      const holds = yield* worker === undefined
+        ? sql`SELECT 1 FROM jobs WHERE id = ${id} ${rowLock}`
+        : sql`SELECT 1 FROM jobs WHERE id = ${id} AND worker = ${worker} AND state = 'running' ${rowLock}`
+      if (worker !== undefined && holds.length === 0) return
       const last = yield* sql<{ n: number | null }>`SELECT max(line_no) AS n FROM job_output WHERE job_id = ${id}`
       const start = Number(last[0]?.n ?? 0)
       yield* sql`INSERT INTO job_output ${sql.insert(
