@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
+import { appendEvent } from "../../src/services/market/MarketEvents.js"
 import { marketMigrations } from "../../src/services/market/migrations.js"
 import { migrationsLayer, withDialect } from "../../src/services/platform/Database.js"
 import {
@@ -90,6 +91,49 @@ describe.skipIf(postgresSkipReason !== undefined)(
           const failed = exits.find(Exit.isFailure)
           assert.isDefined(failed)
           assert.include(JSON.stringify(failed), "IdempotencyKeyReused")
+        }).pipe(Effect.provide(MarketOnPg))
+    )
+
+    it.effect(
+      "two writers append with random delays while a reader polls seq > cursor: no committed event skipped",
+      () =>
+        Effect.gen(function* () {
+          const direct = yield* SqlDirect
+          const events = yield* MarketEvents
+          const sql = yield* SqlClient.SqlClient
+          let writing = 2
+          // Each event's transaction sleeps a random while before and after its append, so commits overlap.
+          const writer = (name: string) =>
+            Effect.forEach(
+              Array.from({ length: 100 }, (_, i) => i),
+              (i) =>
+                direct.transactionProgram(function* (db) {
+                  yield* db.run("SELECT pg_sleep(?)", [Math.random() * 0.004])
+                  yield* appendEvent(db, "chat", { writer: name, i }, 0)
+                  yield* db.run("SELECT pg_sleep(?)", [Math.random() * 0.004])
+                }),
+              { discard: true }
+            ).pipe(Effect.ensuring(Effect.sync(() => writing--)))
+          const seen: Array<number> = []
+          const reader = Effect.gen(function* () {
+            let cursor = 0
+            // Bounded: the writers end within a few seconds; the last pass runs after both have committed.
+            for (let pass = 0; pass < 100_000; pass++) {
+              const done = writing === 0
+              const page = yield* events.after(cursor)
+              for (const event of page) seen.push(event.seq)
+              if (page.length > 0) cursor = page[page.length - 1]!.seq
+              else if (done) return
+              else yield* Effect.yieldNow()
+            }
+          })
+          yield* Effect.all([writer("a"), writer("b"), reader], { concurrency: "unbounded", discard: true })
+          const committed = yield* sql<{ seq: string }>`SELECT seq FROM market_events ORDER BY seq`
+          assert.strictEqual(committed.length, 200)
+          assert.deepStrictEqual(
+            seen,
+            committed.map((row) => Number(row.seq))
+          )
         }).pipe(Effect.provide(MarketOnPg))
     )
   }

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Option, PubSub, Queue, Stream } from "effect"
 import { Shutdown } from "../platform/Shutdown.js"
-import { SqlDirect, type Statements } from "../platform/SqlDirect.js"
+import { type Program, SqlDirect, type Statements } from "../platform/SqlDirect.js"
 
 export type MarketEventKind = "trade" | "chat"
 
@@ -17,9 +17,26 @@ const KEEPALIVE = Duration.seconds(15)
 
 const frame = (event: MarketEvent) => `id: ${event.seq}\nevent: ${event.kind}\ndata: ${event.payload}\n\n`
 
-/** Appends an event on `db`, inside its transaction (a statement program: docs/database.md). */
-export const appendEvent = (db: Statements, kind: MarketEventKind, payload: unknown, now: number) =>
-  db.run("INSERT INTO market_events (kind, payload, created_at) VALUES (?, ?, ?)", [kind, JSON.stringify(payload), now])
+/**
+ * The market events' commit lock on PostgreSQL, per schema: "KEEL" beside the migration lock's first key would be
+ * ambiguous, so the first key is the outbox's own name hashed, the second the schema's (docs/database.md).
+ */
+const EVENTS_LOCK = "SELECT pg_advisory_xact_lock(hashtext('keel:market_events'), hashtext(current_schema()))"
+
+/**
+ * Appends an event on `db`, inside its transaction (a statement program: docs/database.md). On PostgreSQL it first
+ * takes the outbox's transaction lock, held to commit: the `seq` is drawn only after every earlier appender has
+ * committed, so seq order is commit order and a reader's `seq > cursor` never passes an event still to commit.
+ * Callers append last in their transaction, so the lock covers only their commit tails. SQLite has one writer.
+ */
+export function* appendEvent(db: Statements, kind: MarketEventKind, payload: unknown, now: number): Program<void> {
+  if (db.dialect === "pg") yield* db.run(EVENTS_LOCK)
+  yield* db.run("INSERT INTO market_events (kind, payload, created_at) VALUES (?, ?, ?)", [
+    kind,
+    JSON.stringify(payload),
+    now
+  ])
+}
 
 /**
  * The marketplace's event outbox: trades and chat messages are appended in the transaction that

@@ -182,8 +182,6 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
       if (replayed !== undefined) return { receipt: replayed, replayed: true }
       const trade = yield* execute(db, order, now)
       const receipt = receiptOf(trade, trade.walletCoinAfter)
-      yield* appendEvent(db, "trade", tradeEvent(order.wallet, trade), now)
-      if (trade.coin >= config.chatTradeMin) yield* tradeLine(db, order.wallet, trade, now)
       if (order.idempotency !== undefined) {
         const { key, principal } = order.idempotency
         yield* db.run("UPDATE market_idempotency SET response = ? WHERE principal = ? AND key = ?", [
@@ -192,6 +190,9 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
           key
         ])
       }
+      // The events last: on PostgreSQL the first one takes the outbox lock until commit (MarketEvents.ts).
+      yield* appendEvent(db, "trade", tradeEvent(order.wallet, trade), now)
+      if (trade.coin >= config.chatTradeMin) yield* tradeLine(db, order.wallet, trade, now)
       return { receipt, replayed: false }
     }
 
