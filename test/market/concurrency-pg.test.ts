@@ -5,9 +5,11 @@ import { appendEvent } from "../../src/services/market/MarketEvents.js"
 import { marketMigrations } from "../../src/services/market/migrations.js"
 import { migrationsLayer, withDialect } from "../../src/services/platform/Database.js"
 import {
+  Agents,
   Ledger,
   MarketConfig,
   MarketEvents,
+  MarketServices,
   Shutdown,
   SqlDirect,
   TokenMarket,
@@ -32,6 +34,24 @@ const MarketOnPg = Layer.mergeAll(Trading.Default, TokenMarket.Default).pipe(
   Layer.provideMerge(withDialect(pgInFreshSchema)),
   Layer.orDie
 )
+
+const AgentsOnPg = MarketServices.pipe(
+  Layer.provideMerge(migrationsLayer([marketMigrations])),
+  Layer.provideMerge(withDialect(pgInFreshSchema)),
+  Layer.orDie
+)
+
+/** Two of `launch` at once, each on a connection of its own: their exits. */
+const twice = <A, E>(launch: Effect.Effect<A, E>) =>
+  Effect.all([Effect.exit(launch), Effect.exit(launch)], { concurrency: "unbounded" })
+
+const refusedAsTaken = (exits: ReadonlyArray<Exit.Exit<unknown, unknown>>) => {
+  assert.strictEqual(exits.filter(Exit.isSuccess).length, 1)
+  const failed = exits.find(Exit.isFailure)!
+  // A typed failure (not a defect): AGENT_EXISTS, as the sequential second launch answers.
+  assert.isTrue(Exit.isFailure(failed) && failed.cause._tag === "Fail", JSON.stringify(failed))
+  assert.include(JSON.stringify(failed), "AGENT_EXISTS")
+}
 
 const launched = (ticker: string, wallets: ReadonlyArray<string>) =>
   Effect.gen(function* () {
@@ -135,6 +155,26 @@ describe.skipIf(postgresSkipReason !== undefined)(
             committed.map((row) => Number(row.seq))
           )
         }).pipe(Effect.provide(MarketOnPg))
+    )
+
+    it.effect("two launches of one ticker at once: one curve, the other is AGENT_EXISTS (not a defect)", () =>
+      Effect.gen(function* () {
+        const market = yield* TokenMarket
+        for (const ticker of ["CLA", "CLB", "CLC"]) refusedAsTaken(yield* twice(market.launch(ticker)))
+        const sql = yield* SqlClient.SqlClient
+        const [row] = yield* sql<{ n: string }>`SELECT count(*) AS n FROM ledger_entries WHERE kind = 'launch'`
+        assert.strictEqual(Number(row!.n), 3)
+        assert.deepStrictEqual((yield* (yield* Ledger).audit()).problems, [])
+      }).pipe(Effect.provide(MarketOnPg))
+    )
+
+    it.effect("two agents created with one ticker at once: one agent, the other is AGENT_EXISTS (not a defect)", () =>
+      Effect.gen(function* () {
+        const agents = yield* Agents
+        for (const ticker of ["CAA", "CAB", "CAC"])
+          refusedAsTaken(yield* twice(agents.create({ ticker, name: ticker, description: "", burnRateHourly: 0n })))
+        assert.strictEqual((yield* agents.list({ limit: 10, offset: 0 })).length, 3)
+      }).pipe(Effect.provide(AgentsOnPg))
     )
   }
 )

@@ -225,7 +225,9 @@ export class Agents extends Effect.Service<Agents>()("market/Agents", {
             detail: `ticker ${launch.ticker} is taken`
           })
         }
-        yield* sql`INSERT INTO market_agents ${sql.insert({
+        // The check above answers the common case; two launches of one ticker at once (PostgreSQL) both pass it,
+        // and the later insert waits on the primary key, then inserts nothing: the same refusal, not a defect.
+        const inserted = yield* sql`INSERT INTO market_agents ${sql.insert({
           ticker: launch.ticker,
           instance_id: randomUUID(),
           name,
@@ -234,7 +236,13 @@ export class Agents extends Effect.Service<Agents>()("market/Agents", {
           burn_rate_hourly: launch.burnRateHourly,
           costs_accrued_at: now,
           created_at: now
-        })}`
+        })} ON CONFLICT (ticker) DO NOTHING RETURNING ticker`
+        if (inserted.length === 0)
+          return yield* new AgentExists({
+            code: "AGENT_EXISTS",
+            ticker: launch.ticker,
+            detail: `ticker ${launch.ticker} is taken`
+          })
         yield* market.launch(launch.ticker, launch.curve ?? defaultLaunch)
         yield* chat.platformLine({ ticker: launch.ticker, name }, `${name} (${launch.ticker}) launched`, "system")
       }).pipe(sql.withTransaction, orDieSql)

@@ -325,10 +325,14 @@ export class TokenMarket extends Effect.Service<TokenMarket>()("market/TokenMark
         const existing = yield* sql`SELECT 1 FROM market_curves WHERE ticker = ${ticker}`
         if (existing.length > 0)
           return yield* new AgentExists({ code: "AGENT_EXISTS", ticker, detail: `ticker ${ticker} is taken` })
-        yield* sql`INSERT INTO market_curves (ticker, virtual_coin, virtual_token, real_token, launched_at)
-          VALUES (${ticker}, ${curve.virtualCoin}, ${curve.virtualToken}, ${curve.realToken}, ${now})`.pipe(
-          Effect.orDie
-        )
+        // Two launches at once (PostgreSQL) both pass the check: the later insert waits on the primary key, then
+        // inserts nothing, and is refused the same way.
+        const inserted =
+          yield* sql`INSERT INTO market_curves (ticker, virtual_coin, virtual_token, real_token, launched_at)
+          VALUES (${ticker}, ${curve.virtualCoin}, ${curve.virtualToken}, ${curve.realToken}, ${now})
+          ON CONFLICT (ticker) DO NOTHING RETURNING ticker`.pipe(Effect.orDie)
+        if (inserted.length === 0)
+          return yield* new AgentExists({ code: "AGENT_EXISTS", ticker, detail: `ticker ${ticker} is taken` })
         yield* ledger.post("launch", ticker, [
           { account: tokenIssuance(ticker), asset: ticker, amount: -curve.realToken },
           { account: curveAccount(ticker), asset: ticker, amount: curve.realToken }
