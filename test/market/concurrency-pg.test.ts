@@ -137,8 +137,8 @@ describe.skipIf(postgresSkipReason !== undefined)(
           const seen: Array<number> = []
           const reader = Effect.gen(function* () {
             let cursor = 0
-            // Bounded: the writers end within a few seconds; the last pass runs after both have committed.
-            for (let pass = 0; pass < 100_000; pass++) {
+            // Bounded (a hang guard: each pass is a round trip); the last pass runs after both writers have committed.
+            for (let pass = 0; pass < 1_000_000; pass++) {
               const done = writing === 0
               const page = yield* events.after(cursor)
               for (const event of page) seen.push(event.seq)
@@ -146,6 +146,7 @@ describe.skipIf(postgresSkipReason !== undefined)(
               else if (done) return
               else yield* Effect.yieldNow()
             }
+            return yield* Effect.die(new Error("the reader's bound was reached before the writers finished"))
           })
           yield* Effect.all([writer("a"), writer("b"), reader], { concurrency: "unbounded", discard: true })
           const committed = yield* sql<{ seq: string }>`SELECT seq FROM market_events ORDER BY seq`
