@@ -72,6 +72,10 @@ export class ReleaseCatalog extends Effect.Service<ReleaseCatalog>()("fleet/Rele
           Effect.gen(function* () {
             const now = yield* Clock.currentTimeMillis
             for (const platform of [WHOLE_VERSION, ...platforms]) {
+              // Insert first, then read who holds it: a concurrent reserve of the same identity (PostgreSQL) waits
+              // on the primary key and then reads the winner's revision — a typed refusal, never a 23505 defect.
+              yield* sql`INSERT INTO release_reservations (product, version, platform, revision, reserved_at)
+                VALUES (${product}, ${version}, ${platform}, ${revision}, ${now}) ON CONFLICT DO NOTHING`
               const rows = yield* sql<{ revision: string }>`SELECT revision FROM release_reservations
                 WHERE product = ${product} AND version = ${version} AND platform = ${platform}`
               const held = rows[0]?.revision
@@ -84,9 +88,6 @@ export class ReleaseCatalog extends Effect.Service<ReleaseCatalog>()("fleet/Rele
                   revision: held,
                   detail: `${product} ${version}${platform === WHOLE_VERSION ? "" : ` (${platform})`} is reserved for source revision ${held}, not ${revision}: a used version is never reassigned`
                 })
-              if (held === undefined)
-                yield* sql`INSERT INTO release_reservations (product, version, platform, revision, reserved_at)
-                  VALUES (${product}, ${version}, ${platform}, ${revision}, ${now})`
             }
           })
         )
@@ -97,6 +98,10 @@ export class ReleaseCatalog extends Effect.Service<ReleaseCatalog>()("fleet/Rele
       retryBusy(
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
+          // Insert first (as reserve): a concurrent record of the same version waits on the key, then compares.
+          const inserted = yield* sql`INSERT INTO release_catalog ${sql.insert({ ...entry, recorded_at: now })}
+            ON CONFLICT DO NOTHING RETURNING product`
+          if (inserted.length > 0) return "recorded" as const
           const existing = yield* sql<{ manifest_sha256: string }>`SELECT manifest_sha256 FROM release_catalog
             WHERE product = ${entry.product} AND version = ${entry.version}`
           if (existing[0] !== undefined) {
@@ -106,8 +111,7 @@ export class ReleaseCatalog extends Effect.Service<ReleaseCatalog>()("fleet/Rele
               detail: `the catalog records ${entry.product} ${entry.version} with manifest ${existing[0].manifest_sha256}, not ${entry.manifest_sha256}`
             })
           }
-          yield* sql`INSERT INTO release_catalog ${sql.insert({ ...entry, recorded_at: now })}`
-          return "recorded" as const
+          return yield* Effect.dieMessage(`${entry.product} ${entry.version} was neither recorded nor found`)
         })
       ).pipe(orDieSql)
 
