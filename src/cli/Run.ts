@@ -58,6 +58,10 @@ const report = (cause: Cause.Cause<unknown>, asJson: boolean) => {
     return Effect.zipRight(jsonFailure(error, asJson), Console.error(`ctl: ${failureLine(error)}`))
   }
   if (Cause.isInterruptedOnly(cause)) return Effect.void
+  // A migration that failed at a layer's build is a defect there, yet an expected outcome here: one typed line.
+  const defect = Cause.dieOption(cause)
+  if (Option.isSome(defect) && textOf(defect.value, "_tag") === "MigrationFailed")
+    return Effect.zipRight(jsonFailure(defect.value, asJson), Console.error(`ctl: ${failureLine(defect.value)}`))
   return Console.error(`ctl: unexpected failure\n${Cause.pretty(cause)}`)
 }
 

@@ -5,6 +5,7 @@ import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Deferred, Effect, Fiber, Layer, Option, Redacted } from "effect"
+import pg from "pg"
 import { runCli } from "../support/cli.js"
 import {
   AppConfigTest,
@@ -219,6 +220,31 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL: the connection, t
       assert.strictEqual(text.exitCode, 0, text.stderr)
       assert.match(text.stdout, /^postgresql postgres:\/\/\S+:\*\*\*@\S+ \(server \d+[^)]*\)+\nDOMAIN/)
       for (const output of [run, text]) assert.notInclude(output.stdout + output.stderr, password)
+    })
+  )
+
+  it.scoped("ctl db migrate with a failing migration: MIGRATION_FAILED in one line, exit 1, no stack trace", () =>
+    Effect.gen(function* () {
+      const schema = yield* freshSchema
+      const url = withSearchPath(testDatabaseUrl, schema)
+      // A table the first migration creates, already there with another shape: that migration fails.
+      const admin = new pg.Client({ connectionString: url })
+      yield* Effect.promise(async () => {
+        await admin.connect()
+        await admin.query("CREATE TABLE leases (x INTEGER)")
+        await admin.end()
+      })
+      const env = { KEEL_DATA_DIR: freshDataDir(), KEEL_DATABASE_URL: url }
+      const text = yield* runCli(["db", "migrate"], env)
+      assert.strictEqual(text.exitCode, 1)
+      assert.match(
+        text.stderr.trim(),
+        /^ctl: migrations of platform failed: Migration "1_create_leases" failed: [^\n]*leases[^\n]*$/
+      )
+      assert.notInclude(text.stderr, "unexpected failure")
+      const json = yield* runCli(["db", "migrate", "--json"], env)
+      assert.strictEqual(json.exitCode, 1)
+      assert.strictEqual((JSON.parse(json.stdout) as { error: { code: string } }).error.code, "MIGRATION_FAILED")
     })
   )
 

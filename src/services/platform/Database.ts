@@ -21,7 +21,12 @@ export interface DomainMigrations {
   readonly migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.SqlClient>>
 }
 
+/**
+ * A migration failed (and rolled back). Layers that migrate at build die with it (a database that cannot be
+ * migrated is no state to serve from); `ctl` prints that defect as one line, `ctl: <message>`, code MIGRATION_FAILED.
+ */
 export class MigrationFailed extends Data.TaggedError("MigrationFailed")<{
+  readonly code: "MIGRATION_FAILED"
   readonly domain: string
   readonly message: string
   readonly cause: unknown
@@ -64,11 +69,17 @@ const migrateEach = (sets: ReadonlyArray<DomainMigrations>) =>
         loader: Migrator.fromRecord(set.migrations),
         table: migrationTable(set.domain)
       }).pipe(
+        // The Migrator dies with a MigrationError when a migration's own statement fails: an expected outcome
+        // (a database in an unexpected state), so a typed failure that names the statement's error.
+        Effect.catchSomeDefect((defect) =>
+          defect instanceof Migrator.MigrationError ? Option.some(Effect.fail(defect)) : Option.none()
+        ),
         Effect.mapError(
           (cause) =>
             new MigrationFailed({
+              code: "MIGRATION_FAILED",
               domain: set.domain,
-              message: `migrations of ${set.domain} failed: ${cause.message}`,
+              message: `migrations of ${set.domain} failed: ${cause.message}${causeText(cause)}`,
               cause
             })
         )
@@ -77,6 +88,13 @@ const migrateEach = (sets: ReadonlyArray<DomainMigrations>) =>
     }
     return applied
   })
+
+/** What a migration's failure says beneath the Migrator's "Migration … failed": the engine's own message. */
+const causeText = (error: { readonly cause?: unknown }) => {
+  const inner = error.cause as { message?: unknown; cause?: { message?: unknown } } | undefined
+  const said = inner?.cause?.message ?? inner?.message
+  return typeof said === "string" && said !== "" ? `: ${said}` : ""
+}
 
 /**
  * Runs every pending migration of every domain, in the order given; returns what it applied. On SQLite each
@@ -91,7 +109,14 @@ export const migrate = (sets: ReadonlyArray<DomainMigrations>) =>
       pg: () =>
         serializedOnPostgres(tables, migrateEach(sets)).pipe(
           Effect.catchTag("SqlError", (cause) =>
-            Effect.fail(new MigrationFailed({ domain: "*", message: `migrations failed: ${cause.message}`, cause }))
+            Effect.fail(
+              new MigrationFailed({
+                code: "MIGRATION_FAILED",
+                domain: "*",
+                message: `migrations failed: ${cause.message}`,
+                cause
+              })
+            )
           )
         ),
       orElse: () => migrateEach(sets)
