@@ -27,6 +27,18 @@ const fromRow = (row: LeaseRow) =>
 export class Leases extends Effect.Service<Leases>()("platform/Leases", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    /**
+     * "Now" for every lease decision. SQLite: the process clock (one machine). PostgreSQL: the database server's
+     * clock, read just before the statement, so runners whose clocks are skewed still agree on who holds a lease
+     * and when it lapses (else a runner ahead by more than a TTL takes a live lease).
+     */
+    const clock = sql.onDialectOrElse({
+      pg: () =>
+        sql<{ now: string }>`SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now`.pipe(
+          Effect.map((rows) => Number(rows[0]!.now))
+        ),
+      orElse: () => Clock.currentTimeMillis
+    })
 
     const find = (key: string) =>
       sql<LeaseRow>`SELECT * FROM leases WHERE key = ${key}`.pipe(
@@ -36,7 +48,7 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
     const heldBy = (key: string, holder: string) =>
       Effect.gen(function* () {
         const current = yield* find(key)
-        const now = yield* Clock.currentTimeMillis
+        const now = yield* clock
         return yield* Option.match(
           Option.filter(current, (lease) => lease.isActive(now)),
           {
@@ -60,7 +72,7 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
     /** The conditional upsert: the lease, or undefined when another holder has it. */
     const upsert = (key: string, holder: string, ttl: Duration.DurationInput) =>
       Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
+        const now = yield* clock
         const expires = now + Duration.toMillis(ttl)
         const rows = yield* sql<LeaseRow>`
         INSERT INTO leases (key, holder, fence, acquired_at, renewed_at, expires_at)
@@ -93,7 +105,7 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
 
     /** Extends a lease its holder still has; a lapsed or taken lease fails with LeaseNotHeld or LeaseHeld. */
     const renew = Effect.fn("Leases.renew")(function* (key: string, holder: string, ttl: Duration.DurationInput) {
-      const now = yield* Clock.currentTimeMillis
+      const now = yield* clock
       const rows = yield* sql<LeaseRow>`
         UPDATE leases SET renewed_at = ${now}, expires_at = ${now + Duration.toMillis(ttl)}
         WHERE key = ${key} AND holder = ${holder} AND expires_at > ${now}
@@ -105,7 +117,7 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
 
     /** Ends a lease early. The row stays, so the next holder's fence still grows. */
     const release = Effect.fn("Leases.release")(function* (key: string, holder: string) {
-      const now = yield* Clock.currentTimeMillis
+      const now = yield* clock
       const rows = yield* sql<LeaseRow>`
         UPDATE leases SET expires_at = ${now}, renewed_at = ${now}
         WHERE key = ${key} AND holder = ${holder} AND expires_at > ${now}
@@ -117,12 +129,12 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
 
     /** The lease on `key` if one is active now. */
     const get = Effect.fn("Leases.get")(function* (key: string) {
-      const now = yield* Clock.currentTimeMillis
+      const now = yield* clock
       return Option.filter(yield* find(key), (lease) => lease.isActive(now))
     }, orDieSql)
 
     const list = Effect.fn("Leases.list")(function* (options: { readonly includeExpired?: boolean } = {}) {
-      const now = yield* Clock.currentTimeMillis
+      const now = yield* clock
       const rows = options.includeExpired
         ? yield* sql<LeaseRow>`SELECT * FROM leases ORDER BY key`
         : yield* sql<LeaseRow>`SELECT * FROM leases WHERE expires_at > ${now} ORDER BY key`
