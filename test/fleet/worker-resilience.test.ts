@@ -58,7 +58,7 @@ describe("the job worker under a busy database", () => {
         const child = spawn(
           process.execPath,
           [path.join(root, "bin", "ctl.js"), "machine", "work", "--until-empty", "--concurrency", "4"],
-          { env: { ...process.env, ...env, KEEL_LOG_LEVEL: "error" }, stdio: "ignore" }
+          { env: { ...process.env, ...env, KEEL_LOG_LEVEL: "error" }, stdio: ["ignore", "ignore", "inherit"] }
         )
         child.on("exit", resolve)
       })

@@ -89,6 +89,25 @@ const migrateEach = (sets: ReadonlyArray<DomainMigrations>) =>
     return applied
   })
 
+/**
+ * Every domain's history already holds its highest migration id: read without a transaction. On SQLite the
+ * Migrator's transaction takes the write lock (BEGIN IMMEDIATE), so a process that only starts — `ctl` commands,
+ * workers — would otherwise wait for another process's writes just to learn there is nothing to do.
+ */
+const upToDate = (sets: ReadonlyArray<DomainMigrations>) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    for (const set of sets) {
+      const latest = Math.max(0, ...Object.keys(set.migrations).map((key) => Number.parseInt(key, 10)))
+      const rows = yield* sql<{ id: number | null }>`
+        SELECT max(migration_id) AS id FROM ${sql(migrationTable(set.domain))}`.pipe(
+        Effect.orElseSucceed(() => [{ id: null }])
+      )
+      if (Number(rows[0]?.id ?? 0) < latest) return false
+    }
+    return true
+  })
+
 /** What a migration's failure says beneath the Migrator's "Migration … failed": the engine's own message. */
 const causeText = (error: { readonly cause?: unknown }) => {
   const inner = error.cause as { message?: unknown; cause?: { message?: unknown } } | undefined
@@ -119,7 +138,7 @@ export const migrate = (sets: ReadonlyArray<DomainMigrations>) =>
             )
           )
         ),
-      orElse: () => migrateEach(sets)
+      orElse: () => Effect.flatMap(upToDate(sets), (current) => (current ? Effect.succeed([]) : migrateEach(sets)))
     })
     if (applied.length > 0) {
       yield* Effect.logInfo("database migrated").pipe(
