@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
-import { isSqliteBusy, sqliteCode } from "./SqliteCodes.js"
+import { engineCode, isSqliteBusy, sqliteCode } from "./SqliteCodes.js"
 
 /**
  * What differs between the engines in the SQL Keel writes out by hand (the hot paths' `db.all(text, params)`),
@@ -21,15 +21,7 @@ export interface SqlDialectShape {
 export class SqlDialect extends Context.Tag("platform/SqlDialect")<SqlDialect, SqlDialectShape>() {}
 
 /** The SQLSTATE of a PostgreSQL failure (node-postgres puts it on the error as `code`), when there is one. */
-export const pgCode = (error: unknown): string | undefined => {
-  let current: unknown = error
-  for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
-    const code = (current as { code?: unknown }).code
-    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code
-    current = (current as { cause?: unknown }).cause
-  }
-  return undefined
-}
+export const pgCode = (error: unknown): string | undefined => engineCode(error, (code) => /^[0-9A-Z]{5}$/.test(code))
 
 /**
  * `?` placeholders numbered for PostgreSQL. A `?` inside a string literal, a quoted identifier or a comment is
