@@ -2,10 +2,9 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { ConfigProvider, Effect, type Exit } from "effect"
-import { assert, describe, it, onTestFinished, vi } from "vitest"
+import { assert, beforeAll, describe, it, onTestFinished, vi } from "vitest"
 import * as Yaml from "yaml"
-// ctl's own entry, not the "keel" index: the index imports every module, which would hide what a command loads.
-import { ctlMain, exitCodeOf } from "../../src/cli/Run.js"
+import type * as Run from "../../src/cli/Run.js"
 import { runCtl } from "../support/server.js"
 
 // Issue 43: a command builds only the services it uses. A service cannot be constructed without its module
@@ -43,13 +42,21 @@ const added = async (run: () => Promise<number>) => {
   return [...loaded].filter((m) => !before.has(m)).sort()
 }
 
+// ctl's own entry, not the "keel" index: the index imports every module, which would hide what a command loads.
+// Imported afresh: the test files before this one in the worker (vitest.config.ts: isolate false) loaded the
+// watched modules already, and a module loaded before the spy counts as loaded by nothing.
+let run: typeof Run
+beforeAll(async () => {
+  vi.resetModules()
+  run = await import("../../src/cli/Run.js")
+})
+
 const inProcess = (args: ReadonlyArray<string>, env: Record<string, string>) =>
   Effect.runPromise(
-    ctlMain(["node", "ctl", ...args]).pipe(
-      Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))),
-      Effect.exit
-    )
-  ).then((exit) => exitCodeOf(exit as Exit.Exit<unknown, unknown>))
+    run
+      .ctlMain(["node", "ctl", ...args])
+      .pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))), Effect.exit)
+  ).then((exit) => run.exitCodeOf(exit as Exit.Exit<unknown, unknown>))
 
 describe("ctl builds only what a command uses", () => {
   it("each command group loads its own domain's services, no other domain's, and not the every-domain graph", async () => {

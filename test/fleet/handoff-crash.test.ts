@@ -2,7 +2,7 @@ import { type ChildProcess, execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { afterAll, assert, describe, it } from "vitest"
+import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import * as Yaml from "yaml"
 import { ROLLBACK_STEPS, RUN_STEPS } from "../support/handoff.js"
 import { manifestOf, manifestsEqual, planUnion } from "../support/keel.js"
@@ -62,11 +62,11 @@ const fixture = () => {
     KEEL_CLUSTER_POLL_INTERVAL: "200 millis"
   }
   const grant = path.join(dir, "ops.grant")
-  return { dir, a, b, route, runtime, env, grant }
+  return { dir, a, b, route, runtime, env, dataDir: env.KEEL_DATA_DIR as string, grant }
 }
 
 /** The ops grant for both actions, written by `ctl vault grant create` (run before the first server starts). */
-const withGrant = async (f: Fixture) => {
+const makeGrant = async (f: Fixture) => {
   const created = await ctlProcess(f.env, [
     "vault",
     "grant",
@@ -87,6 +87,22 @@ const withGrant = async (f: Fixture) => {
 }
 
 type Fixture = ReturnType<typeof fixture>
+
+/**
+ * The grant is made once, by `ctl`, in a data dir every test copies before its first server starts: a test's
+ * own data dir then holds the same vault and grant as if `ctl vault grant create` had run in it (the grant names
+ * the host and the actions, nothing of the test's paths), without a `ctl` process per test.
+ */
+let granted: Fixture
+beforeAll(async () => {
+  granted = await makeGrant(fixture())
+}, 120_000)
+
+const withGrant = (f: Fixture) => {
+  fs.cpSync(granted.dataDir, f.dataDir, { recursive: true })
+  fs.copyFileSync(granted.grant, f.grant)
+  return f
+}
 
 /**
  * `ctl <args>` as a child process, awaited: never spawnSync, whose blocked event loop on a loaded machine starves
@@ -122,6 +138,13 @@ const ctl = async (f: Fixture, port: number, transaction: string, phase: string)
 const serve = (f: Fixture, extra: Record<string, string> = {}) =>
   startServer([ctlBin, "serve", "--port", "0"], { ...f.env, ...extra }, children)
 
+/** A phase's answer (contracts/fleet/StorageHandoff.ts): what `ctl … --json` prints and exits with. */
+interface PhaseAnswer {
+  readonly exit_code?: number
+  readonly refusal?: string | null
+  readonly report?: { readonly state?: string; readonly winner?: string }
+}
+
 /**
  * The same request as `ctl … --phase P` makes, over HTTP from this process, each on a fresh connection: its
  * answer, or null when the server answered nothing usable. A server killed at its crash point may cut the
@@ -143,7 +166,7 @@ const phase = async (f: Fixture, port: number, transaction: string, name: string
       path: `/api/host/storage-root-reconcile?${query}`,
       headers: { authorization: `Bearer ${token}` }
     })
-    return JSON.parse(response.body) as { report?: { state?: string } } | null
+    return JSON.parse(response.body) as PhaseAnswer | null
   } catch {
     return null
   }
@@ -170,13 +193,14 @@ const phaseUntilKilled = async (f: Fixture, doomed: { child: ChildProcess; port:
 }
 
 /**
- * Status until the phase stops running (at most 200 polls over HTTP: a `ctl` process per poll costs seconds
- * of start-up), then answered once by `ctl … --phase status`, whose answer the tests check.
+ * Status over HTTP until the phase stops running (at most 200 polls: a `ctl` process per poll costs seconds of
+ * start-up): the first answer that is not "running". The uninterrupted test checks that `ctl … --phase status`
+ * prints the same answer and exits with its code; the crash tests read the answer itself.
  */
 const settled = async (f: Fixture, port: number, transaction: string) => {
   for (let i = 0; i < 200; i++) {
     const answer = await phase(f, port, transaction, "status")
-    if (answer !== null && answer.report?.state !== "running") return ctl(f, port, transaction, "status")
+    if (answer !== null && answer.report?.state !== "running") return answer
     await pause(100)
   }
   throw new Error(`${transaction} still running`)
@@ -191,12 +215,15 @@ const assertActivated = async (f: Fixture, expected: ReturnType<typeof planUnion
 
 describe("a storage-root handoff survives a SIGKILL at every step", () => {
   it("uninterrupted: run, status, finalize through ctl, exit codes as the report's", async () => {
-    const f = await withGrant(fixture())
+    const f = withGrant(fixture())
     const expected = planUnion(await manifestOf(f.a), await manifestOf(f.b), "b")
     const server = await serve(f)
     const run = await ctl(f, server.port, "t", "run")
     assert.strictEqual(run.code, 0)
-    const done = await settled(f, server.port, "t")
+    const over = await settled(f, server.port, "t")
+    const done = await ctl(f, server.port, "t", "status")
+    assert.deepStrictEqual(done.answer, over, "ctl prints the phase's answer")
+    assert.strictEqual(done.code, 0)
     assert.strictEqual(done.answer.report.state, "activated_pending_lifecycle")
     await assertActivated(f, expected, "uninterrupted")
     const other = await ctl(f, server.port, "t2", "run")
@@ -211,34 +238,34 @@ describe("a storage-root handoff survives a SIGKILL at every step", () => {
 
   for (const step of RUN_STEPS)
     it(`Run killed after ${step}: resumed, it ends as an uninterrupted run`, async () => {
-      const f = await withGrant(fixture())
+      const f = withGrant(fixture())
       const expected = planUnion(await manifestOf(f.a), await manifestOf(f.b), "b")
       const doomed = await serve(f, { KEEL_FAULT_INJECTION: "1", KEEL_HANDOFF_CRASH_AT: step })
       await phaseUntilKilled(f, doomed, "run")
       assert.strictEqual(doomed.child.signalCode, "SIGKILL", `the server died at ${step}`)
       const server = await serve(f)
-      const resumed = await ctl(f, server.port, "t", "resume")
-      assert.oneOf(resumed.code, [0], JSON.stringify(resumed.answer))
+      const resumed = await phase(f, server.port, "t", "resume")
+      assert.strictEqual(resumed?.exit_code, 0, JSON.stringify(resumed))
       const done = await settled(f, server.port, "t")
-      assert.strictEqual(done.answer.report.state, "activated_pending_lifecycle", JSON.stringify(done.answer))
-      assert.strictEqual(done.answer.report.winner, "b", "the winner is never reversed")
+      assert.strictEqual(done.report?.state, "activated_pending_lifecycle", JSON.stringify(done))
+      assert.strictEqual(done.report?.winner, "b", "the winner is never reversed")
       await assertActivated(f, expected, step)
-      const final = await ctl(f, server.port, "t", "finalize")
-      assert.strictEqual(final.answer.report.state, "complete", JSON.stringify(final.answer))
+      const final = await phase(f, server.port, "t", "finalize")
+      assert.strictEqual(final?.report?.state, "complete", JSON.stringify(final))
       server.child.kill("SIGTERM")
       await exited(server.child)
     }, 300_000)
 
   for (const step of ROLLBACK_STEPS)
     it(`Rollback killed after ${step}: rolled back again, A and the route are exactly as before`, async () => {
-      const f = await withGrant(fixture())
+      const f = withGrant(fixture())
       const before = await manifestOf(f.a)
       // The run fails right after it built the union on A (before the data-commit boundary), the fence held.
       const first = await serve(f, { KEEL_FAULT_INJECTION: "1", KEEL_HANDOFF_FAIL_AT: "union" })
       await phase(f, first.port, "t", "run")
       const failed = await settled(f, first.port, "t")
-      assert.strictEqual(failed.answer.report.state, "failed")
-      assert.strictEqual(failed.answer.refusal, "fault_injected")
+      assert.strictEqual(failed.report?.state, "failed")
+      assert.strictEqual(failed.refusal, "fault_injected")
       assert.isFalse(manifestsEqual(before, await manifestOf(f.a)), "A holds the union")
       first.child.kill("SIGTERM")
       await exited(first.child)
@@ -248,12 +275,12 @@ describe("a storage-root handoff survives a SIGKILL at every step", () => {
       const server = await serve(f)
       await phase(f, server.port, "t", "rollback")
       const done = await settled(f, server.port, "t")
-      assert.strictEqual(done.answer.report.state, "rolled_back", JSON.stringify(done.answer))
+      assert.strictEqual(done.report?.state, "rolled_back", JSON.stringify(done))
       assert.isTrue(manifestsEqual(before, await manifestOf(f.a)), `${step}: A as it was`)
       assert.strictEqual(fs.readFileSync(f.route, "utf8").trim(), f.b)
       assert.strictEqual(fs.readlinkSync(f.runtime), f.b)
       // The transaction ended: another may run.
-      assert.strictEqual((await ctl(f, server.port, "t2", "run")).code, 0)
+      assert.strictEqual((await phase(f, server.port, "t2", "run"))?.exit_code, 0)
       await settled(f, server.port, "t2")
       server.child.kill("SIGTERM")
       await exited(server.child)

@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto"
-import { afterAll } from "@effect/vitest"
 import pg from "pg"
 import { withSearchPath } from "../../src/services/platform/sql/DatabaseUrl.js"
 
@@ -7,7 +6,7 @@ import { withSearchPath } from "../../src/services/platform/sql/DatabaseUrl.js"
  * Under `npm run test:pg` (KEEL_TEST_DATABASE_URL set), a `ctl` run in-process (`runCli`) opens PostgreSQL instead of
  * `<data dir>/keel.db`: a schema named after the data dir, so the same data dir is the same database across runs of
  * one test, as the same SQLite file is, and two data dirs never share one. Made on first use; dropped (CASCADE)
- * after the test file. Without KEEL_TEST_DATABASE_URL this does nothing: `ctl` opens the SQLite file.
+ * after the test file (test/support/vitest-setup.ts calls `dropDataDirSchemas` after each file). Without KEEL_TEST_DATABASE_URL this does nothing: `ctl` opens the SQLite file.
  */
 const url = process.env.KEEL_TEST_DATABASE_URL
 const made = new Set<string>()
@@ -28,10 +27,11 @@ const admin = async (statement: string) => {
   }
 }
 
-if (url !== undefined && url !== "")
-  afterAll(async () => {
-    for (const schema of made) await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
-  })
+/** Drops the schemas this test file's `ctl` runs made (files share a worker's modules: the set outlives a file). */
+export const dropDataDirSchemas = async () => {
+  for (const schema of made) await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+  made.clear()
+}
 
 /** The environment a `ctl` run gets: with KEEL_DATABASE_URL added for its data dir under test:pg, else as given. */
 export const onTestDatabase = async (env: Record<string, string>): Promise<Record<string, string>> => {
