@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os"
 import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
@@ -22,6 +23,9 @@ export default defineConfig({
     // domain files). What must not leak between files is reset in the setup file; docs/testing.md says the rules.
     isolate: false,
     setupFiles: ["test/support/vitest-setup.ts"],
+    // vitest's default is one worker per core less one: a single worker on the 2-core CI machine, idle while its
+    // process tests wait on children. One per core keeps both busy.
+    maxWorkers: Math.max(2, availableParallelism()),
     // Bounds on a hang, not timing claims: a loaded 2-core machine runs the process tests 5-10x slower (issue 42).
     testTimeout: 120_000,
     hookTimeout: 120_000
