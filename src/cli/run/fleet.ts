@@ -1,6 +1,6 @@
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { controlPlaneClient } from "../../clients.js"
+import { controlPlaneClient } from "../../contracts/Clients.js"
 import { codeFromTag } from "../../contracts/shared/Problem.js"
 import { configuredAccess } from "../../services/fleet/shared/objects/ObjectApiClient.js"
 import { AppConfig } from "../../services/platform/AppConfig.js"

@@ -1,6 +1,6 @@
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest, HttpClientResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
-import { controlPlaneClient, vaultClient } from "../../../../clients.js"
+import { controlPlaneClient, vaultClient } from "../../../../contracts/Clients.js"
 import { ControlPlaneApi } from "../../../../contracts/controlplane/Api.js"
 
 /**
