@@ -24,11 +24,11 @@ const twoProcesses = Effect.gen(function* () {
   return [first.queue, second.queue, first.sql] as const
 })
 
-const JOBS = 200
+const JOBS = 500
 const WORKERS_PER_PROCESS = 4
 
 describe.skipIf(postgresSkipReason !== undefined)("the job queue, two processes on one PostgreSQL", () => {
-  it.scoped("200 concurrent submits get 200 distinct seq; 8 workers claim each job exactly once", () =>
+  it.scoped("500 concurrent submits get 500 distinct seq; two processes × 4 workers claim each job exactly once", () =>
     Effect.gen(function* () {
       const queues = yield* twoProcesses
       const workers = Array.from({ length: 2 * WORKERS_PER_PROCESS }, (_, w) => ({
