@@ -3,6 +3,9 @@ import { Clock, Duration, Effect, Option } from "effect"
 import { Lease, LeaseHeld, LeaseNotHeld } from "../../contracts/fleet/LeaseKeeper.js"
 import { orDieSql } from "./SqlEdge.js"
 
+/** Tries of one acquire: a lease lapsing between a refused upsert and the read of its holder is tried again. */
+const ACQUIRE_ATTEMPTS = 5
+
 interface LeaseRow {
   readonly key: string
   readonly holder: string
@@ -94,13 +97,15 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
     /** Takes the lease, or extends it when `holder` already has it; fails with LeaseHeld otherwise. */
     const acquire = Effect.fn("Leases.acquire")(function* (key: string, holder: string, ttl: Duration.DurationInput) {
       // A lease that lapses between the refused upsert and the read of its holder is simply tried again:
-      // acquire fails only with LeaseHeld.
-      for (;;) {
+      // acquire fails only with LeaseHeld. Bounded: a lease that keeps lapsing under every try is a clock or
+      // database fault, a defect rather than a loop.
+      for (let attempt = 0; attempt < ACQUIRE_ATTEMPTS; attempt++) {
         const taken = yield* upsert(key, holder, ttl)
         if (taken !== undefined) return taken
         const why = yield* Effect.flip(heldBy(key, holder))
         if (why._tag === "LeaseHeld") return yield* Effect.fail(why)
       }
+      return yield* Effect.die(new Error(`lease ${key}: refused ${ACQUIRE_ATTEMPTS} times, yet held by nobody`))
     }, orDieSql)
 
     /** Extends a lease its holder still has; a lapsed or taken lease fails with LeaseNotHeld or LeaseHeld. */
