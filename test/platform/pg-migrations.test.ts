@@ -152,6 +152,35 @@ describe.skipIf(postgresSkipReason !== undefined)("migrations on PostgreSQL", ()
     })
   )
 
+  it.scoped("object keys compare by code point whatever the database's collation (platform 0005)", () =>
+    Effect.gen(function* () {
+      const schema = yield* freshSchema
+      yield* Effect.gen(function* () {
+        yield* migrate(AllMigrations)
+        const sql = yield* SqlClient.SqlClient
+        const [column] = yield* sql<{ collation_name: string | null }>`
+          SELECT collation_name FROM information_schema.columns
+          WHERE table_schema = ${schema} AND table_name = 'objects' AND column_name = 'key'`
+        assert.strictEqual(column?.collation_name, "C")
+        const keys = ["b", "B", "_z", "a-b", "ab", "a/b", "é", "Z"]
+        for (const key of keys)
+          yield* sql`INSERT INTO objects (key, body, size, sha256, modified_at) VALUES (${key}, ${Buffer.from("")}, 0, '', 0)`
+        // A language collation (ICU's en-US, as a database made with en_US.UTF-8 would compare) orders them otherwise.
+        const language = yield* sql<{ key: string }>`SELECT key FROM objects ORDER BY key COLLATE "en-US-x-icu"`
+        const stored = yield* sql<{ key: string }>`SELECT key FROM objects ORDER BY key`
+        const codePoints = [...keys].sort()
+        assert.notDeepEqual(
+          language.map((r) => r.key),
+          codePoints
+        )
+        assert.deepStrictEqual(
+          stored.map((r) => r.key),
+          codePoints
+        )
+      }).pipe(Effect.provide(pgClientIn(schema)))
+    })
+  )
+
   it.scoped("a migration without a PostgreSQL branch stops the migration on PostgreSQL, naming itself", () =>
     Effect.gen(function* () {
       const schema = yield* freshSchema

@@ -62,5 +62,15 @@ export const platformPgMigrations = {
       grant_id TEXT,
       detail TEXT
     )`
+  }),
+  /**
+   * Object keys list, page and match a prefix (`key >= prefix AND key < prefixEnd(prefix)`) in code point order,
+   * as on SQLite and the file store. A column compares by the database's collation unless it names one: under
+   * `en_US.UTF-8` the same keys listed in another order and a prefix range could miss keys. `C` is byte order,
+   * which for UTF-8 is code point order, whatever collation the database was created with.
+   */
+  "0005_objects_key_code_point_order": Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`ALTER TABLE objects ALTER COLUMN key TYPE TEXT COLLATE "C"`
   })
 }

@@ -72,7 +72,9 @@ const sqlite: DomainMigrations = {
         grant_id TEXT,
         detail TEXT
       )`
-    })
+    }),
+    // PostgreSQL only (platform.pg.ts): SQLite's text already compares by code point (BINARY).
+    "0005_objects_key_code_point_order": Effect.void
   }
 }
 
