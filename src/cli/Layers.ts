@@ -12,6 +12,7 @@ export const ProductLive = lazyLayer(() => import("../layers/Product.js").then((
 export const FleetServicesLive = lazyLayer(() => import("../layers/Fleet.js").then((m) => m.FleetServicesLive))
 export const DatabaseLive = lazyLayer(() => import("../layers/Platform.js").then((m) => m.DatabaseLive))
 export const LeasesLive = lazyLayer(() => import("../layers/Platform.js").then((m) => m.LeasesLive))
+export const DatabaseTransferLive = lazyLayer(() => import("../layers/Transfer.js").then((m) => m.DatabaseTransferLive))
 export const SqlUnmigratedLive = lazyLayer(() => import("../layers/Sql.js").then((m) => m.SqlUnmigratedLive))
 export const VaultOnlyLive = lazyLayer(() => import("../layers/Vault.js").then((m) => m.VaultOnlyLive))
 export const HostOpsLive = lazyLayer(() => import("../layers/Live.js").then((m) => m.HostOpsLive))

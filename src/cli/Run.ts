@@ -157,6 +157,23 @@ export const ownVersionOption = (argv: ReadonlyArray<string>): ReadonlyArray<str
   )
 }
 
+/** Commands whose FILE argument may be `-` (stdout or stdin). */
+const STANDARD_STREAM_ARGUMENT = new Set(["db export", "db import"])
+
+/**
+ * `ctl db export - --json`: @effect/cli stops looking for options at an argument that starts with `-`, so a bare
+ * `-` before them would leave them unknown; on these commands it is moved after the options (their only argument).
+ */
+export const standardStreamLast = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const walk = walkCommands(argv.slice(2))
+  const end = argv.indexOf("--")
+  const at = argv.indexOf("-")
+  if (walk._tag === "Unknown" || !STANDARD_STREAM_ARGUMENT.has(walk.path.join(" "))) return argv
+  if (at < 2 || (end !== -1 && at > end)) return argv
+  const rest = argv.filter((_, i) => i !== at)
+  return end === -1 ? [...rest, "-"] : [...rest.slice(0, end - 1), "-", ...rest.slice(end - 1)]
+}
+
 const ANSI_ESCAPE = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g")
 
 /** Colours only for a terminal that wants them (https://no-color.org): help piped to a file is plain text. */
@@ -186,7 +203,7 @@ const leafHelpConsole = <A, E, R>(effect: Effect.Effect<A, E, R>, commandPath: R
 }
 
 export const ctlMain = (given: ReadonlyArray<string>) => {
-  const argv = ownVersionOption(given)
+  const argv = standardStreamLast(ownVersionOption(given))
   const unknown = unknownCommand(argv.slice(2))
   if (unknown !== undefined)
     return Console.error(`ctl: ${unknown}`).pipe(Effect.zipRight(Effect.fail(new ExitWith({ code: 2 }))))
