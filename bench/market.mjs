@@ -2,7 +2,7 @@
 // /sell alternately, spread over wallets with their API keys, Keel vs raw node:http + better-sqlite3 doing
 // the same transaction per trade (bench/servers/raw-market.mjs), and, in the same run, Keel on PostgreSQL vs
 // raw node:http + node-postgres sending the statements Keel sends there (bench/servers/raw-market-pg.mjs), each
-// server in a schema of its own, dropped after (`--engine sqlite|postgres|both`: bench/pg.mjs). Only 200
+// server in a database of its own, dropped after (`--engine sqlite|postgres|both`: bench/pg.mjs). Only 200
 // answers count as trades. After each run the ledger is audited: Keel's with `ctl market audit --json`, the
 // baseline's with the same checks in SQL. Overload: BENCH_MARKET_CONCURRENCY=64 (4x) and a small MARKET_TRADE_QUEUE (passed to the
 // server from the environment) make the ticker's queue overflow; non-200 answers are counted by status (503s,
@@ -18,7 +18,7 @@ import Database from "better-sqlite3"
 import { defaultLaunch, fromUnits, quoteBuy, toUnits } from "keel/market"
 import pg from "pg"
 import { cores, cpuSeconds, MAX_SECONDS, ratioTable, start, stop } from "./harness.mjs"
-import { enginesOf, POOL, withBackendCpu, withSchema } from "./pg.mjs"
+import { enginesOf, POOL, withBackendCpu, withDatabase } from "./pg.mjs"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.join(here, "..")
@@ -164,7 +164,7 @@ const auditWith = async (all) => {
   return { ok: problems.length === 0, entries, coin_supply: Number(supply) / 1e9, problems }
 }
 
-/** The baseline's ledger audited: its SQLite file, or its PostgreSQL schema (`url`). */
+/** The baseline's ledger audited: its SQLite file, or its PostgreSQL database (`url`). */
 const rawAudit = async (engine, dir, url) => {
   if (engine === "sqlite") {
     const db = new Database(path.join(dir, "raw.db"), { readonly: true })
@@ -191,12 +191,12 @@ const databaseEnv = (engine, url) =>
     : { KEEL_DATABASE_URL: url, BENCH_DATABASE_URL: url, BENCH_PG_POOL: String(POOL) }
 
 /**
- * Starts a server (`name`: keel or raw) on `engine` — a fresh data dir, and on PostgreSQL a fresh schema — primes
+ * Starts a server (`name`: keel or raw) on `engine` — a fresh data dir, and on PostgreSQL a fresh database — primes
  * every wallet with one buy (wallet 0's answer is kept, to compare Keel's and the baseline's bodies), warms up,
  * measures, stops it, audits its ledger.
  */
 const measure = (name, engine) =>
-  engine === "sqlite" ? measureOn(name, engine) : withSchema(`market_${name}`, (url) => measureOn(name, engine, url))
+  engine === "sqlite" ? measureOn(name, engine) : withDatabase(`market_${name}`, (url) => measureOn(name, engine, url))
 
 const measureOn = async (name, engine, url) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `keel-bench-market-${name}-`))

@@ -1,6 +1,10 @@
-// The benches' PostgreSQL side: which engines a run measures (`--engine sqlite|postgres|both`), a schema of its
+// The benches' PostgreSQL side: which engines a run measures (`--engine sqlite|postgres|both`), a database of its
 // own for each server a run starts (created before, dropped after), and the CPU time of the PostgreSQL backends
 // that serve one server process (a server's database work happens in those processes, not in its own).
+//
+// A database, not a schema: Keel's actor runtime (@effect/cluster) holds its shards as session advisory locks
+// whose numbers do not depend on the schema, so a Keel server in one schema waits, its trades with it, for as long
+// as another Keel process on another schema of the same database holds them (tests of other work, another run).
 //
 // The server is BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test, PostgreSQL's own trust
 // setup here). The URL may carry a password: it is printed only without it, and reaches a child only through its
@@ -25,10 +29,10 @@ export const redacted = (url) => {
   }
 }
 
-/** `url` whose every connection works in `schema` (`options=-c search_path=…`, as docs/database.md shows). */
-const inSchema = (url, schema) => {
+/** `url` with its database replaced by `database`. */
+const onDatabase = (url, database) => {
   const u = new URL(url)
-  u.searchParams.set("options", `-c search_path=${schema}`)
+  u.pathname = `/${database}`
   return u.toString()
 }
 
@@ -82,44 +86,45 @@ export const enginesOf = async (argv = process.argv.slice(2)) => {
     : { engines: ["sqlite", "postgres"], note: `engines: SQLite and ${pgNote}` }
 }
 
-let schemas = 0
+let databases = 0
 const live = new Set()
 
 /**
- * Runs `body(url)` with a fresh schema of its own (`keel_bench_<pid>_<n>_<label>`) that every connection of `url`
- * works in; drops it (CASCADE) afterwards, whatever `body` did. The caller stops its servers inside `body`.
+ * Runs `body(url)` with a fresh database of its own (`keel_bench_<pid>_<n>_<label>`, the server's defaults) that
+ * `url` names; drops it afterwards, whatever `body` did. The caller stops its servers inside `body`.
  */
-export const withSchema = async (label, body) => {
-  const schema = `keel_bench_${process.pid}_${++schemas}_${label.replace(/[^a-z0-9]/gi, "_").toLowerCase()}`
+export const withDatabase = async (label, body) => {
+  const database = `keel_bench_${process.pid}_${++databases}_${label.replace(/[^a-z0-9]/gi, "_").toLowerCase()}`
   const admin = await client(DATABASE_URL)
   try {
-    await admin.query(`CREATE SCHEMA ${schema}`)
+    await admin.query(`CREATE DATABASE ${database}`)
   } finally {
     await admin.end()
   }
   if (live.size === 0) process.once("SIGINT", dropAllAndExit)
-  live.add(schema)
+  live.add(database)
   try {
-    return await body(inSchema(DATABASE_URL, schema))
+    return await body(onDatabase(DATABASE_URL, database))
   } finally {
-    await dropSchema(schema)
+    await dropDatabase(database)
   }
 }
 
-const dropSchema = async (schema) => {
+/** Drops `database`, ending any session still on it (a server that was killed: its backend may linger a moment). */
+const dropDatabase = async (database) => {
   const admin = await client(DATABASE_URL)
   try {
-    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
-    live.delete(schema)
+    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+    live.delete(database)
     if (live.size === 0) process.removeListener("SIGINT", dropAllAndExit)
   } finally {
     await admin.end()
   }
 }
 
-/** Interrupted (Ctrl-C) while schemas are live: they are dropped before it exits (its servers die with it). */
+/** Interrupted (Ctrl-C) while databases are live: they are dropped before it exits (its servers die with it). */
 const dropAllAndExit = () => {
-  Promise.allSettled([...live].map(dropSchema)).finally(() => process.exit(130))
+  Promise.allSettled([...live].map(dropDatabase)).finally(() => process.exit(130))
 }
 
 const TICKS_PER_SECOND = 100 // USER_HZ on Linux

@@ -1,13 +1,13 @@
 // Side-by-side benchmark of the product-client API: assign requests/s and collector events/s
 // (batches of 50) through HTTP, Keel vs raw node:http + better-sqlite3 doing the same SQL, and, in the same run,
 // Keel on PostgreSQL vs raw node:http + node-postgres sending the statements Keel sends there
-// (bench/servers/raw-product-pg.mjs), each server in a schema of its own, dropped after
+// (bench/servers/raw-product-pg.mjs), each server in a database of its own, dropped after
 // (`--engine sqlite|postgres|both`: bench/pg.mjs).
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as YAML from "yaml"
 import { CONCURRENCY, cores, line, measure, ratioTable } from "./harness.mjs"
-import { enginesOf, POOL, withSchema } from "./pg.mjs"
+import { enginesOf, POOL, withDatabase } from "./pg.mjs"
 
 const ASSIGNS = Number(process.env.BENCH_ASSIGNS ?? 10_000)
 const BATCHES = Number(process.env.BENCH_BATCHES ?? 1_000)
@@ -64,14 +64,14 @@ const keelServer = process.env.BENCH_KEEL_SERVER ?? "keel.mjs"
 
 /**
  * Keel (`side` keel) or its baseline (raw) on `engine`: SQLite (any KEEL_DATABASE_URL unset) or PostgreSQL in a
- * schema of its own, dropped after the server has stopped.
+ * database of its own, dropped after the server has stopped.
  */
 const measureOn = (engine, side, name, count, make, expectStatus = 200) => {
   const script = side === "keel" ? keelServer : engine === "sqlite" ? "raw-product.mjs" : "raw-product-pg.mjs"
   const env = side === "keel" ? keelEnv : () => rawEnv
   if (engine === "sqlite")
     return measure(name, script, (dir) => ({ ...env(dir), KEEL_DATABASE_URL: undefined }), count, make, expectStatus)
-  return withSchema(name, (url) =>
+  return withDatabase(name, (url) =>
     measure(
       `pg-${name}`,
       script,

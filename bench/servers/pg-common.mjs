@@ -1,4 +1,4 @@
-// What both PostgreSQL baselines share: the pool (BENCH_DATABASE_URL, whose search_path names the run's schema, at
+// What both PostgreSQL baselines share: the pool (BENCH_DATABASE_URL, the run's own database, at
 // most BENCH_PG_POOL connections: Keel's KEEL_DATABASE_POOL), numbered VALUES lists, and BEGIN … COMMIT.
 import pg from "pg"
 

@@ -7,7 +7,7 @@
 // revenue, the trade row, the outbox's commit-order lock (`pg_advisory_xact_lock`) and the event; then the same
 // JSON answer. A deadlock or serialization failure runs the trade again (5 tries), as Keel's driver does. A
 // compact equivalent of Keel's PostgreSQL market schema (src/services/market/migrations.pg.ts), created in the
-// schema BENCH_DATABASE_URL's search_path names. No group commit: a transaction per trade, several at once.
+// database BENCH_DATABASE_URL names. No group commit: a transaction per trade, several at once.
 import { pool, transaction, values } from "./pg-common.mjs"
 import {
   checkStatus,

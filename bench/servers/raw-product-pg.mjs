@@ -5,7 +5,7 @@
 // traffic, the stored one read) and the exposure upserted; a collector batch is one multi-row insert of its events
 // (duplicates skipped, the stored ones returned) and one of the first stored event of each visitor as attribution.
 // Keel's product schema on PostgreSQL (src/services/product/migrations.pg.ts: the same tables and readout indexes),
-// created in the schema BENCH_DATABASE_URL's search_path names. No group commit: a transaction per request.
+// created in the database BENCH_DATABASE_URL names. No group commit: a transaction per request.
 import { buckets, chooseVariant } from "keel/product"
 import { pool, transaction, values } from "./pg-common.mjs"
 import { experiment, hostOf, pageOf, serve } from "./raw-product-common.mjs"
