@@ -7,6 +7,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { withBackendCpu } from "./pg.mjs"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 export const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32)
@@ -102,11 +103,22 @@ export const cpuSeconds = (pid) => {
   }
 }
 
+/** Stops a server and waits (at most 15 s, then SIGKILL) until it has exited: its database is then free to drop. */
+export const stop = async (child) => {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((resolve) => child.once("exit", resolve))
+  child.kill("SIGTERM")
+  const timer = setTimeout(() => child.kill("SIGKILL"), 15_000)
+  await exited
+  clearTimeout(timer)
+}
+
 /**
  * Runs a server, warms it, measures, stops it, removes its data dir. Besides throughput it answers the
- * server's own CPU time per request (`cpuMicros`), which other processes on the machine disturb much less.
+ * server's own CPU time per request (`cpuMicros`), which other processes on the machine disturb much less, and
+ * with `options.postgres` the CPU time of the PostgreSQL backends serving it per request (`dbCpuMicros`).
  */
-export const measure = async (name, script, env, count, make, expectStatus = 200) => {
+export const measure = async (name, script, env, count, make, expectStatus = 200, options = {}) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `keel-bench-${name}-`))
   const setup = typeof env === "function" ? env(dir) : env
   const { child, port } = await start(script, {
@@ -119,16 +131,22 @@ export const measure = async (name, script, env, count, make, expectStatus = 200
   })
   try {
     await load(port, Math.min(1000, count), (i) => make(i + 10_000_000), expectStatus)
-    const cpuBefore = cpuSeconds(child.pid)
-    const result = await load(port, count, make, expectStatus)
-    const cpuAfter = cpuSeconds(child.pid)
-    const cpuMicros =
-      cpuBefore === undefined || cpuAfter === undefined || result.done === 0
-        ? undefined
-        : ((cpuAfter - cpuBefore) * 1e6) / result.done
-    return { ...result, cpuMicros }
+    const measured = async () => {
+      const cpuBefore = cpuSeconds(child.pid)
+      const result = await load(port, count, make, expectStatus)
+      const cpuAfter = cpuSeconds(child.pid)
+      const cpuMicros =
+        cpuBefore === undefined || cpuAfter === undefined || result.done === 0
+          ? undefined
+          : ((cpuAfter - cpuBefore) * 1e6) / result.done
+      return { ...result, cpuMicros }
+    }
+    if (options.postgres !== true) return await measured()
+    const { result, seconds } = await withBackendCpu(child.pid, measured)
+    const dbCpuMicros = seconds === undefined || result.done === 0 ? undefined : (seconds * 1e6) / result.done
+    return { ...result, dbCpuMicros }
   } finally {
-    child.kill("SIGTERM")
+    await stop(child)
     fs.rmSync(dir, { recursive: true, force: true })
   }
 }
@@ -137,3 +155,28 @@ export const line = (name, r, unit = "req/s", scale = 1) =>
   `${name.padEnd(34)} ${(r.rps * scale).toFixed(0).padStart(8)} ${unit}  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  (${r.done} requests, ${r.failures} failures)`
 
 export const cores = os.cpus().length
+
+const ENGINE_NAMES = { sqlite: "sqlite", postgres: "postgresql" }
+
+/**
+ * One table of a run's figures side by side: per engine and workload, Keel's figure, its baseline's on the same
+ * engine (raw node:http + better-sqlite3, or + node-postgres) and the ratio keel/baseline. Rows:
+ * { engine: "sqlite" | "postgres", workload, keel, baseline, unit }.
+ */
+export const ratioTable = (rows) => {
+  const cells = rows.map((r) => [
+    ENGINE_NAMES[r.engine] ?? r.engine,
+    r.workload,
+    `${r.keel.toFixed(0)} ${r.unit}`,
+    `${r.baseline.toFixed(0)} ${r.unit}`,
+    `${(r.keel / r.baseline).toFixed(2)}x`
+  ])
+  const header = ["engine", "workload", "keel", "baseline", "ratio"]
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)))
+  const row = (c) =>
+    c
+      .map((text, i) => (i >= 2 ? text.padStart(widths[i]) : text.padEnd(widths[i])))
+      .join("  ")
+      .trimEnd()
+  return [row(header), ...cells.map(row)].join("\n")
+}

@@ -1,8 +1,10 @@
 // Side-by-side benchmark of the agent-marketplace trade path through HTTP: POST /api/tokens/BENCH/buy and
 // /sell alternately, spread over wallets with their API keys, Keel vs raw node:http + better-sqlite3 doing
-// the same transaction per trade (bench/servers/raw-market.mjs). Only 200 answers count as trades.
-// After each run the ledger is audited: Keel's with `ctl market audit --json`, the baseline's with the
-// same checks in SQL. Overload: BENCH_MARKET_CONCURRENCY=64 (4x) and a small MARKET_TRADE_QUEUE (passed to the
+// the same transaction per trade (bench/servers/raw-market.mjs), and, in the same run, Keel on PostgreSQL vs
+// raw node:http + node-postgres sending the statements Keel sends there (bench/servers/raw-market-pg.mjs), each
+// server in a database of its own, dropped after (`--engine sqlite|postgres|both`: bench/pg.mjs). Only 200
+// answers count as trades. After each run the ledger is audited: Keel's with `ctl market audit --json`, the
+// baseline's with the same checks in SQL. Overload: BENCH_MARKET_CONCURRENCY=64 (4x) and a small MARKET_TRADE_QUEUE (passed to the
 // server from the environment) make the ticker's queue overflow; non-200 answers are counted by status (503s,
 // and any other 5xx would show beside them), and the audit must still balance.
 import { execFile } from "node:child_process"
@@ -14,7 +16,9 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import Database from "better-sqlite3"
 import { defaultLaunch, fromUnits, quoteBuy, toUnits } from "keel/market"
-import { cores, cpuSeconds, MAX_SECONDS, start } from "./harness.mjs"
+import pg from "pg"
+import { cores, cpuSeconds, MAX_SECONDS, ratioTable, start, stop } from "./harness.mjs"
+import { enginesOf, POOL, withBackendCpu, withDatabase } from "./pg.mjs"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.join(here, "..")
@@ -135,53 +139,68 @@ const load = async (port, count, make) => {
   }
 }
 
-const stop = async (child) => {
-  if (child.exitCode !== null) return
-  const exited = new Promise((resolve) => child.once("exit", resolve))
-  child.kill("SIGTERM")
-  const timer = setTimeout(() => child.kill("SIGKILL"), 15_000)
-  await exited
-  clearTimeout(timer)
+/** The ledger checks of `Ledger.audit` as SQL: each answers rows that are problems (or a count of them). */
+const AUDIT = {
+  unbalanced: "SELECT entry_id, asset FROM ledger_legs GROUP BY entry_id, asset HAVING sum(amount) <> 0",
+  mismatched: `SELECT count(*) AS n FROM ledger_balances b LEFT JOIN (SELECT account, asset, sum(amount) AS total
+    FROM ledger_legs GROUP BY account, asset) p USING (account, asset) WHERE p.total IS DISTINCT FROM b.balance`,
+  negative: "SELECT count(*) AS n FROM ledger_balances WHERE balance < 0 AND account NOT LIKE 'system:%'",
+  nonZero: "SELECT asset FROM ledger_balances GROUP BY asset HAVING sum(balance) <> 0",
+  entries: "SELECT count(*) AS n FROM ledger_entries",
+  supply: "SELECT balance FROM ledger_balances WHERE account = 'system:issuance' AND asset = 'COIN'"
 }
 
-/** The ledger checks of `Ledger.audit`, on the baseline's database. */
-const rawAudit = (file) => {
-  const db = new Database(file, { readonly: true })
-  db.defaultSafeIntegers(true)
+/** The audit's answer from `all(text)` (rows, integers as bigint or text), on either engine. */
+const auditWith = async (all) => {
+  const problems = []
+  for (const r of await all(AUDIT.unbalanced)) problems.push(`entry ${r.entry_id} does not balance in ${r.asset}`)
+  const mismatched = BigInt((await all(AUDIT.mismatched))[0].n)
+  if (mismatched > 0n) problems.push(`${mismatched} balances differ from the journal`)
+  const negative = BigInt((await all(AUDIT.negative))[0].n)
+  if (negative > 0n) problems.push(`${negative} negative balances`)
+  for (const r of await all(AUDIT.nonZero)) problems.push(`${r.asset} does not sum to zero`)
+  const entries = Number((await all(AUDIT.entries))[0].n)
+  const supply = -BigInt((await all(AUDIT.supply))[0]?.balance ?? 0)
+  return { ok: problems.length === 0, entries, coin_supply: Number(supply) / 1e9, problems }
+}
+
+/** The baseline's ledger audited: its SQLite file, or its PostgreSQL database (`url`). */
+const rawAudit = async (engine, dir, url) => {
+  if (engine === "sqlite") {
+    const db = new Database(path.join(dir, "raw.db"), { readonly: true })
+    db.defaultSafeIntegers(true)
+    try {
+      return await auditWith(async (text) => db.prepare(text).all())
+    } finally {
+      db.close()
+    }
+  }
+  const c = new pg.Client({ connectionString: url })
+  await c.connect()
   try {
-    const problems = []
-    for (const r of db
-      .prepare("SELECT entry_id, asset FROM ledger_legs GROUP BY entry_id, asset HAVING sum(amount) <> 0")
-      .all())
-      problems.push(`entry ${r.entry_id} does not balance in ${r.asset}`)
-    const mismatched = db
-      .prepare(`SELECT count(*) AS n FROM ledger_balances b LEFT JOIN (SELECT account, asset, sum(amount) AS total
-        FROM ledger_legs GROUP BY account, asset) p USING (account, asset) WHERE p.total IS NOT b.balance`)
-      .get().n
-    if (mismatched > 0n) problems.push(`${mismatched} balances differ from the journal`)
-    const negative = db
-      .prepare("SELECT count(*) AS n FROM ledger_balances WHERE balance < 0 AND account NOT LIKE 'system:%'")
-      .get().n
-    if (negative > 0n) problems.push(`${negative} negative balances`)
-    for (const r of db.prepare("SELECT asset FROM ledger_balances GROUP BY asset HAVING sum(balance) <> 0").all())
-      problems.push(`${r.asset} does not sum to zero`)
-    const entries = Number(db.prepare("SELECT count(*) AS n FROM ledger_entries").get().n)
-    const supply = -(
-      db.prepare("SELECT balance FROM ledger_balances WHERE account = 'system:issuance' AND asset = 'COIN'").get()
-        ?.balance ?? 0n
-    )
-    return { ok: problems.length === 0, entries, coin_supply: Number(supply) / 1e9, problems }
+    return await auditWith(async (text) => (await c.query(text)).rows)
   } finally {
-    db.close()
+    await c.end()
   }
 }
 
+/** The environment that points a server at `engine`: PostgreSQL's `url`, or SQLite (any KEEL_DATABASE_URL unset). */
+const databaseEnv = (engine, url) =>
+  engine === "sqlite"
+    ? { KEEL_DATABASE_URL: undefined }
+    : { KEEL_DATABASE_URL: url, BENCH_DATABASE_URL: url, BENCH_PG_POOL: String(POOL) }
+
 /**
- * Starts a server on a fresh data dir, primes every wallet with one buy (wallet 0's answer is kept, to
- * compare Keel's and the baseline's bodies), warms up, measures, stops it, audits its ledger.
+ * Starts a server (`name`: keel or raw) on `engine` — a fresh data dir, and on PostgreSQL a fresh database — primes
+ * every wallet with one buy (wallet 0's answer is kept, to compare Keel's and the baseline's bodies), warms up,
+ * measures, stops it, audits its ledger.
  */
-const measure = async (name) => {
+const measure = (name, engine) =>
+  engine === "sqlite" ? measureOn(name, engine) : withDatabase(`market_${name}`, (url) => measureOn(name, engine, url))
+
+const measureOn = async (name, engine, url) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `keel-bench-market-${name}-`))
+  const database = databaseEnv(engine, url)
   try {
     const setupFile = path.join(dir, "market-setup.json")
     let credentials
@@ -191,12 +210,13 @@ const measure = async (name) => {
       const t0 = Date.now()
       await run([path.join(here, "market-setup.mjs")], {
         ...baseEnv,
+        ...database,
         KEEL_DATA_DIR: dir,
         BENCH_SETUP: input,
         BENCH_SETUP_OUT: setupFile
       })
       credentials = JSON.parse(fs.readFileSync(setupFile, "utf8")).wallets
-      console.error(`keel setup: ${wallets.length} wallets in ${Date.now() - t0} ms`)
+      console.error(`keel setup (${engine}): ${wallets.length} wallets in ${Date.now() - t0} ms`)
     } else {
       credentials = wallets.map((address) => ({ address, key: `keel_${randomBytes(32).toString("base64url")}` }))
       fs.writeFileSync(setupFile, JSON.stringify({ ticker: TICKER, wallets: credentials, mint: MINT }))
@@ -205,9 +225,12 @@ const measure = async (name) => {
     const server =
       name === "keel"
         ? (process.env.BENCH_KEEL_SERVER ?? (profile ? "keel-profiled.mjs" : "keel.mjs"))
-        : "raw-market.mjs"
+        : engine === "sqlite"
+          ? "raw-market.mjs"
+          : "raw-market-pg.mjs"
     const { child, port } = await start(server, {
       ...baseEnv,
+      ...database,
       ...(profile ? { BENCH_PROFILE_DIR: path.resolve(profile) } : {}),
       BENCH_DIR: dir,
       KEEL_DATA_DIR: dir,
@@ -229,16 +252,27 @@ const measure = async (name) => {
       if (primeFailures.length > 0)
         throw new Error(`${name}: priming buys failed: ${primeFailures[0].status} ${primeFailures[0].text}`)
       await load(port, WARMUP, (i) => order(credentials, i))
-      result = await withCpu(child, () => load(port, TRADES, (i) => order(credentials, i + WARMUP)))
+      const measured = () => withCpu(child, () => load(port, TRADES, (i) => order(credentials, i + WARMUP)))
+      if (engine === "sqlite") result = await measured()
+      else {
+        const { result: r, seconds } = await withBackendCpu(child.pid, measured)
+        result = r
+        const answered = r.trades + r.non200
+        result.dbCpuMicros = seconds === undefined || answered === 0 ? undefined : (seconds * 1e6) / answered
+      }
       result.firstAnswer = first.text
     } finally {
       await stop(child)
     }
     if (name === "keel") {
-      const { stdout } = await run(["bin/ctl.js", "market", "audit", "--json"], { ...baseEnv, KEEL_DATA_DIR: dir })
+      const { stdout } = await run(["bin/ctl.js", "market", "audit", "--json"], {
+        ...baseEnv,
+        ...database,
+        KEEL_DATA_DIR: dir
+      })
       result.audit = JSON.parse(stdout)
     } else {
-      result.audit = rawAudit(path.join(dir, "raw.db"))
+      result.audit = await rawAudit(engine, dir, url)
     }
     return result
   } finally {
@@ -246,10 +280,12 @@ const measure = async (name) => {
   }
 }
 
-const line = (name, r) =>
-  `market buy/sell  ${name.padEnd(5)} ${r.rps.toFixed(0).padStart(6)} trades/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  (non-200: ${r.non200}${r.non200 > 0 ? ` ${JSON.stringify(r.statuses)}` : ""}; ${r.trades}/${TRADES} trades in ${r.seconds.toFixed(1)} s)`
-const auditLine = (name, a) =>
-  `market audit     ${name.padEnd(5)} ${a.ok ? "consistent" : "INCONSISTENT"}: ${a.entries} entries, coin supply ${a.coin_supply}${a.ok ? "" : ` — ${a.problems.slice(0, 5).join("; ")}`}`
+/** The lines of one engine start `market` (SQLite: the format before PostgreSQL was measured) or `market pg`. */
+const prefixOf = (engine) => (engine === "sqlite" ? "market" : "market pg")
+const line = (prefix, name, r) =>
+  `${prefix} buy/sell  ${name.padEnd(5)} ${r.rps.toFixed(0).padStart(6)} trades/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  (non-200: ${r.non200}${r.non200 > 0 ? ` ${JSON.stringify(r.statuses)}` : ""}; ${r.trades}/${TRADES} trades in ${r.seconds.toFixed(1)} s)`
+const auditLine = (prefix, name, a) =>
+  `${prefix} audit     ${name.padEnd(5)} ${a.ok ? "consistent" : "INCONSISTENT"}: ${a.entries} entries, coin supply ${a.coin_supply}${a.ok ? "" : ` — ${a.problems.slice(0, 5).join("; ")}`}`
 
 /** The floor: the same requests answered with a constant receipt (body read, nothing else) by `script`. */
 const floor = async (script) => {
@@ -275,32 +311,56 @@ const withCpu = async (child, measured) => {
 }
 const cpu = (r) => (r.cpuMicros === undefined ? "n/a" : `${r.cpuMicros.toFixed(0)} µs`)
 
-const raw = await measure("raw")
-const keel = await measure("keel")
+const { engines, note } = await enginesOf()
+console.error(note)
+const runs = []
+for (const engine of engines)
+  runs.push({ engine, raw: await measure("raw", engine), keel: await measure("keel", engine) })
 const floorRaw = await floor("raw-constant.mjs")
 const floorEffect = await floor("effect-constant.mjs")
+
+/** Server CPU, and on PostgreSQL the database's CPU for that server beside it. */
+const cpuWithDb = (r) =>
+  r.dbCpuMicros === undefined ? cpu(r) : `${cpu(r)} + PostgreSQL ${r.dbCpuMicros.toFixed(0)} µs`
+const floorLine = (name, r) =>
+  `market floor     ${name.padEnd(28)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50.toFixed(2)} ms  (a constant receipt: ${(1e6 / r.rps).toFixed(0)} µs a request)`
 
 console.log(
   `POST /api/tokens/${TICKER}/buy ${BUY} coin | sell ${SELL} tokens alternately, ${WALLETS} wallets, ${TRADES} trades after ${WARMUP} warm-up, ${CONCURRENCY} concurrent keep-alive connections, ${cores} cores`
 )
-console.log(line("keel", keel))
-console.log(line("raw", raw))
-console.log(`market ratio keel/raw  ${(keel.rps / raw.rps).toFixed(2)}`)
-const floorLine = (name, r) =>
-  `market floor     ${name.padEnd(28)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50.toFixed(2)} ms  (a constant receipt: ${(1e6 / r.rps).toFixed(0)} µs a request)`
-console.log(floorLine("raw node:http", floorRaw))
-console.log(floorLine("bare @effect/platform router", floorEffect))
+console.log(note)
+for (const [i, { engine, keel, raw }] of runs.entries()) {
+  const p = prefixOf(engine)
+  console.log(line(p, "keel", keel))
+  console.log(line(p, "raw", raw))
+  console.log(`${p} ratio keel/raw  ${(keel.rps / raw.rps).toFixed(2)}`)
+  if (i === 0) {
+    console.log(floorLine("raw node:http", floorRaw))
+    console.log(floorLine("bare @effect/platform router", floorEffect))
+  }
+  console.log(
+    `${p} time per trade  keel ${(1e6 / keel.rps).toFixed(0)} µs, raw ${(1e6 / raw.rps).toFixed(0)} µs; Keel above the platform floor ${(1e6 / keel.rps - 1e6 / floorEffect.rps).toFixed(0)} µs, raw above its floor ${(1e6 / raw.rps - 1e6 / floorRaw.rps).toFixed(0)} µs`
+  )
+  console.log(
+    `${p} server CPU per request  keel ${cpuWithDb(keel)}, raw ${cpuWithDb(raw)}; floors: @effect/platform ${cpu(floorEffect)}, node:http ${cpu(floorRaw)}`
+  )
+  console.log(auditLine(p, "keel", keel.audit))
+  console.log(auditLine(p, "raw", raw.audit))
+  const same = keel.firstAnswer === raw.firstAnswer
+  console.log(
+    `${p} first answer ${same ? "identical" : "DIFFERS"}: ${keel.firstAnswer}${same ? "" : ` vs raw ${raw.firstAnswer}`}`
+  )
+  if (keel.firstError) console.log(`${p === "market" ? "" : "pg "}keel first non-200: ${keel.firstError}`)
+  if (raw.firstError) console.log(`${p === "market" ? "" : "pg "}raw first non-200: ${raw.firstError}`)
+}
 console.log(
-  `market time per trade  keel ${(1e6 / keel.rps).toFixed(0)} µs, raw ${(1e6 / raw.rps).toFixed(0)} µs; Keel above the platform floor ${(1e6 / keel.rps - 1e6 / floorEffect.rps).toFixed(0)} µs, raw above its floor ${(1e6 / raw.rps - 1e6 / floorRaw.rps).toFixed(0)} µs`
+  ratioTable(
+    runs.map(({ engine, keel, raw }) => ({
+      engine,
+      workload: `POST /api/tokens/${TICKER}/buy|sell`,
+      keel: keel.rps,
+      baseline: raw.rps,
+      unit: "trades/s"
+    }))
+  )
 )
-console.log(
-  `market server CPU per request  keel ${cpu(keel)}, raw ${cpu(raw)}; floors: @effect/platform ${cpu(floorEffect)}, node:http ${cpu(floorRaw)}`
-)
-console.log(auditLine("keel", keel.audit))
-console.log(auditLine("raw", raw.audit))
-const same = keel.firstAnswer === raw.firstAnswer
-console.log(
-  `market first answer ${same ? "identical" : "DIFFERS"}: ${keel.firstAnswer}${same ? "" : ` vs raw ${raw.firstAnswer}`}`
-)
-if (keel.firstError) console.log(`keel first non-200: ${keel.firstError}`)
-if (raw.firstError) console.log(`raw first non-200: ${raw.firstError}`)

@@ -1,9 +1,13 @@
 // Side-by-side benchmark of the product-client API: assign requests/s and collector events/s
-// (batches of 50) through HTTP, Keel vs raw node:http + better-sqlite3 doing the same SQL.
+// (batches of 50) through HTTP, Keel vs raw node:http + better-sqlite3 doing the same SQL, and, in the same run,
+// Keel on PostgreSQL vs raw node:http + node-postgres sending the statements Keel sends there
+// (bench/servers/raw-product-pg.mjs), each server in a database of its own, dropped after
+// (`--engine sqlite|postgres|both`: bench/pg.mjs).
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as YAML from "yaml"
-import { CONCURRENCY, cores, line, measure } from "./harness.mjs"
+import { CONCURRENCY, cores, line, measure, ratioTable } from "./harness.mjs"
+import { enginesOf, POOL, withDatabase } from "./pg.mjs"
 
 const ASSIGNS = Number(process.env.BENCH_ASSIGNS ?? 10_000)
 const BATCHES = Number(process.env.BENCH_BATCHES ?? 1_000)
@@ -57,10 +61,39 @@ const collect = (i) => ({
 
 // BENCH_KEEL_SERVER=keel-profiled.mjs BENCH_PROFILE_DIR=DIR writes a CPU profile of Keel per run.
 const keelServer = process.env.BENCH_KEEL_SERVER ?? "keel.mjs"
-const rawAssign = await measure("raw-assign", "raw-product.mjs", rawEnv, ASSIGNS, assign)
-const keelAssign = await measure("keel-assign", keelServer, keelEnv, ASSIGNS, assign)
-const rawCollect = await measure("raw-collect", "raw-product.mjs", rawEnv, BATCHES, collect, 202)
-const keelCollect = await measure("keel-collect", keelServer, keelEnv, BATCHES, collect, 202)
+
+/**
+ * Keel (`side` keel) or its baseline (raw) on `engine`: SQLite (any KEEL_DATABASE_URL unset) or PostgreSQL in a
+ * database of its own, dropped after the server has stopped.
+ */
+const measureOn = (engine, side, name, count, make, expectStatus = 200) => {
+  const script = side === "keel" ? keelServer : engine === "sqlite" ? "raw-product.mjs" : "raw-product-pg.mjs"
+  const env = side === "keel" ? keelEnv : () => rawEnv
+  if (engine === "sqlite")
+    return measure(name, script, (dir) => ({ ...env(dir), KEEL_DATABASE_URL: undefined }), count, make, expectStatus)
+  return withDatabase(name, (url) =>
+    measure(
+      `pg-${name}`,
+      script,
+      (dir) => ({ ...env(dir), KEEL_DATABASE_URL: url, BENCH_DATABASE_URL: url, BENCH_PG_POOL: String(POOL) }),
+      count,
+      make,
+      expectStatus,
+      { postgres: true }
+    )
+  )
+}
+
+const { engines, note } = await enginesOf()
+console.error(note)
+const runs = []
+for (const engine of engines) {
+  const rawAssign = await measureOn(engine, "raw", "raw-assign", ASSIGNS, assign)
+  const keelAssign = await measureOn(engine, "keel", "keel-assign", ASSIGNS, assign)
+  const rawCollect = await measureOn(engine, "raw", "raw-collect", BATCHES, collect, 202)
+  const keelCollect = await measureOn(engine, "keel", "keel-collect", BATCHES, collect, 202)
+  runs.push({ engine, rawAssign, keelAssign, rawCollect, keelCollect })
+}
 
 // The floors: the same requests answered with a constant body (the collector's body read first).
 const floorAssignRaw = await measure("floor-raw-assign", "raw-constant.mjs", {}, ASSIGNS, assign)
@@ -68,23 +101,46 @@ const floorAssignEffect = await measure("floor-effect-assign", "effect-constant.
 const floorCollectRaw = await measure("floor-raw-collect", "raw-constant.mjs", {}, BATCHES, collect, 202)
 const floorCollectEffect = await measure("floor-effect-collect", "effect-constant.mjs", {}, BATCHES, collect, 202)
 const perRequest = (r) => `${(1e6 / r.rps).toFixed(0)} µs`
-const cpu = (r) => (r.cpuMicros === undefined ? "n/a" : `${r.cpuMicros.toFixed(0)} µs`)
+const cpu = (r) =>
+  r.cpuMicros === undefined
+    ? "n/a"
+    : `${r.cpuMicros.toFixed(0)} µs${r.dbCpuMicros === undefined ? "" : ` + PostgreSQL ${r.dbCpuMicros.toFixed(0)} µs`}`
 const timeLine = (keel, raw, floorEffect, floorRaw) =>
   `  time per request: keel ${perRequest(keel)}, baseline ${perRequest(raw)}; floors: @effect/platform ${perRequest(floorEffect)}, node:http ${perRequest(floorRaw)}\n` +
   `  server CPU per request: keel ${cpu(keel)}, baseline ${cpu(raw)}; floors: @effect/platform ${cpu(floorEffect)}, node:http ${cpu(floorRaw)}`
 
 console.log(`${CONCURRENCY} concurrent keep-alive connections, ${cores} cores`)
-console.log(`GET /api/experiments/assign (${ASSIGNS} requests over ${SUBJECTS} subjects)`)
-console.log(line("  baseline node:http+sqlite", rawAssign))
-console.log(line("  keel", keelAssign))
-console.log(line("  floor: bare @effect/platform", floorAssignEffect))
-console.log(line("  floor: raw node:http", floorAssignRaw))
-console.log(`  ratio keel/baseline: ${(keelAssign.rps / rawAssign.rps).toFixed(2)}x`)
-console.log(timeLine(keelAssign, rawAssign, floorAssignEffect, floorAssignRaw))
-console.log(`POST /api/analytics/web/collect (${BATCHES} batches of ${BATCH} events)`)
-console.log(line("  baseline node:http+sqlite", rawCollect, "events/s", BATCH))
-console.log(line("  keel", keelCollect, "events/s", BATCH))
-console.log(line("  floor: bare @effect/platform", floorCollectEffect, "events/s", BATCH))
-console.log(line("  floor: raw node:http", floorCollectRaw, "events/s", BATCH))
-console.log(`  ratio keel/baseline: ${(keelCollect.rps / rawCollect.rps).toFixed(2)}x`)
-console.log(timeLine(keelCollect, rawCollect, floorCollectEffect, floorCollectRaw).replace("request", "batch"))
+console.log(note)
+for (const { engine, rawAssign, keelAssign, rawCollect, keelCollect } of runs) {
+  // SQLite's lines as they were before PostgreSQL was measured; PostgreSQL's say so in their titles.
+  const on = engine === "sqlite" ? "" : " on PostgreSQL"
+  const baseline = engine === "sqlite" ? "  baseline node:http+sqlite" : "  baseline node:http+pg"
+  console.log(`GET /api/experiments/assign${on} (${ASSIGNS} requests over ${SUBJECTS} subjects)`)
+  console.log(line(baseline, rawAssign))
+  console.log(line("  keel", keelAssign))
+  console.log(line("  floor: bare @effect/platform", floorAssignEffect))
+  console.log(line("  floor: raw node:http", floorAssignRaw))
+  console.log(`  ratio keel/baseline: ${(keelAssign.rps / rawAssign.rps).toFixed(2)}x`)
+  console.log(timeLine(keelAssign, rawAssign, floorAssignEffect, floorAssignRaw))
+  console.log(`POST /api/analytics/web/collect${on} (${BATCHES} batches of ${BATCH} events)`)
+  console.log(line(baseline, rawCollect, "events/s", BATCH))
+  console.log(line("  keel", keelCollect, "events/s", BATCH))
+  console.log(line("  floor: bare @effect/platform", floorCollectEffect, "events/s", BATCH))
+  console.log(line("  floor: raw node:http", floorCollectRaw, "events/s", BATCH))
+  console.log(`  ratio keel/baseline: ${(keelCollect.rps / rawCollect.rps).toFixed(2)}x`)
+  console.log(timeLine(keelCollect, rawCollect, floorCollectEffect, floorCollectRaw).replace("request", "batch"))
+}
+console.log(
+  ratioTable(
+    runs.flatMap(({ engine, rawAssign, keelAssign, rawCollect, keelCollect }) => [
+      { engine, workload: "GET /api/experiments/assign", keel: keelAssign.rps, baseline: rawAssign.rps, unit: "req/s" },
+      {
+        engine,
+        workload: "POST /api/analytics/web/collect",
+        keel: keelCollect.rps * BATCH,
+        baseline: rawCollect.rps * BATCH,
+        unit: "events/s"
+      }
+    ])
+  )
+)

@@ -1,12 +1,13 @@
 // Baseline for the product bench: raw node:http + better-sqlite3 doing the same SQL as Keel's
 // assigner (sticky lookup, first assignment, exposure upsert in one transaction) and collector
 // (dedup insert + first-touch attribution per event, one transaction per batch). No validation
-// framework, no middleware: the floor.
+// framework, no middleware: the floor. What both engines' baselines share (experiment, derived values, HTTP) is
+// in raw-product-common.mjs.
 import * as fs from "node:fs"
-import * as http from "node:http"
 import * as path from "node:path"
 import Database from "better-sqlite3"
 import { buckets, chooseVariant } from "keel/product"
+import { experiment, hostOf, pageOf, serve } from "./raw-product-common.mjs"
 
 const dir = process.env.BENCH_DIR
 fs.mkdirSync(dir, { recursive: true })
@@ -30,7 +31,6 @@ db.exec(`
     first_seen_at INTEGER NOT NULL, landing_url TEXT, referrer TEXT, utm_source TEXT, utm_medium TEXT, utm_campaign TEXT,
     utm_content TEXT, utm_term TEXT, PRIMARY KEY (site_id, visitor_id));
 `)
-const experiment = JSON.parse(process.env.BENCH_EXPERIMENT)
 const selectStored = db.prepare("SELECT variant FROM experiment_assignments WHERE experiment_id = ? AND subject = ?")
 const insertAssignment = db.prepare("INSERT INTO experiment_assignments VALUES (?, ?, ?, ?)")
 const upsertExposure = db.prepare(`INSERT INTO experiment_exposures VALUES (?, ?, ?, ?, ?, 1)
@@ -49,19 +49,6 @@ const assign = db.transaction((subject) => {
   upsertExposure.run(experiment.id, subject, name, now, now)
   return { variant: name, config: variant.config, experimentId: experiment.id }
 })
-// The readout's derived values, in JS (Keel derives them in its INSERT, with SQL).
-const pageOf = (url) => {
-  if (url === null || url === "") return null
-  const rest = url.includes("://") ? url.slice(url.indexOf("://") + 3) : url
-  const path = url.includes("://") ? (rest.includes("/") ? rest.slice(rest.indexOf("/")) : "/") : url
-  return path.split(/[?#]/)[0] || "/"
-}
-const hostOf = (referrer) => {
-  if (referrer === null || referrer === "") return null
-  const rest = referrer.includes("://") ? referrer.slice(referrer.indexOf("://") + 3) : referrer
-  const host = rest.split(/[/?#:]/)[0].toLowerCase()
-  return (host.startsWith("www.") ? host.slice(4) : host) || null
-}
 const insertEvent = db.prepare(`INSERT INTO analytics_events VALUES (?, ?, 'web', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (site_id, event_id) DO NOTHING RETURNING event_id`)
 const insertAttribution = db.prepare(`INSERT INTO analytics_attribution VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -110,27 +97,4 @@ const collect = db.transaction((batch) => {
   return { accepted, duplicates, rejected: [] }
 })
 
-const send = (res, status, body) => {
-  const text = JSON.stringify(body)
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
-  res.end(text)
-}
-http
-  .createServer((req, res) => {
-    const url = new URL(req.url, "http://x")
-    if (url.pathname === "/api/experiments/assign") {
-      return send(res, 200, assign(url.searchParams.get("subject")))
-    }
-    if (url.pathname === "/api/analytics/web/collect") {
-      let body = ""
-      req.setEncoding("utf8")
-      req.on("data", (c) => {
-        body += c
-      })
-      req.on("end", () => send(res, 202, collect(JSON.parse(body))))
-      return
-    }
-    if (url.pathname === "/api/health") return send(res, 200, { status: "ok" })
-    res.writeHead(404).end()
-  })
-  .listen(Number(process.env.BENCH_PORT), "127.0.0.1")
+serve({ assign, collect })
