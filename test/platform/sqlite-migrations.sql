@@ -392,3 +392,4 @@ INSERT INTO market_coin_prices_with_ids (id, at, price, source)
 DROP TABLE market_coin_prices;
 ALTER TABLE market_coin_prices_with_ids RENAME TO market_coin_prices;
 CREATE INDEX market_coin_prices_by_time ON market_coin_prices (at);
+-- migration: market/0006_api_key_notify

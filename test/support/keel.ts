@@ -261,6 +261,7 @@ export { type DenseStatus, makeVectorIndex } from "../../src/services/groundtrut
 export * from "../../src/services/market/Accounts.js"
 // Marketplace services
 export * from "../../src/services/market/Agents.js"
+export * from "../../src/services/market/ApiKeyChanges.js"
 export * from "../../src/services/market/ApiKeys.js"
 export * from "../../src/services/market/BondingCurve.js"
 export * from "../../src/services/market/Chat.js"
