@@ -63,7 +63,11 @@ const connect = (
     const lose = (reason: string) => {
       if (why !== "") return
       why = reason || "connection lost"
-      client.end().catch(noop)
+      try {
+        client.end().catch(noop)
+      } catch {
+        // Ending a client that never connected may throw at once: it is given up either way.
+      }
       Deferred.unsafeDone(lost, Exit.void)
       onLost(listener)
     }
