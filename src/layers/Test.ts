@@ -34,6 +34,7 @@ import {
   MemoryHostChannel,
   makeMemoryHostChannel
 } from "../services/platform/hostchannel/MemoryHostChannel.js"
+import type { Notifier } from "../services/platform/notify/Notifier.js"
 import { MemoryObjectStoreLayer } from "../services/platform/objects/MemoryObjectStore.js"
 import { pgScratchSchema } from "../services/platform/PgScratchSchema.js"
 import type { SqlDialect } from "../services/platform/sql/SqlDialect.js"
@@ -105,12 +106,12 @@ export const testDatabaseUrl = Config.option(Config.redacted("KEEL_TEST_DATABASE
  * and test files never see each other's rows.
  */
 export const TestDatabase: Layer.Layer<
-  SqlClient.SqlClient | SqlDialect,
+  SqlClient.SqlClient | SqlDialect | Notifier,
   ConfigError.ConfigError | DatabaseUnavailable
 > = Layer.unwrapEffect(
   Effect.map(testDatabaseUrl, (url) =>
     Option.match(url, {
-      onNone: (): Layer.Layer<SqlClient.SqlClient | SqlDialect, DatabaseUnavailable> => sqliteMemory,
+      onNone: (): Layer.Layer<SqlClient.SqlClient | SqlDialect | Notifier, DatabaseUnavailable> => sqliteMemory,
       onSome: (url) => pgScratchSchema({ url })
     })
   )

@@ -393,3 +393,4 @@ DROP TABLE market_coin_prices;
 ALTER TABLE market_coin_prices_with_ids RENAME TO market_coin_prices;
 CREATE INDEX market_coin_prices_by_time ON market_coin_prices (at);
 -- migration: platform/0005_objects_key_code_point_order
+-- migration: market/0006_api_key_notify

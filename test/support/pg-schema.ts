@@ -47,15 +47,19 @@ export const urlInSchema = (url: string, schema: string) => {
   return parsed.toString()
 }
 
+/** A fresh, empty schema named `<prefix><random>` for the scope; dropped (CASCADE) when the scope closes. */
+export const freshSchemaNamed = (prefix: string) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const schema = `${prefix}${randomBytes(6).toString("hex")}`
+      await admin(`CREATE SCHEMA ${schema}`)
+      return schema
+    }),
+    (schema) => Effect.promise(() => admin(`DROP SCHEMA ${schema} CASCADE`))
+  )
+
 /** A fresh, empty schema for the scope; dropped (CASCADE) when the scope closes. */
-export const freshSchema = Effect.acquireRelease(
-  Effect.promise(async () => {
-    const schema = `keel_t_${randomBytes(6).toString("hex")}`
-    await admin(`CREATE SCHEMA ${schema}`)
-    return schema
-  }),
-  (schema) => Effect.promise(() => admin(`DROP SCHEMA ${schema} CASCADE`))
-)
+export const freshSchema = freshSchemaNamed("keel_t_")
 
 /** A `PgClient` (and `SqlClient`) whose every connection works in `schema`. */
 export const pgClientIn = (schema: string, maxConnections = 4) =>

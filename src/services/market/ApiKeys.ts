@@ -5,6 +5,7 @@ import { agentNotFound, InvalidInput, UnknownApiKey } from "../../contracts/mark
 import type { Principal } from "../../contracts/market/Principal.js"
 import { sha256Hex } from "../platform/Digest.js"
 import { SqlDirect } from "../platform/SqlDirect.js"
+import { keyChangeWatch } from "./ApiKeyChanges.js"
 import { checksumAddress, isAddress } from "./WalletSignature.js"
 
 export type { Principal }
@@ -53,9 +54,8 @@ const toInfo = (row: KeyRow): ApiKeyInfo => ({
  * high-entropy, so a slow password hash buys nothing). A revoked key fails its next request.
  */
 export class ApiKeys extends Effect.Service<ApiKeys>()("market/ApiKeys", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const direct = yield* SqlDirect
 
     const create = Effect.fn("ApiKeys.create")(function* (owner: { wallet?: string; agent?: string }) {
       if ((owner.wallet === undefined) === (owner.agent === undefined))
@@ -95,8 +95,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("market/ApiKeys", {
       const rows = yield* sql<KeyRow>`UPDATE market_api_keys SET revoked_at = COALESCE(revoked_at, ${now})
         WHERE id = ${idOrPrefix} OR prefix = ${idOrPrefix} OR hash = ${hashKey(idOrPrefix)}
         RETURNING id, prefix, wallet, agent, created_at, revoked_at`.pipe(Effect.orDie)
-      generation++
-      live.clear()
+      forget()
       if (rows.length === 0)
         // Never the whole text back: an operator revoking a leaked key passes the key itself.
         return yield* new UnknownApiKey({
@@ -123,29 +122,22 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("market/ApiKeys", {
      * Live keys this process has seen, by hash: a request's key is looked up once, not on every request
      * (≈ 130 µs a request through the sql template). Only live keys are kept, so a key created anywhere works
      * at once. A revoke through this service empties the cache (and `generation` stops a lookup that raced
-     * it from putting the key back). A revoke by another process on the same database file (`ctl market keys
-     * revoke` on the server's data dir) moves `market_api_key_changes`, a counter that triggers move on every
-     * update or delete of a key, whoever makes it; every authentication reads it first (`readLatest`: the
-     * latest commit, whatever transaction another request holds open) and forgets every key when it moved.
+     * it from putting the key back). A revoke by another process (`ctl market keys revoke` on the server's data
+     * dir, another server on the same PostgreSQL) is found by `forgetChangedKeys` (ApiKeyChanges.ts) before every
+     * authentication: the change counter on SQLite, notifications on PostgreSQL.
      */
     const live = new Map<string, Principal>()
     let generation = 0
-    let seenChanges: bigint | undefined
-    const keyChanges = direct
-      .readLatest(function* (db) {
-        const rows = yield* db.all<{ n: bigint }>("SELECT n FROM market_api_key_changes WHERE id = 1")
-        return rows[0]?.n ?? -1n
-      })
-      .pipe(Effect.orDie)
+    const forget = () => {
+      live.clear()
+      generation++
+    }
+    const forgetChangedKeys = yield* keyChangeWatch(forget)
 
     /** The principal a live key acts for, or undefined for an unknown or revoked key. */
     const authenticate = (key: string) =>
       Effect.gen(function* () {
-        const changes = yield* keyChanges
-        if (changes !== seenChanges) {
-          live.clear()
-          seenChanges = changes
-        }
+        yield* forgetChangedKeys
         const hash = hashKey(key)
         const cached = live.get(hash)
         if (cached !== undefined) return cached

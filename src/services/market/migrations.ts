@@ -149,7 +149,10 @@ const sqlite: DomainMigrations = {
       yield* sql`DROP TABLE market_coin_prices`
       yield* sql`ALTER TABLE market_coin_prices_with_ids RENAME TO market_coin_prices`
       yield* sql`CREATE INDEX market_coin_prices_by_time ON market_coin_prices (at)`
-    })
+    }),
+    // PostgreSQL's key trigger also notifies the processes on the database at commit (migrations.pg.ts). SQLite's
+    // processes read the change counter instead (ApiKeyChanges.ts): nothing to change here.
+    "0006_api_key_notify": Effect.void
   }
 }
 

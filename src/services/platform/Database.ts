@@ -4,6 +4,8 @@ import { PgClient } from "@effect/sql-pg"
 import { Cause, Data, Duration, Effect, Layer, Option, Redacted, Schedule, Schema } from "effect"
 import { AppConfig, type AppSettings } from "./AppConfig.js"
 import { serializedOnPostgres } from "./migrations/lock.js"
+import type { Notifier } from "./notify/Notifier.js"
+import { notifierFromClient } from "./notify/NotifierFromClient.js"
 import { ensurePrivateDir, preparePrivateDatabase } from "./PrivateFiles.js"
 import { failureReason, redactDatabaseUrl } from "./sql/DatabaseUrl.js"
 import * as Dialect from "./sql/SqlDialect.js"
@@ -191,9 +193,12 @@ export const sqliteFromConfig = Layer.unwrapEffect(
   })
 )
 
-/** A client layer with its `SqlDialect` beside it, so services can ask which engine they talk to. */
+/**
+ * A client layer with what depends on its engine beside it: its `SqlDialect`, so services can ask which engine they
+ * talk to, and its `Notifier` (wake-ups between processes: LISTEN/NOTIFY on PostgreSQL, in-process on SQLite).
+ */
 export const withDialect = <ROut, E, RIn>(client: Layer.Layer<ROut | SqlClient.SqlClient, E, RIn>) =>
-  Dialect.layerFromClient.pipe(Layer.provideMerge(client))
+  Layer.merge(Dialect.layerFromClient, notifierFromClient).pipe(Layer.provideMerge(client))
 
 /** An in-memory SQLite database: the same engine and migrations, nothing on disk. */
 export const sqliteMemory = withDialect(SqliteImmediate.layer({ filename: ":memory:" }))
@@ -238,18 +243,22 @@ const postgresFromConfig = (config: AppSettings, url: Redacted.Redacted) =>
 
 /**
  * The database of this process: PostgreSQL when KEEL_DATABASE_URL is set, else the data dir's SQLite file. Either
- * way the `SqlClient` and its `SqlDialect` (SQLite also gives its driver's `SqliteClient`: the hot connection's).
+ * way the `SqlClient`, its `SqlDialect` and its `Notifier` (SQLite also gives its driver's `SqliteClient`: the hot
+ * connection's).
  */
-export const databaseFromConfig: Layer.Layer<SqlClient.SqlClient | Dialect.SqlDialect, DatabaseUnavailable, AppConfig> =
-  Layer.unwrapEffect(
-    Effect.map(AppConfig, (config) =>
-      Option.match(config.databaseUrl, {
-        onNone: (): Layer.Layer<SqlClient.SqlClient | Dialect.SqlDialect, DatabaseUnavailable, AppConfig> =>
-          sqliteFromConfig,
-        onSome: (url) => postgresFromConfig(config, url)
-      })
-    )
+export const databaseFromConfig: Layer.Layer<
+  SqlClient.SqlClient | Dialect.SqlDialect | Notifier,
+  DatabaseUnavailable,
+  AppConfig
+> = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) =>
+    Option.match(config.databaseUrl, {
+      onNone: (): Layer.Layer<SqlClient.SqlClient | Dialect.SqlDialect | Notifier, DatabaseUnavailable, AppConfig> =>
+        sqliteFromConfig,
+      onSome: (url) => postgresFromConfig(config, url)
+    })
   )
+)
 
 export interface DatabaseInfo {
   /** `sqlite` or `pg` (the `SqlClient`'s dialect). */

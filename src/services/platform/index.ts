@@ -1,7 +1,7 @@
 /**
  * `Platform` in the package entry: only what an embedder needs — configuration, the database layer, logging,
- * health, leases, moving a database (`DatabaseTransfer`), the object-store and vault ports and their adapters, and
- * the platform migrations. Direct SQL, key files, process spawning and signing primitives stay internal.
+ * health, leases, moving a database (`DatabaseTransfer`), the object-store, vault and notifier ports and their
+ * adapters, and the platform migrations. Direct SQL, key files, process spawning and signing primitives stay internal.
  */
 export * from "../../contracts/shared/Health.js"
 export * from "../../contracts/shared/ObjectErrors.js"
@@ -15,6 +15,9 @@ export * from "./Health.js"
 export * from "./Leases.js"
 export * from "./Logging.js"
 export { platformMigrations } from "./migrations/platform.js"
+export * from "./notify/InProcessNotifier.js"
+export * from "./notify/Notifier.js"
+export * from "./notify/NotifierFromClient.js"
 export * from "./objects/FsObjectStore.js"
 export * from "./objects/MemoryObjectStore.js"
 export * from "./objects/ObjectStore.js"
