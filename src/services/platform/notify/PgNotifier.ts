@@ -136,7 +136,8 @@ export const makePgNotifier = (sql: SqlClient.SqlClient, config: pg.ClientConfig
         current = listener
         for (const channel of channels.values()) {
           yield* PubSub.publish(channel.pubsub, resync)
-          channel.listening = true
+          // Lost again meanwhile: the next connection resyncs it.
+          channel.listening = current === listener
         }
       })
 
