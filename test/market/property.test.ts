@@ -406,7 +406,8 @@ describe("the market under random operation sequences", () => {
           books = after
         }
       }).pipe(Effect.provide(ServicesTest())),
-    { timeout: 120_000, fastCheck: { numRuns: 150 } }
+    // A hang bound, not a speed claim: 150 sequences take ~25 s here alone and took over 120 s on a machine at load 15.
+    { timeout: 400_000, fastCheck: { numRuns: 150 } }
   )
 
   it.effect.prop(
@@ -423,6 +424,6 @@ describe("the market under random operation sequences", () => {
           books = after
         }
       }).pipe(Effect.provide(ServicesTest())),
-    { timeout: 120_000, fastCheck: { numRuns: 150 } }
+    { timeout: 400_000, fastCheck: { numRuns: 150 } }
   )
 })
