@@ -2,6 +2,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
+import { scrubEnvironBlock } from "../../src/services/platform/EnvironBlock.js"
 import { adminStatement, dataDirSchema, ensureSchema, urlInSchema } from "./pg-data-dir-schema.mjs"
 
 /**
@@ -32,6 +33,11 @@ const childSchemaLog = () => process.env.KEEL_TEST_PG_SCHEMA_LOG
  */
 export const childrenOnTestDatabase = () => {
   if (!cliOnPostgres) return
+  // This worker's initial environment block shows KEEL_TEST_DATABASE_URL, a KEEL_* setting whose URL names a user:
+  // a credential by Keel's rule (ChildEnv.ts carriesCredential), so a JobWorker run in this process would refuse to
+  // run jobs beside it (WORKER_ENVIRONMENT_EXPOSED), as it must. The worker scrubs its block as every ctl process
+  // does first (process.env still answers every variable; idempotent).
+  scrubEnvironBlock()
   const preload = `--import=${pathToFileURL(fileURLToPath(new URL("./pg-child.mjs", import.meta.url))).href}`
   const options = process.env.NODE_OPTIONS ?? ""
   if (!options.split(" ").includes(preload))
@@ -42,6 +48,21 @@ export const childrenOnTestDatabase = () => {
     process.env.KEEL_TEST_PG_SCHEMA_LOG = log
     process.once("exit", () => fs.rmSync(log, { force: true }))
   }
+}
+
+/**
+ * What a Keel process a test reaches some other way than as its own child (through sshd, whose sessions start from
+ * sshd's environment, not the test's) needs in its environment to open the test database as the test's children do
+ * (`childrenOnTestDatabase`): nothing outside test:pg.
+ */
+export const testDatabaseEnv = (): Record<string, string> => {
+  if (!cliOnPostgres) return {}
+  const env: Record<string, string> = {}
+  for (const name of ["NODE_OPTIONS", "KEEL_TEST_DATABASE_URL", "KEEL_TEST_PG_SCHEMA_LOG"]) {
+    const value = process.env[name]
+    if (value !== undefined) env[name] = value
+  }
+  return env
 }
 
 /** Drops the schemas this test file's `ctl` runs and children made (files share a worker's modules and log). */
