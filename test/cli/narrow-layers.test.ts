@@ -5,6 +5,7 @@ import { ConfigProvider, Effect, type Exit } from "effect"
 import { assert, beforeAll, describe, it, onTestFinished, vi } from "vitest"
 import * as Yaml from "yaml"
 import type * as Run from "../../src/cli/Run.js"
+import { onTestDatabase } from "../support/pg-datadir.js"
 import { runCtl } from "../support/server.js"
 
 // Issue 43: a command builds only the services it uses. A service cannot be constructed without its module
@@ -51,12 +52,16 @@ beforeAll(async () => {
   run = await import("../../src/cli/Run.js")
 })
 
-const inProcess = (args: ReadonlyArray<string>, env: Record<string, string>) =>
-  Effect.runPromise(
+// The data dir's database, as runCli opens it: under test:pg the schema the spawned `ctl` above used (pg-datadir.ts).
+const inProcess = async (args: ReadonlyArray<string>, given: Record<string, string>) => {
+  const env = await onTestDatabase(given)
+  const exit = await Effect.runPromise(
     run
       .ctlMain(["node", "ctl", ...args])
       .pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))), Effect.exit)
-  ).then((exit) => run.exitCodeOf(exit as Exit.Exit<unknown, unknown>))
+  )
+  return run.exitCodeOf(exit as Exit.Exit<unknown, unknown>)
+}
 
 describe("ctl builds only what a command uses", () => {
   it("each command group loads its own domain's services, no other domain's, and not the every-domain graph", async () => {

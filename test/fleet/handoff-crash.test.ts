@@ -6,6 +6,7 @@ import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import * as Yaml from "yaml"
 import { ROLLBACK_STEPS, RUN_STEPS } from "../support/handoff.js"
 import { manifestOf, manifestsEqual, planUnion } from "../support/keel.js"
+import { cliOnPostgres } from "../support/pg-datadir.js"
 import { ctlBin, requestChild, startServer } from "../support/server.js"
 
 // Issue 18, the handoff on real processes: `ctl serve` runs the workflows, `ctl host storage-root-reconcile` is
@@ -95,10 +96,13 @@ type Fixture = ReturnType<typeof fixture>
  */
 let granted: Fixture
 beforeAll(async () => {
-  granted = await makeGrant(fixture())
+  if (!cliOnPostgres) granted = await makeGrant(fixture())
 }, 120_000)
 
-const withGrant = (f: Fixture) => {
+const withGrant = async (f: Fixture) => {
+  // Under test:pg the data dir's database is a PostgreSQL schema named after the data dir (pg-datadir.ts), which a
+  // copy of the directory does not carry: there the test's own data dir gets its grant from `ctl`.
+  if (cliOnPostgres) return makeGrant(f)
   fs.cpSync(granted.dataDir, f.dataDir, { recursive: true })
   fs.copyFileSync(granted.grant, f.grant)
   return f
@@ -215,7 +219,7 @@ const assertActivated = async (f: Fixture, expected: ReturnType<typeof planUnion
 
 describe("a storage-root handoff survives a SIGKILL at every step", () => {
   it("uninterrupted: run, status, finalize through ctl, exit codes as the report's", async () => {
-    const f = withGrant(fixture())
+    const f = await withGrant(fixture())
     const expected = planUnion(await manifestOf(f.a), await manifestOf(f.b), "b")
     const server = await serve(f)
     const run = await ctl(f, server.port, "t", "run")
@@ -238,7 +242,7 @@ describe("a storage-root handoff survives a SIGKILL at every step", () => {
 
   for (const step of RUN_STEPS)
     it(`Run killed after ${step}: resumed, it ends as an uninterrupted run`, async () => {
-      const f = withGrant(fixture())
+      const f = await withGrant(fixture())
       const expected = planUnion(await manifestOf(f.a), await manifestOf(f.b), "b")
       const doomed = await serve(f, { KEEL_FAULT_INJECTION: "1", KEEL_HANDOFF_CRASH_AT: step })
       await phaseUntilKilled(f, doomed, "run")
@@ -258,7 +262,7 @@ describe("a storage-root handoff survives a SIGKILL at every step", () => {
 
   for (const step of ROLLBACK_STEPS)
     it(`Rollback killed after ${step}: rolled back again, A and the route are exactly as before`, async () => {
-      const f = withGrant(fixture())
+      const f = await withGrant(fixture())
       const before = await manifestOf(f.a)
       // The run fails right after it built the union on A (before the data-commit boundary), the fence held.
       const first = await serve(f, { KEEL_FAULT_INJECTION: "1", KEEL_HANDOFF_FAIL_AT: "union" })

@@ -6,6 +6,7 @@ import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import * as Yaml from "yaml"
 import { RUN_STEPS } from "../support/handoff.js"
 import { manifestOf, manifestsEqual, planUnion } from "../support/keel.js"
+import { testDatabaseEnv } from "../support/pg-datadir.js"
 import { ctlBin, runCtl, runCtlOk, startServer } from "../support/server.js"
 import { sshChannel, sshdAvailable, startSshd, type TestSshd } from "../support/sshd.js"
 
@@ -144,7 +145,9 @@ describe.skipIf(!sshdAvailable)("the storage-root handoff on a target reached ov
       KEEL_HANDOFF_GRANT_FILE: path.join(dir, "handoff.grant"),
       // The first worker kills itself right after building the union (before the step is recorded).
       KEEL_FAULT_INJECTION: "1",
-      KEEL_HANDOFF_CRASH_AT: "union"
+      KEEL_HANDOFF_CRASH_AT: "union",
+      // Under test:pg the target's ctl, started by sshd, opens its data dir's PostgreSQL schema too (pg-datadir.ts).
+      ...testDatabaseEnv()
     }
     fs.writeFileSync(
       path.join(dir, "remote.env"),

@@ -17,6 +17,7 @@ import {
   ServicesLive,
   ServicesTest
 } from "../support/keel.js"
+import { onTestDatabase } from "../support/pg-datadir.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const logs = path.join(root, "test", "fixtures", "job-logs")
@@ -283,6 +284,8 @@ describe("ctl machine", () => {
     const dataDir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "keel-drain-")), "data")
     const ledger = path.join(dataDir, "..", "ran.txt")
     const env = { KEEL_DATA_DIR: dataDir, KEEL_REGISTRY: registryFile, KEEL_DEMO_DATA: "false" }
+    // The data dir's database as the worker processes open it: its PostgreSQL schema under test:pg (pg-datadir.ts).
+    const inProcess = ConfigProvider.fromMap(new Map(Object.entries(await onTestDatabase(env))))
     await Effect.runPromise(
       Effect.gen(function* () {
         const queue = yield* JobQueue
@@ -294,10 +297,7 @@ describe("ctl machine", () => {
             argv: ["sh", "-c", `echo job-${i} >> "$0"`, ledger]
           })
         }
-      }).pipe(
-        Effect.provide(ServicesLive),
-        Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
-      )
+      }).pipe(Effect.provide(ServicesLive), Effect.withConfigProvider(inProcess))
     )
     const worker = (name: string) =>
       new Promise<number | null>((resolve) => {
@@ -325,7 +325,7 @@ describe("ctl machine", () => {
     const stats = await Effect.runPromise(
       Effect.flatMap(JobQueue, (queue) => queue.stats).pipe(
         Effect.provide(ServicesLive),
-        Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+        Effect.withConfigProvider(inProcess)
       )
     )
     assert.strictEqual(stats.counts.succeeded, 1_000)

@@ -4,8 +4,8 @@ import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import Database from "better-sqlite3"
 import { afterEach, describe, expect, it } from "vitest"
+import { queryDataDir } from "../support/data-dir-db.js"
 import { testWallet } from "../support/market.js"
 import { requestChild, runCtl, startServer as startChild } from "../support/server.js"
 
@@ -111,17 +111,10 @@ describe("a crash in the middle of trading", () => {
     expect(audit.problems).toEqual([])
     expect(audit.ok).toBe(true)
 
-    const db = new Database(path.join(dataDir, "keel.db"), { readonly: true })
-    db.defaultSafeIntegers(true)
-    const rows = db
-      .prepare("SELECT wallet, side, tokens, fee FROM market_trades WHERE ticker = 'CRASH'")
-      .all() as Array<{
-      wallet: string
-      side: string
-      tokens: bigint
-      fee: bigint
-    }>
-    db.close()
+    const rows = await queryDataDir<{ wallet: string; side: string; tokens: bigint; fee: bigint }>(
+      dataDir,
+      "SELECT wallet, side, tokens, fee FROM market_trades WHERE ticker = 'CRASH'"
+    )
     const units = (n: bigint) => Number(n) / 1e9
     const journal = new Map<string, number>()
     for (const row of rows) {

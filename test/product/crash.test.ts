@@ -2,9 +2,9 @@ import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import Database from "better-sqlite3"
 import { afterEach, describe, expect, it } from "vitest"
 import * as YAML from "yaml"
+import { queryDataDir } from "../support/data-dir-db.js"
 import { ctlBin, requestChild, startServer as startChild } from "../support/server.js"
 
 // Real processes of the built package (npm test builds first): a server killed with SIGKILL while
@@ -106,22 +106,22 @@ describe("a crash while assignments and events are group-committed", () => {
     expect(assigned.size).toBeGreaterThanOrEqual(100)
     expect(collected.length).toBeGreaterThanOrEqual(500)
 
-    const db = new Database(path.join(dataDir, "keel.db"), { readonly: true })
     const stored = new Map(
       (
-        db
-          .prepare("SELECT subject, variant FROM experiment_assignments WHERE experiment_id = 'crash-exp'")
-          .all() as Array<{ subject: string; variant: string }>
+        await queryDataDir<{ subject: string; variant: string }>(
+          dataDir,
+          "SELECT subject, variant FROM experiment_assignments WHERE experiment_id = 'crash-exp'"
+        )
       ).map((row) => [row.subject, row.variant])
     )
     const events = new Set(
       (
-        db.prepare("SELECT event_id FROM analytics_events WHERE site_id = 'crash-site'").all() as Array<{
-          event_id: string
-        }>
+        await queryDataDir<{ event_id: string }>(
+          dataDir,
+          "SELECT event_id FROM analytics_events WHERE site_id = 'crash-site'"
+        )
       ).map((row) => row.event_id)
     )
-    db.close()
     for (const [subject, variant] of assigned) expect(stored.get(subject), `assignment of ${subject}`).toBe(variant)
     for (const id of collected) expect(events.has(id), `event ${id} answered 202 but not stored`).toBe(true)
   }, 300_000)

@@ -4,9 +4,9 @@ import * as path from "node:path"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it, layer } from "@effect/vitest"
-import Database from "better-sqlite3"
 import { Effect } from "effect"
 import { runCli } from "../support/cli.js"
+import { openDataDir } from "../support/data-dir-db.js"
 import { HttpTest } from "../support/http.js"
 import {
   chiSquareGoodnessOfFit,
@@ -378,7 +378,7 @@ const migratedDataDir = (doc?: unknown) =>
     const env = { KEEL_DATA_DIR: dir, KEEL_DEMO_DATA: "false" }
     const first = yield* runCli(["product", "summary", "--site", "keel-docs", "--json"], env)
     assert.strictEqual(first.exitCode, 0, first.stderr)
-    return { dir, env, db: new Database(path.join(dir, "keel.db")) }
+    return { dir, env, db: yield* Effect.promise(() => openDataDir(dir)) }
   })
 
 describe("ctl product", () => {
@@ -387,19 +387,24 @@ describe("ctl product", () => {
     () =>
       Effect.gen(function* () {
         const { env, db } = yield* migratedDataDir()
-        const exposure = db.prepare("INSERT INTO experiment_exposures VALUES ('onboarding-copy', ?, ?, ?, ?, 1)")
-        const event = db.prepare(
-          `INSERT INTO analytics_events (site_id, event_id, collector, name, occurred_at, visitor_id, url, page, received_at)
-           VALUES ('keel-docs', ?, 'web', ?, ?, ?, 'https://keel.dev/a', '/a', 0)`
-        )
-        for (let i = 0; i < 10; i++) {
-          exposure.run(`c-${i}`, "control", T0, T0)
-          exposure.run(`b-${i}`, "bold", T0, T0)
-          if (i < 2) event.run(`c-${i}`, "signup", T0 + 1, `c-${i}`)
-          if (i < 5) event.run(`b-${i}`, "signup", T0 + 1, `b-${i}`)
-          event.run(`pv-${i}`, "pageview", T0, `b-${i}`)
-        }
-        db.close()
+        const exposure = (...params: ReadonlyArray<string | number>) =>
+          db.run("INSERT INTO experiment_exposures VALUES ('onboarding-copy', ?, ?, ?, ?, 1)", params)
+        const event = (...params: ReadonlyArray<string | number>) =>
+          db.run(
+            `INSERT INTO analytics_events (site_id, event_id, collector, name, occurred_at, visitor_id, url, page, received_at)
+             VALUES ('keel-docs', ?, 'web', ?, ?, ?, 'https://keel.dev/a', '/a', 0)`,
+            params
+          )
+        yield* Effect.promise(async () => {
+          for (let i = 0; i < 10; i++) {
+            await exposure(`c-${i}`, "control", T0, T0)
+            await exposure(`b-${i}`, "bold", T0, T0)
+            if (i < 2) await event(`c-${i}`, "signup", T0 + 1, `c-${i}`)
+            if (i < 5) await event(`b-${i}`, "signup", T0 + 1, `b-${i}`)
+            await event(`pv-${i}`, "pageview", T0, `b-${i}`)
+          }
+          await db.close()
+        })
 
         const results = yield* runCli(
           ["product", "results", "onboarding-copy", "--metric", "signup", "--from", "2026-01-10", "--json"],
@@ -458,17 +463,26 @@ describe("ctl product", () => {
         const variants = doc.apps[0]!.journeys[0]!.experiment!.variants as Array<Record<string, unknown>>
         variants.push({ name: "retired", weight: 0, config: { headline: "Old" } })
         const { env, db } = yield* migratedDataDir(doc)
-        const exposure = db.prepare("INSERT INTO experiment_exposures VALUES ('onboarding-copy', ?, ?, ?, ?, 1)")
-        for (let i = 0; i < 10; i++) {
-          exposure.run(`c-${i}`, "control", T0, T0)
-          exposure.run(`b-${i}`, "bold", T0, T0)
-          exposure.run(`r-${i}`, "retired", T0, T0)
-        }
-        db.prepare(
-          `INSERT INTO analytics_events (site_id, event_id, collector, name, occurred_at, visitor_id, received_at)
-           VALUES ('keel-docs', 's-1', 'web', 'signup', ?, 'c-1', 0)`
-        ).run(T0 + 1)
-        db.close()
+        yield* Effect.promise(async () => {
+          for (let i = 0; i < 10; i++)
+            for (const [prefix, variant] of [
+              ["c", "control"],
+              ["b", "bold"],
+              ["r", "retired"]
+            ])
+              await db.run("INSERT INTO experiment_exposures VALUES ('onboarding-copy', ?, ?, ?, ?, 1)", [
+                `${prefix}-${i}`,
+                variant!,
+                T0,
+                T0
+              ])
+          await db.run(
+            `INSERT INTO analytics_events (site_id, event_id, collector, name, occurred_at, visitor_id, received_at)
+             VALUES ('keel-docs', 's-1', 'web', 'signup', ?, 'c-1', 0)`,
+            [T0 + 1]
+          )
+          await db.close()
+        })
         const results = yield* runCli(
           ["product", "results", "onboarding-copy", "--metric", "signup", "--from", "2026-01-10", "--json"],
           env
@@ -493,16 +507,20 @@ describe("ctl product", () => {
     () =>
       Effect.gen(function* () {
         const { env, db } = yield* migratedDataDir()
-        const event = db.prepare(
-          `INSERT INTO analytics_events (site_id, event_id, collector, name, occurred_at, visitor_id, referrer, referrer_host, received_at)
-           VALUES ('keel-docs', ?, 'web', 'pageview', ?, ?, ?, ?, 0)`
-        )
-        // As 0005 stored them, before 0006.
-        event.run("e-1", T0, "v-1", "https://user:pw@www.evil.com:8080/x", "user")
-        event.run("e-2", T0, "v-2", "https://[::1]:8080/", "[")
-        event.run("e-3", T0, "v-3", "https://evil.com/", "evil.com")
-        db.prepare("DELETE FROM keel_migrations_product WHERE name = 'analytics_referrer_host_parsed'").run()
-        db.close()
+        const event = (...params: ReadonlyArray<string | number>) =>
+          db.run(
+            `INSERT INTO analytics_events (site_id, event_id, collector, name, occurred_at, visitor_id, referrer, referrer_host, received_at)
+             VALUES ('keel-docs', ?, 'web', 'pageview', ?, ?, ?, ?, 0)`,
+            params
+          )
+        yield* Effect.promise(async () => {
+          // As 0005 stored them, before 0006.
+          await event("e-1", T0, "v-1", "https://user:pw@www.evil.com:8080/x", "user")
+          await event("e-2", T0, "v-2", "https://[::1]:8080/", "[")
+          await event("e-3", T0, "v-3", "https://evil.com/", "evil.com")
+          await db.run("DELETE FROM keel_migrations_product WHERE name = 'analytics_referrer_host_parsed'")
+          await db.close()
+        })
 
         const summary = yield* runCli(
           ["product", "summary", "--site", "keel-docs", "--from", "2026-01-10", "--to", "2026-01-10", "--json"],

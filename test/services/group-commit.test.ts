@@ -11,7 +11,8 @@ const GroupTest = Layer.mergeAll(GroupCommit.Default, SqlDirect.Default).pipe(
     Layer.effectDiscard(
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
-        yield* sql`PRAGMA foreign_keys = ON`
+        // SQLite checks foreign keys only when asked; PostgreSQL always does.
+        yield* sql.onDialectOrElse({ sqlite: () => sql`PRAGMA foreign_keys = ON`, orElse: () => Effect.void })
         yield* sql`CREATE TABLE counters (name TEXT PRIMARY KEY, n INTEGER NOT NULL)`
         yield* sql`CREATE TABLE parents (id INTEGER PRIMARY KEY)`
         yield* sql`CREATE TABLE children (id INTEGER PRIMARY KEY,
@@ -27,7 +28,7 @@ const counters = Effect.flatMap(
 )
 const bump = (name: string) => (db: DirectStatements) =>
   Effect.as(
-    db.run("INSERT INTO counters (name, n) VALUES (?, 1) ON CONFLICT (name) DO UPDATE SET n = n + 1", [name]),
+    db.run("INSERT INTO counters (name, n) VALUES (?, 1) ON CONFLICT (name) DO UPDATE SET n = counters.n + 1", [name]),
     name
   )
 const outcome = (exit: Exit.Exit<unknown, unknown>) =>

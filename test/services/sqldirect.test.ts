@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Data, Effect, Exit, Layer } from "effect"
-import { SqlDirect, SqlTest } from "../support/keel.js"
+import { SqlDialect, SqlDirect, SqlTest } from "../support/keel.js"
 
 class Refused extends Data.TaggedError("Refused")<{}> {}
 
@@ -22,7 +22,8 @@ const counters = Effect.flatMap(
 )
 const bump =
   (name: string) => (db: { run: (text: string, params?: ReadonlyArray<string>) => Effect.Effect<void, unknown> }) =>
-    db.run("INSERT INTO counters (name, n) VALUES (?, 1) ON CONFLICT (name) DO UPDATE SET n = n + 1", [name])
+    // The target's column qualified: PostgreSQL finds a bare `n` ambiguous beside `excluded.n` (docs/database.md).
+    db.run("INSERT INTO counters (name, n) VALUES (?, 1) ON CONFLICT (name) DO UPDATE SET n = counters.n + 1", [name])
 
 describe("SqlDirect: the hot-path transaction", () => {
   it.effect("commits every statement of a body that succeeds", () =>
@@ -89,23 +90,30 @@ describe("SqlDirect: the hot-path transaction", () => {
     }).pipe(Effect.provide(DirectTest))
   )
 
-  it.effect("concurrent transactions run one at a time: 200 read-modify-writes lose no update", () =>
-    Effect.gen(function* () {
-      const direct = yield* SqlDirect
-      yield* Effect.forEach(
-        Array.from({ length: 200 }, (_, i) => i),
-        () =>
-          direct.transaction((db) =>
-            Effect.gen(function* () {
-              const rows = yield* db.all<{ n: number }>("SELECT n FROM counters WHERE name = 'x'")
-              // Yield between the read and the write: another fiber would interleave here without the lock.
-              yield* Effect.yieldNow()
-              yield* db.run("INSERT OR REPLACE INTO counters (name, n) VALUES ('x', ?)", [(rows[0]?.n ?? 0) + 1])
-            })
-          ),
-        { concurrency: 50, discard: true }
-      )
-      assert.deepStrictEqual(yield* counters, [{ name: "x", n: 200 }])
-    }).pipe(Effect.provide(DirectTest))
+  it.effect(
+    "concurrent transactions lose no update: 200 read-modify-writes (one at a time on SQLite, row-locked on PostgreSQL)",
+    () =>
+      Effect.gen(function* () {
+        const direct = yield* SqlDirect
+        const sql = yield* SqlClient.SqlClient
+        // SQLite runs one transaction at a time (BEGIN IMMEDIATE); PostgreSQL runs them side by side and the read takes
+        // the row's lock, held to the commit: either way the body keeps one connection and one transaction throughout.
+        const lock = (yield* SqlDialect).name === "pg" ? " FOR UPDATE" : ""
+        yield* sql`INSERT INTO counters (name, n) VALUES ('x', 0)`
+        yield* Effect.forEach(
+          Array.from({ length: 200 }, (_, i) => i),
+          () =>
+            direct.transaction((db) =>
+              Effect.gen(function* () {
+                const rows = yield* db.all<{ n: number }>(`SELECT n FROM counters WHERE name = 'x'${lock}`)
+                // Yield between the read and the write: another fiber would interleave here without the lock.
+                yield* Effect.yieldNow()
+                yield* db.run("UPDATE counters SET n = ? WHERE name = 'x'", [(rows[0]?.n ?? 0) + 1])
+              })
+            ),
+          { concurrency: 50, discard: true }
+        )
+        assert.deepStrictEqual(yield* counters, [{ name: "x", n: 200 }])
+      }).pipe(Effect.provide(DirectTest))
   )
 })

@@ -1,5 +1,5 @@
 import { afterAll, it } from "@effect/vitest"
-import { cliOnPostgres, dropDataDirSchemas } from "./pg-datadir.js"
+import { childrenOnTestDatabase, cliOnPostgres, dropDataDirSchemas } from "./pg-datadir.js"
 
 // Test files share a worker's module graph (vitest.config.ts: `isolate: false`), so the first file's
 // import of the whole library is the only one a worker pays. One thing in that graph is not fit to share:
@@ -23,5 +23,9 @@ if (store[key] === undefined)
   }
 Object.assign(it, store[key])
 
-// Hooks a support module registers when it is first evaluated would run after the first file only.
+// Under test:pg, Keel processes a test spawns (bin/ctl.js, servers) open the test database too (pg-datadir.ts).
+childrenOnTestDatabase()
+
+// Hooks a support module registers when it is first evaluated would run after the first file only. Registered
+// first, so it runs after the file's own afterAll hooks (vitest runs after-hooks in reverse): its children are gone.
 if (cliOnPostgres) afterAll(dropDataDirSchemas)

@@ -18,13 +18,24 @@ export const StorageFenceLive = Layer.effect(
   StorageFence,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    return {
-      holder: Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        const rows = yield* sql<{ holder: string }>`SELECT holder FROM leases
+    // "Now" as the leases decide it (Leases.ts): the process clock on SQLite, the database server's on PostgreSQL,
+    // read in the same statement. With the process clock, a runner behind the server saw a released fence as held,
+    // and one ahead of it saw a live fence as lapsed and wrote during the handoff.
+    const holders = sql.onDialectOrElse({
+      pg: () => sql<{ holder: string }>`SELECT holder FROM leases
+          WHERE key = ${STORAGE_FENCE_KEY} AND expires_at > (extract(epoch from clock_timestamp()) * 1000)::bigint`,
+      orElse: () =>
+        Effect.flatMap(
+          Clock.currentTimeMillis,
+          (now) => sql<{ holder: string }>`SELECT holder FROM leases
           WHERE key = ${STORAGE_FENCE_KEY} AND expires_at > ${now}`
-        return Option.fromNullable(rows[0]?.holder)
-      }).pipe(Effect.orDie)
+        )
+    })
+    return {
+      holder: holders.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]?.holder)),
+        Effect.orDie
+      )
     }
   })
 )

@@ -74,11 +74,11 @@ export class ProbeRuns extends Effect.Service<ProbeRuns>()("fleet/ProbeRuns", {
      * started before hosts were recorded, the host its successful result names (none for such a run still going or
      * failed).
      */
-    const hostOf = (executionId: string, run: ProbeRun) =>
+    const hostOf = (executionId: string, run: ProbeRun | undefined) =>
       Effect.gen(function* () {
         const record = yield* objects
           .getJson(hostRecordKey(executionId))
-          // The id names a run the engine knows (asked first): its key is valid.
+          // An execution id (checked first) makes a valid key.
           .pipe(Effect.catchTag("InvalidObjectKey", Effect.die))
         const recorded = Option.flatMap(record, (value) =>
           typeof value === "object" && value !== null && typeof (value as { host?: unknown }).host === "string"
@@ -86,7 +86,7 @@ export class ProbeRuns extends Effect.Service<ProbeRuns>()("fleet/ProbeRuns", {
             : Option.none()
         )
         return Option.orElse(recorded, () =>
-          run._tag === "Complete" && Exit.isSuccess(run.exit) ? Option.some(run.exit.value.host) : Option.none()
+          run?._tag === "Complete" && Exit.isSuccess(run.exit) ? Option.some(run.exit.value.host) : Option.none()
         )
       })
 
@@ -107,15 +107,18 @@ export class ProbeRuns extends Effect.Service<ProbeRuns>()("fleet/ProbeRuns", {
           detail: "no FleetProbe run: an execution id is 32 hexadecimal digits"
         })
       const run = yield* FleetProbe.poll(executionId).pipe(Effect.provideService(WorkflowEngine, engine))
-      if (run === undefined)
+      const host = yield* hostOf(executionId, run)
+      // The engine keeps a reply only once the run has suspended or ended: a run still in its first step has none,
+      // and is known by the host recorded before it started (a status asked right after the start, or on a loaded
+      // machine, answered 404 for it).
+      if (run === undefined && Option.isNone(host))
         return yield* new WorkflowNotFound({
           code: "WORKFLOW_NOT_FOUND",
           execution_id: executionId,
           detail: `no FleetProbe run ${executionId}`
         })
-      const host = yield* hostOf(executionId, run)
       if (Option.isSome(host)) yield* authorize(host.value)
-      if (run._tag === "Suspended")
+      if (run === undefined || run._tag === "Suspended")
         return { execution_id: executionId, state: "running" as const, result: null, error: null }
       return finished(executionId, run.exit)
     })
