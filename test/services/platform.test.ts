@@ -145,7 +145,7 @@ describe("Database", () => {
       } else assert.strictEqual(info.engine, "postgresql")
       assert.deepStrictEqual(
         info.migrations.map((m) => m.name),
-        ["create_leases", "create_demo_seeds", "create_objects", "create_vault"]
+        ["create_leases", "create_demo_seeds", "create_objects", "create_vault", "objects_key_code_point_order"]
       )
       assert.strictEqual((yield* AppConfig).databaseFile, ":memory:")
     }).pipe(Effect.provide(ServicesTest()))
