@@ -42,6 +42,11 @@ export const singleRunner = (options: ClusterOptions) =>
       ShardingConfig.layer({
         entityMessagePollInterval: options.pollInterval,
         simulateRemoteSerialization: options.simulateRemoteSerialization ?? true,
+        // Shard locks as rows of `cluster_locks` (what SQLite always does), not PostgreSQL session advisory locks:
+        // advisory lock numbers are the whole database's, so a Keel in another schema of the same database would
+        // find every shard taken and its actors would never start. A row is the schema's own, and the one runner
+        // re-takes its rows at once after a restart (same address). docs/database.md, "The actor runtime's tables".
+        shardLockDisableAdvisory: true,
         ...(options.terminationTimeout === undefined ? {} : { entityTerminationTimeout: options.terminationTimeout })
       })
     )
