@@ -1,6 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Scope } from "effect"
-import { freshSchema, pgClientIn, postgresSkipReason } from "../support/pg-schema.js"
 import {
   AllMigrations,
   AppConfigTest,
@@ -12,6 +11,7 @@ import {
   migrationsLayer,
   singleRunner
 } from "../support/keel.js"
+import { freshSchema, pgClientIn, postgresSkipReason } from "../support/pg-schema.js"
 
 /** The production wiring (single runner, SQL runner and message storage) on one PostgreSQL schema. */
 const runtimeIn = (schema: string) =>
