@@ -6,6 +6,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
+import { cliOnPostgres } from "./support/pg-datadir.js"
 import { runCtl, startServer as startChild } from "./support/server.js"
 
 // These tests run the built package (npm test builds first) as real processes.
@@ -47,7 +48,8 @@ describe("the ctl process", () => {
     expect(await get(server.port, "/api/health")).toEqual({ status: 200, body: '{"status":"ok"}' })
     expect(await get(server.port, "/health")).toEqual({ status: 200, body: '{"status":"ok"}' })
     expect((await get(server.port, "/docs/marketplace/openapi.json")).status).toBe(200)
-    expect(fs.existsSync(path.join(dataDir, "keel.db"))).toBe(true)
+    // The database is the data dir's keel.db — or, under test:pg, a PostgreSQL schema, and no file at all.
+    expect(fs.existsSync(path.join(dataDir, "keel.db"))).toBe(!cliOnPostgres)
     // Demo data: the example journey registry is in place and serves assignments.
     expect(fs.existsSync(path.join(dataDir, "product-registry.yml"))).toBe(true)
     const assigned = await get(
@@ -86,7 +88,8 @@ describe("the ctl process", () => {
     // without a stated mode (an object, a mirror) 0600 too, under its umask 077.
     const modeOf = (file: string) => (fs.statSync(file).mode & 0o777).toString(8)
     expect(modeOf(dataDir)).toBe("700")
-    for (const name of ["keel.db", "keel.db-wal", "keel.db-shm"]) expect(modeOf(path.join(dataDir, name))).toBe("600")
+    const databaseFiles = cliOnPostgres ? [] : ["keel.db", "keel.db-wal", "keel.db-shm"]
+    for (const name of databaseFiles) expect(modeOf(path.join(dataDir, name))).toBe("600")
     expect(modeOf(path.join(dataDir, "objects", "state", "registry", "last-valid.json"))).toBe("600")
     const demo = JSON.parse(fs.readFileSync(credentialsFile, "utf8"))
     const balance = await get(server.port, `/api/coin/balance?user_id=${demo.wallet.address}`, {

@@ -5,14 +5,15 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
+import { dataDirMigrated } from "../support/data-dir-db.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const ctl = path.join(root, "bin", "ctl.js")
 
 /** Polls `condition` every 100 ms until it holds (a bound on a hang, not a timing claim). */
-const waitFor = async (what: string, condition: () => boolean, limitMs = 120_000) => {
+const waitFor = async (what: string, condition: () => boolean | Promise<boolean>, limitMs = 120_000) => {
   const deadline = Date.now() + limitMs
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
@@ -64,10 +65,10 @@ describe.skipIf(!fs.existsSync("/proc/self/environ"))(
       const exited = new Promise<void>((resolve) => child.on("close", () => resolve()))
       try {
         const pid = child.pid ?? 0
-        // The scrub runs before any layer is built: once the database exists, the block is what jobs will see.
+        // The scrub runs before any layer is built: once the database is migrated, the block is what jobs will see.
         await waitFor("the worker to open its database", () => {
           if (child.exitCode !== null) throw new Error(`the worker exited ${child.exitCode}: ${output}`)
-          return fs.existsSync(path.join(dataDir, "keel.db"))
+          return dataDirMigrated(dataDir)
         })
         const block = environOf(pid)
         assert.isDefined(block, output)

@@ -110,6 +110,9 @@ const committedSeqs = Effect.gen(function* () {
  * from the live clock, so the listener's own timers (reconnects, heartbeat) keep real time. Returns the event ids
  * seen so far, in order.
  */
+/** Something of a request's own in its context, as the HTTP server provides each request its HttpServerRequest. */
+class Request extends Context.Tag("test/Request")<Request, string>() {}
+
 const notifierOf = (process: Context.Context<Market>) => Context.get(process, Notifier)
 
 const frozenReader = (process: Context.Context<Market>) =>
@@ -184,6 +187,33 @@ describe.skipIf(postgresSkipReason !== undefined)(
           Effect.sync(() => reader.ids.length >= committed.length)
         )
         assert.deepStrictEqual(reader.ids, committed)
+      }).pipe(Effect.scoped)
+    )
+
+    it.live("requests authenticating while the first subscription is made each keep their own context", () =>
+      Effect.gen(function* () {
+        const schema = yield* freshSchema
+        const a = yield* marketProcess(schema, "a")
+        const keys = Context.get(a, ApiKeys)
+        const made = yield* Effect.forEach([1, 2, 3, 4, 5, 6], () => keys.create({ wallet: W1 })).pipe(Effect.orDie)
+        // Six requests at once, each with something of its own in its context (as each HTTP request has its
+        // HttpServerRequest), all waiting for the one LISTEN the first authentication opens. A waiter that took on
+        // the subscribing fiber's context read the first request's, and answered on its socket (crash.test under
+        // test:pg: five of six first trades never answered).
+        const seen = yield* Effect.forEach(
+          made,
+          ({ key }, i) =>
+            Effect.gen(function* () {
+              const principal = yield* keys.authenticate(key)
+              return { principal, request: yield* Request }
+            }).pipe(Effect.provideService(Request, `request-${i}`)),
+          { concurrency: "unbounded" }
+        )
+        assert.deepStrictEqual(
+          seen.map(({ request }) => request),
+          made.map((_, i) => `request-${i}`)
+        )
+        for (const { principal } of seen) assert.deepStrictEqual(principal, { kind: "wallet", address: W1 })
       }).pipe(Effect.scoped)
     )
 

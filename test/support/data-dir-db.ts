@@ -1,3 +1,4 @@
+import * as fs from "node:fs"
 import * as path from "node:path"
 import Database from "better-sqlite3"
 import pg from "pg"
@@ -66,5 +67,20 @@ export const queryDataDir = async <Row extends object>(
     return await db.all<Row>(text, params)
   } finally {
     await db.close()
+  }
+}
+
+/**
+ * Whether a Keel process of `dataDir` has opened and migrated its database (its platform migrations table holds a
+ * row), on either engine: a test waiting for a child to be past its start-up asks this, not whether `keel.db` exists
+ * (under test:pg it never does).
+ */
+export const dataDirMigrated = async (dataDir: string): Promise<boolean> => {
+  if (!cliOnPostgres && !fs.existsSync(path.join(dataDir, "keel.db"))) return false
+  try {
+    const rows = await queryDataDir<{ n: bigint }>(dataDir, "SELECT count(*) AS n FROM keel_migrations_platform")
+    return rows.length === 1 && Number(rows[0]!.n) > 0
+  } catch {
+    return false
   }
 }

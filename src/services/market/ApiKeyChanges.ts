@@ -64,7 +64,10 @@ export const keyChangeWatch = (forget: () => void) =>
               })
             )
           : Effect.succeed(subscribing)
-      return Effect.flatMap(fiber, Fiber.join)
+      // `Fiber.await`, not `Fiber.join`: joining also takes on the joined fiber's FiberRefs, its context among them,
+      // and the subscribing fiber was forked from the first request's: every request that authenticated while the
+      // subscription was being made went on with that request's HttpServerRequest and answered on its socket.
+      return Effect.flatMap(fiber, (subscribing) => Effect.flatten(Fiber.await(subscribing)))
     })
     return Effect.gen(function* () {
       const changes = yield* subscribed
