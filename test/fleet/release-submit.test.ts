@@ -3,9 +3,9 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import Database from "better-sqlite3"
 import { afterAll, assert, describe, it } from "vitest"
 import * as Yaml from "yaml"
+import { dataDirMigrated, queryDataDir } from "../support/data-dir-db.js"
 import { Ed25519 } from "../support/keel.js"
 import { ctlBin, runCtl, startServer } from "../support/server.js"
 
@@ -68,7 +68,8 @@ interface Fixture {
   readonly dir: string
   readonly env: Record<string, string>
   readonly objects: string
-  readonly db: string
+  /** The control plane's data dir: its database is read through it (keel.db, or its schema under test:pg). */
+  readonly dataDir: string
   readonly server: Awaited<ReturnType<typeof startServer>>
   readonly serve: () => ReturnType<typeof startServer>
 }
@@ -180,7 +181,7 @@ const setUp = async (): Promise<Fixture> => {
     serve,
     server,
     objects: path.join(dir, "data", "objects"),
-    db: path.join(dir, "data", "keel.db")
+    dataDir: path.join(dir, "data")
   }
 }
 
@@ -227,18 +228,11 @@ const releaseFiles = (f: Fixture, version: string) =>
 const assertOrdered = (present: ReadonlyArray<string>) =>
   assert.deepStrictEqual(present, PUBLISHED.slice(0, present.length), `published out of order: ${present.join(", ")}`)
 
-const jobsOf = (f: Fixture) => {
-  const db = new Database(f.db, { readonly: true, fileMustExist: true })
-  try {
-    return db.prepare("SELECT id, state, idempotency_key FROM jobs WHERE kind = 'release-build'").all() as Array<{
-      id: string
-      state: string
-      idempotency_key: string
-    }>
-  } finally {
-    db.close()
-  }
-}
+const jobsOf = (f: Fixture) =>
+  queryDataDir<{ id: string; state: string; idempotency_key: string }>(
+    f.dataDir,
+    "SELECT id, state, idempotency_key FROM jobs WHERE kind = 'release-build'"
+  )
 
 const attemptsOf = (f: Fixture, runId: string) => {
   const dir = path.join(f.objects, "release-runs", runId, "builds", "linux-x64")
@@ -246,9 +240,9 @@ const attemptsOf = (f: Fixture, runId: string) => {
 }
 
 // The timeouts only bound a hang: a loaded machine is 5–10× slower.
-const waitFor = async (what: string, check: () => boolean, timeoutMs = 300_000) => {
+const waitFor = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 300_000) => {
   const until = Date.now() + timeoutMs
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 25))
   }
@@ -298,7 +292,7 @@ describe("ctl release submit", () => {
     assert.isFalse(again.json.created)
     assert.strictEqual(again.json.run_id, first.json.run_id)
     assert.strictEqual(again.json.record.generation, record.generation)
-    assert.lengthOf(jobsOf(f), 1)
+    assert.lengthOf(await jobsOf(f), 1)
     assert.lengthOf(attemptsOf(f, first.json.run_id), 1)
 
     // The control plane's copies: a lost attempt (a retried job's) and the winner's copies of published bytes.
@@ -364,7 +358,7 @@ describe("ctl release submit", () => {
     assert.strictEqual(refusedSecret.code, 1)
     assert.strictEqual(refusedSecret.json.error.code, "SUBMIT_REFUSED")
     assert.include(refusedSecret.json.error.detail, "secret_fields")
-    assert.lengthOf(jobsOf(f), 1)
+    assert.lengthOf(await jobsOf(f), 1)
     // Nor may a grant scope it.
     const grant = await runCtl(
       [
@@ -394,7 +388,10 @@ describe("ctl release submit", () => {
     // Killed while the build runs: the run is recorded as building with its job.
     const during = spawn(process.execPath, submitArgs(source, version), { env: f.env, stdio: "ignore" })
     children.push(during)
-    await waitFor("the build job", () => fs.existsSync(f.db) && jobsOf(f).some((j) => j.state === "running"))
+    await waitFor(
+      "the build job",
+      async () => (await dataDirMigrated(f.dataDir)) && (await jobsOf(f)).some((j) => j.state === "running")
+    )
     during.kill("SIGKILL")
     assert.deepStrictEqual(releaseFiles(f, version), [])
 
@@ -418,7 +415,7 @@ describe("ctl release submit", () => {
     assert.isFalse(done.json.created)
     assert.strictEqual(done.json.record.state, "published")
     assert.deepStrictEqual(releaseFiles(f, version), PUBLISHED)
-    assert.lengthOf(jobsOf(f), 1, "one build job for the run, ever")
+    assert.lengthOf(await jobsOf(f), 1, "one build job for the run, ever")
     assert.lengthOf(attemptsOf(f, done.json.run_id), 1, "built once")
     const audit = await runCtl(["release", "catalog", "audit", "--json"], f.env)
     assert.strictEqual(audit.code, 0, audit.stdout)
@@ -446,7 +443,7 @@ describe("ctl release submit", () => {
       throw new Error(`${e.message}: ${fs.readFileSync(recordFile, "utf8")}`)
     })
     assert.deepStrictEqual(releaseFiles(f, version), PUBLISHED)
-    assert.lengthOf(jobsOf(f), 1)
+    assert.lengthOf(await jobsOf(f), 1)
     assert.lengthOf(attemptsOf(f, answer.run_id), 1)
 
     // Submitting again with --detach inspects it.

@@ -1,10 +1,10 @@
-import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { promisify } from "node:util"
 import { afterAll, assert, describe, it } from "vitest"
 import * as Yaml from "yaml"
+import { queryDataDir } from "../support/data-dir-db.js"
 import { Ed25519 } from "../support/keel.js"
 import { script } from "../support/releases.js"
 import { ctlBin, runCtl, startServer } from "../support/server.js"
@@ -187,15 +187,14 @@ describe("ctl release tag", () => {
     assert.strictEqual(mismatch.code, 1)
     assert.strictEqual(mismatch.json.error.code, "TAG_REFUSED")
     assert.include(mismatch.json.error.detail, "declares 1.1.0, not 1.2.0")
-    const { stdout: reservations } = await promisify(execFile)(
-      "node",
-      [
-        "-e",
-        `const db=require("better-sqlite3")(${JSON.stringify(path.join(dir, "data", "keel.db"))},{readonly:true});console.log(JSON.stringify(db.prepare("select distinct version from release_reservations order by version").all().map(r=>r.version)))`
-      ],
-      { encoding: "utf8", cwd: path.join(ctlBin, "..", "..") }
+    const reservations = await queryDataDir<{ version: string }>(
+      path.join(dir, "data"),
+      "SELECT DISTINCT version FROM release_reservations ORDER BY version"
     )
-    assert.deepStrictEqual(JSON.parse(reservations), ["1.0.0", "1.1.0"])
+    assert.deepStrictEqual(
+      reservations.map((row) => row.version),
+      ["1.0.0", "1.1.0"]
+    )
 
     // A candidate tag: Linux publication only, on the candidate channel, marked as a candidate's run.
     release(source, "1.3.0-rc1", "v1.3.0-rc1", ["mac"])
