@@ -1,6 +1,13 @@
 import { availableParallelism } from "node:os"
 import { fileURLToPath } from "node:url"
-import { defineConfig } from "vitest/config"
+import { configDefaults, defineConfig } from "vitest/config"
+
+/**
+ * Under `npm run test:pg` (KEEL_TEST_DATABASE_URL set) the suite runs again with every test layer and Keel child on
+ * PostgreSQL. The files that choose PostgreSQL themselves (`*-pg.test.ts`, `pg-*.test.ts`) already ran on it in the
+ * plain run, the same way: they are not run a second time (docs/database.md, "Tests on both engines").
+ */
+const onPostgres = (process.env.KEEL_TEST_DATABASE_URL ?? "") !== ""
 
 export default defineConfig({
   resolve: {
@@ -18,9 +25,10 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts"],
+    exclude: [...configDefaults.exclude, ...(onPostgres ? ["test/**/*-pg.test.ts", "test/**/pg-*.test.ts"] : [])],
     // A worker evaluates the library's module graph once for all its files instead of once per file: on this
     // 2-core machine collecting the files cost about as much CPU as running them (185 s of 391 s for the
-    // domain files). What must not leak between files is reset in the setup file; docs/testing.md says the rules.
+    // domain files). What must not leak between files is reset in the setup file; README ("Development") says the rules.
     isolate: false,
     setupFiles: ["test/support/vitest-setup.ts"],
     // vitest's default is one worker per core less one: a single worker on the 2-core CI machine, idle while its
