@@ -20,7 +20,7 @@ import { RunnerHost } from "../services/fleet/control/runners/RunnerHost.js"
 import { FleetConfig } from "../services/fleet/shared/FleetConfig.js"
 import { Trades } from "../services/market/Trades.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
-import { singleRunnerFromConfig } from "../services/platform/Cluster.js"
+import { clusterFromConfig } from "../services/platform/Cluster.js"
 import { type DatabaseUnavailable, migrationsLayer, sqliteMemory } from "../services/platform/Database.js"
 import { HostChannelLive } from "../services/platform/hostchannel/ChannelLive.js"
 import { EmbeddedVaultLayer } from "../services/platform/vault/EmbeddedVault.js"
@@ -90,9 +90,12 @@ export const HostOpsPreviewLive = Layer.mergeAll(
   Janitor.Default.pipe(Layer.provide(DiskMeter.Live))
 ).pipe(Layer.provideMerge(HostChannelLive), Layer.provideMerge(servicesOn(SqlPreview)))
 
-/** The entities and durable workflows this process hosts, on the single embedded runner. */
+/**
+ * The entities and durable workflows this process hosts: on the single embedded runner, or as one of several runners
+ * on one PostgreSQL database (KEEL_CLUSTER_MODE; docs/cluster.md).
+ */
 export const EntitiesLive = Layer.mergeAll(LeaseKeeperLive, MarketAgentLive, Trades.Default, WorkflowsLive).pipe(
-  Layer.provideMerge(singleRunnerFromConfig)
+  Layer.provideMerge(clusterFromConfig)
 )
 
 /** Services plus the actor runtime and the reach to hosts: what a long-running server needs. */

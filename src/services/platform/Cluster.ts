@@ -1,14 +1,20 @@
+import * as fs from "node:fs"
 import {
+  RunnerAddress,
   RunnerHealth,
   RunnerStorage,
   Runners,
   Sharding,
   ShardingConfig,
+  SocketRunner,
   SqlMessageStorage,
   SqlRunnerStorage
 } from "@effect/cluster"
-import { type Duration, Effect, Layer } from "effect"
+import { NodeClusterSocket } from "@effect/platform-node"
+import { RpcSerialization } from "@effect/rpc"
+import { Config, Duration, Effect, Layer, Option } from "effect"
 import { AppConfig } from "./AppConfig.js"
+import { type ClusterSettings, clusterSettings, planRunners, type RunnerPlan } from "./ClusterConfig.js"
 
 export interface ClusterOptions {
   /** How often a runner re-reads persisted messages (what resumes work after a crash). */
@@ -60,4 +66,75 @@ export const singleRunnerFromConfig = Layer.unwrapEffect(
       simulateRemoteSerialization: false
     })
   )
+)
+
+/**
+ * One of several runners on one PostgreSQL database (docs/cluster.md): @effect/cluster's socket runner, its shards
+ * by the hash ring over the healthy runners, their locks as rows of `cluster_locks` (as the single runner's), a
+ * health check that pings the others, messages and replies in the shared database. The timings are the findings'
+ * tuned ones, scaled from the lock expiry: failover within about one expiry plus a health interval.
+ */
+export const socketRunner = (plan: RunnerPlan, settings: ClusterSettings, pollInterval: Duration.DurationInput) => {
+  const refresh = Duration.max(Duration.millis(500), Duration.unsafeDivide(settings.lockExpiration, 3))
+  return SocketRunner.layer.pipe(
+    Layer.provide(
+      RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))
+    ),
+    Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
+    Layer.provideMerge(Layer.orDie(SqlMessageStorage.layer)),
+    Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
+    Layer.provide(
+      ShardingConfig.layer({
+        runnerAddress: Option.some(RunnerAddress.make(plan.address.host, plan.address.port)),
+        runnerListenAddress: Option.some(RunnerAddress.make(plan.listen.host, plan.listen.port)),
+        runnerShardWeight: settings.weight,
+        shardsPerGroup: settings.shards,
+        assignedShardGroups: settings.shardGroups,
+        shardLockDisableAdvisory: true,
+        shardLockExpiration: settings.lockExpiration,
+        shardLockRefreshInterval: refresh,
+        refreshAssignmentsInterval: refresh,
+        runnerHealthCheckInterval: settings.healthInterval,
+        entityMessagePollInterval: pollInterval,
+        entityReplyPollInterval: Duration.millis(200),
+        entityTerminationTimeout: Duration.seconds(2),
+        sendRetryInterval: Duration.millis(200),
+        simulateRemoteSerialization: false
+      })
+    ),
+    Layer.provide(RpcSerialization.layerMsgPack)
+  )
+}
+
+/** Whether every runner can read the same vault key: given in the environment, or a key file named on purpose. */
+const sharedVaultKey = Effect.gen(function* () {
+  const key = yield* Config.option(Config.redacted("KEEL_VAULT_KEY"))
+  if (Option.isSome(key)) return true
+  const file = yield* Config.option(Config.string("KEEL_VAULT_KEY_FILE"))
+  return Option.isSome(file) && fs.existsSync(file.value)
+})
+
+/**
+ * The actor runtime this process is configured for: the single embedded runner (default), or one of several
+ * runners (`KEEL_CLUSTER_MODE=runners`), refused with `RunnersRefused` when the process is not fit to be one.
+ */
+export const clusterFromConfig = Layer.unwrapEffect(
+  Effect.gen(function* () {
+    const settings = yield* clusterSettings
+    const config = yield* AppConfig
+    if (settings.mode === "single") return singleRunnerFromConfig
+    const plan = yield* planRunners(settings, {
+      engine: Option.isSome(config.databaseUrl) ? "pg" : "sqlite",
+      sharedVaultKey: yield* sharedVaultKey,
+      objectStore: yield* Config.string("KEEL_OBJECT_STORE").pipe(Config.withDefault("fs"))
+    })
+    yield* Effect.logInfo("runners mode").pipe(
+      Effect.annotateLogs({
+        address: `${plan.address.host}:${plan.address.port}`,
+        listen: `${plan.listen.host}:${plan.listen.port}`,
+        shards: settings.shards
+      })
+    )
+    return socketRunner(plan, settings, config.clusterPollInterval)
+  })
 )

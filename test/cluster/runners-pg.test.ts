@@ -1,0 +1,152 @@
+import type { ChildProcess } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import pg from "pg"
+import { afterAll, assert, describe, it } from "vitest"
+import { testWallet } from "../support/market.js"
+import { postgresSkipReason, testDatabaseUrl, urlInSchema } from "../support/pg-schema.js"
+import { ctlBin, requestChild, runCtl, startServer } from "../support/server.js"
+
+// Runners mode (issue 45, first part): two `ctl serve` processes (the built package: `npm run build` first) on one
+// PostgreSQL schema share the actors' shards; a trade sent to either HTTP port reaches its ticker's actor wherever it
+// lives; one runner SIGKILLed, the other takes its shards and answers every ticker. Bounded: every wait has a limit.
+const children: Array<ChildProcess> = []
+const schemas: Array<string> = []
+
+const admin = async (statement: string, params: ReadonlyArray<unknown> = []) => {
+  const client = new pg.Client({ connectionString: testDatabaseUrl, connectionTimeoutMillis: 10_000 })
+  await client.connect()
+  try {
+    return (await client.query(statement, params as Array<unknown>)).rows as Array<Record<string, unknown>>
+  } finally {
+    await client.end()
+  }
+}
+
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL")
+  for (const schema of schemas) await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined)
+})
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const probe = net.createServer()
+    probe.once("error", reject)
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as net.AddressInfo
+      probe.close(() => resolve(port))
+    })
+  })
+
+const waitFor = async (what: string, check: () => Promise<boolean>, limitMs = 90_000) => {
+  const until = Date.now() + limitMs
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`gave up waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+const TICKERS = ["RUNA", "RUNB", "RUNC", "RUND", "RUNE", "RUNF"]
+
+describe.skipIf(postgresSkipReason !== undefined)("ctl serve runners on one PostgreSQL schema", () => {
+  it("shards spread over two runners; both HTTP ports trade every ticker; a SIGKILLed runner's tickers move", async () => {
+    const schema = `keel_t_runners_${randomBytes(4).toString("hex")}`
+    await admin(`CREATE SCHEMA ${schema}`)
+    schemas.push(schema)
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-runners-"))
+    const shared = {
+      KEEL_DATABASE_URL: urlInSchema(testDatabaseUrl, schema),
+      KEEL_VAULT_KEY: randomBytes(32).toString("base64"),
+      KEEL_OBJECT_STORE: "sql",
+      KEEL_DEMO_DATA: "false",
+      MARKET_RATE_LIMIT_TRADING: "100000"
+    }
+    const ctl = async (args: ReadonlyArray<string>) => {
+      const run = await runCtl([...args, "--json"], {
+        ...process.env,
+        ...shared,
+        KEEL_DATA_DIR: path.join(dir, "setup")
+      })
+      assert.strictEqual(run.code, 0, `ctl ${args.join(" ")}: ${run.stderr}`)
+      return JSON.parse(run.stdout)
+    }
+    for (const ticker of TICKERS) await ctl(["market", "agent", "create", "--ticker", ticker, "--name", ticker])
+    const wallet = testWallet(4501)
+    const key = (await ctl(["market", "keys", "create", "--wallet", wallet.address])).api_key as string
+    await ctl(["market", "coin", "mint", "--to", wallet.address, "--amount", "1000", "--reason", "runners test"])
+
+    const runnerPorts = [await freePort(), await freePort()]
+    const runner = (i: number) =>
+      startServer(
+        [ctlBin, "serve", "--surface", "marketplace", "--port", "0"],
+        {
+          ...shared,
+          KEEL_DATA_DIR: path.join(dir, `runner-${i}`),
+          KEEL_CLUSTER_MODE: "runners",
+          KEEL_RUNNER_ADDRESS: `127.0.0.1:${runnerPorts[i]}`,
+          KEEL_CLUSTER_SHARDS: "30"
+        },
+        children
+      )
+    const servers = await Promise.all([runner(0), runner(1)])
+
+    // Both runners hold shards (the hash ring over the two): their rows in the schema's cluster_locks.
+    const holders = async () =>
+      new Set(
+        (await admin(`SELECT DISTINCT address FROM ${schema}.cluster_locks WHERE address IS NOT NULL`)).map((row) =>
+          String(row.address)
+        )
+      )
+    await waitFor("shards on both runners", async () => (await holders()).size === 2)
+
+    const buy = (port: number, ticker: string) =>
+      requestChild(port, {
+        method: "POST",
+        path: `/api/tokens/${ticker}/buy`,
+        headers: { authorization: `Bearer ${key}` },
+        body: { user_id: wallet.address, amount: 0.5 }
+      })
+    let answered = 0
+    for (const server of servers)
+      for (const ticker of TICKERS) {
+        const answer = await buy(server.port, ticker)
+        assert.strictEqual(answer.status, 200, `${ticker} through :${server.port}: ${answer.body}`)
+        answered++
+      }
+
+    // The second runner dies; the first takes its shards, and every ticker trades through the first's port.
+    servers[1]!.child.kill("SIGKILL")
+    await waitFor("every shard on the surviving runner", async () => {
+      const left = await holders()
+      return left.size === 1 && left.has(`127.0.0.1:${runnerPorts[0]}`)
+    })
+    for (const ticker of TICKERS) {
+      const answer = await buy(servers[0]!.port, ticker)
+      assert.strictEqual(answer.status, 200, `${ticker} after the failover: ${answer.body}`)
+      answered++
+    }
+
+    const journal = await admin(`SELECT count(*) AS n FROM ${schema}.market_trades`)
+    assert.strictEqual(Number(journal[0]!.n), answered)
+    const audit = await ctl(["market", "audit"])
+    assert.isTrue(audit.ok, JSON.stringify(audit.problems))
+  }, 300_000)
+
+  it("runners mode on SQLite stops at start with one line, exit 1", async () => {
+    const run = await runCtl(["serve", "--port", "0"], {
+      ...process.env,
+      KEEL_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), "keel-runners-sqlite-")),
+      KEEL_DATABASE_URL: undefined,
+      KEEL_CLUSTER_MODE: "runners",
+      KEEL_RUNNER_ADDRESS: "127.0.0.1:7400",
+      KEEL_DEMO_DATA: "false"
+    })
+    assert.strictEqual(run.code, 1, run.stderr)
+    // The database is opened and migrated first (log lines); the refusal is the last line, before any actor starts.
+    const last = run.stderr.trim().split("\n").at(-1) ?? ""
+    assert.match(last, /^ctl: KEEL_CLUSTER_MODE=runners needs KEEL_DATABASE_URL \(PostgreSQL\)/)
+  }, 120_000)
+})
