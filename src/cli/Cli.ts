@@ -1,6 +1,7 @@
 import { Command } from "@effect/cli"
 import { packageVersion } from "../services/platform/Package.js"
 import { blog } from "./blog.js"
+import { cluster } from "./cluster.js"
 import { config } from "./config.js"
 import { db } from "./db.js"
 import { fleet } from "./fleet.js"
@@ -25,6 +26,7 @@ export const ctl = Command.make("ctl").pipe(
   Command.withSubcommands([
     serve,
     db,
+    cluster,
     gt,
     market,
     registry,

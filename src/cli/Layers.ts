@@ -11,6 +11,7 @@ export const GroundTruthLive = lazyLayer(() => import("../layers/GroundTruth.js"
 export const ProductLive = lazyLayer(() => import("../layers/Product.js").then((m) => m.ProductLive))
 export const FleetServicesLive = lazyLayer(() => import("../layers/Fleet.js").then((m) => m.FleetServicesLive))
 export const DatabaseLive = lazyLayer(() => import("../layers/Platform.js").then((m) => m.DatabaseLive))
+export const ClusterStatusLive = lazyLayer(() => import("../layers/Platform.js").then((m) => m.ClusterStatusLive))
 export const LeasesLive = lazyLayer(() => import("../layers/Platform.js").then((m) => m.LeasesLive))
 export const DatabaseTransferLive = lazyLayer(() => import("../layers/Transfer.js").then((m) => m.DatabaseTransferLive))
 export const SqlUnmigratedLive = lazyLayer(() => import("../layers/Sql.js").then((m) => m.SqlUnmigratedLive))

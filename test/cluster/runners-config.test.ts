@@ -1,5 +1,14 @@
+import {
+  EntityId,
+  MessageStorage,
+  RunnerHealth,
+  RunnerStorage,
+  Runners,
+  Sharding,
+  ShardingConfig
+} from "@effect/cluster"
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Exit, Option } from "effect"
+import { ConfigProvider, Effect, Exit, Layer, Option } from "effect"
 import {
   type ClusterSettings,
   clusterSettings,
@@ -7,6 +16,7 @@ import {
   parseHostPort,
   planRunners
 } from "../../src/services/platform/ClusterConfig.js"
+import { shardOf } from "../../src/services/platform/ClusterStatus.js"
 
 const settingsFrom = (env: Record<string, string>) =>
   Effect.withConfigProvider(clusterSettings, ConfigProvider.fromMap(new Map(Object.entries(env))))
@@ -98,4 +108,30 @@ describe("runners mode's settings and refusals (docs/cluster.md)", () => {
     assert.isFalse(isPrivateAddress("1.1.1.1"))
     assert.isFalse(isPrivateAddress("not-an-ip"))
   })
+})
+
+describe("the shard of an actor, as ctl cluster status computes it", () => {
+  it.effect("agrees with @effect/cluster's Sharding for tickers and lease keys, at 300 and at 30 shards", () =>
+    Effect.gen(function* () {
+      for (const shards of [300, 30]) {
+        const sharding = yield* Sharding.Sharding.pipe(
+          Effect.provide(
+            Sharding.layer.pipe(
+              Layer.provideMerge(Runners.layerNoop),
+              Layer.provideMerge(MessageStorage.layerMemory),
+              Layer.provide([RunnerStorage.layerMemory, RunnerHealth.layerNoop]),
+              Layer.provide(ShardingConfig.layer({ shardsPerGroup: shards }))
+            )
+          )
+        )
+        for (const id of ["RUNA", "SAGE", "janitor:web-1", "storage:host-7", "x", "ÜNICODE-✓", ""]) {
+          assert.strictEqual(
+            shardOf(id, shards),
+            sharding.getShardId(EntityId.make(id), "default").id,
+            `${id} at ${shards}`
+          )
+        }
+      }
+    }).pipe(Effect.scoped)
+  )
 })

@@ -101,6 +101,43 @@ describe.skipIf(postgresSkipReason !== undefined)("ctl serve runners on one Post
         )
       )
     await waitFor("shards on both runners", async () => (await holders()).size === 2)
+    // `ctl cluster status` from a third process (no runner itself) shows the two, their shards, the tickers on each.
+    const status = async () => {
+      const run = await runCtl(["cluster", "status", "--json"], {
+        ...process.env,
+        ...shared,
+        KEEL_DATA_DIR: path.join(dir, "setup"),
+        KEEL_CLUSTER_MODE: "runners",
+        KEEL_CLUSTER_SHARDS: "30"
+      })
+      assert.strictEqual(run.code, 0, run.stderr)
+      return JSON.parse(run.stdout) as {
+        readonly runners: ReadonlyArray<{
+          address: string
+          alive: boolean
+          healthy: boolean
+          shards: number
+          entities: Record<string, number>
+        }>
+        readonly unassigned_shards: number
+        readonly entities: Record<string, number>
+      }
+    }
+    await waitFor("every shard held", async () => (await status()).unassigned_shards === 0)
+    const both = await status()
+    assert.deepStrictEqual(
+      both.runners.map((r) => r.address).sort(),
+      runnerPorts.map((port) => `127.0.0.1:${port}`).sort()
+    )
+    assert.isTrue(both.runners.every((r) => r.alive && r.shards > 0))
+    assert.strictEqual(
+      both.runners.reduce((sum, r) => sum + r.shards, 0),
+      30
+    )
+    assert.strictEqual(
+      both.runners.reduce((sum, r) => sum + (r.entities.MarketAgent ?? 0), 0),
+      TICKERS.length
+    )
 
     const buy = (port: number, ticker: string) =>
       requestChild(port, {
@@ -123,6 +160,14 @@ describe.skipIf(postgresSkipReason !== undefined)("ctl serve runners on one Post
       const left = await holders()
       return left.size === 1 && left.has(`127.0.0.1:${runnerPorts[0]}`)
     })
+    const after = await status()
+    const survivor = after.runners.find((r) => r.address === `127.0.0.1:${runnerPorts[0]}`)
+    assert.strictEqual(survivor?.shards, 30)
+    assert.strictEqual(survivor?.entities.MarketAgent, TICKERS.length)
+    // The dead runner is out of the ring: gone from the table, its heartbeat expired, or found unhealthy; no shards.
+    const dead = after.runners.find((r) => r.address === `127.0.0.1:${runnerPorts[1]}`)
+    assert.isTrue(dead === undefined || !dead.alive || !dead.healthy, JSON.stringify(dead))
+    assert.strictEqual(dead?.shards ?? 0, 0)
     for (const ticker of TICKERS) {
       const answer = await buy(servers[0]!.port, ticker)
       assert.strictEqual(answer.status, 200, `${ticker} after the failover: ${answer.body}`)
