@@ -123,6 +123,7 @@ export const MarketScheduleLive = Layer.scopedDiscard(
     const agents = yield* Agents
     const history = yield* CoinHistory
     const actor = yield* MarketAgent.client
+    const trading = yield* Trading
     const accrueAll = Effect.gen(function* () {
       for (const ticker of yield* agents.burning) {
         yield* actor(ticker)
@@ -139,6 +140,14 @@ export const MarketScheduleLive = Layer.scopedDiscard(
       Effect.repeat(
         history.sample.pipe(Effect.catchAllCause((cause) => Effect.logWarning("coin price sample failed", cause))),
         Schedule.spaced(config.priceSampleInterval)
+      )
+    )
+    yield* Effect.forkScoped(
+      Effect.repeat(
+        trading.forgetExpiredClaims.pipe(
+          Effect.catchAllCause((cause) => Effect.logWarning("expired trade claims not deleted", cause))
+        ),
+        Schedule.spaced("1 hour")
       )
     )
   })

@@ -176,6 +176,9 @@ describe.skipIf(postgresSkipReason !== undefined)("ctl serve runners on one Post
 
     const journal = await admin(`SELECT count(*) AS n FROM ${schema}.market_trades`)
     assert.strictEqual(Number(journal[0]!.n), answered)
+    // Each order was claimed under an id of its own (exactly-once over the cluster's at-least-once delivery).
+    const claimed = await admin(`SELECT count(*) AS n FROM ${schema}.market_idempotency WHERE key LIKE 'keel-order:%'`)
+    assert.strictEqual(Number(claimed[0]!.n), answered)
     const audit = await ctl(["market", "audit"])
     assert.isTrue(audit.ok, JSON.stringify(audit.problems))
   }, 300_000)

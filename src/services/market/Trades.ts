@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { Effect, Either } from "effect"
 import { Forbidden } from "../../contracts/market/Errors.js"
@@ -10,6 +11,7 @@ import {
   numberTextOf
 } from "../../contracts/market/Money.js"
 import type { Principal } from "../../contracts/market/Principal.js"
+import { clusterSettings } from "../platform/ClusterConfig.js"
 import { sha256Hex } from "../platform/Digest.js"
 import { principalId } from "./ApiKeys.js"
 import { TradeSender } from "./TradeSender.js"
@@ -118,14 +120,25 @@ export const tradeOrder = (input: OrderInput): TradeOrder => ({
 })
 
 /**
+ * The prefix of the order ids Keel gives orders sent without an Idempotency-Key in runners mode, claimed like a key.
+ */
+export const GENERATED_ORDER_ID = "keel-order:"
+
+/**
  * The one front door of a trade: the `HttpApi` route and the trade fast path both place trades here. The
  * caller must prove the wallet (`provenWallet`); the request becomes an order (`tradeOrder`); the ticker's
  * actor applies it, through the process's `TradeSender`, with the trades sent alongside it. A full queue is
  * `Overloaded` — nothing was done — instead of a defect.
+ *
+ * In runners mode (docs/cluster.md, "Exactly-once trades") every order carries an id claimed first inside its
+ * trade's transaction: the Idempotency-Key when the client sent one, else one made here. A message the cluster
+ * delivers twice (it delivers at least once across a runner's death) then trades once, and the second delivery
+ * answers the stored receipt. A replay of a made-up id is not the client's replay: it is answered as a first answer.
  */
 export class Trades extends Effect.Service<Trades>()("market/Trades", {
   effect: Effect.gen(function* () {
     const sender = yield* TradeSender
+    const orderIds = (yield* clusterSettings).mode === "runners"
 
     const place = (caller: Principal | undefined, request: TradeRequest) =>
       Effect.gen(function* () {
@@ -139,6 +152,10 @@ export class Trades extends Effect.Service<Trades>()("market/Trades", {
         ])
         if (refused !== undefined) return yield* Effect.fail(refused)
         const ticker = request.ticker.toUpperCase()
+        const generated =
+          request.idempotencyKey === undefined && orderIds
+            ? `${GENERATED_ORDER_ID}${randomBytes(16).toString("hex")}`
+            : undefined
         const order = tradeOrder({
           side: request.side,
           ticker,
@@ -149,12 +166,13 @@ export class Trades extends Effect.Service<Trades>()("market/Trades", {
           amountText,
           minimumText,
           fillOrKill: request.fillOrKill,
-          idempotencyKey: request.idempotencyKey
+          idempotencyKey: request.idempotencyKey ?? generated
         })
-        return yield* sender.place(ticker, order).pipe(
+        const outcome = yield* sender.place(ticker, order).pipe(
           // Logged by the actor; a 500 here (the problem middleware logs the request too).
           Effect.catchTag("ActorFailed", (failed) => Effect.die(failed))
         )
+        return generated !== undefined && outcome.replayed ? { ...outcome, replayed: false } : outcome
       })
 
     return { place } as const

@@ -246,7 +246,16 @@ export class Trading extends Effect.Service<Trading>()("market/Trading", {
         return exits
       })
 
-    return { trade, tradeBatch } as const
+    /**
+     * Deletes the claims (Idempotency-Keys, and runners mode's order ids) older than their 24 h: a claim that old
+     * would be taken over anyway. Runs from the market's schedule; idempotent, so every runner may run it.
+     */
+    const forgetExpiredClaims = Effect.gen(function* () {
+      const stale = (yield* Clock.currentTimeMillis) - IDEMPOTENCY_TTL_MILLIS
+      yield* direct.transaction((db) => db.run("DELETE FROM market_idempotency WHERE created_at <= ?", [stale]))
+    }).pipe(orDieSql)
+
+    return { trade, tradeBatch, forgetExpiredClaims } as const
   }),
   dependencies: [SqlDirect.Default]
 }) {}
