@@ -1,5 +1,5 @@
-import { Entity, type Envelope } from "@effect/cluster"
-import { Cause, Chunk, Effect, Either, Exit, Layer, Option, Schedule } from "effect"
+import { Entity, type Envelope, Singleton } from "@effect/cluster"
+import { Cause, Chunk, type Duration, Effect, Either, Exit, Layer, Option, Schedule } from "effect"
 import { constant } from "effect/Function"
 import { ActorFailed } from "../contracts/market/Errors.js"
 import { type Accrue, MarketAgent, type Trade, type TradeBatch } from "../contracts/market/MarketAgent.js"
@@ -112,12 +112,23 @@ export const MarketAgentLive = Layer.unwrapEffect(
   )
 )
 
+/** `effect` every `interval` for ever, its first run at once; a failure is logged and the schedule goes on. */
+const every = <E, R>(what: string, effect: Effect.Effect<unknown, E, R>, interval: Duration.DurationInput) =>
+  Effect.repeat(
+    effect.pipe(Effect.catchAllCause((cause) => Effect.logWarning(`${what} failed`, cause))),
+    Schedule.spaced(interval)
+  )
+
 /**
  * The marketplace's clocks: every burn interval each burning agent's actor charges what it owes
- * (the amount follows elapsed time, so a late or missed tick loses nothing), and the coin's price
- * is sampled into its history. The first tick runs at start, catching up after downtime.
+ * (the amount follows elapsed time, so a late or missed tick loses nothing), the coin's price is sampled into its
+ * history, and expired trade claims are deleted hourly. The first tick runs at start, catching up after downtime.
+ *
+ * A cluster singleton: it runs on the one runner that holds its shard — the only runner in single mode, one of
+ * several in runners mode, moving with the shard when that runner dies (docs/cluster.md, "What runs where").
  */
-export const MarketScheduleLive = Layer.scopedDiscard(
+export const MarketScheduleLive = Singleton.make(
+  "market-schedule",
   Effect.gen(function* () {
     const config = yield* MarketConfig
     const agents = yield* Agents
@@ -135,20 +146,13 @@ export const MarketScheduleLive = Layer.scopedDiscard(
           )
       }
     })
-    yield* Effect.forkScoped(Effect.repeat(accrueAll, Schedule.spaced(config.burnInterval)))
-    yield* Effect.forkScoped(
-      Effect.repeat(
-        history.sample.pipe(Effect.catchAllCause((cause) => Effect.logWarning("coin price sample failed", cause))),
-        Schedule.spaced(config.priceSampleInterval)
-      )
-    )
-    yield* Effect.forkScoped(
-      Effect.repeat(
-        trading.forgetExpiredClaims.pipe(
-          Effect.catchAllCause((cause) => Effect.logWarning("expired trade claims not deleted", cause))
-        ),
-        Schedule.spaced("1 hour")
-      )
+    yield* Effect.all(
+      [
+        every("cost accrual", accrueAll, config.burnInterval),
+        every("coin price sample", history.sample, config.priceSampleInterval),
+        every("deleting expired trade claims", trading.forgetExpiredClaims, "1 hour")
+      ],
+      { concurrency: "unbounded", discard: true }
     )
   })
 )

@@ -87,7 +87,9 @@ describe.skipIf(postgresSkipReason !== undefined)("ctl serve runners on one Post
           KEEL_DATA_DIR: path.join(dir, `runner-${i}`),
           KEEL_CLUSTER_MODE: "runners",
           KEEL_RUNNER_ADDRESS: `127.0.0.1:${runnerPorts[i]}`,
-          KEEL_CLUSTER_SHARDS: "30"
+          KEEL_CLUSTER_SHARDS: "30",
+          // The market's schedule, a cluster singleton, samples the coin's price every 400 ms on one runner only.
+          MARKET_PRICE_SAMPLE_INTERVAL: "400 millis"
         },
         children
       )
@@ -139,6 +141,23 @@ describe.skipIf(postgresSkipReason !== undefined)("ctl serve runners on one Post
       TICKERS.length
     )
 
+    // The singleton schedule: with two runners up, one sampler. Its samples are spaced by its interval (a sample,
+    // then a 400 ms wait); a second sampler, in any phase, would put two samples less than 200 ms apart.
+    const samplesFrom = Date.now()
+    await waitFor("eight price samples with both runners up", async () => {
+      const rows = await admin(`SELECT count(*) AS n FROM ${schema}.market_coin_prices WHERE at >= $1`, [samplesFrom])
+      return Number(rows[0]!.n) >= 8
+    })
+    const sampled = (
+      await admin(`SELECT at FROM ${schema}.market_coin_prices WHERE at >= $1 ORDER BY at`, [samplesFrom])
+    ).map((row) => Number(row.at))
+    const gaps = sampled.slice(1).map((at, i) => at - sampled[i]!)
+    assert.isTrue(
+      gaps.every((gap) => gap >= 200),
+      `samples closer than half the interval: ${gaps.join(", ")}`
+    )
+    assert.strictEqual((await holders()).size, 2, "both runners still hold shards")
+
     const buy = (port: number, ticker: string) =>
       requestChild(port, {
         method: "POST",
@@ -181,6 +200,42 @@ describe.skipIf(postgresSkipReason !== undefined)("ctl serve runners on one Post
     assert.strictEqual(Number(claimed[0]!.n), answered)
     const audit = await ctl(["market", "audit"])
     assert.isTrue(audit.ok, JSON.stringify(audit.problems))
+  }, 300_000)
+
+  it("three runners started at once on an empty schema all come up and share the shards", async () => {
+    const schema = `keel_t_runners_${randomBytes(4).toString("hex")}`
+    await admin(`CREATE SCHEMA ${schema}`)
+    schemas.push(schema)
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-runners3-"))
+    const ports = [await freePort(), await freePort(), await freePort()]
+    // Keel's migrations and @effect/cluster's tables are made by whichever starts first; the others wait or retry.
+    const servers = await Promise.all(
+      ports.map((port, i) =>
+        startServer(
+          [ctlBin, "serve", "--surface", "marketplace", "--port", "0"],
+          {
+            KEEL_DATABASE_URL: urlInSchema(testDatabaseUrl, schema),
+            KEEL_VAULT_KEY: randomBytes(32).toString("base64"),
+            KEEL_OBJECT_STORE: "sql",
+            KEEL_DEMO_DATA: "false",
+            KEEL_DATA_DIR: path.join(dir, `runner-${i}`),
+            KEEL_CLUSTER_MODE: "runners",
+            KEEL_RUNNER_ADDRESS: `127.0.0.1:${port}`,
+            KEEL_CLUSTER_SHARDS: "30"
+          },
+          children
+        )
+      )
+    )
+    await waitFor("shards on all three runners", async () => {
+      const rows = await admin(`SELECT DISTINCT address FROM ${schema}.cluster_locks`)
+      return rows.length === 3
+    })
+    for (const server of servers) {
+      const health = await requestChild(server.port, { method: "GET", path: "/api/tokens" })
+      assert.strictEqual(health.status, 200)
+    }
+    for (const server of servers) server.child.kill("SIGTERM")
   }, 300_000)
 
   it("runners mode on SQLite stops at start with one line, exit 1", async () => {

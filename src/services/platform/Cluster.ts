@@ -12,7 +12,7 @@ import {
 } from "@effect/cluster"
 import { NodeClusterSocket } from "@effect/platform-node"
 import { RpcSerialization } from "@effect/rpc"
-import { Config, Duration, Effect, Layer, Option } from "effect"
+import { Cause, Config, Duration, Effect, Layer, Option } from "effect"
 import { AppConfig } from "./AppConfig.js"
 import { type ClusterSettings, clusterSettings, planRunners, type RunnerPlan } from "./ClusterConfig.js"
 
@@ -31,6 +31,32 @@ export interface ClusterOptions {
 }
 
 /**
+ * @effect/cluster creates its tables (`cluster_migrations`, `cluster_messages`, `cluster_runners`, …) when its storage
+ * layers are built: two processes starting together on an empty PostgreSQL schema can both try, and the second fails
+ * on the catalog's unique index (23505 on `pg_type_typname_nsp_index`) or on the table the first just made (42P07) —
+ * a defect of the layer (its migrator dies). What lost the race finds the tables there when built again: up to five
+ * tries, 200 ms apart; any other failure, or the fifth, stands.
+ */
+const catalogRace = (cause: Cause.Cause<unknown>) => {
+  const error = Cause.squash(cause) as { readonly cause?: { readonly code?: unknown } }
+  const code = error?.cause?.code
+  return code === "23505" || code === "42P07" || /pg_type_typname_nsp_index/.test(Cause.pretty(cause))
+}
+
+const builtDespiteRaces = <A, E, R>(layer: Layer.Layer<A, E, R>, triesLeft = 4): Layer.Layer<A, E, R> =>
+  // `fresh`: a layer is built once per graph and its result reused, so a second try needs a fresh copy.
+  Layer.fresh(layer).pipe(
+    Layer.catchAllCause((cause) =>
+      triesLeft > 0 && catalogRace(cause)
+        ? Layer.unwrapEffect(Effect.as(Effect.sleep("200 millis"), builtDespiteRaces(layer, triesLeft - 1)))
+        : Layer.failCause(cause)
+    )
+  )
+
+const messageStorage = builtDespiteRaces(Layer.orDie(SqlMessageStorage.layer))
+const runnerStorage = builtDespiteRaces(Layer.orDie(SqlRunnerStorage.layer))
+
+/**
  * The embedded actor runtime: one runner that owns every shard, its messages in the same SQL
  * database as everything else. This is `SingleRunner` assembled from its parts with an explicit
  * ShardingConfig, because `SingleRunner.layer` reads HOST/PORT/… from the environment and those
@@ -39,9 +65,9 @@ export interface ClusterOptions {
 export const singleRunner = (options: ClusterOptions) =>
   Sharding.layer.pipe(
     Layer.provideMerge(Runners.layerNoop),
-    Layer.provideMerge(SqlMessageStorage.layer),
+    Layer.provideMerge(messageStorage),
     Layer.provide([
-      options.runnerStorage === "memory" ? RunnerStorage.layerMemory : Layer.orDie(SqlRunnerStorage.layer),
+      options.runnerStorage === "memory" ? RunnerStorage.layerMemory : runnerStorage,
       RunnerHealth.layerNoop
     ]),
     Layer.provide(
@@ -81,8 +107,8 @@ export const socketRunner = (plan: RunnerPlan, settings: ClusterSettings, pollIn
       RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))
     ),
     Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
-    Layer.provideMerge(Layer.orDie(SqlMessageStorage.layer)),
-    Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
+    Layer.provideMerge(messageStorage),
+    Layer.provide(runnerStorage),
     Layer.provide(
       ShardingConfig.layer({
         runnerAddress: Option.some(RunnerAddress.make(plan.address.host, plan.address.port)),
