@@ -6,7 +6,7 @@ import { Chunk, Clock, ConfigProvider, Context, Effect, Layer, Option, Schema, T
 import * as Yaml from "yaml"
 import {
   AutonomyControl,
-  AutonomyScheduleLive,
+  autonomyTicks,
   beaconKey,
   FleetRegistry,
   HostUnits,
@@ -807,7 +807,11 @@ describe("the scheduled tick of ctl serve", () => {
         yield* TestClock.adjust("60 seconds")
         const second = yield* latestAfterTick(first.run_id)
         assert.strictEqual(second.trigger, "scheduled")
-      }).pipe(Effect.provide(AutonomyScheduleLive))
+      }).pipe(
+        // The loop the AutonomyScheduleLive singleton runs, forked here on the TestClock (the singleton's runner
+        // would take its shard on the clock this test holds still).
+        Effect.provide(Layer.scopedDiscard(Effect.forkScoped(autonomyTicks)))
+      )
     }).pipe(Effect.provide(layer))
   })
 })
