@@ -1,14 +1,12 @@
 import type { ChildProcess } from "node:child_process"
-import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import pg from "pg"
 import { afterAll, assert, describe, it } from "vitest"
 import { testWallet } from "../support/market.js"
-import { postgresSkipReason, testDatabaseUrl, urlInSchema } from "../support/pg-schema.js"
-import { ctlBin, requestChild, runCtl, startServer } from "../support/server.js"
+import { postgresSkipReason } from "../support/pg-schema.js"
+import { admin, runnersFixture, waitFor } from "../support/runners.js"
+import { requestChild, runCtl } from "../support/server.js"
 
 // Runners mode (issue 45, first part): two `ctl serve` processes (the built package: `npm run build` first) on one
 // PostgreSQL schema share the actors' shards; a trade sent to either HTTP port reaches its ticker's actor wherever it
@@ -16,104 +14,31 @@ import { ctlBin, requestChild, runCtl, startServer } from "../support/server.js"
 const children: Array<ChildProcess> = []
 const schemas: Array<string> = []
 
-const admin = async (statement: string, params: ReadonlyArray<unknown> = []) => {
-  const client = new pg.Client({ connectionString: testDatabaseUrl, connectionTimeoutMillis: 10_000 })
-  await client.connect()
-  try {
-    return (await client.query(statement, params as Array<unknown>)).rows as Array<Record<string, unknown>>
-  } finally {
-    await client.end()
-  }
-}
-
 afterAll(async () => {
   for (const child of children) if (child.exitCode === null) child.kill("SIGKILL")
   for (const schema of schemas) await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined)
 })
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const probe = net.createServer()
-    probe.once("error", reject)
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as net.AddressInfo
-      probe.close(() => resolve(port))
-    })
-  })
-
-const waitFor = async (what: string, check: () => Promise<boolean>, limitMs = 90_000) => {
-  const until = Date.now() + limitMs
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`gave up waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
-
 const TICKERS = ["RUNA", "RUNB", "RUNC", "RUND", "RUNE", "RUNF"]
 
 describe.skipIf(postgresSkipReason !== undefined)("ctl serve runners on one PostgreSQL schema", () => {
   it("shards spread over two runners; both HTTP ports trade every ticker; a SIGKILLed runner's tickers move", async () => {
-    const schema = `keel_t_runners_${randomBytes(4).toString("hex")}`
-    await admin(`CREATE SCHEMA ${schema}`)
-    schemas.push(schema)
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-runners-"))
-    const shared = {
-      KEEL_DATABASE_URL: urlInSchema(testDatabaseUrl, schema),
-      KEEL_VAULT_KEY: randomBytes(32).toString("base64"),
-      KEEL_OBJECT_STORE: "sql",
-      KEEL_DEMO_DATA: "false",
-      MARKET_RATE_LIMIT_TRADING: "100000"
-    }
-    const ctl = async (args: ReadonlyArray<string>) => {
-      const run = await runCtl([...args, "--json"], {
-        ...process.env,
-        ...shared,
-        KEEL_DATA_DIR: path.join(dir, "setup")
-      })
-      assert.strictEqual(run.code, 0, `ctl ${args.join(" ")}: ${run.stderr}`)
-      return JSON.parse(run.stdout)
-    }
+    // The market's schedule, a cluster singleton, samples the coin's price every 400 ms on one runner only.
+    const { schema, ctl, runner, runnerPorts, holders } = await runnersFixture(children, schemas, {
+      MARKET_PRICE_SAMPLE_INTERVAL: "400 millis"
+    })
     for (const ticker of TICKERS) await ctl(["market", "agent", "create", "--ticker", ticker, "--name", ticker])
     const wallet = testWallet(4501)
     const key = (await ctl(["market", "keys", "create", "--wallet", wallet.address])).api_key as string
     await ctl(["market", "coin", "mint", "--to", wallet.address, "--amount", "1000", "--reason", "runners test"])
 
-    const runnerPorts = [await freePort(), await freePort()]
-    const runner = (i: number) =>
-      startServer(
-        [ctlBin, "serve", "--surface", "marketplace", "--port", "0"],
-        {
-          ...shared,
-          KEEL_DATA_DIR: path.join(dir, `runner-${i}`),
-          KEEL_CLUSTER_MODE: "runners",
-          KEEL_RUNNER_ADDRESS: `127.0.0.1:${runnerPorts[i]}`,
-          KEEL_CLUSTER_SHARDS: "30",
-          // The market's schedule, a cluster singleton, samples the coin's price every 400 ms on one runner only.
-          MARKET_PRICE_SAMPLE_INTERVAL: "400 millis"
-        },
-        children
-      )
     const servers = await Promise.all([runner(0), runner(1)])
 
     // Both runners hold shards (the hash ring over the two): their rows in the schema's cluster_locks.
-    const holders = async () =>
-      new Set(
-        (await admin(`SELECT DISTINCT address FROM ${schema}.cluster_locks WHERE address IS NOT NULL`)).map((row) =>
-          String(row.address)
-        )
-      )
     await waitFor("shards on both runners", async () => (await holders()).size === 2)
     // `ctl cluster status` from a third process (no runner itself) shows the two, their shards, the tickers on each.
-    const status = async () => {
-      const run = await runCtl(["cluster", "status", "--json"], {
-        ...process.env,
-        ...shared,
-        KEEL_DATA_DIR: path.join(dir, "setup"),
-        KEEL_CLUSTER_MODE: "runners",
-        KEEL_CLUSTER_SHARDS: "30"
-      })
-      assert.strictEqual(run.code, 0, run.stderr)
-      return JSON.parse(run.stdout) as {
+    const status = async () =>
+      (await ctl(["cluster", "status"], { KEEL_CLUSTER_MODE: "runners" })) as {
         readonly runners: ReadonlyArray<{
           address: string
           alive: boolean
@@ -124,7 +49,6 @@ describe.skipIf(postgresSkipReason !== undefined)("ctl serve runners on one Post
         readonly unassigned_shards: number
         readonly entities: Record<string, number>
       }
-    }
     await waitFor("every shard held", async () => (await status()).unassigned_shards === 0)
     const both = await status()
     assert.deepStrictEqual(
@@ -203,34 +127,10 @@ describe.skipIf(postgresSkipReason !== undefined)("ctl serve runners on one Post
   }, 300_000)
 
   it("three runners started at once on an empty schema all come up and share the shards", async () => {
-    const schema = `keel_t_runners_${randomBytes(4).toString("hex")}`
-    await admin(`CREATE SCHEMA ${schema}`)
-    schemas.push(schema)
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-runners3-"))
-    const ports = [await freePort(), await freePort(), await freePort()]
+    const { runner, holders } = await runnersFixture(children, schemas)
     // Keel's migrations and @effect/cluster's tables are made by whichever starts first; the others wait or retry.
-    const servers = await Promise.all(
-      ports.map((port, i) =>
-        startServer(
-          [ctlBin, "serve", "--surface", "marketplace", "--port", "0"],
-          {
-            KEEL_DATABASE_URL: urlInSchema(testDatabaseUrl, schema),
-            KEEL_VAULT_KEY: randomBytes(32).toString("base64"),
-            KEEL_OBJECT_STORE: "sql",
-            KEEL_DEMO_DATA: "false",
-            KEEL_DATA_DIR: path.join(dir, `runner-${i}`),
-            KEEL_CLUSTER_MODE: "runners",
-            KEEL_RUNNER_ADDRESS: `127.0.0.1:${port}`,
-            KEEL_CLUSTER_SHARDS: "30"
-          },
-          children
-        )
-      )
-    )
-    await waitFor("shards on all three runners", async () => {
-      const rows = await admin(`SELECT DISTINCT address FROM ${schema}.cluster_locks`)
-      return rows.length === 3
-    })
+    const servers = await Promise.all([runner(0), runner(1), runner(2)])
+    await waitFor("shards on all three runners", async () => (await holders()).size === 3)
     for (const server of servers) {
       const health = await requestChild(server.port, { method: "GET", path: "/api/tokens" })
       assert.strictEqual(health.status, 200)
