@@ -131,4 +131,49 @@ describe.skipIf(postgresSkipReason !== undefined)("three runners, one SIGKILLed 
     // A bound on a hang, not a speed claim: a caller waits about one lock expiry (6 s) plus a health interval.
     assert.isBelow(longestWaitMs, 60_000)
   }, 400_000)
+
+  it("a third runner joining under load takes about a third of the shards, and no trade fails", async () => {
+    const { schema, ctl, runner, holders, runnerPorts } = await runnersFixture(children, schemas)
+    for (const ticker of TICKERS) await ctl(["market", "agent", "create", "--ticker", ticker, "--name", ticker])
+    const wallet = testWallet(4700)
+    const key = (await ctl(["market", "keys", "create", "--wallet", wallet.address])).api_key as string
+    await ctl(["market", "coin", "mint", "--to", wallet.address, "--amount", "1000", "--reason", "join test"])
+    const first = await Promise.all([runner(0), runner(1)])
+    await waitFor("shards on both runners", async () => (await holders()).size === 2)
+
+    // One try per order: a trade that is not answered 200 at once fails the test.
+    let sent = 0
+    let joined = false
+    const send = async (sender: number) => {
+      for (let i = 0; i < 40 || !joined; i++) {
+        if (i >= 400) throw new Error("the third runner never took its shards")
+        const answer = await requestChild(first[(sender + i) % 2]!.port, {
+          method: "POST",
+          path: `/api/tokens/${TICKERS[(sender * 3 + i) % TICKERS.length]}/buy`,
+          headers: { authorization: `Bearer ${key}` },
+          body: { user_id: wallet.address, amount: 0.01 }
+        })
+        assert.strictEqual(answer.status, 200, answer.body)
+        sent++
+      }
+    }
+    const load = Promise.all([0, 1, 2, 3].map(send))
+    await waitFor("some trades before the third runner", async () => sent >= 20, 120_000)
+    await runner(2)
+    await waitFor("the third runner's shards", async () => (await holders()).size === 3)
+    joined = true
+    await load
+
+    const held = await admin(
+      `SELECT address, count(*) AS n FROM ${schema}.cluster_locks WHERE address = $1 GROUP BY address`,
+      [`127.0.0.1:${runnerPorts[2]}`]
+    )
+    const third = Number(held[0]?.n ?? 0)
+    // The hash ring gives each of three equal runners about 10 of the 30 shards.
+    assert.isAtLeast(third, 5, `the third runner holds ${third} of 30 shards`)
+    assert.isAtMost(third, 15, `the third runner holds ${third} of 30 shards`)
+    const trades = Number((await admin(`SELECT count(*) AS n FROM ${schema}.market_trades`))[0]!.n)
+    assert.strictEqual(trades, sent)
+    console.log(`a runner joined under load: ${sent} trades, none failed; it took ${third} of 30 shards`)
+  }, 400_000)
 })
