@@ -145,6 +145,20 @@ describe("ctl", () => {
       assert.strictEqual(fleet.janitor_state_dir, path.join(dataDir, "janitor"))
       assert.notInclude(withFleet.stdout, "hunter2")
       assert.notInclude(withFleet.stdout, "c2VjcmV0")
+      // The actor runtime's settings (docs/cluster.md): single by default, a runner's address when set.
+      assert.strictEqual(settings.cluster_mode, "single")
+      assert.strictEqual(settings.runner_address, null)
+      const asRunner = yield* runCli(["config", "show", "--json"], {
+        KEEL_DATA_DIR: dataDir,
+        KEEL_CLUSTER_MODE: "runners",
+        KEEL_RUNNER_ADDRESS: "10.0.0.2:7400",
+        KEEL_CLUSTER_SHARDS: "60"
+      })
+      const runner = JSON.parse(asRunner.stdout) as Record<string, unknown>
+      assert.deepStrictEqual(
+        [runner.cluster_mode, runner.runner_address, runner.cluster_shards, runner.runner_lock_expiration],
+        ["runners", "10.0.0.2:7400", 60, "6s"]
+      )
     })
   )
 

@@ -1,6 +1,7 @@
 import * as path from "node:path"
 import { Config, Duration, Effect, Option, Redacted } from "effect"
 import { AppConfig, thisHostName } from "./AppConfig.js"
+import { clusterSettings } from "./ClusterConfig.js"
 import { durationSetting } from "./DurationSetting.js"
 import { displayUrl } from "./GitMirror.js"
 import { redactDatabaseUrl } from "./sql/DatabaseUrl.js"
@@ -17,6 +18,7 @@ export const effectiveSettings = Effect.gen(function* () {
     durationSetting(name).pipe(Config.withDefault(fallback), Effect.map(Duration.format))
   const registry = yield* text("KEEL_REGISTRY")
   const vaultKey = yield* Config.option(Config.redacted("KEEL_VAULT_KEY"))
+  const cluster = yield* clusterSettings
   return {
     data_dir: config.dataDir,
     database_file: config.databaseFile,
@@ -32,6 +34,13 @@ export const effectiveSettings = Effect.gen(function* () {
     log_level: config.logLevel,
     demo_data: config.demoData,
     cluster_poll_interval: Duration.format(config.clusterPollInterval),
+    // The actor runtime: single, or one of several runners (docs/cluster.md).
+    cluster_mode: cluster.mode,
+    runner_address: Option.getOrNull(cluster.runnerAddress),
+    runner_listen: Option.getOrNull(cluster.runnerListen),
+    cluster_shards: cluster.shards,
+    runner_lock_expiration: Duration.format(cluster.lockExpiration),
+    runner_health_interval: Duration.format(cluster.healthInterval),
     sqlite_synchronous: config.sqliteSynchronous,
     sqlite_busy_timeout: Duration.format(config.sqliteBusyTimeout),
     // Fleet
