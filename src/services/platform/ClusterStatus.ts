@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Duration, Effect } from "effect"
 import { clusterSettings } from "./ClusterConfig.js"
 import { sqlDefect } from "./Database.js"
+import { storedTables } from "./transfer/Catalog.js"
 
 /** One runner as the shared database knows it (`cluster_runners`, `cluster_locks`). */
 export interface RunnerRow {
@@ -44,18 +45,6 @@ export const shardOf = (entityId: string, shardsPerGroup: number) => {
   return Math.abs(optimized % shardsPerGroup) + 1
 }
 
-const tableExists = (sql: SqlClient.SqlClient, table: string) =>
-  sql
-    .onDialectOrElse({
-      pg: () =>
-        sql<{
-          n: unknown
-        }>`SELECT count(*) AS n FROM pg_tables WHERE schemaname = current_schema() AND tablename = ${table}`,
-      orElse: () =>
-        sql<{ n: unknown }>`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ${table}`
-    })
-    .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0) > 0))
-
 /**
  * What `ctl cluster status` shows (docs/cluster.md): the runners, their health, the shards and known actors each
  * holds — read from the database every runner shares, so any process (a runner or not) answers the same.
@@ -81,25 +70,25 @@ export class ClusterStatus extends Effect.Service<ClusterStatus>()("platform/Clu
       orElse: () => "(julianday('now') - julianday(acquired_at)) * 86400"
     })
 
-    const knownEntities = Effect.gen(function* () {
-      const tickers = (yield* tableExists(sql, "market_agents"))
-        ? (yield* sql<{ ticker: string }>`SELECT ticker FROM market_agents`).map((row) => row.ticker)
-        : []
-      const leases = (yield* tableExists(sql, "leases"))
-        ? (yield* sql<{ key: string }>`SELECT key FROM leases`).map((row) => row.key)
-        : []
-      return { MarketAgent: tickers, LeaseKeeper: leases }
-    })
+    const knownEntities = (tables: ReadonlySet<string>) =>
+      Effect.gen(function* () {
+        const tickers = tables.has("market_agents")
+          ? (yield* sql<{ ticker: string }>`SELECT ticker FROM market_agents`).map((row) => row.ticker)
+          : []
+        const leases = tables.has("leases")
+          ? (yield* sql<{ key: string }>`SELECT key FROM leases`).map((row) => row.key)
+          : []
+        return { MarketAgent: tickers, LeaseKeeper: leases }
+      })
 
     const report = Effect.gen(function* () {
-      const hasRunners = yield* tableExists(sql, "cluster_runners")
-      const hasLocks = yield* tableExists(sql, "cluster_locks")
-      const runners = hasRunners
+      const tables = new Set((yield* storedTables(sql)).map((row) => row.name))
+      const runners = tables.has("cluster_runners")
         ? yield* sql.unsafe<{ address: string; healthy: unknown; age: unknown }>(
             `SELECT address, healthy, ${ageSeconds} AS age FROM cluster_runners ORDER BY address`
           )
         : []
-      const locks = hasLocks
+      const locks = tables.has("cluster_locks")
         ? yield* sql.unsafe<{ shard_id: string; address: string }>(
             `SELECT shard_id, address FROM cluster_locks WHERE ${lockAgeSeconds} < ${expiry}`
           )
@@ -109,7 +98,7 @@ export class ClusterStatus extends Effect.Service<ClusterStatus>()("platform/Clu
         const at = lock.shard_id.lastIndexOf(":")
         if (lock.shard_id.slice(0, at) === "default") holder.set(Number(lock.shard_id.slice(at + 1)), lock.address)
       }
-      const entities = yield* knownEntities
+      const entities = yield* knownEntities(tables)
       const perRunner = new Map<string, Record<string, number>>()
       for (const [type, ids] of Object.entries(entities))
         for (const id of ids) {
