@@ -1,6 +1,6 @@
 import * as path from "node:path"
 import { Config, Effect, Layer } from "effect"
-import { AppConfig, objectDirSetting } from "../services/platform/AppConfig.js"
+import { AppConfig, objectDirSetting, objectStoreSetting } from "../services/platform/AppConfig.js"
 import { FsObjectStoreLayer } from "../services/platform/objects/FsObjectStore.js"
 import { MemoryObjectStoreLayer } from "../services/platform/objects/MemoryObjectStore.js"
 import { RoutedFsObjectStoreLayer } from "../services/platform/objects/RoutedFsObjectStore.js"
@@ -14,11 +14,7 @@ import { SqlObjectStoreLayer } from "../services/platform/objects/SqlObjectStore
 export const ObjectStoreLive = Layer.unwrapEffect(
   Effect.gen(function* () {
     const app = yield* AppConfig
-    const backend = yield* Config.literal(
-      "fs",
-      "sql",
-      "memory"
-    )("KEEL_OBJECT_STORE").pipe(Config.withDefault("fs" as const))
+    const backend = yield* objectStoreSetting
     if (backend === "sql") return SqlObjectStoreLayer
     // Embedders that want nothing on disk; gone with the process.
     if (backend === "memory") return MemoryObjectStoreLayer

@@ -129,6 +129,13 @@ export const thisHostName = Effect.map(Config.option(Config.string("KEEL_HOST"))
 export const objectDirSetting = (dataDir: string) =>
   Config.string("KEEL_OBJECT_DIR").pipe(Config.withDefault(path.join(dataDir, "objects")))
 
+/** The object backend (KEEL_OBJECT_STORE): `fs` (default), `sql` (the application database) or `memory`. */
+export const objectStoreSetting = Config.literal(
+  "fs",
+  "sql",
+  "memory"
+)("KEEL_OBJECT_STORE").pipe(Config.withDefault("fs" as const))
+
 /** The vault's master-key file (KEEL_VAULT_KEY_FILE, default `<data dir>/vault.key`): the vault's, and the janitor's to protect. */
 export const vaultKeyFileSetting = (dataDir: string) =>
   Config.string("KEEL_VAULT_KEY_FILE").pipe(Config.withDefault(path.join(dataDir, "vault.key")))

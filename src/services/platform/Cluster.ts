@@ -13,7 +13,7 @@ import {
 import { NodeClusterSocket } from "@effect/platform-node"
 import { RpcSerialization } from "@effect/rpc"
 import { Cause, Config, Duration, Effect, Layer, Option } from "effect"
-import { AppConfig } from "./AppConfig.js"
+import { AppConfig, objectStoreSetting } from "./AppConfig.js"
 import { type ClusterSettings, clusterSettings, planRunners, type RunnerPlan } from "./ClusterConfig.js"
 
 export interface ClusterOptions {
@@ -152,7 +152,7 @@ export const clusterFromConfig = Layer.unwrapEffect(
     const plan = yield* planRunners(settings, {
       engine: Option.isSome(config.databaseUrl) ? "pg" : "sqlite",
       sharedVaultKey: yield* sharedVaultKey,
-      objectStore: yield* Config.string("KEEL_OBJECT_STORE").pipe(Config.withDefault("fs"))
+      objectStore: yield* objectStoreSetting
     })
     yield* Effect.logInfo("runners mode").pipe(
       Effect.annotateLogs({

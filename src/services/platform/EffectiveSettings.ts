@@ -1,6 +1,6 @@
 import * as path from "node:path"
 import { Config, Duration, Effect, Option, Redacted } from "effect"
-import { AppConfig, thisHostName } from "./AppConfig.js"
+import { AppConfig, objectStoreSetting, thisHostName } from "./AppConfig.js"
 import { clusterSettings } from "./ClusterConfig.js"
 import { durationSetting } from "./DurationSetting.js"
 import { displayUrl } from "./GitMirror.js"
@@ -49,7 +49,7 @@ export const effectiveSettings = Effect.gen(function* () {
     registry_ref: (yield* text("KEEL_REGISTRY_REF")) ?? null,
     registry_path: (yield* text("KEEL_REGISTRY_PATH")) ?? "registry.yml",
     git_timeout: yield* duration("KEEL_GIT_TIMEOUT", Duration.seconds(30)),
-    object_store: (yield* text("KEEL_OBJECT_STORE")) ?? "fs",
+    object_store: yield* objectStoreSetting,
     object_dir: (yield* text("KEEL_OBJECT_DIR")) ?? path.join(config.dataDir, "objects"),
     janitor_state_dir: (yield* text("KEEL_JANITOR_STATE_DIR")) ?? path.join(config.dataDir, "janitor"),
     control_plane_url: Option.getOrNull(
