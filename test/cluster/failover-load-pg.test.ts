@@ -1,10 +1,9 @@
 import type { ChildProcess } from "node:child_process"
-import * as http from "node:http"
 import { afterAll, assert, describe, it } from "vitest"
 import { testWallet } from "../support/market.js"
 import { postgresSkipReason } from "../support/pg-schema.js"
 import { admin, runnersFixture, waitFor } from "../support/runners.js"
-import { requestChild } from "../support/server.js"
+import { openEventStream, requestChild } from "../support/server.js"
 
 // Issue 45's failover under load (docs/cluster.md, "Failover"): three `ctl serve` runners on one PostgreSQL schema,
 // trades on ten tickers through all three HTTP ports, one runner SIGKILLed mid-load; an order that failed (its
@@ -23,33 +22,6 @@ const TICKERS = Array.from({ length: 10 }, (_, i) => `FAIL${String.fromCharCode(
 const SENDERS = 6
 const ORDERS = 30
 
-/** `GET /api/stream` from now: the event ids it has sent so far, in order. */
-const streamOf = (port: number) =>
-  new Promise<{ ids: Array<number>; close: () => void }>((resolve, reject) => {
-    const ids: Array<number> = []
-    let text = ""
-    let opened = false
-    const request = http.get({ host: "127.0.0.1", port, path: "/api/stream", agent: false }, (res) => {
-      res.setEncoding("utf8")
-      res.on("data", (chunk: string) => {
-        text += chunk
-        const frames = text.split("\n\n")
-        text = frames.pop() ?? ""
-        for (const frame of frames) {
-          const id = /^id: (\d+)$/m.exec(frame)
-          if (id !== null) ids.push(Number(id[1]))
-          if (!opened && frame.startsWith("retry:")) {
-            opened = true
-            resolve({ ids, close: () => request.destroy() })
-          }
-        }
-      })
-    })
-    request.on("error", (error) => {
-      if (!opened) reject(error)
-    })
-  })
-
 describe.skipIf(postgresSkipReason !== undefined)("three runners, one SIGKILLed under load", () => {
   it("every order answered 200 is journaled once, the audit is clean, a survivor's stream has every event once", async () => {
     const { schema, ctl, runner, holders } = await runnersFixture(children, schemas)
@@ -64,7 +36,7 @@ describe.skipIf(postgresSkipReason !== undefined)("three runners, one SIGKILLed 
     const servers = await Promise.all([runner(0), runner(1), runner(2)])
     await waitFor("shards on all three runners", async () => (await holders()).size === 3)
     const firstSeq = Number((await admin(`SELECT coalesce(max(seq), 0) AS n FROM ${schema}.market_events`))[0]!.n)
-    const stream = await streamOf(servers[0]!.port)
+    const stream = await openEventStream(servers[0]!.port)
 
     const dead = new Set<number>()
     const answered = new Map<string, string>()

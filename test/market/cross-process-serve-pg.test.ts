@@ -1,7 +1,6 @@
 import type { ChildProcess } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
-import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { SqlClient } from "@effect/sql"
@@ -20,7 +19,7 @@ import {
   walletAccount
 } from "../support/keel.js"
 import { freshSchema, postgresSkipReason, testDatabaseUrl, urlInSchema } from "../support/pg-schema.js"
-import { ctlBin, requestChild, startServer } from "../support/server.js"
+import { ctlBin, openEventStream, requestChild, startServer } from "../support/server.js"
 
 // Two real processes on one PostgreSQL schema: a `ctl serve` (B, the built package: `npm run build` first) and this
 // test's process (A, the marketplace's services on its own pool). What A commits, B's `/api/stream` shows and B's key
@@ -54,29 +53,8 @@ const serverOn = (schema: string, name: string) =>
 /** `GET /api/stream` on B for the scope: the event ids it has sent so far, in order. */
 const streamOf = (port: number) =>
   Effect.acquireRelease(
-    Effect.async<{ ids: Array<number>; request: http.ClientRequest }>((resume) => {
-      const ids: Array<number> = []
-      let text = ""
-      let opened = false
-      const request = http.get({ host: "127.0.0.1", port, path: "/api/stream", agent: false }, (res) => {
-        res.setEncoding("utf8")
-        res.on("data", (chunk: string) => {
-          text += chunk
-          const frames = text.split("\n\n")
-          text = frames.pop() ?? ""
-          for (const frame of frames) {
-            const id = /^id: (\d+)$/m.exec(frame)
-            if (id !== null) ids.push(Number(id[1]))
-            if (!opened && frame.startsWith("retry:")) {
-              opened = true
-              resume(Effect.succeed({ ids, request }))
-            }
-          }
-        })
-      })
-      request.on("error", () => {})
-    }),
-    ({ request }) => Effect.sync(() => request.destroy())
+    Effect.promise(() => openEventStream(port)),
+    (stream) => Effect.sync(stream.close)
   )
 
 /** Waits (real time, bounded: 60 s in 50 ms steps) until `condition` holds. */

@@ -118,3 +118,33 @@ export const runCtlOk = async (
     throw new Error(`ctl ${args.join(" ")} exited ${result.code}\n${result.stderr}\n${result.stdout}`)
   return result.stdout
 }
+
+/**
+ * `GET /api/stream` on a server process, kept open: resolves once the stream has opened (its `retry:` frame) with the
+ * event ids it has sent so far, in arrival order (the array grows as frames come), and `close` to hang up.
+ */
+export const openEventStream = (port: number) =>
+  new Promise<{ readonly ids: Array<number>; readonly close: () => void }>((resolve, reject) => {
+    const ids: Array<number> = []
+    let text = ""
+    let opened = false
+    const request = http.get({ host: "127.0.0.1", port, path: "/api/stream", agent: false }, (res) => {
+      res.setEncoding("utf8")
+      res.on("data", (chunk: string) => {
+        text += chunk
+        const frames = text.split("\n\n")
+        text = frames.pop() ?? ""
+        for (const frame of frames) {
+          const id = /^id: (\d+)$/m.exec(frame)
+          if (id !== null) ids.push(Number(id[1]))
+          if (!opened && frame.startsWith("retry:")) {
+            opened = true
+            resolve({ ids, close: () => request.destroy() })
+          }
+        }
+      })
+    })
+    request.on("error", (error) => {
+      if (!opened) reject(error)
+    })
+  })
