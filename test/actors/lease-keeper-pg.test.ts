@@ -1,26 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Scope } from "effect"
-import {
-  AllMigrations,
-  AppConfigTest,
-  Database,
-  Health,
-  LeaseKeeper,
-  LeaseKeeperLive,
-  Leases,
-  migrationsLayer,
-  singleRunner
-} from "../support/keel.js"
+import { LeaseKeeper } from "../support/keel.js"
+import { leaseKeeperRuntime } from "../support/lease-keeper.js"
 import { freshSchema, pgClientIn, postgresSkipReason } from "../support/pg-schema.js"
 
 /** The production wiring (single runner, SQL runner and message storage) on one PostgreSQL schema. */
-const runtimeIn = (schema: string) =>
-  LeaseKeeperLive.pipe(
-    Layer.provideMerge(singleRunner({ pollInterval: "100 millis", runnerStorage: "sql", terminationTimeout: 0 })),
-    Layer.provideMerge(Layer.mergeAll(Leases.Default, Health.Default).pipe(Layer.provideMerge(Database.Default))),
-    Layer.provideMerge(migrationsLayer(AllMigrations).pipe(Layer.provideMerge(pgClientIn(schema)))),
-    Layer.provideMerge(AppConfigTest({}))
-  )
+const runtimeIn = (schema: string) => leaseKeeperRuntime(pgClientIn(schema))
 
 const acquire = (key: string, holder: string) =>
   Effect.flatMap(LeaseKeeper.client, (client) => client(key).Acquire({ holder, ttlMillis: 60_000 }))

@@ -3,27 +3,12 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer } from "effect"
-import {
-  AllMigrations,
-  AppConfigTest,
-  Database,
-  Health,
-  LeaseKeeper,
-  LeaseKeeperLive,
-  Leases,
-  migrationsLayer,
-  singleRunner
-} from "../support/keel.js"
+import { Effect, Exit } from "effect"
+import { LeaseKeeper } from "../support/keel.js"
+import { leaseKeeperRuntime } from "../support/lease-keeper.js"
 
 /** The production wiring (single runner, SQL message storage) on a real SQLite file. */
-const runtimeOn = (file: string) =>
-  LeaseKeeperLive.pipe(
-    Layer.provideMerge(singleRunner({ pollInterval: "100 millis", runnerStorage: "sql", terminationTimeout: 0 })),
-    Layer.provideMerge(Layer.mergeAll(Leases.Default, Health.Default).pipe(Layer.provideMerge(Database.Default))),
-    Layer.provideMerge(migrationsLayer(AllMigrations).pipe(Layer.provideMerge(SqliteClient.layer({ filename: file })))),
-    Layer.provideMerge(AppConfigTest({ databaseFile: file }))
-  )
+const runtimeOn = (file: string) => leaseKeeperRuntime(SqliteClient.layer({ filename: file }), { databaseFile: file })
 
 describe("LeaseKeeper entity on the single SQL runner", () => {
   it.live(
