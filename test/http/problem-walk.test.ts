@@ -797,6 +797,35 @@ describe("a server whose dependencies fail", () => {
   })
 })
 
+describe("a server whose Redis is away", () => {
+  // Nothing listens on port 1: every count through Redis fails, and trading fails closed by default.
+  layer(HttpTest({ env: { KEEL_REDIS_URL: "redis://127.0.0.1:1" } }), {
+    timeout: "60 seconds",
+    excludeTestServices: true
+  })("the shared rate-limit counters", (it) => {
+    it.effect("RATE_LIMIT_UNAVAILABLE", () =>
+      Effect.gen(function* () {
+        yield* launchAgent("AWAY")
+        const w = yield* fundedWallet(9101, "10")
+        const order = {
+          method: "POST",
+          url: "/api/tokens/AWAY/buy",
+          headers: { ...bearer(w.key), "content-type": "application/json" },
+          body: json({ user_id: w.address, amount: 1 })
+        }
+        const refused = yield* expectProblem(
+          "marketplace",
+          "/api/tokens/{ticker}/buy",
+          order,
+          503,
+          "RATE_LIMIT_UNAVAILABLE"
+        )
+        assert.strictEqual(refused.headers["retry-after"], "2")
+      })
+    )
+  })
+})
+
 describe("coverage", () => {
   layer(Layer.empty)("the walk", (it) => {
     it("provoked every code each surface declares, and the platform's own", () => {

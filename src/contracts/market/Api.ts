@@ -21,6 +21,7 @@ import {
   OrderNotFilled,
   Overloaded,
   RateLimited,
+  RateLimitUnavailable,
   SlippageExceeded,
   TradeTooSmall,
   Unauthorized
@@ -62,7 +63,7 @@ export class Caller extends Context.Tag("market/Caller")<Caller, { readonly prin
  */
 export class MarketGate extends HttpApiMiddleware.Tag<MarketGate>()("MarketGate", {
   provides: Caller,
-  failure: Schema.Union(Unauthorized, RateLimited)
+  failure: Schema.Union(Unauthorized, RateLimited, RateLimitUnavailable)
 }) {}
 
 /**

@@ -121,6 +121,16 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()(
   HttpApiSchema.annotations({ status: 429 })
 ) {}
 
+/**
+ * The shared rate-limit counters (Redis) cannot be read and this endpoint class fails closed
+ * (`KEEL_RATE_LIMIT_FAIL_CLOSED`): the request was not counted and nothing was done.
+ */
+export class RateLimitUnavailable extends Schema.TaggedError<RateLimitUnavailable>()(
+  "RateLimitUnavailable",
+  { code: Schema.Literal("RATE_LIMIT_UNAVAILABLE"), retry_after_seconds: Schema.Int, detail: Schema.String },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
 /** A ticker's actor holds `MARKET_TRADE_QUEUE` trades already: this one was not taken (nothing changed). */
 export class Overloaded extends Schema.TaggedError<Overloaded>()(
   "Overloaded",

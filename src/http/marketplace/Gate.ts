@@ -7,7 +7,7 @@ import {
   MarketGate,
   TradingEndpoint
 } from "../../contracts/market/Api.js"
-import { RateLimited, Unauthorized } from "../../contracts/market/Errors.js"
+import { RateLimited, RateLimitUnavailable, Unauthorized } from "../../contracts/market/Errors.js"
 import { ApiKeys, type Principal, principalId } from "../../services/market/ApiKeys.js"
 import { MarketConfig } from "../../services/market/MarketConfig.js"
 import { RateLimits } from "../../services/market/RateLimits.js"
@@ -41,6 +41,16 @@ const rateLimited = (cls: EndpointClass, limit: number, window: Duration.Duratio
     code: "RATE_LIMITED",
     retry_after_seconds: retryAfter,
     detail: `more than ${limit} ${cls} requests per ${Duration.format(window)}; retry in ${retryAfter} s`
+  })
+}
+
+/** Counting is shared through Redis, which is failing, and this class fails closed (docs/marketplace.md). */
+const rateLimitUnavailable = (cls: EndpointClass, retryAfterMillis: number) => {
+  const retryAfter = Math.max(1, Math.ceil(retryAfterMillis / 1000))
+  return new RateLimitUnavailable({
+    code: "RATE_LIMIT_UNAVAILABLE",
+    retry_after_seconds: retryAfter,
+    detail: `the shared rate-limit counters cannot be read and ${cls} requests are refused meanwhile; retry in ${retryAfter} s`
   })
 }
 
@@ -95,8 +105,15 @@ export const MarketGateLive = Layer.effect(
       const key = rateKey(cls, principal, ip)
       const limit = config.limits[cls]
       const windowMillis = Duration.toMillis(config.rateWindow)
-      const { now, outcome } = yield* limits.consume(key, limit, windowMillis)
+      const { now, outcome } = yield* limits.consume(cls, key, limit, windowMillis)
       if (!outcome.allowed) {
+        if ("unavailable" in outcome) {
+          const error = rateLimitUnavailable(cls, outcome.retryAfterMillis)
+          yield* HttpApp.appendPreResponseHandler((_request, response) =>
+            Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(error.retry_after_seconds)))
+          )
+          return yield* error
+        }
         const error = rateLimited(cls, limit, config.rateWindow, outcome.retryAfterMillis)
         yield* HttpApp.appendPreResponseHandler((_request, response) =>
           Effect.succeed(

@@ -1,5 +1,5 @@
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Clock, Duration, Effect, Either, Schema } from "effect"
+import { Duration, Effect, Either, Schema } from "effect"
 import { BuyPayload, MONEY_FIELDS, SellPayload, TradeHeaders } from "../../contracts/market/Api.js"
 import { parseJsonExact } from "../../contracts/market/JsonNumbers.js"
 import type { DecimalInput } from "../../contracts/market/Money.js"
@@ -104,8 +104,13 @@ export const tradeFastPath = Effect.gen(function* () {
       if (principal === undefined) return undefined
       // Another wallet's user_id is the route's to refuse: nothing is counted before the wallet rule holds.
       if (Either.isLeft(provenWallet(principal, payload.right.user_id))) return undefined
-      const now = yield* Clock.currentTimeMillis
-      const counted = limits.consumeAt(rateKey("trading", principal, undefined), limit, windowMillis, now)
+      const { now, outcome: counted } = yield* limits.consume(
+        "trading",
+        rateKey("trading", principal, undefined),
+        limit,
+        windowMillis
+      )
+      // Over the limit or the counters unreachable: nothing was counted, the route answers (and counts) as always.
       if (!counted.allowed) return undefined
 
       // Counted: from here on this request is answered here, whatever happens.
