@@ -1,5 +1,5 @@
-import { Redis } from "ioredis"
 import { Data, Duration, Effect, Redacted } from "effect"
+import { Redis } from "ioredis"
 import type { Allowed, Exceeded } from "./LocalCounters.js"
 
 /** Redis did not answer a count (down, unreachable, too slow): the caller's failure policy decides. */
