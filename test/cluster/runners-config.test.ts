@@ -1,3 +1,6 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import {
   EntityId,
   MessageStorage,
@@ -7,16 +10,18 @@ import {
   Sharding,
   ShardingConfig
 } from "@effect/cluster"
-import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Exit, Layer, Option } from "effect"
+import { assert, beforeAll, describe, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Exit, Layer, Option, TestClock } from "effect"
 import {
   type ClusterSettings,
   clusterSettings,
   isPrivateAddress,
   parseHostPort,
-  planRunners
+  planRunners,
+  runnerTlsState
 } from "../../src/services/platform/ClusterConfig.js"
 import { shardOf } from "../../src/services/platform/ClusterStatus.js"
+import { makeCa, type RunnerCertificate, runnerTlsEnv } from "../support/runner-tls.js"
 
 const settingsFrom = (env: Record<string, string>) =>
   Effect.withConfigProvider(clusterSettings, ConfigProvider.fromMap(new Map(Object.entries(env))))
@@ -57,7 +62,8 @@ describe("runners mode's settings and refusals (docs/cluster.md)", () => {
       const planned = yield* planRunners(settings, fit)
       assert.deepStrictEqual(planned, {
         address: { host: "127.0.0.1", port: 7400 },
-        listen: { host: "127.0.0.1", port: 7400 }
+        listen: { host: "127.0.0.1", port: 7400 },
+        tls: Option.none()
       })
     })
   )
@@ -108,6 +114,140 @@ describe("runners mode's settings and refusals (docs/cluster.md)", () => {
     assert.isFalse(isPrivateAddress("1.1.1.1"))
     assert.isFalse(isPrivateAddress("not-an-ip"))
   })
+})
+
+describe("the runner port's TLS settings and refusals (docs/cluster.md, Security of the runner port)", () => {
+  // A CA and its runner certificates, another CA (what the runners must refuse), made with openssl as the docs say.
+  let dir = ""
+  let ca = { cert: "", key: "" }
+  let good: RunnerCertificate = { cert: "", key: "" }
+  let other: RunnerCertificate = { cert: "", key: "" }
+  let foreign: RunnerCertificate = { cert: "", key: "" }
+  let serverOnly: RunnerCertificate = { cert: "", key: "" }
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-runner-tls-"))
+    const shared = makeCa(dir, "keel-runners-ca")
+    ca = shared
+    good = shared.issue("runner-a")
+    other = shared.issue("runner-b")
+    serverOnly = shared.issue("runner-s", { extendedKeyUsage: "serverAuth" })
+    foreign = makeCa(path.join(dir, "elsewhere"), "another-ca").issue("intruder")
+  }, 60_000)
+
+  const planWith = (env: Record<string, string>) =>
+    Effect.flatMap(
+      settingsFrom({ KEEL_CLUSTER_MODE: "runners", KEEL_RUNNER_ADDRESS: "127.0.0.1:7400", ...env }),
+      (settings: ClusterSettings) => Effect.exit(planRunners(settings, fit))
+    )
+  const detail = (exit: Exit.Exit<unknown, { readonly code: string; readonly detail: string }>) =>
+    Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error.detail : ""
+  // Certificates are valid from when openssl made them: the test clock starts at 1970 unless told the time.
+  const now = Effect.suspend(() => TestClock.setTime(Date.now()))
+
+  it.effect("all three or none: a partial set is refused, naming what is missing", () =>
+    Effect.gen(function* () {
+      yield* now
+      const full = runnerTlsEnv(ca.cert, good)
+      for (const left of ["KEEL_RUNNER_TLS_CA", "KEEL_RUNNER_TLS_CERT", "KEEL_RUNNER_TLS_KEY"] as const) {
+        const partial: Record<string, string> = { ...full }
+        delete partial[left]
+        const exit = yield* planWith(partial)
+        assert.strictEqual(refusal(exit), "RUNNER_TLS_INVALID", left)
+        assert.include(detail(exit), `${left} missing`)
+      }
+      const onlyCa = yield* planWith({ KEEL_RUNNER_TLS_CA: ca.cert })
+      assert.strictEqual(refusal(onlyCa), "RUNNER_TLS_INVALID")
+      assert.include(detail(onlyCa), "KEEL_RUNNER_TLS_CERT and KEEL_RUNNER_TLS_KEY missing")
+      assert.deepStrictEqual(
+        [
+          runnerTlsState(yield* settingsFrom({})),
+          runnerTlsState(yield* settingsFrom({ KEEL_RUNNER_TLS_KEY: good.key })),
+          runnerTlsState(yield* settingsFrom(full))
+        ],
+        ["off", "incomplete", "on"]
+      )
+    })
+  )
+
+  it.effect("a good set plans TLS, and lets the port bind a public address without KEEL_RUNNER_ALLOW_PUBLIC", () =>
+    Effect.gen(function* () {
+      yield* now
+      const settings = yield* settingsFrom({
+        KEEL_CLUSTER_MODE: "runners",
+        KEEL_RUNNER_ADDRESS: "203.0.113.7:7400",
+        KEEL_RUNNER_LISTEN: "0.0.0.0:7400",
+        ...runnerTlsEnv(ca.cert, good)
+      })
+      const plan = yield* planRunners(settings, fit)
+      assert.isTrue(Option.isSome(plan.tls))
+      const tls = Option.getOrThrow(plan.tls)
+      assert.strictEqual(tls.subject, "CN=runner-a")
+      assert.match(tls.fingerprint, /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/)
+      assert.isTrue(tls.expires.getTime() > Date.now())
+      // The key is redacted wherever the plan is printed.
+      const keyBody = fs.readFileSync(good.key, "utf8").split("\n")[1]!
+      assert.notInclude(JSON.stringify(plan), keyBody)
+      assert.notInclude(String(tls.key), keyBody)
+      // Without TLS the same public address stays refused.
+      assert.strictEqual(
+        refusal(yield* planWith({ KEEL_RUNNER_ADDRESS: "203.0.113.7:7400", KEEL_RUNNER_LISTEN: "0.0.0.0:7400" })),
+        "RUNNER_ADDRESS_PUBLIC"
+      )
+    })
+  )
+
+  it.effect(
+    "unreadable files, a certificate of another CA, a key not its certificate's: refused, no key in the text",
+    () =>
+      Effect.gen(function* () {
+        yield* now
+        const keyBodies = [good.key, other.key, foreign.key].map(
+          (file) => fs.readFileSync(file, "utf8").split("\n")[1]!
+        )
+        const cases: ReadonlyArray<readonly [string, Record<string, string>, string]> = [
+          ["missing CA file", runnerTlsEnv(path.join(dir, "nope.crt"), good), "cannot be read: ENOENT"],
+          [
+            "missing key file",
+            { ...runnerTlsEnv(ca.cert, good), KEEL_RUNNER_TLS_KEY: path.join(dir, "nope.key") },
+            "KEEL_RUNNER_TLS_KEY"
+          ],
+          ["a CA file with no certificate", runnerTlsEnv(good.key, good), "holds no PEM certificate"],
+          ["a runner certificate as the CA", runnerTlsEnv(other.cert, good), "not a CA certificate"],
+          [
+            "a certificate of another CA",
+            runnerTlsEnv(ca.cert, foreign),
+            "is not signed by a CA of KEEL_RUNNER_TLS_CA"
+          ],
+          ["a certificate for serving only", runnerTlsEnv(ca.cert, serverOnly), "serverAuth and clientAuth"],
+          [
+            "another runner's key",
+            { ...runnerTlsEnv(ca.cert, good), KEEL_RUNNER_TLS_KEY: other.key },
+            "is not the key of"
+          ],
+          ["the CA's key", { ...runnerTlsEnv(ca.cert, good), KEEL_RUNNER_TLS_KEY: ca.key }, "is not the key of"],
+          [
+            "a certificate as the key",
+            { ...runnerTlsEnv(ca.cert, good), KEEL_RUNNER_TLS_KEY: good.cert },
+            "not an unencrypted PEM private key"
+          ]
+        ]
+        for (const [what, env, expected] of cases) {
+          const exit = yield* planWith(env)
+          assert.strictEqual(refusal(exit), "RUNNER_TLS_INVALID", what)
+          assert.include(detail(exit), expected, `${what}: ${detail(exit)}`)
+          for (const body of keyBodies) assert.notInclude(detail(exit), body, what)
+        }
+      })
+  )
+
+  it.effect("a certificate not valid now is refused", () =>
+    Effect.gen(function* () {
+      // The test clock at 1970: before the certificate's validity.
+      const exit = yield* planWith(runnerTlsEnv(ca.cert, good))
+      assert.strictEqual(refusal(exit), "RUNNER_TLS_INVALID")
+      assert.match(detail(exit), /is valid from .* to .*, not now/)
+    })
+  )
 })
 
 describe("the shard of an actor, as ctl cluster status computes it", () => {

@@ -15,6 +15,7 @@ import { RpcSerialization } from "@effect/rpc"
 import { Cause, Config, Duration, Effect, Layer, Option } from "effect"
 import { AppConfig, objectStoreSetting } from "./AppConfig.js"
 import { type ClusterSettings, clusterSettings, planRunners, type RunnerPlan } from "./ClusterConfig.js"
+import { layerTlsClientProtocol, layerTlsSocketServer } from "./RunnerTls.js"
 
 export interface ClusterOptions {
   /** How often a runner re-reads persisted messages (what resumes work after a crash). */
@@ -102,11 +103,15 @@ export const singleRunnerFromConfig = Layer.unwrapEffect(
  */
 export const socketRunner = (plan: RunnerPlan, settings: ClusterSettings, pollInterval: Duration.DurationInput) => {
   const refresh = Duration.max(Duration.millis(500), Duration.unsafeDivide(settings.lockExpiration, 3))
+  // The runner port: plain TCP, or mutual TLS with the shared CA when configured (RunnerTls.ts). The health check
+  // dials the others the same way as messages do.
+  const [server, clientProtocol] = Option.match(plan.tls, {
+    onNone: () => [NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol] as const,
+    onSome: (tls) => [layerTlsSocketServer(plan.listen, tls), layerTlsClientProtocol(tls)] as const
+  })
   return SocketRunner.layer.pipe(
-    Layer.provide(
-      RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))
-    ),
-    Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
+    Layer.provide(RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(clientProtocol))),
+    Layer.provide([server, clientProtocol]),
     Layer.provideMerge(messageStorage),
     Layer.provide(runnerStorage),
     Layer.provide(
@@ -158,7 +163,12 @@ export const clusterFromConfig = Layer.unwrapEffect(
       Effect.annotateLogs({
         address: `${plan.address.host}:${plan.address.port}`,
         listen: `${plan.listen.host}:${plan.listen.port}`,
-        shards: settings.shards
+        shards: settings.shards,
+        // Which certificate this runner presents (public facts), never where its key is or what it holds.
+        tls: Option.match(plan.tls, {
+          onNone: () => "off",
+          onSome: (tls) => `on (${tls.subject}; sha256 ${tls.fingerprint}; expires ${tls.expires.toISOString()})`
+        })
       })
     )
     return socketRunner(plan, settings, config.clusterPollInterval)

@@ -2,6 +2,7 @@ import { lookup } from "node:dns/promises"
 import { BlockList, isIP } from "node:net"
 import { Config, Duration, Effect, Option, Schema } from "effect"
 import { durationSetting } from "./DurationSetting.js"
+import { type RunnerTls, readRunnerTls } from "./RunnerTlsFiles.js"
 
 /**
  * How this process hosts Keel's actors (docs/cluster.md): `single` (the default) is the embedded runner that owns
@@ -14,8 +15,18 @@ export const clusterSettings = Config.all({
   runnerAddress: Config.option(Config.string("KEEL_RUNNER_ADDRESS")),
   /** `host:port` the runner port binds; default the runner address. */
   runnerListen: Config.option(Config.string("KEEL_RUNNER_LISTEN")),
-  /** Binding a public address is refused unless this is true: the runner protocol has no authentication. */
+  /**
+   * Binding a public address is refused unless this is true, or the port speaks TLS: the runner protocol itself has
+   * no authentication.
+   */
   runnerAllowPublic: Config.boolean("KEEL_RUNNER_ALLOW_PUBLIC").pipe(Config.withDefault(false)),
+  /**
+   * Mutual TLS on the runner port (all three or none; file paths): the shared CA's certificate(s), this runner's
+   * certificate signed by it, and its private key. docs/cluster.md, "Security of the runner port".
+   */
+  runnerTlsCa: Config.option(Config.string("KEEL_RUNNER_TLS_CA")),
+  runnerTlsCert: Config.option(Config.string("KEEL_RUNNER_TLS_CERT")),
+  runnerTlsKey: Config.option(Config.string("KEEL_RUNNER_TLS_KEY")),
   /** Shards per group: the same on every runner, for the life of the database (a change moves every entity). */
   shards: Config.integer("KEEL_CLUSTER_SHARDS").pipe(
     Config.validate({ message: "must be a whole number from 1 to 10000", validation: (n) => n >= 1 && n <= 10_000 }),
@@ -43,7 +54,8 @@ export class RunnersRefused extends Schema.TaggedError<RunnersRefused>()("Runner
     "RUNNERS_NEED_VAULT_KEY",
     "RUNNERS_NEED_SHARED_OBJECTS",
     "RUNNER_ADDRESS_INVALID",
-    "RUNNER_ADDRESS_PUBLIC"
+    "RUNNER_ADDRESS_PUBLIC",
+    "RUNNER_TLS_INVALID"
   ),
   detail: Schema.String
 }) {}
@@ -103,11 +115,49 @@ export const publicBindReason = async (host: string): Promise<string | undefined
 export interface RunnerPlan {
   readonly address: HostPort
   readonly listen: HostPort
+  /** The runner port's TLS when configured; none is plain TCP. */
+  readonly tls: Option.Option<RunnerTls>
+}
+
+const TLS_SETTINGS = ["KEEL_RUNNER_TLS_CA", "KEEL_RUNNER_TLS_CERT", "KEEL_RUNNER_TLS_KEY"] as const
+
+/** `on` when the three TLS settings are given, `off` when none is, `incomplete` otherwise (refused in runners mode). */
+export const runnerTlsState = (settings: ClusterSettings): "on" | "off" | "incomplete" => {
+  const given = [settings.runnerTlsCa, settings.runnerTlsCert, settings.runnerTlsKey].filter(Option.isSome).length
+  return given === 3 ? "on" : given === 0 ? "off" : "incomplete"
 }
 
 /**
+ * The runner port's TLS from the settings: none when no TLS setting is given; refused (`RUNNER_TLS_INVALID`) when only
+ * some are, or when the files cannot make it (readRunnerTls says why, never with a key's contents).
+ */
+export const planRunnerTls = (settings: ClusterSettings) =>
+  Effect.gen(function* () {
+    const state = runnerTlsState(settings)
+    if (state === "off") return Option.none<RunnerTls>()
+    if (state === "incomplete") {
+      const values = [settings.runnerTlsCa, settings.runnerTlsCert, settings.runnerTlsKey]
+      const missing = TLS_SETTINGS.filter((_, i) => Option.isNone(values[i]!))
+      return yield* new RunnersRefused({
+        code: "RUNNER_TLS_INVALID",
+        detail: `${TLS_SETTINGS.join(", ")} go together (all three or none); ${missing.join(" and ")} missing`
+      })
+    }
+    const files = {
+      ca: Option.getOrThrow(settings.runnerTlsCa),
+      cert: Option.getOrThrow(settings.runnerTlsCert),
+      key: Option.getOrThrow(settings.runnerTlsKey)
+    }
+    return yield* readRunnerTls(files).pipe(
+      Effect.map(Option.some),
+      Effect.mapError((invalid) => new RunnersRefused({ code: "RUNNER_TLS_INVALID", detail: invalid.detail }))
+    )
+  })
+
+/**
  * The checks runners mode makes before it starts (docs/cluster.md, "Refusals"), from what the process is configured
- * with: the engine, whether a vault key every runner can share is given, the object backend, the addresses.
+ * with: the engine, whether a vault key every runner can share is given, the object backend, the addresses, the
+ * runner port's TLS files.
  */
 export const planRunners = (
   settings: ClusterSettings,
@@ -144,7 +194,10 @@ export const planRunners = (
         "RUNNER_ADDRESS_INVALID",
         `KEEL_RUNNER_LISTEN must be host:port, not ${JSON.stringify(Option.getOrElse(settings.runnerListen, () => ""))}`
       )
-    if (!settings.runnerAllowPublic) {
+    const tls = yield* planRunnerTls(settings)
+    // With TLS only a holder of a certificate from the shared CA gets past the handshake: a public address is what it
+    // is for. Without it, anything that reaches the port is trusted, so a public one must be allowed on purpose.
+    if (!settings.runnerAllowPublic && Option.isNone(tls)) {
       const reason = yield* Effect.tryPromise({
         try: () => publicBindReason(listen.host),
         catch: (error) =>
@@ -157,8 +210,9 @@ export const planRunners = (
         return yield* refuse(
           "RUNNER_ADDRESS_PUBLIC",
           `the runner port would listen on ${reason}; anything that reaches it can send any actor any message. ` +
-            "Bind a loopback or private address, or set KEEL_RUNNER_ALLOW_PUBLIC=true behind a firewall (docs/cluster.md)"
+            "Bind a loopback or private address, configure TLS (KEEL_RUNNER_TLS_CA, KEEL_RUNNER_TLS_CERT, KEEL_RUNNER_TLS_KEY), " +
+            "or set KEEL_RUNNER_ALLOW_PUBLIC=true behind a firewall (docs/cluster.md)"
         )
     }
-    return { address, listen } satisfies RunnerPlan
+    return { address, listen, tls } satisfies RunnerPlan
   })

@@ -1,7 +1,7 @@
 import * as path from "node:path"
 import { Config, Duration, Effect, Option, Redacted } from "effect"
 import { AppConfig, objectStoreSetting, thisHostName } from "./AppConfig.js"
-import { clusterSettings } from "./ClusterConfig.js"
+import { clusterSettings, runnerTlsState } from "./ClusterConfig.js"
 import { durationSetting } from "./DurationSetting.js"
 import { displayUrl } from "./GitMirror.js"
 import { redactDatabaseUrl } from "./sql/DatabaseUrl.js"
@@ -38,6 +38,8 @@ export const effectiveSettings = Effect.gen(function* () {
     cluster_mode: cluster.mode,
     runner_address: Option.getOrNull(cluster.runnerAddress),
     runner_listen: Option.getOrNull(cluster.runnerListen),
+    // Whether the runner port speaks TLS (on, off, or incomplete: refused at start in runners mode); no file's contents.
+    runner_tls: runnerTlsState(cluster),
     cluster_shards: cluster.shards,
     runner_lock_expiration: Duration.format(cluster.lockExpiration),
     runner_health_interval: Duration.format(cluster.healthInterval),
