@@ -72,10 +72,11 @@ export const runnersFixture = async (
     return JSON.parse(run.stdout)
   }
   const runnerPorts: Array<number> = []
-  const runner = async (i: number) => {
+  /** `surfaces`: the HTTP surfaces it serves (the marketplace unless told); every runner hosts every actor. */
+  const runner = async (i: number, surfaces: ReadonlyArray<string> = ["marketplace"]) => {
     runnerPorts[i] ??= await freePort()
     return startServer(
-      [ctlBin, "serve", "--surface", "marketplace", "--port", "0"],
+      [ctlBin, "serve", ...surfaces.flatMap((surface) => ["--surface", surface]), "--port", "0"],
       {
         ...shared,
         KEEL_DATA_DIR: path.join(dir, `runner-${i}`),
