@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { ClusterWorkflowEngine } from "@effect/cluster"
+import { ClusterWorkflowEngine, type Sharding } from "@effect/cluster"
 import type { SqlClient } from "@effect/sql"
 import { Config, type ConfigError, Duration, Effect, Layer, Option } from "effect"
 import { LeaseKeeperLive } from "../actors/LeaseKeeper.js"
@@ -147,8 +147,21 @@ export const ServicesTest = (overrides: Partial<AppSettings> = {}) =>
 /** The single runner with test-speed intervals (messages polled every 100 ms, no termination wait). */
 export const ClusterTest = singleRunner({ pollInterval: "100 millis", runnerStorage: "memory", terminationTimeout: 0 })
 
-export const AppTest = (overrides: Partial<AppSettings> = {}) =>
-  Layer.mergeAll(LeaseKeeperLive, MarketAgentLive, Trades.Default, WorkflowsLive, ReconcilerServices).pipe(
+/**
+ * The whole application on test adapters. `marketAgent` replaces the tickers' actor (e.g. one that never answers, to
+ * reach the trade's wait bound); it must register the `MarketAgent` entity as `MarketAgentLive` does.
+ */
+export const AppTest = (
+  overrides: Partial<AppSettings> = {},
+  actors: { readonly marketAgent?: Layer.Layer<never, never, Sharding.Sharding> } = {}
+) =>
+  Layer.mergeAll(
+    LeaseKeeperLive,
+    actors.marketAgent ?? MarketAgentLive,
+    Trades.Default,
+    WorkflowsLive,
+    ReconcilerServices
+  ).pipe(
     Layer.provideMerge(ClusterTest),
     Layer.provideMerge(HostReach),
     Layer.provideMerge(ServedRegistry),

@@ -9,7 +9,9 @@ import { openEventStream, requestChild } from "../support/server.js"
 // trades on ten tickers through all three HTTP ports, one runner SIGKILLed mid-load; an order that failed (its
 // connection cut, a 5xx) is sent again with its Idempotency-Key to another port. Then every order answered 200 is in
 // the journal exactly once, no order twice, the audit is clean, and an SSE client on a survivor saw every event once,
-// in order. Bounded: 6 senders × 30 orders, each order at most 40 tries; every wait has a limit.
+// in order. A request waits for its ticker's actor at most MARKET_TRADE_TIMEOUT (3 s here), then is answered 503
+// TRADE_OUTCOME_UNKNOWN with its key, and is sent again. Bounded: 6 senders × 30 orders, each order at most 40 tries;
+// every wait has a limit.
 const children: Array<ChildProcess> = []
 const schemas: Array<string> = []
 
@@ -21,10 +23,13 @@ afterAll(async () => {
 const TICKERS = Array.from({ length: 10 }, (_, i) => `FAIL${String.fromCharCode(65 + i)}`)
 const SENDERS = 6
 const ORDERS = 30
+const TRADE_TIMEOUT_MS = 3_000
 
 describe.skipIf(postgresSkipReason !== undefined)("three runners, one SIGKILLed under load", () => {
   it("every order answered 200 is journaled once, the audit is clean, a survivor's stream has every event once", async () => {
-    const { schema, ctl, runner, holders } = await runnersFixture(children, schemas)
+    const { schema, ctl, runner, holders } = await runnersFixture(children, schemas, {
+      MARKET_TRADE_TIMEOUT: `${TRADE_TIMEOUT_MS} millis`
+    })
     for (const ticker of TICKERS) await ctl(["market", "agent", "create", "--ticker", ticker, "--name", ticker])
     const wallets: Array<{ address: string; key: string }> = []
     for (let i = 0; i < SENDERS; i++) {
@@ -42,6 +47,7 @@ describe.skipIf(postgresSkipReason !== undefined)("three runners, one SIGKILLed 
     const answered = new Map<string, string>()
     let longestWaitMs = 0
     let retries = 0
+    let outcomesUnknown = 0
     const send = async (sender: number) => {
       const wallet = wallets[sender]!
       for (let i = 0; i < ORDERS; i++) {
@@ -65,6 +71,11 @@ describe.skipIf(postgresSkipReason !== undefined)("three runners, one SIGKILLed 
           }
           if (answer !== undefined && answer.status < 500)
             throw new Error(`order ${key} refused: ${answer.status} ${answer.body}`)
+          if (answer?.status === 503 && JSON.parse(answer.body).code === "TRADE_OUTCOME_UNKNOWN") {
+            // The wait was cut at the bound; the answer names the order's key to send it again with.
+            assert.strictEqual(JSON.parse(answer.body).idempotency_key, key)
+            outcomesUnknown++
+          }
           retries++
           await new Promise((resolve) => setTimeout(resolve, 100))
         }
@@ -98,14 +109,20 @@ describe.skipIf(postgresSkipReason !== undefined)("three runners, one SIGKILLed 
     stream.close()
     assert.deepStrictEqual(stream.ids, committed)
     console.log(
-      `failover under load: ${answered.size} orders, ${retries} retries, longest single wait ${longestWaitMs} ms`
+      `failover under load: ${answered.size} orders, ${retries} retries (${outcomesUnknown} answered TRADE_OUTCOME_UNKNOWN), longest single wait ${longestWaitMs} ms`
     )
-    // A bound on a hang, not a speed claim: a caller waits about one lock expiry (6 s) plus a health interval.
-    assert.isBelow(longestWaitMs, 60_000)
+    // No request waited past the bound (plus what a loaded 2-core machine adds around it): a bound on a hang, not a
+    // speed claim. Without MARKET_TRADE_TIMEOUT a caller would wait out the failover (about one lock expiry, 6 s,
+    // plus a health interval).
+    assert.isBelow(longestWaitMs, TRADE_TIMEOUT_MS + 10_000)
   }, 400_000)
 
   it("a third runner joining under load takes about a third of the shards, and no trade fails", async () => {
-    const { schema, ctl, runner, holders, runnerPorts } = await runnersFixture(children, schemas)
+    // The production shard count: with the fixture's 30, the ring's share for three runners varies too much with
+    // their (random) ports to say "a third" (4 of 30 was seen).
+    const { schema, ctl, runner, holders, runnerPorts } = await runnersFixture(children, schemas, {
+      KEEL_CLUSTER_SHARDS: "300"
+    })
     for (const ticker of TICKERS) await ctl(["market", "agent", "create", "--ticker", ticker, "--name", ticker])
     const wallet = testWallet(4700)
     const key = (await ctl(["market", "keys", "create", "--wallet", wallet.address])).api_key as string
@@ -133,19 +150,37 @@ describe.skipIf(postgresSkipReason !== undefined)("three runners, one SIGKILLed 
     await waitFor("some trades before the third runner", async () => sent >= 20, 120_000)
     await runner(2)
     await waitFor("the third runner's shards", async () => (await holders()).size === 3)
+    // Shards move one by one as the old owners let them go: the share is read once every shard is held and the
+    // third runner's count has not changed for three polls a second apart.
+    const thirdHolds = async () =>
+      Number(
+        (
+          await admin(`SELECT count(*) AS n FROM ${schema}.cluster_locks WHERE address = $1`, [
+            `127.0.0.1:${runnerPorts[2]}`
+          ])
+        )[0]!.n
+      )
+    const seen: Array<number> = []
+    await waitFor(
+      "the handover to settle",
+      async () => {
+        await new Promise((resolve) => setTimeout(resolve, 1_000))
+        const total = Number((await admin(`SELECT count(*) AS n FROM ${schema}.cluster_locks`))[0]!.n)
+        seen.push(total === 300 ? await thirdHolds() : -1)
+        const last = seen.slice(-3)
+        return last.length === 3 && last[0]! > 0 && last.every((n) => n === last[0])
+      },
+      120_000
+    )
     joined = true
     await load
 
-    const held = await admin(
-      `SELECT address, count(*) AS n FROM ${schema}.cluster_locks WHERE address = $1 GROUP BY address`,
-      [`127.0.0.1:${runnerPorts[2]}`]
-    )
-    const third = Number(held[0]?.n ?? 0)
-    // The hash ring gives each of three equal runners about 10 of the 30 shards.
-    assert.isAtLeast(third, 5, `the third runner holds ${third} of 30 shards`)
-    assert.isAtMost(third, 15, `the third runner holds ${third} of 30 shards`)
+    const third = await thirdHolds()
+    // The hash ring gives each of three equal runners about 100 of the 300 shards.
+    assert.isAtLeast(third, 60, `the third runner holds ${third} of 300 shards`)
+    assert.isAtMost(third, 140, `the third runner holds ${third} of 300 shards`)
     const trades = Number((await admin(`SELECT count(*) AS n FROM ${schema}.market_trades`))[0]!.n)
     assert.strictEqual(trades, sent)
-    console.log(`a runner joined under load: ${sent} trades, none failed; it took ${third} of 30 shards`)
+    console.log(`a runner joined under load: ${sent} trades, none failed; it took ${third} of 300 shards`)
   }, 400_000)
 })

@@ -33,7 +33,7 @@ import {
   surfaceApis,
   Vault
 } from "../support/keel.js"
-import { fundedWallet, launchAgent, serverPort } from "../support/market.js"
+import { fundedWallet, launchAgent, SilentMarketAgent, serverPort } from "../support/market.js"
 import { decoderFor, type OpenApiSchema } from "../support/openapi.js"
 
 // Issue 22, item 4: every error code of every surface, provoked over HTTP, and every answer checked against
@@ -821,6 +821,38 @@ describe("a server whose Redis is away", () => {
           "RATE_LIMIT_UNAVAILABLE"
         )
         assert.strictEqual(refused.headers["retry-after"], "2")
+      })
+    )
+  })
+})
+
+describe("a server whose tickers' actors do not answer", () => {
+  layer(
+    HttpTest({
+      app: AppTest({}, { marketAgent: SilentMarketAgent }),
+      env: { MARKET_TRADE_TIMEOUT: "300 millis" }
+    }),
+    { timeout: "60 seconds", excludeTestServices: true }
+  )("the trade's wait bound", (it) => {
+    it.effect("TRADE_OUTCOME_UNKNOWN", () =>
+      Effect.gen(function* () {
+        yield* launchAgent("MUTE")
+        const w = yield* fundedWallet(9102, "10")
+        const order = {
+          method: "POST",
+          url: "/api/tokens/MUTE/buy",
+          headers: { ...bearer(w.key), "content-type": "application/json", "idempotency-key": "walk-mute-1" },
+          body: json({ user_id: w.address, amount: 1 })
+        }
+        const unknown = yield* expectProblem(
+          "marketplace",
+          "/api/tokens/{ticker}/buy",
+          order,
+          503,
+          "TRADE_OUTCOME_UNKNOWN"
+        )
+        assert.strictEqual(unknown.headers["retry-after"], "1")
+        assert.strictEqual((unknown.body as { idempotency_key: string }).idempotency_key, "walk-mute-1")
       })
     )
   })

@@ -2,7 +2,26 @@ import { createHash } from "node:crypto"
 import * as Http from "node:http"
 import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { Effect } from "effect"
-import { Agents, ApiKeys, addressOfPrivateKey, Ledger, signRequest, toUnits, walletAccount } from "./keel.js"
+import {
+  Agents,
+  ApiKeys,
+  addressOfPrivateKey,
+  Ledger,
+  MarketAgent,
+  signRequest,
+  toUnits,
+  walletAccount
+} from "./keel.js"
+
+/**
+ * Tickers' actors that take every message and never answer: what a caller sees while an actor's runner is dead and
+ * its shard not yet taken over (`AppTest({}, { marketAgent: SilentMarketAgent })`).
+ */
+export const SilentMarketAgent = MarketAgent.toLayer({
+  Trade: () => Effect.never,
+  TradeBatch: () => Effect.never,
+  Accrue: () => Effect.never
+})
 
 /** A real secp256k1 key per test wallet, derived from its number so failures are reproducible. */
 export const testWallet = (n: number) => {

@@ -23,6 +23,7 @@ import {
   RateLimited,
   RateLimitUnavailable,
   SlippageExceeded,
+  TradeOutcomeUnknown,
   TradeTooSmall,
   Unauthorized
 } from "./Errors.js"
@@ -298,6 +299,7 @@ const tradeEndpoint = <const Side extends "buy" | "sell", P, PI, A, I>(
     .addError(InsufficientFunds)
     .addError(IdempotencyKeyReused)
     .addError(Overloaded)
+    .addError(TradeOutcomeUnknown)
     .addError(Forbidden)
 
 export class TokensApi extends HttpApiGroup.make("tokens")

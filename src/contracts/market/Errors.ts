@@ -131,6 +131,23 @@ export class RateLimitUnavailable extends Schema.TaggedError<RateLimitUnavailabl
   HttpApiSchema.annotations({ status: 503 })
 ) {}
 
+/**
+ * The ticker's actor did not answer within `MARKET_TRADE_TIMEOUT` (in runners mode, typically while its runner's
+ * shards move after a crash): the order may still be applied. `idempotency_key` is the order's id — the client's
+ * Idempotency-Key, or the one Keel gave it — and the same order sent again with it answers its one outcome.
+ */
+export class TradeOutcomeUnknown extends Schema.TaggedError<TradeOutcomeUnknown>()(
+  "TradeOutcomeUnknown",
+  {
+    code: Schema.Literal("TRADE_OUTCOME_UNKNOWN"),
+    retry_after_seconds: Schema.Int,
+    /** Null when the order had none (single mode, no Idempotency-Key sent): then only the balance tells. */
+    idempotency_key: Schema.NullOr(Schema.String),
+    detail: Schema.String
+  },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
 /** A ticker's actor holds `MARKET_TRADE_QUEUE` trades already: this one was not taken (nothing changed). */
 export class Overloaded extends Schema.TaggedError<Overloaded>()(
   "Overloaded",

@@ -84,10 +84,14 @@ export const TokensLive = HttpApiBuilder.group(MarketplaceApi, "tokens", (handle
         const outcome = yield* trades
           .place(principal, request)
           .pipe(
-            Effect.tapErrorTag("Overloaded", (error) =>
-              HttpApp.appendPreResponseHandler((_request, response) =>
-                Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(error.retry_after_seconds)))
-              )
+            Effect.tapError((error) =>
+              error._tag === "Overloaded" || error._tag === "TradeOutcomeUnknown"
+                ? HttpApp.appendPreResponseHandler((_request, response) =>
+                    Effect.succeed(
+                      HttpServerResponse.setHeader(response, "retry-after", String(error.retry_after_seconds))
+                    )
+                  )
+                : Effect.void
             )
           )
         if (outcome.replayed) {

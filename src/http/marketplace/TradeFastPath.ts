@@ -142,7 +142,9 @@ export const tradeFastPath = Effect.gen(function* () {
         const error = outcome.left
         return errorResponse(
           error,
-          error._tag === "Overloaded" ? { ...rate, "retry-after": String(error.retry_after_seconds) } : rate
+          error._tag === "Overloaded" || error._tag === "TradeOutcomeUnknown"
+            ? { ...rate, "retry-after": String(error.retry_after_seconds) }
+            : rate
         )
       }
       return HttpServerResponse.unsafeJson(compiled.encode(outcome.right.receipt), {

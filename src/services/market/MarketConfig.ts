@@ -63,6 +63,11 @@ export class MarketConfig extends Effect.Service<MarketConfig>()("market/MarketC
         Config.validate({ message: "must be a positive number of trades", validation: (n) => n > 0 }),
         Config.withDefault(256)
       ),
+      /**
+       * How long a trade waits for its ticker's actor before it is answered 503 TRADE_OUTCOME_UNKNOWN: the bound on
+       * a caller's wait while the actor's runner is replaced (docs/cluster.md, "Failover").
+       */
+      tradeTimeout: yield* durationSetting("MARKET_TRADE_TIMEOUT").pipe(Config.withDefault(Duration.seconds(10))),
       /** How far a signed request's timestamp may be from the server's clock. */
       signatureWindow: yield* durationSetting("MARKET_SIGNATURE_WINDOW").pipe(Config.withDefault(Duration.seconds(300)))
     } as const

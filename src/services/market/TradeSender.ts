@@ -1,5 +1,5 @@
-import { Cause, Effect, Either, Exit, Option } from "effect"
-import { Overloaded } from "../../contracts/market/Errors.js"
+import { Cause, Duration, Effect, Either, Exit, Option } from "effect"
+import { Overloaded, TradeOutcomeUnknown } from "../../contracts/market/Errors.js"
 import {
   MarketAgent,
   type OrderRefusal,
@@ -9,7 +9,7 @@ import {
 import { makeGroupCommit } from "../platform/hot/GroupCommit.js"
 import { MarketConfig } from "./MarketConfig.js"
 
-type TradeRefusalError = typeof OrderRefusal.Type | Overloaded
+type TradeRefusalError = typeof OrderRefusal.Type | Overloaded | TradeOutcomeUnknown
 
 const OVERLOAD_RETRY_SECONDS = 1
 
@@ -19,6 +19,21 @@ const overloaded = new Overloaded({
   retry_after_seconds: OVERLOAD_RETRY_SECONDS,
   detail: "this token's trade queue is full; nothing was done, retry shortly"
 })
+
+/** A trade whose actor did not answer in time: it may still be applied; its id finds its one outcome. */
+const outcomeUnknown = (order: TradeOrder, timeout: Duration.Duration) => {
+  const key = order.idempotency?.key ?? null
+  return new TradeOutcomeUnknown({
+    code: "TRADE_OUTCOME_UNKNOWN",
+    retry_after_seconds: OVERLOAD_RETRY_SECONDS,
+    idempotency_key: key,
+    detail:
+      `no answer from the token's actor within ${Duration.format(timeout)}; the order may still be applied. ` +
+      (key === null
+        ? "Check the balance before sending it again"
+        : "Send the same order again with this Idempotency-Key to get its one outcome")
+  })
+}
 
 /** Orders per `TradeBatch` message at most: bounds one group's transaction. */
 const BATCH_MAX = 64
@@ -53,13 +68,24 @@ export class TradeSender extends Effect.Service<TradeSender>()("market/TradeSend
 
     const batches = yield* makeGroupCommit({ commit: sendBatch, maxGroup: BATCH_MAX })
 
-    /** Places `order` with `ticker`'s actor: its receipt, its refusal, or `Overloaded`. */
+    /**
+     * Places `order` with `ticker`'s actor: its receipt, its refusal, `Overloaded`, or — no answer within
+     * `MARKET_TRADE_TIMEOUT` — `TradeOutcomeUnknown`. The wait is cut, not the order: its group still goes (or
+     * went) to the actor, and it still counts against the ticker's queue until the actor answers.
+     */
     const place = (ticker: string, order: TradeOrder): Effect.Effect<TradeOutcome, TradeRefusalError> =>
       Effect.suspend(() => {
         const count = inFlight.get(ticker) ?? 0
         if (count >= config.tradeQueue) return Effect.fail(overloaded)
         inFlight.set(ticker, count + 1)
-        return batches.submit(ticker, order, () => inFlight.set(ticker, (inFlight.get(ticker) ?? 1) - 1))
+        return batches
+          .submit(ticker, order, () => inFlight.set(ticker, (inFlight.get(ticker) ?? 1) - 1))
+          .pipe(
+            Effect.timeoutFail({
+              duration: config.tradeTimeout,
+              onTimeout: () => outcomeUnknown(order, config.tradeTimeout)
+            })
+          )
       })
 
     return { place } as const
