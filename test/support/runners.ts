@@ -72,8 +72,15 @@ export const runnersFixture = async (
     return JSON.parse(run.stdout)
   }
   const runnerPorts: Array<number> = []
-  /** `surfaces`: the HTTP surfaces it serves (the marketplace unless told); every runner hosts every actor. */
-  const runner = async (i: number, surfaces: ReadonlyArray<string> = ["marketplace"]) => {
+  /**
+   * `surfaces`: the HTTP surfaces it serves (the marketplace unless told); every runner hosts every actor. `env`: this
+   * runner's own settings over the shared ones (e.g. its TLS certificate).
+   */
+  const runner = async (
+    i: number,
+    surfaces: ReadonlyArray<string> = ["marketplace"],
+    env: Record<string, string> = {}
+  ) => {
     runnerPorts[i] ??= await freePort()
     return startServer(
       [ctlBin, "serve", ...surfaces.flatMap((surface) => ["--surface", surface]), "--port", "0"],
@@ -81,7 +88,8 @@ export const runnersFixture = async (
         ...shared,
         KEEL_DATA_DIR: path.join(dir, `runner-${i}`),
         KEEL_CLUSTER_MODE: "runners",
-        KEEL_RUNNER_ADDRESS: `127.0.0.1:${runnerPorts[i]}`
+        KEEL_RUNNER_ADDRESS: `127.0.0.1:${runnerPorts[i]}`,
+        ...env
       },
       children
     )
