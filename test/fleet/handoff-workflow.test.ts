@@ -34,7 +34,7 @@ const write = (root: string, relative: string, text: string) => {
 }
 
 /** A host with two roots, the route and runtime on `serving`, an api writer running, jobs queued. */
-const host = (serving: "a" | "b") => {
+const host = (serving: "a" | "b", env: Record<string, string> = {}) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-handoff-"))
   const a = path.join(dir, "objects-a")
   const b = path.join(dir, "objects-b")
@@ -104,7 +104,9 @@ const host = (serving: "a" | "b") => {
   })
   const data = path.join(dir, "data")
   const layer = HandoffTest({ dataDir: data }, services).pipe(
-    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["KEEL_REGISTRY", registry]]))))
+    Layer.provide(
+      Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({ KEEL_REGISTRY: registry, ...env }))))
+    )
   )
   return { dir, a, b, route, runtime, data, services, layer }
 }
@@ -370,4 +372,22 @@ describe("the phases (what the reconcile endpoints run)", () => {
       }).pipe(Effect.provide(h.layer))
     }
   )
+})
+
+describe("runners mode (docs/cluster.md, What runs where)", () => {
+  it.live("a local target's phases are refused before anything: no machine is the control plane's own", () => {
+    const h = host("a", { KEEL_CLUSTER_MODE: "runners" })
+    return Effect.gen(function* () {
+      const reconcile = yield* StorageReconcile
+      for (const phase of ["run", "status", "rollback", "finalize"] as const) {
+        const answer = yield* reconcile.phase("box", "t-runners", phase)
+        assert.strictEqual(answer.exit_code, 2, phase)
+        assert.strictEqual(answer.refusal, "local_target_in_runners_mode", phase)
+      }
+      // Nothing changed: no receipt, the route still on A, the writer still running, the fence free.
+      assert.isNull(handoffReceipt(h.data, "t-runners"))
+      assert.strictEqual(fs.readFileSync(h.route, "utf8").trim(), h.a)
+      assert.isTrue(Option.isNone(yield* (yield* Leases).get(STORAGE_FENCE_KEY)))
+    }).pipe(Effect.provide(h.layer))
+  })
 })

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import type { ReconcilePhase } from "../../../../contracts/fleet/Handoff.js"
 import { type ReconcileAnswer, reportState, reportTransaction } from "../../../../contracts/fleet/HandoffReport.js"
+import { clusterSettings } from "../../../platform/ClusterConfig.js"
 import { Leases } from "../../../platform/Leases.js"
 import { HandoffAgent } from "../../shared/handoff/HandoffAgent.js"
 import {
@@ -23,6 +24,7 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
     const registry = yield* FleetRegistry
     const leases = yield* Leases
     const agents = yield* HandoffAgent
+    const runners = (yield* clusterSettings).mode === "runners"
 
     const storageOf = (target: string) =>
       declaredTarget(registry, target).pipe(Effect.mapError((e) => failed(e.detail)))
@@ -81,6 +83,16 @@ export class StorageReconcile extends Effect.Service<StorageReconcile>()("fleet/
         const declared = yield* storageOf(target)
         if (declared !== undefined && declared.channel !== "local" && declared.storage !== undefined)
           return yield* throughChannel(declared, transaction, asked)
+        // A `local` target is "the control plane's own host", which several runners on several machines do not
+        // have: its phases would run in the shared engine, on whichever runner holds the workflow's shard, against
+        // that machine's disk. Refused before anything (docs/cluster.md, "What runs where"); a target reached over
+        // ssh runs its phases in its own engine on its own machine, pinned by construction.
+        if (runners && declared?.channel === "local")
+          return refuse(
+            "local_target_in_runners_mode",
+            `${target} is a local target, and in runners mode no one machine is the control plane's: declare it with ` +
+              "an ssh channel to its host, whose own ctl runs the handoff there"
+          )
         return yield* agents.here(target).phase(transaction, asked)
       })
 
