@@ -159,6 +159,16 @@ describe("ctl", () => {
         [runner.cluster_mode, runner.runner_address, runner.cluster_shards, runner.runner_lock_expiration],
         ["runners", "10.0.0.2:7400", 60, "6s"]
       )
+      // The Redis of the shared rate limits: without its password; none by default.
+      assert.isNull(runner.redis_url)
+      const withRedis = yield* runCli(["config", "show", "--json"], {
+        KEEL_DATA_DIR: dataDir,
+        KEEL_REDIS_URL: "redis://keel:hunter2@cache.example:6380/2"
+      })
+      const shared = JSON.parse(withRedis.stdout) as Record<string, unknown>
+      assert.strictEqual(shared.redis_url, "redis://keel:***@cache.example:6380/2")
+      assert.strictEqual(shared.redis_prefix, "keel:rate:")
+      assert.notInclude(withRedis.stdout, "hunter2")
     })
   )
 

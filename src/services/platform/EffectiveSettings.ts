@@ -4,6 +4,7 @@ import { AppConfig, objectStoreSetting, thisHostName } from "./AppConfig.js"
 import { clusterSettings, runnerTlsState } from "./ClusterConfig.js"
 import { durationSetting } from "./DurationSetting.js"
 import { displayUrl } from "./GitMirror.js"
+import { redisSettings } from "./RedisSettings.js"
 import { redactDatabaseUrl } from "./sql/DatabaseUrl.js"
 
 /**
@@ -19,6 +20,7 @@ export const effectiveSettings = Effect.gen(function* () {
   const registry = yield* text("KEEL_REGISTRY")
   const vaultKey = yield* Config.option(Config.redacted("KEEL_VAULT_KEY"))
   const cluster = yield* clusterSettings
+  const redis = yield* redisSettings
   return {
     data_dir: config.dataDir,
     database_file: config.databaseFile,
@@ -43,6 +45,11 @@ export const effectiveSettings = Effect.gen(function* () {
     cluster_shards: cluster.shards,
     runner_lock_expiration: Duration.format(cluster.lockExpiration),
     runner_health_interval: Duration.format(cluster.healthInterval),
+    // The Redis rate limits are shared through (docs/marketplace.md, "Rate limits"): without its password.
+    redis_url: Option.getOrNull(
+      Option.map(redis.url, (url) => redactDatabaseUrl(Redacted.value(url), "KEEL_REDIS_URL"))
+    ),
+    redis_prefix: redis.prefix,
     sqlite_synchronous: config.sqliteSynchronous,
     sqlite_busy_timeout: Duration.format(config.sqliteBusyTimeout),
     // Fleet

@@ -3,12 +3,12 @@
  * password (in the authority or as a `password`/`sslpassword` parameter) becomes `***`; a URL that does not parse
  * is not shown at all, since where its password sits cannot be told.
  */
-export const redactDatabaseUrl = (url: string): string => {
+export const redactDatabaseUrl = (url: string, setting = "KEEL_DATABASE_URL"): string => {
   let parsed: URL
   try {
     parsed = new URL(url)
   } catch {
-    return "(KEEL_DATABASE_URL, not shown: it does not parse as a URL)"
+    return `(${setting}, not shown: it does not parse as a URL)`
   }
   if (parsed.password !== "") parsed.password = "***"
   for (const key of [...parsed.searchParams.keys()]) if (/pass/i.test(key)) parsed.searchParams.set(key, "***")
