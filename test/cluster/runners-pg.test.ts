@@ -33,6 +33,15 @@ describe.skipIf(postgresSkipReason !== undefined)("ctl serve runners on one Post
     await ctl(["market", "coin", "mint", "--to", wallet.address, "--amount", "1000", "--reason", "runners test"])
 
     const servers = await Promise.all([runner(0), runner(1)])
+    // What each runner would not share with the others is said at start (docs/cluster.md, "What is and is not
+    // shared"): its own registry file, its own rate-limit counters.
+    await waitFor("the start-up warnings", async () =>
+      servers.every(
+        (server) =>
+          server.logs().includes("runners mode without KEEL_REGISTRY") &&
+          server.logs().includes("rate limits are this runner's own")
+      )
+    )
 
     // Both runners hold shards (the hash ring over the two): their rows in the schema's cluster_locks.
     await waitFor("shards on both runners", async () => (await holders()).size === 2)

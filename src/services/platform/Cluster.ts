@@ -171,6 +171,13 @@ export const clusterFromConfig = Layer.unwrapEffect(
         })
       })
     )
+    // Every runner must read the same registry (authorization, targets, settings): the default is a file in this
+    // runner's own data dir, which no other runner reads (docs/cluster.md, "What is and is not shared").
+    if (Option.isNone(yield* Config.option(Config.string("KEEL_REGISTRY"))))
+      yield* Effect.logWarning(
+        "runners mode without KEEL_REGISTRY: this runner reads its own <data dir>/fleet-registry.yml; set KEEL_REGISTRY " +
+          "to a git URL or a path every runner reads, so that all of them authorize and act on the same registry"
+      )
     return socketRunner(plan, settings, config.clusterPollInterval)
   })
 )
