@@ -727,6 +727,36 @@ describe("acting on evidence older than the host", () => {
   })
 })
 
+describe("a tick run again (the autonomy singleton restarted on another runner, docs/cluster.md)", () => {
+  it.effect("on the same beacons it restarts nothing the first tick restarted and raises no alert again", () => {
+    const { hosts, alerts, layer } = setup()
+    return Effect.gen(function* () {
+      yield* threeFailed(hosts)
+      const first = yield* tick
+      assert.deepInclude(row(first, "alpha", "api").execution, { status: "succeeded", change: "restarted" })
+      assert.deepInclude(row(first, "beta", "worker").execution, { status: "succeeded", change: "restarted" })
+      const before = hosts.commands.length
+      const raised = alerts.raised.length
+      // The beacons still say failed: only the host, read again under the service's lease, says otherwise.
+      const second = yield* tick
+      for (const [target, name] of [
+        ["alpha", "api"],
+        ["beta", "worker"]
+      ] as const)
+        assert.deepInclude(row(second, target, name).execution, {
+          status: "skipped",
+          skipped_because: "resolved_on_host"
+        })
+      // What it does run again asserts a state (the beacon's timer enabled and started), a no-op on the host.
+      assert.deepStrictEqual(hosts.commands.slice(before), [
+        "alpha: enable keel-beacon.timer",
+        "alpha: start keel-beacon.timer"
+      ])
+      assert.strictEqual(alerts.raised.length, raised)
+    }).pipe(Effect.provide(layer))
+  })
+})
+
 describe("alerts", () => {
   it.effect(
     "once on the transition to identity_unresolved and endpoint_unverified, every tick while declaration_incomplete holds",

@@ -275,7 +275,9 @@ export class Agents extends Effect.Service<Agents>()("market/Agents", {
 
     /**
      * Charges the burn owed since the last charge (rounded up to the nano-unit: rounding favours the
-     * platform); an agent whose balance cannot cover it pays what it has and goes bankrupt.
+     * platform); an agent whose balance cannot cover it pays what it has and goes bankrupt. Answers what this
+     * call charged: run again, it charges only the time since (nothing at the same instant), so an accrual
+     * delivered twice charges each interval once.
      */
     const accrue = Effect.fn("Agents.accrue")(function* (ticker: string) {
       const now = yield* Clock.currentTimeMillis
@@ -288,6 +290,13 @@ export class Agents extends Effect.Service<Agents>()("market/Agents", {
         if (agent.status === "bankrupt" || agent.status === "retired" || BigInt(now) <= since) return 0n
         const owed = ceilDiv(agent.burnRateHourly * (BigInt(now) - since), HOUR_MILLIS)
         const charge = owed < agent.balance ? owed : agent.balance
+        // The interval is claimed first, by a write conditional on the last accrual read above: a second run of the
+        // same accrual at once (a message redelivered while its first run still goes on, docs/cluster.md
+        // "Exactly-once effects") waits on the row, finds it moved, and charges nothing.
+        const claimed = yield* sql`UPDATE market_agents
+          SET total_costs = total_costs + ${charge}, costs_accrued_at = ${now}
+          WHERE ticker = ${ticker} AND costs_accrued_at = ${since} RETURNING ticker`
+        if (claimed.length === 0) return 0n
         if (charge > 0n) {
           yield* ledger
             .post("cost", ticker, [
@@ -296,8 +305,6 @@ export class Agents extends Effect.Service<Agents>()("market/Agents", {
             ])
             .pipe(Effect.orDie)
         }
-        yield* sql`UPDATE market_agents SET total_costs = total_costs + ${charge}, costs_accrued_at = ${now}
-          WHERE ticker = ${ticker}`
         if (owed > 0n && owed >= agent.balance) {
           yield* sql`UPDATE market_agents SET status = 'bankrupt' WHERE ticker = ${ticker}`
           yield* chat.platformLine(

@@ -6,6 +6,12 @@ import { orDieSql } from "./SqlEdge.js"
 /** Tries of one acquire: a lease lapsing between a refused upsert and the read of its holder is tried again. */
 const ACQUIRE_ATTEMPTS = 5
 
+/**
+ * A lease's TTL in whole milliseconds, at least 1: an acquired or renewed lease always expires after its
+ * `renewed_at`, which is what tells it from a released one (`release`).
+ */
+const ttlMillis = (ttl: Duration.DurationInput) => Math.max(1, Math.ceil(Duration.toMillis(ttl)))
+
 interface LeaseRow {
   readonly key: string
   readonly holder: string
@@ -76,7 +82,7 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
     const upsert = (key: string, holder: string, ttl: Duration.DurationInput) =>
       Effect.gen(function* () {
         const now = yield* clock
-        const expires = now + Duration.toMillis(ttl)
+        const expires = now + ttlMillis(ttl)
         const rows = yield* sql<LeaseRow>`
         INSERT INTO leases (key, holder, fence, acquired_at, renewed_at, expires_at)
         VALUES (${key}, ${holder}, 1, ${now}, ${now}, ${expires})
@@ -112,7 +118,7 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
     const renew = Effect.fn("Leases.renew")(function* (key: string, holder: string, ttl: Duration.DurationInput) {
       const now = yield* clock
       const rows = yield* sql<LeaseRow>`
-        UPDATE leases SET renewed_at = ${now}, expires_at = ${now + Duration.toMillis(ttl)}
+        UPDATE leases SET renewed_at = ${now}, expires_at = ${now + ttlMillis(ttl)}
         WHERE key = ${key} AND holder = ${holder} AND expires_at > ${now}
         RETURNING *`
       const row = rows[0]
@@ -120,7 +126,14 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
       return yield* Effect.flatMap(heldBy(key, holder), Effect.fail)
     }, orDieSql)
 
-    /** Ends a lease early. The row stays, so the next holder's fence still grows. */
+    /**
+     * Ends a lease early. The row stays, so the next holder's fence still grows. A release marks the row
+     * `expires_at = renewed_at` (the release's instant), which nothing else writes (an acquire or a renewal sets an
+     * expiry after `renewed_at`: `ttlMillis`): so a release its holder sends again (a redelivered
+     * `LeaseKeeper` `Release`, a retried `ctl lease release`) while nobody took the key since finds its own release
+     * and answers it again, the same lease, instead of `LeaseNotHeld` (docs/cluster.md, "Exactly-once effects").
+     * A lease that lapsed unreleased still answers `LeaseNotHeld`; one another holder took since, `LeaseHeld`.
+     */
     const release = Effect.fn("Leases.release")(function* (key: string, holder: string) {
       const now = yield* clock
       const rows = yield* sql<LeaseRow>`
@@ -129,6 +142,11 @@ export class Leases extends Effect.Service<Leases>()("platform/Leases", {
         RETURNING *`
       const row = rows[0]
       if (row !== undefined) return fromRow(row)
+      const released = Option.filter(
+        yield* find(key),
+        (lease) => lease.holder === holder && lease.expiresAt === lease.renewedAt
+      )
+      if (Option.isSome(released)) return released.value
       return yield* Effect.flatMap(heldBy(key, holder), Effect.fail)
     }, orDieSql)
 
