@@ -5,9 +5,9 @@ import { COIN } from "../../src/services/market/Ledger.js"
 import { GENERATED_ORDER_ID } from "../../src/services/market/Trades.js"
 import { Agents, AppTest, Ledger, type TradeOrder, Trades, Trading, toUnits, walletAccount } from "../support/keel.js"
 
-// Issue 45, exactly-once trades over at-least-once delivery (docs/cluster.md, "Exactly-once trades"): in runners
-// mode every order carries an id claimed first in its trade's transaction, so a TradeBatch message the cluster
-// delivers again (after a runner's death) trades once and answers the stored receipt.
+// Issue 45, exactly-once trades over at-least-once delivery (docs/cluster.md, "Exactly-once effects", "Trades"): in
+// runners mode every order carries an id claimed first in its trade's transaction, so a TradeBatch message the
+// cluster delivers again (after a runner's death) trades once and answers the stored receipt.
 const W1 = "0x00000000000000000000000000000000000000c1"
 
 const inMode = (mode: "single" | "runners") =>

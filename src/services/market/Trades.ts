@@ -130,8 +130,8 @@ export const GENERATED_ORDER_ID = "keel-order:"
  * actor applies it, through the process's `TradeSender`, with the trades sent alongside it. A full queue is
  * `Overloaded` — nothing was done — instead of a defect.
  *
- * In runners mode (docs/cluster.md, "Exactly-once trades") every order carries an id claimed first inside its
- * trade's transaction: the Idempotency-Key when the client sent one, else one made here. A message the cluster
+ * In runners mode (docs/cluster.md, "Exactly-once effects", "Trades") every order carries an id claimed first
+ * inside its trade's transaction: the Idempotency-Key when the client sent one, else one made here. A message the cluster
  * delivers twice (it delivers at least once across a runner's death) then trades once, and the second delivery
  * answers the stored receipt. A replay of a made-up id is not the client's replay: it is answered as a first answer.
  */
