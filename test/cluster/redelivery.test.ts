@@ -126,8 +126,16 @@ describe("MarketAgent Accrue: an accrual delivered twice charges each interval o
       return agents
     })
 
+  /** The ledger entries charging `ticker`'s costs. */
   const costEntries = (ticker: string) =>
-    count(`SELECT count(*) AS n FROM ledger_entries WHERE kind = 'cost' AND reference = '${ticker}'`)
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) =>
+        sql<{ n: unknown }>`SELECT count(*) AS n FROM ledger_entries WHERE kind = 'cost' AND reference = ${ticker}`
+    ).pipe(
+      Effect.map((rows) => Number(rows[0]!.n)),
+      Effect.orDie
+    )
 
   it.effect("delivered again at once: the second charges nothing, the ledger has one charge", () =>
     Effect.gen(function* () {
