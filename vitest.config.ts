@@ -25,7 +25,11 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts"],
-    exclude: [...configDefaults.exclude, ...(onPostgres ? ["test/**/*-pg.test.ts", "test/**/pg-*.test.ts"] : [])],
+    // The dashboard's browser tests (test/ui) run a `ctl serve` of their own on SQLite: nothing to run again.
+    exclude: [
+      ...configDefaults.exclude,
+      ...(onPostgres ? ["test/**/*-pg.test.ts", "test/**/pg-*.test.ts", "test/ui/**"] : [])
+    ],
     // A worker evaluates the library's module graph once for all its files instead of once per file: on this
     // 2-core machine collecting the files cost about as much CPU as running them (185 s of 391 s for the
     // domain files). What must not leak between files is reset in the setup file; README ("Development") says the rules.

@@ -1,13 +1,13 @@
 import { Command, Options } from "@effect/cli"
-import { SurfaceNames } from "../http/SurfaceNames.js"
+import { ServedNames } from "../http/SurfaceNames.js"
 import { lazyRun } from "./Lazy.js"
 import { integerOption } from "./Output.js"
 
 const impl = lazyRun(() => import("./run/serve.js"))
 
-const surface = Options.choice("surface", SurfaceNames).pipe(
+const surface = Options.choice("surface", ServedNames).pipe(
   Options.repeated,
-  Options.withDescription("Serve only this surface (repeatable); all surfaces when omitted")
+  Options.withDescription("Serve only this surface (repeatable; `ui` is the web dashboard); all of them when omitted")
 )
 const port = integerOption("port", 0, 65535).pipe(
   Options.optional,

@@ -45,8 +45,16 @@ import { tradeFastPath } from "../http/marketplace/TradeFastPath.js"
 import { problemMiddleware } from "../http/Problem.js"
 import { assignFastPath } from "../http/product/AssignFastPath.js"
 import { AnalyticsLive, BlogLive, ExperimentsLive, OnboardingLive, ProductHealthLive } from "../http/product/Http.js"
-import { docsPath, openApiPath, type SurfaceName, SurfaceNames } from "../http/SurfaceNames.js"
+import {
+  docsPath,
+  openApiPath,
+  type ServedName,
+  ServedNames,
+  type SurfaceName,
+  SurfaceNames
+} from "../http/SurfaceNames.js"
 import { surfaceApis } from "../http/Surfaces.js"
+import { UiRoutes } from "../http/ui/UiRoutes.js"
 import { VaultNoStoreLive, VaultTokensLive, vaultPathsNoStore } from "../http/vault/Http.js"
 import { AppConfig } from "../services/platform/AppConfig.js"
 import { Shutdown } from "../services/platform/Shutdown.js"
@@ -169,7 +177,8 @@ const globalMiddleware = (bodyLimit: (path: string) => number, origins: CorsOrig
 export const ROUTER_CONFIG = { maxParamLength: Number.MAX_SAFE_INTEGER } as const
 
 export interface ServeOptions {
-  readonly surfaces?: ReadonlyArray<SurfaceName>
+  /** The API surfaces and the dashboard (`ui`) to serve; all of them when empty or absent. */
+  readonly surfaces?: ReadonlyArray<ServedName>
   /** Routes beyond the surfaces (embedders' own, or a test's). */
   readonly extraRoutes?: Layer.Layer<
     never,
@@ -189,7 +198,8 @@ export const httpRoutes = (options: ServeOptions = {}) =>
         Config.withDefault(4 * 1024 * 1024 * 1024),
         Config.validate({ message: "KEEL_OBJECT_MAX_BYTES must be a positive integer", validation: (n) => n > 0 })
       )
-      const surfaces = options.surfaces && options.surfaces.length > 0 ? options.surfaces : SurfaceNames
+      const surfaces: ReadonlyArray<ServedName> =
+        options.surfaces && options.surfaces.length > 0 ? options.surfaces : ServedNames
       const unique = SurfaceNames.filter((name) => surfaces.includes(name))
       // On unless KEEL_FAST_PATHS=false: the same answers either way (test/market/fast-path.test.ts).
       const fastPathsOn = yield* Config.boolean("KEEL_FAST_PATHS").pipe(Config.withDefault(true))
@@ -201,6 +211,7 @@ export const httpRoutes = (options: ServeOptions = {}) =>
         docsIndex(unique),
         globalMiddleware(routeBodyLimits(config.bodyLimitBytes, product, objectLimit), origins, fastPaths),
         options.extraRoutes ?? Layer.empty,
+        surfaces.includes("ui") ? UiRoutes : Layer.empty,
         ...unique.map((surface) => SurfaceRoutes[surface])
       )
     })

@@ -1,5 +1,5 @@
 import { Effect, Layer, type Option } from "effect"
-import type { SurfaceName } from "../../http/SurfaceNames.js"
+import type { ServedName } from "../../http/SurfaceNames.js"
 import { serverLive } from "../../layers/Server.js"
 
 /**
@@ -15,7 +15,7 @@ export const serve = ({
 }: {
   readonly host: Option.Option<string>
   readonly port: Option.Option<number>
-  readonly surface: ReadonlyArray<SurfaceName>
+  readonly surface: ReadonlyArray<ServedName>
 }) =>
   Effect.zipRight(
     ownerOnlyFiles,

@@ -1,0 +1,4 @@
+import type { ComponentType } from "preact"
+
+/** The pages by their first path segment under /ui; each page file adds itself here. */
+export const pages: Record<string, ComponentType<{ readonly rest: ReadonlyArray<string> }>> = {}
