@@ -1,4 +1,7 @@
 import type { ComponentType } from "preact"
+import { GroundTruthPage } from "./groundtruth/GroundTruth.js"
 
 /** The pages by their first path segment under /ui; each page file adds itself here. */
-export const pages: Record<string, ComponentType<{ readonly rest: ReadonlyArray<string> }>> = {}
+export const pages: Record<string, ComponentType<{ readonly rest: ReadonlyArray<string> }>> = {
+  groundtruth: GroundTruthPage
+}
