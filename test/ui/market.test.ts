@@ -1,0 +1,170 @@
+import type { ChildProcess } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import type { Browser, Page } from "playwright-core"
+import { afterAll, assert, beforeAll, describe, it } from "vitest"
+import { dashboardServer, launchBrowser, openPage, screenshot, WIDTHS } from "../support/browser.js"
+
+// Issue 46's Market pages (docs/dashboard.md "Market"), in Debian's Chromium against `ctl serve` with the demo data:
+// the token list's values against GET /api/tokens; a token page whose chart moves when a trade happens (the
+// /api/stream SSE) without a reload; a buy through the form with the demo wallet's API key, its fee and unit price
+// shown before sending, then its receipt; a wrong key's 401 shown as "this token cannot read this".
+const children: Array<ChildProcess> = []
+let browser: Browser
+let server: Awaited<ReturnType<typeof dashboardServer>>
+let demo: { address: string; api_key: string }
+
+interface TokenRow {
+  ticker: string
+  price_str: string
+  price_change_24h: number
+  market_cap_str: string
+  volume_24h_str: string
+}
+
+beforeAll(async () => {
+  ;[browser, server] = await Promise.all([launchBrowser(), dashboardServer(children)])
+  demo = JSON.parse(fs.readFileSync(path.join(server.dataDir, "demo-market.json"), "utf8")).wallet
+}, 180_000)
+
+afterAll(async () => {
+  await browser?.close()
+  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL")
+})
+
+const tokens = async (): Promise<Array<TokenRow>> => (await fetch(`${server.base}/api/tokens`)).json()
+
+const buy = async (ticker: string, amount: string) => {
+  const response = await fetch(`${server.base}/api/tokens/${ticker}/buy`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${demo.api_key}`, "content-type": "application/json" },
+    body: JSON.stringify({ user_id: demo.address, amount })
+  })
+  assert.strictEqual(response.status, 200)
+  return (await response.json()) as Record<string, string>
+}
+
+const chart = async (page: Page) => ({
+  points: Number(await page.locator("figure.chart").getAttribute("data-points")),
+  last: (await page.locator("figure.chart").getAttribute("data-last")) ?? ""
+})
+
+/** Waits (bounded) until the chart has more than `points` points. */
+const chartPast = (page: Page, points: number) =>
+  page.waitForFunction((n) => Number(document.querySelector("figure.chart")?.getAttribute("data-points")) > n, points, {
+    timeout: 20_000
+  })
+
+const percent = (value: number) => `${value > 0 ? "+" : ""}${value.toFixed(2)} %`
+
+// A 401 is what the browser logs as a failed resource: the one console error the wrong-key step expects.
+const UNAUTHORIZED_LOG = "Failed to load resource: the server responded with a status of 401 (Unauthorized)"
+
+describe("the Market pages", () => {
+  for (const [index, width] of WIDTHS.entries()) {
+    const ticker = ["SAGE", "FORGE"][index]!
+    it(`at ${width} px: the list shows the API's values; ${ticker}'s chart moves with a trade; a buy through the form`, async () => {
+      const { page, errors, close } = await openPage(browser, width)
+      await page.goto(`${server.base}/ui/market`)
+      await page.locator("tr[data-ticker]").nth(4).waitFor({ timeout: 20_000 })
+      const shown = await page.locator("tr[data-ticker]").evaluateAll((rows) =>
+        rows.map((row) => ({
+          ticker: row.getAttribute("data-ticker"),
+          price: row.querySelector('[data-field="price"]')?.textContent,
+          change: row.querySelector('[data-field="change"]')?.textContent,
+          cap: row.querySelector('[data-field="market-cap"]')?.textContent,
+          volume: row.querySelector('[data-field="volume"]')?.textContent
+        }))
+      )
+      const api = await tokens()
+      assert.deepStrictEqual(
+        shown.map((row) => row.ticker),
+        api.map((row) => row.ticker),
+        "the API's order (market cap, largest first)"
+      )
+      for (const row of api.slice(0, 3)) {
+        const seen = shown.find((s) => s.ticker === row.ticker)
+        assert.strictEqual(seen?.price, row.price_str, `${row.ticker} price`)
+        assert.strictEqual(seen?.change, percent(row.price_change_24h), `${row.ticker} 24 h`)
+        assert.strictEqual(seen?.cap, row.market_cap_str, `${row.ticker} market cap`)
+        assert.strictEqual(seen?.volume, row.volume_24h_str, `${row.ticker} volume`)
+      }
+      await screenshot(page, "market", width)
+
+      // The token's page, opened by keyboard from its link (no reload: the marker set below must survive).
+      await page.getByRole("link", { name: ticker, exact: true }).focus()
+      await page.keyboard.press("Enter")
+      await page.waitForURL(new RegExp(`/ui/market/${ticker}$`))
+      await page.evaluate(() => {
+        ;(window as unknown as { marker: number }).marker = 46
+      })
+      // The demo's three buys (and the earlier width's trades) are the chart's history, read from the stream.
+      await chartPast(page, 2)
+      await page.getByText("Live: the stream is open.").waitFor({ timeout: 20_000 })
+      await page.waitForFunction(() => !document.body.textContent?.includes("Reading the history"), undefined, {
+        timeout: 20_000
+      })
+      const before = await chart(page)
+      const row = (await tokens()).find((t) => t.ticker === ticker)!
+      assert.strictEqual(before.last, row.price_str, "the chart's last point is the token's price")
+      assert.strictEqual(await page.locator('.figures [data-field="market-cap"]').textContent(), row.market_cap_str)
+
+      // A trade through the API: the chart gains its point without a reload.
+      await buy(ticker, "1.5")
+      await chartPast(page, before.points)
+      const moved = await chart(page)
+      assert.strictEqual(moved.points, before.points + 1)
+      const after = (await tokens()).find((t) => t.ticker === ticker)!
+      assert.strictEqual(moved.last, after.price_str, "the new last point is the price after the trade")
+      assert.notStrictEqual(moved.last, before.last)
+      assert.strictEqual(await page.locator('.figures [data-field="price"]').textContent(), after.price_str)
+
+      // A buy through the form with the demo wallet's API key: fee and unit price before sending, then the receipt.
+      await page.getByRole("textbox", { name: "API key (trading)" }).fill(demo.api_key)
+      await page.getByRole("button", { name: "Use" }).click()
+      await page.getByLabel("Wallet address (user_id)").fill(demo.address)
+      await page.getByLabel("Coin to spend (fee included)").fill("2")
+      const fee = page.locator('[data-quote="fee"]')
+      const unit = page.locator('[data-quote="unit-price"]')
+      await page.waitForFunction(() => document.querySelector('[data-quote="unit-price"]')?.textContent !== "—")
+      assert.match((await fee.textContent()) ?? "", /^0\.02 coin \(1\.00 %\)$/)
+      const quoted = Number(/≈ ([0-9.]+) coin per/.exec((await unit.textContent()) ?? "")?.[1])
+      const received = Number(
+        /≈ ([0-9.]+)/.exec((await page.locator('[data-quote="receive"]').textContent()) ?? "")?.[1]
+      )
+      await page.getByRole("button", { name: `Buy ${ticker}` }).click()
+      const receipt = page.getByRole("status", { name: "receipt" })
+      await receipt.waitFor({ timeout: 20_000 })
+      const fields = Object.fromEntries(
+        await receipt
+          .locator("dd[data-receipt]")
+          .evaluateAll((dds) => dds.map((dd) => [dd.getAttribute("data-receipt"), dd.textContent]))
+      )
+      assert.strictEqual(fields.fee, "0.02", "the fee shown before sending is the receipt's")
+      assert.strictEqual(fields.coin_spent, "2")
+      const charged = Number(fields.price_per_token)
+      assert.isBelow(Math.abs(quoted - charged) / charged, 1e-6, `unit price quoted ${quoted}, charged ${charged}`)
+      assert.isBelow(Math.abs(received - Number(fields.tokens_received)) / received, 1e-6)
+      await chartPast(page, moved.points)
+
+      // A wrong key: the refusal as the API gave it, "this token cannot read this".
+      await page.getByRole("button", { name: "Forget" }).click()
+      await page.getByRole("textbox", { name: "API key (trading)" }).fill("keel_not-a-key-of-anyone")
+      await page.getByRole("button", { name: "Use" }).click()
+      const answered = page.waitForResponse((response) => response.url().endsWith(`/api/tokens/${ticker}/buy`))
+      await page.getByRole("button", { name: `Buy ${ticker}` }).click()
+      assert.strictEqual((await answered).status(), 401)
+      const refusal = page.getByRole("alert").filter({ hasText: "this token cannot read this" })
+      await refusal.waitFor({ timeout: 20_000 })
+      assert.match((await refusal.textContent()) ?? "", /UNAUTHORIZED this token cannot read this \(/)
+
+      assert.strictEqual(await page.evaluate(() => (window as unknown as { marker?: number }).marker), 46, "no reload")
+      await screenshot(page, "market-token", width)
+      assert.deepStrictEqual(
+        errors.filter((error) => error !== UNAUTHORIZED_LOG),
+        []
+      )
+      await close()
+    }, 120_000)
+  }
+})
