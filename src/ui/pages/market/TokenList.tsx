@@ -44,7 +44,7 @@ export const TokenList = () => {
   const shown = rows?.slice(0, size) ?? []
   const more = (rows?.length ?? 0) > size
   return (
-    <section>
+    <section class="market">
       <h1>Market</h1>
       <p class="muted">
         Tokens by market cap (largest first), as <code>GET /api/tokens</code> answers them; prices in coin per token,
@@ -74,26 +74,27 @@ export const TokenList = () => {
           <tbody>
             {shown.map((token, i) => (
               <tr key={token.ticker} data-ticker={token.ticker}>
-                <td class="muted">{offset + i + 1}</td>
-                <td>
+                <td class="muted rank">{offset + i + 1}</td>
+                <td class="name">
                   <a href={`/ui/market/${token.ticker}`}>
                     <strong>{token.ticker}</strong>
                   </a>{" "}
                   <span class="muted">{token.name}</span>
                 </td>
-                <td class="num" data-field="price">
+                <td class="num" data-field="price" data-label="Price (coin)">
                   {token.price_str}
                 </td>
                 <td
                   class={`num ${token.price_change_24h > 0 ? "good" : token.price_change_24h < 0 ? "bad" : ""}`}
                   data-field="change"
+                  data-label="24 h"
                 >
                   {percent(token.price_change_24h)}
                 </td>
-                <td class="num" data-field="market-cap">
+                <td class="num" data-field="market-cap" data-label="Market cap">
                   {token.market_cap_str}
                 </td>
-                <td class="num" data-field="volume">
+                <td class="num" data-field="volume" data-label="Volume 24 h">
                   {token.volume_24h_str}
                 </td>
               </tr>

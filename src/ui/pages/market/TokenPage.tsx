@@ -56,7 +56,7 @@ export const TokenPage = ({ ticker }: { ticker: string }) => {
     .slice(0, 30)
 
   return (
-    <section>
+    <section class="market">
       <p>
         <a href="/ui/market">← All tokens</a>
       </p>

@@ -58,7 +58,9 @@ export const TradeForm = ({ ticker, trades }: { ticker: string; trades: Readonly
       setRetryKey(undefined)
       setAnswer({ kind: "receipt", side, receipt: outcome.value as unknown as Receipt, key })
     } else {
-      const unknown = outcome.refusal.status === undefined || outcome.refusal.status === 503
+      // Unknown: no answer from the API (a network failure, not one of its codes) or TRADE_OUTCOME_UNKNOWN.
+      const code = outcome.refusal.code
+      const unknown = code === "TRADE_OUTCOME_UNKNOWN" || !/^[A-Z][A-Z_]+$/.test(code)
       setRetryKey(unknown ? { key, request } : undefined)
       setAnswer({ kind: "refused", refusal: outcome.refusal, key })
     }
