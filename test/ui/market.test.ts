@@ -1,9 +1,10 @@
-import type { ChildProcess } from "node:child_process"
+import { type ChildProcess, execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import { dashboardServer, launchBrowser, openPage, screenshot, WIDTHS } from "../support/browser.js"
+import { ctlBin } from "../support/server.js"
 
 // Issue 46's Market pages (docs/dashboard.md "Market"), in Debian's Chromium against `ctl serve` with the demo data:
 // the token list's values against GET /api/tokens; a token page whose chart moves when a trade happens (the
@@ -167,4 +168,39 @@ describe("the Market pages", () => {
       await close()
     }, 120_000)
   }
+
+  it("a long list pages: ten a page, Next and Previous show the API's pages in its order", async () => {
+    // Six more tokens (eleven in all), launched by `ctl market agent create` on the server's data dir.
+    for (const ticker of ["PAGEA", "PAGEB", "PAGEC", "PAGED", "PAGEE", "PAGEF"])
+      await new Promise<void>((resolve, reject) =>
+        execFile(
+          process.execPath,
+          [ctlBin, "market", "agent", "create", "--ticker", ticker, "--name", `Page ${ticker.slice(4)}`],
+          { env: { ...process.env, KEEL_DATA_DIR: server.dataDir }, timeout: 60_000 },
+          (error) => (error ? reject(error) : resolve())
+        )
+      )
+    const all = await tokens()
+    assert.strictEqual(all.length, 11)
+    const { page, errors, close } = await openPage(browser, 1440)
+    await page.goto(`${server.base}/ui/market`)
+    await page.locator("tr[data-ticker]").nth(10).waitFor({ timeout: 20_000 })
+    await page.getByLabel("Per page").selectOption("10")
+    const shown = () =>
+      page.locator("tr[data-ticker]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-ticker")))
+    await page.waitForFunction(() => document.querySelectorAll("tr[data-ticker]").length === 10)
+    assert.deepStrictEqual(
+      await shown(),
+      all.slice(0, 10).map((t) => t.ticker)
+    )
+    assert.isTrue(await page.getByRole("button", { name: "Previous" }).isDisabled())
+    await page.getByRole("button", { name: "Next" }).click()
+    await page.waitForFunction(() => document.querySelectorAll("tr[data-ticker]").length === 1)
+    assert.deepStrictEqual(await shown(), [all[10]!.ticker])
+    assert.isTrue(await page.getByRole("button", { name: "Next" }).isDisabled())
+    await page.getByRole("button", { name: "Previous" }).click()
+    await page.waitForFunction(() => document.querySelectorAll("tr[data-ticker]").length === 10)
+    assert.deepStrictEqual(errors, [])
+    await close()
+  }, 180_000)
 })
