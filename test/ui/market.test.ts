@@ -33,7 +33,8 @@ afterAll(async () => {
   for (const child of children) if (child.exitCode === null) child.kill("SIGKILL")
 })
 
-const tokens = async (): Promise<Array<TokenRow>> => (await fetch(`${server.base}/api/tokens`)).json()
+const tokens = async (): Promise<Array<TokenRow>> =>
+  (await fetch(`${server.base}/api/tokens`)).json() as Promise<Array<TokenRow>>
 
 const buy = async (ticker: string, amount: string) => {
   const response = await fetch(`${server.base}/api/tokens/${ticker}/buy`, {
@@ -52,9 +53,16 @@ const chart = async (page: Page) => ({
 
 /** Waits (bounded) until the chart has more than `points` points. */
 const chartPast = (page: Page, points: number) =>
-  page.waitForFunction((n) => Number(document.querySelector("figure.chart")?.getAttribute("data-points")) > n, points, {
-    timeout: 20_000
-  })
+  until(async () => (await chart(page)).points > points, `the chart past ${points} points`)
+
+/** Polls `check` every 100 ms, for 20 s at most (the page's CSP forbids Playwright's string-evaluated waits). */
+const until = async (check: () => Promise<boolean>, what: string) => {
+  const end = Date.now() + 20_000
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
 
 const percent = (value: number) => `${value > 0 ? "+" : ""}${value.toFixed(2)} %`
 
@@ -96,15 +104,11 @@ describe("the Market pages", () => {
       await page.getByRole("link", { name: ticker, exact: true }).focus()
       await page.keyboard.press("Enter")
       await page.waitForURL(new RegExp(`/ui/market/${ticker}$`))
-      await page.evaluate(() => {
-        ;(window as unknown as { marker: number }).marker = 46
-      })
+      await page.evaluate("window.marker = 46")
       // The demo's three buys (and the earlier width's trades) are the chart's history, read from the stream.
       await chartPast(page, 2)
       await page.getByText("Live: the stream is open.").waitFor({ timeout: 20_000 })
-      await page.waitForFunction(() => !document.body.textContent?.includes("Reading the history"), undefined, {
-        timeout: 20_000
-      })
+      await until(async () => (await page.getByText("Reading the history").count()) === 0, "the history read")
       const before = await chart(page)
       const row = (await tokens()).find((t) => t.ticker === ticker)!
       assert.strictEqual(before.last, row.price_str, "the chart's last point is the token's price")
@@ -127,7 +131,7 @@ describe("the Market pages", () => {
       await page.getByLabel("Coin to spend (fee included)").fill("2")
       const fee = page.locator('[data-quote="fee"]')
       const unit = page.locator('[data-quote="unit-price"]')
-      await page.waitForFunction(() => document.querySelector('[data-quote="unit-price"]')?.textContent !== "—")
+      await until(async () => (await unit.textContent()) !== "—", "the quote")
       assert.match((await fee.textContent()) ?? "", /^0\.02 coin \(1\.00 %\)$/)
       const quoted = Number(/≈ ([0-9.]+) coin per/.exec((await unit.textContent()) ?? "")?.[1])
       const received = Number(
@@ -159,7 +163,7 @@ describe("the Market pages", () => {
       await refusal.waitFor({ timeout: 20_000 })
       assert.match((await refusal.textContent()) ?? "", /UNAUTHORIZED this token cannot read this \(/)
 
-      assert.strictEqual(await page.evaluate(() => (window as unknown as { marker?: number }).marker), 46, "no reload")
+      assert.strictEqual(await page.evaluate("window.marker"), 46, "no reload")
       await screenshot(page, "market-token", width)
       assert.deepStrictEqual(
         errors.filter((error) => error !== UNAUTHORIZED_LOG),
@@ -188,18 +192,18 @@ describe("the Market pages", () => {
     await page.getByLabel("Per page").selectOption("10")
     const shown = () =>
       page.locator("tr[data-ticker]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-ticker")))
-    await page.waitForFunction(() => document.querySelectorAll("tr[data-ticker]").length === 10)
+    await until(async () => (await page.locator("tr[data-ticker]").count()) === 10, "10 rows")
     assert.deepStrictEqual(
       await shown(),
       all.slice(0, 10).map((t) => t.ticker)
     )
     assert.isTrue(await page.getByRole("button", { name: "Previous" }).isDisabled())
     await page.getByRole("button", { name: "Next" }).click()
-    await page.waitForFunction(() => document.querySelectorAll("tr[data-ticker]").length === 1)
+    await until(async () => (await page.locator("tr[data-ticker]").count()) === 1, "1 rows")
     assert.deepStrictEqual(await shown(), [all[10]!.ticker])
     assert.isTrue(await page.getByRole("button", { name: "Next" }).isDisabled())
     await page.getByRole("button", { name: "Previous" }).click()
-    await page.waitForFunction(() => document.querySelectorAll("tr[data-ticker]").length === 10)
+    await until(async () => (await page.locator("tr[data-ticker]").count()) === 10, "10 rows")
     assert.deepStrictEqual(errors, [])
     await close()
   }, 180_000)
