@@ -152,6 +152,33 @@ describe("the Market pages", () => {
       assert.isBelow(Math.abs(received - Number(fields.tokens_received)) / received, 1e-6)
       await chartPast(page, moved.points)
 
+      // A sell through the form: its fee, unit price and coin received are estimates off the curve, shown first.
+      await page.getByRole("radio", { name: "Sell" }).check()
+      await page.getByLabel(`${ticker} tokens to sell`).fill("10000")
+      const number = async (field: string) =>
+        Number(/([0-9][0-9.]*)/.exec((await page.locator(`[data-quote="${field}"]`).textContent()) ?? "")?.[1])
+      await until(async () => (await unit.textContent())?.includes("coin per") === true, "the sell quote")
+      const [sellFee, sellUnit, sellReceive] = [
+        await number("fee"),
+        await number("unit-price"),
+        await number("receive")
+      ]
+      await page.getByRole("button", { name: `Sell ${ticker}` }).click()
+      await receipt.filter({ hasText: "Sold" }).waitFor({ timeout: 20_000 })
+      const sold = Object.fromEntries(
+        await receipt
+          .locator("dd[data-receipt]")
+          .evaluateAll((dds) => dds.map((dd) => [dd.getAttribute("data-receipt"), dd.textContent]))
+      )
+      assert.strictEqual(sold.tokens_sold, "10000")
+      for (const [quoted, answered] of [
+        [sellFee, Number(sold.fee)],
+        [sellUnit, Number(sold.price_per_token)],
+        [sellReceive, Number(sold.coin_received)]
+      ] as const)
+        assert.isBelow(Math.abs(quoted - answered) / answered, 1e-6, `sell: quoted ${quoted}, answered ${answered}`)
+      await page.getByRole("radio", { name: "Buy" }).check()
+
       // A wrong key: the refusal as the API gave it, "this token cannot read this".
       await page.getByRole("button", { name: "Forget" }).click()
       await page.getByRole("textbox", { name: "API key (trading)" }).fill("keel_not-a-key-of-anyone")
