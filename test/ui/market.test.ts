@@ -98,6 +98,27 @@ describe("the Market pages", () => {
         assert.strictEqual(seen?.cap, row.market_cap_str, `${row.ticker} market cap`)
         assert.strictEqual(seen?.volume, row.volume_24h_str, `${row.ticker} volume`)
       }
+      // The platform coin: its price, change, supply and market cap as GET /api/coin/history answers them.
+      await page.locator("figure.chart[data-points]:not([data-points='0'])").waitFor({ timeout: 20_000 })
+      const coin = (await (await fetch(`${server.base}/api/coin/history?period=30d&limit=200`)).json()) as {
+        current: { price_str: string; supply_str: string; market_cap_str: string }
+        price_change_percent: number
+        history: Array<{ price_str: string }>
+      }
+      assert.strictEqual(await page.locator('[data-field="coin-price"]').textContent(), coin.current.price_str)
+      assert.strictEqual(await page.locator('[data-field="coin-supply"]').textContent(), coin.current.supply_str)
+      assert.strictEqual(
+        await page.locator('[data-field="coin-market-cap"]').textContent(),
+        coin.current.market_cap_str
+      )
+      assert.strictEqual(
+        await page.locator('[data-field="coin-change"]').textContent(),
+        percent(coin.price_change_percent)
+      )
+      const coinChart = page.locator("figure.chart")
+      assert.strictEqual(await coinChart.getAttribute("data-last"), coin.history.at(-1)?.price_str)
+      // The sampler adds a point a minute: the page's answer and this one may be a sample apart.
+      assert.isAtMost(Math.abs(Number(await coinChart.getAttribute("data-points")) - coin.history.length), 1)
       await screenshot(page, "market", width)
 
       // The token's page, opened by keyboard from its link (no reload: the marker set below must survive).

@@ -1,6 +1,7 @@
 import { useEffect, useState } from "preact/hooks"
 import { api, type Refusal } from "../../lib/api.js"
 import { Refused } from "../../lib/Refused.js"
+import { CoinPanel } from "./CoinPanel.js"
 import { percent } from "./decimal.js"
 
 export interface Token {
@@ -130,6 +131,7 @@ export const TokenList = () => {
           Refresh
         </button>
       </nav>
+      <CoinPanel />
     </section>
   )
 }
