@@ -65,11 +65,15 @@ const tradeOf = (id: number, data: Record<string, unknown>): TradeEvent => ({
   at: Date.parse(String(data.created_at ?? ""))
 })
 
-/** Reads `/api/stream` from the outbox's start until nothing more comes for `idleMs`, then closes it. */
+/**
+ * Reads `/api/stream` from the outbox's start and closes it once it reaches an event the live stream already
+ * delivered (`reached`), or when nothing more comes for `idleMs` (no live event yet: the history is all read).
+ */
 const replay = async (
   signal: AbortSignal,
   idleMs: number,
-  onEvent: (id: number, kind: string, data: string) => void
+  onEvent: (id: number, kind: string, data: string) => void,
+  reached: (id: number) => boolean
 ) => {
   const response = await fetch("/api/stream", { headers: { "Last-Event-ID": "0" }, signal })
   const reader = response.body?.getReader()
@@ -96,7 +100,14 @@ const replay = async (
         else if (line.startsWith("event:")) kind = line.slice(6).trim()
         else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""))
       }
-      if (Number.isFinite(id) && data.length > 0) onEvent(id, kind, data.join("\n"))
+      if (Number.isFinite(id) && data.length > 0) {
+        const met = reached(id)
+        onEvent(id, kind, data.join("\n"))
+        if (met) {
+          await reader.cancel().catch(() => undefined)
+          return
+        }
+      }
     }
   }
   await reader.cancel().catch(() => undefined)
@@ -136,8 +147,12 @@ export const useMarketEvents = (): MarketEvents => {
       schedule()
     }
     const source = new EventSource("/api/stream")
-    const listen = (kind: string) => (event: MessageEvent<string>) =>
-      onEvent(Number(event.lastEventId), kind, event.data)
+    let firstLive: number | undefined
+    const listen = (kind: string) => (event: MessageEvent<string>) => {
+      const id = Number(event.lastEventId)
+      firstLive ??= id
+      onEvent(id, kind, event.data)
+    }
     source.addEventListener("trade", listen("trade"))
     source.addEventListener("chat", listen("chat"))
     const history = new AbortController()
@@ -148,7 +163,7 @@ export const useMarketEvents = (): MarketEvents => {
       if (started) return
       // The live stream is open (it reads from the outbox's end): read the history up to it, then close that read.
       started = true
-      replay(history.signal, 750, onEvent)
+      replay(history.signal, 1500, onEvent, (id) => firstLive !== undefined && id >= firstLive)
         .catch(() => undefined)
         .finally(() => {
           caughtUp = true
