@@ -266,11 +266,11 @@ const Sheet = ({ target, initialTransaction }: { target: string; initialTransact
         </section>
       </div>
       <h2>Every answer, newest first</h2>
-      <ol class="answers" reversed aria-label="answers">
+      <ul class="answers" aria-label="answers">
         {attempts.map((attempt) => (
           <Answer attempt={attempt} />
         ))}
-      </ol>
+      </ul>
     </section>
   )
 }
