@@ -146,8 +146,10 @@ describe("the Market pages", () => {
       assert.strictEqual(await page.locator('.figures [data-field="price"]').textContent(), after.price_str)
 
       // A buy through the form with the demo wallet's API key: fee and unit price before sending, then the receipt.
+      // By keyboard: the key typed, Enter keeps it for this tab; the trade is sent by Enter in the amount field.
       await page.getByRole("textbox", { name: "API key (trading)" }).fill(demo.api_key)
-      await page.getByRole("button", { name: "Use" }).click()
+      await page.getByRole("textbox", { name: "API key (trading)" }).press("Enter")
+      await page.getByText("One is kept for this tab.").waitFor()
       await page.getByLabel("Wallet address (user_id)").fill(demo.address)
       await page.getByLabel("Coin to spend (fee included)").fill("2")
       const fee = page.locator('[data-quote="fee"]')
@@ -158,7 +160,7 @@ describe("the Market pages", () => {
       const received = Number(
         /≈ ([0-9.]+)/.exec((await page.locator('[data-quote="receive"]').textContent()) ?? "")?.[1]
       )
-      await page.getByRole("button", { name: `Buy ${ticker}` }).click()
+      await page.getByLabel("Coin to spend (fee included)").press("Enter")
       const receipt = page.getByRole("status", { name: "receipt" })
       await receipt.waitFor({ timeout: 20_000 })
       const fields = Object.fromEntries(
