@@ -1,8 +1,14 @@
-import type { ChildProcess } from "node:child_process"
+import { type ChildProcess, execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import { citationHref, gitShow, lineRange } from "../../src/ui/pages/groundtruth/links.js"
 import { dashboardServer, launchBrowser, openPage, screenshot, WIDTHS } from "../support/browser.js"
+import { root } from "../support/server.js"
 
 // Issue 46: the ground-truth page (/ui/groundtruth) against `ctl serve` with the demo data (Keel's own docs
 // ingested): what it shows for a search and for a question is the API's own answer for the same query, every
@@ -23,13 +29,15 @@ interface Cited {
   readonly end_line: number
 }
 
-const getJson = async <A>(path: string, init?: RequestInit): Promise<A> => {
-  const response = await fetch(`${server.base}${path}`, init)
-  assert.strictEqual(response.status, 200, `${path}: ${response.status}`)
+const getJson = async <A>(route: string, init?: RequestInit, base = server.base): Promise<A> => {
+  const response = await fetch(`${base}${route}`, init)
+  assert.strictEqual(response.status, 200, `${route}: ${response.status}`)
   return (await response.json()) as A
 }
-const search = (q: string) =>
-  getJson<{ hits: ReadonlyArray<Cited> }>(`/search?q=${encodeURIComponent(q)}`).then((result) => result.hits)
+const search = (q: string, base = server.base) =>
+  getJson<{ hits: ReadonlyArray<Cited> }>(`/search?q=${encodeURIComponent(q)}`, undefined, base).then(
+    (result) => result.hits
+  )
 const ask = (question: string) =>
   getJson<{ missing: boolean; answer: string | null; citations: ReadonlyArray<Cited & { supports: boolean }> }>(
     "/ask",
@@ -130,4 +138,85 @@ describe("the ground-truth page", () => {
       assert.deepStrictEqual(errors, [])
       await close()
     }, 120_000)
+})
+
+const git = (cwd: string, ...args: Array<string>) =>
+  execFileSync("git", ["-c", "user.name=Keel", "-c", "user.email=keel@localhost", "-C", cwd, ...args], {
+    stdio: "ignore"
+  })
+
+describe("the ground-truth page, a source with a web URL", () => {
+  // A source cloned over HTTP (git's dumb protocol, from a static file server) has a web URL, so each citation is a
+  // link to {url}/blob/{commit}/{path}#L{line}-L{end_line}, the form GitHub and GitLab answer.
+  it("each citation links to its file at the cited commit and lines", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keel-ui-gt-web-"))
+    const work = path.join(dir, "work")
+    fs.mkdirSync(path.join(work, "docs"), { recursive: true })
+    for (const file of ["leases.md", "groundtruth.md"])
+      fs.copyFileSync(path.join(root, "docs", file), path.join(work, "docs", file))
+    git(work, "init", "-q", "-b", "main")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "docs")
+    git(dir, "clone", "-q", "--bare", work, path.join(dir, "keel.git"))
+    git(path.join(dir, "keel.git"), "update-server-info")
+    const files = http.createServer((request, response) => {
+      const file = path.join(dir, decodeURIComponent(new URL(request.url ?? "/", "http://x").pathname))
+      if (!file.startsWith(`${dir}${path.sep}`) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
+        response.writeHead(404).end()
+        return
+      }
+      response.writeHead(200).end(fs.readFileSync(file))
+    })
+    await new Promise<void>((resolve) => files.listen(0, "127.0.0.1", resolve))
+    const url = `http://127.0.0.1:${(files.address() as AddressInfo).port}/keel.git`
+    const registry = path.join(dir, "registry")
+    fs.mkdirSync(registry)
+    fs.writeFileSync(
+      path.join(registry, "sources.yml"),
+      `version: 1\nsources:\n  - name: keel-web\n    url: ${url}\n    owner: keel\n    trust: canonical\n    include: ['docs/**/*.md']\n`
+    )
+    git(registry, "init", "-q")
+    git(registry, "add", "sources.yml")
+    git(registry, "commit", "-q", "-m", "registry")
+    const web = await dashboardServer(children, { GT_REGISTRY_REPO: registry })
+    try {
+      const ingest = await fetch(`${web.base}/ingest/repo`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}"
+      })
+      assert.strictEqual(ingest.status, 200, await ingest.clone().text())
+      const hits = await search(QUERY, web.base)
+      assert.isAbove(hits.length, 0)
+      const { page, errors, close } = await openPage(browser, 1440)
+      await page.goto(`${web.base}/ui/groundtruth`)
+      await page
+        .getByRole("heading", { name: "Ground truth", exact: true })
+        .waitFor({ timeout: 20_000 })
+        .catch((error: unknown) => {
+          throw new Error(`the page did not render: ${String(error)}; console: ${errors.join(" | ")}`)
+        })
+      await page.getByRole("searchbox", { name: "Search the sources" }).fill(QUERY)
+      await page.getByRole("button", { name: "Search", exact: true }).click()
+      await page.locator(".gt-hits a.cite-link").first().waitFor({ timeout: 20_000 })
+      const shown = await shownCitations(page, ".gt-hits")
+      assert.deepStrictEqual(shown, expected(hits, new Map([["keel-web", url]])))
+      const first = hits[0]!
+      assert.strictEqual(
+        shown[0]!.href,
+        `${url.replace(/\.git$/, "")}/blob/${first.commit}/${first.path}#L${first.line}-L${first.end_line}`
+      )
+      // The link is a real one: reachable by Tab, opening in a new tab.
+      const link = page.locator(".gt-hits a.cite-link").first()
+      assert.strictEqual(await link.getAttribute("target"), "_blank")
+      await link.focus()
+      assert.isTrue(await link.evaluate((node) => node === node.ownerDocument.activeElement))
+      await screenshot(page, "groundtruth-web-source", 1440)
+      assert.deepStrictEqual(errors, [])
+      await close()
+    } finally {
+      web.child.kill("SIGTERM")
+      files.close()
+    }
+  }, 180_000)
 })
