@@ -134,7 +134,9 @@ export const seedFleet = async (base: string, dataDir: string) => {
 
 /** Enters a grant credential on the page's grant-exchange form and waits for the token it was issued. */
 export const exchangeOnPage = async (page: Page, credential: GrantCredential) => {
-  await page.getByText("Or exchange a grant credential for a token").click()
+  // The form is folded under its summary until opened (it stays open once it is).
+  if ((await page.locator(".vault-access details").getAttribute("open")) === null)
+    await page.getByText("Or exchange a grant credential for a token").click()
   const form = page.getByRole("form", { name: "grant exchange" })
   await form.getByLabel("grant id").fill(credential.grant_id)
   await form.getByLabel("consumer").fill(credential.consumer)

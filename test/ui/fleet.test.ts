@@ -168,6 +168,16 @@ describe("the Fleet page", () => {
     await exchangeOnPage(page, other)
     await page.getByRole("alert").filter({ hasText: "403" }).waitFor()
     assert.include(await page.getByRole("alert").textContent(), "this token cannot read this")
+
+    // The host page's jobs need job-read for the host, which the dashboard's fleet-read grant does not hold: asked
+    // only on a click, and refused as the others are.
+    await exchangeOnPage(page, dashboard)
+    await page.locator('tr[data-host="forge-1"]').getByRole("link", { name: "forge-1" }).click()
+    await page.locator("tr[data-observation]").first().waitFor()
+    assert.strictEqual(await page.getByRole("alert").count(), 0)
+    await page.getByRole("button", { name: "List running and queued jobs" }).click()
+    await page.getByRole("alert").filter({ hasText: "403" }).waitFor()
+    assert.include(await page.getByRole("alert").textContent(), "this token cannot read this")
     assert.deepStrictEqual(unexpectedErrors(errors, [401, 403]), [])
     await close()
   }, 120_000)

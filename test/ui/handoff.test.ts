@@ -81,8 +81,14 @@ describe("the handoff sheet", () => {
           await page.locator(`tr[data-phase="${phase}"] [data-field=command]`).textContent(),
           `KEEL_CONTROL_PLANE_URL=${server.base} ctl host storage-root-reconcile forge-1 --transaction ${transaction} --phase ${phase}`
         )
+      // Copying a command runs nothing and sends nothing (the clipboard may be refused headless: the sheet says so).
+      await page.locator('tr[data-phase="run"]').getByRole("button", { name: "Copy" }).click()
+      await page
+        .locator('tr[data-phase="run"] [role=status]')
+        .filter({ hasText: /copied|select the command/ })
+        .waitFor()
       await exchangeOnPage(page, ops)
-      // Opening the sheet and entering the credential sent no phase.
+      // Opening the sheet, copying and entering the credential sent no phase.
       assert.deepStrictEqual(reconcileRequests(requests), [])
 
       // Finalize of a transaction that has no run: 200, exit_code 2, refusal unknown_transaction, the report.
