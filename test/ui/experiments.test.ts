@@ -176,8 +176,11 @@ const shownList = (page: Page, list: string) =>
 
 describe("the experiments and analytics pages", () => {
   it("a wrong admin token reads 'this token cannot read this'", async () => {
-    const { page, errors, close } = await openPage(browser, 1440)
+    const { page, errors, requests, close } = await openPage(browser, 1440)
     await page.goto(`${server.base}/ui/experiments/${BALANCED}`)
+    // No token in the tab yet: the page asks for one and sends nothing.
+    await page.getByText("Enter an admin token above to read this experiment.").waitFor()
+    assert.isFalse(requests.some((request) => request.url.includes("/results")))
     await enterToken(page, "not-the-admin-token")
     await page.getByRole("alert").filter({ hasText: "ADMIN_TOKEN_INVALID" }).waitFor({ timeout: 20_000 })
     assert.include((await page.getByRole("alert").textContent()) ?? "", "this token cannot read this")

@@ -142,6 +142,8 @@ export const SiteAnalytics = ({ site }: { site: string }) => {
   useEffect(() => {
     let live = true
     setOutcome(undefined)
+    // No token in this tab yet: nothing to send (the API would answer 401); the field above asks for one.
+    if (token === undefined) return
     const urlParams =
       interval === "hour"
         ? { site, interval, from: `${new Date(Date.now() - 47 * 3_600_000).toISOString().slice(0, 13)}:00:00Z` }
@@ -186,7 +188,11 @@ export const SiteAnalytics = ({ site }: { site: string }) => {
           </label>
         ))}
       </fieldset>
-      {outcome === undefined && <p class="muted">Reading…</p>}
+      {token === undefined ? (
+        <p class="muted needs-token">Enter an admin token above to read this site.</p>
+      ) : (
+        outcome === undefined && <p class="muted">Reading…</p>
+      )}
       {outcome?.ok === false && <ReadoutRefused refusal={outcome.refusal} />}
       {summary !== undefined && (
         <>

@@ -95,6 +95,8 @@ export const ExperimentReadout = ({ id }: { id: string }) => {
   useEffect(() => {
     let live = true
     setOutcome(undefined)
+    // No token in this tab yet: nothing to send (the API would answer 401); the field above asks for one.
+    if (token === undefined) return
     void api
       .product((client) => client.experiments.results({ path: { id }, urlParams: { metric } }))
       .then((answer) => {
@@ -135,7 +137,11 @@ export const ExperimentReadout = ({ id }: { id: string }) => {
         </label>
         <button type="submit">Read</button>
       </form>
-      {outcome === undefined && <p class="muted">Reading…</p>}
+      {token === undefined ? (
+        <p class="muted needs-token">Enter an admin token above to read this experiment.</p>
+      ) : (
+        outcome === undefined && <p class="muted">Reading…</p>
+      )}
       {outcome?.ok === false && <ReadoutRefused refusal={outcome.refusal} />}
       {results !== undefined && (
         <>
