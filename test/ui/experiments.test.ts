@@ -244,6 +244,12 @@ describe("the experiments and analytics pages", () => {
       )
       assert.strictEqual(await page.locator(".series polyline").count(), 2)
       await screenshot(page, "analytics", width)
+      // Per hour over the last 48 hours: the series is read again, by keyboard (a radio button and Space).
+      await page.getByRole("radio", { name: /hour/ }).focus()
+      await page.keyboard.press("Space")
+      await page.locator("figcaption", { hasText: "per hour" }).waitFor({ timeout: 20_000 })
+      assert.strictEqual(await page.locator(".refused").count(), 0)
+      assert.strictEqual(await page.locator(".series polyline").count(), 2)
       assert.deepStrictEqual(errors, [])
       await close()
     }, 120_000)

@@ -40,7 +40,7 @@ const day = (iso: string, interval: "day" | "hour") =>
 const SeriesChart = ({ summary }: { summary: Summary }) => {
   const width = 600
   const height = 180
-  const pad = { left: 36, right: 8, top: 8, bottom: 22 }
+  const pad = { left: 4, right: 4, top: 8, bottom: 4 }
   const series = summary.series
   const top = Math.max(1, ...series.map((bucket) => Math.max(bucket.visitors, bucket.pageviews)))
   const x = (i: number) =>
@@ -60,25 +60,14 @@ const SeriesChart = ({ summary }: { summary: Summary }) => {
       >
         <line x1={pad.left} x2={width - pad.right} y1={y(0)} y2={y(0)} class="axis" />
         <line x1={pad.left} x2={width - pad.right} y1={y(top)} y2={y(top)} class="grid-line" />
-        <text x={pad.left - 4} y={y(top) + 4} text-anchor="end" class="tick">
-          {top}
-        </text>
-        <text x={pad.left - 4} y={y(0)} text-anchor="end" class="tick">
-          0
-        </text>
-        {first !== undefined && (
-          <text x={pad.left} y={height - 4} class="tick">
-            {day(first.start, summary.interval)}
-          </text>
-        )}
-        {last !== undefined && series.length > 1 && (
-          <text x={width - pad.right} y={height - 4} text-anchor="end" class="tick">
-            {day(last.start, summary.interval)}
-          </text>
-        )}
         <polyline points={line((bucket) => bucket.pageviews)} class="line pageviews" />
         <polyline points={line((bucket) => bucket.visitors)} class="line visitors" />
       </svg>
+      <span class="ymax">{top}</span>
+      <div class="ticks">
+        <span>{first === undefined ? "" : day(first.start, summary.interval)}</span>
+        <span>{last === undefined || series.length < 2 ? "" : day(last.start, summary.interval)}</span>
+      </div>
       <figcaption>
         <span class="key visitors">visitors</span> <span class="key pageviews">pageviews</span> per {summary.interval}{" "}
         (UTC)
