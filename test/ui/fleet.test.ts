@@ -163,6 +163,16 @@ describe("the Fleet page", () => {
     assert.include(await refused.textContent(), "401")
     assert.strictEqual(await page.locator("tr[data-host]").count(), 0)
 
+    // A grant credential with a wrong secret: the vault's 401, and no token kept.
+    await page.getByText("Or exchange a grant credential for a token").click()
+    const exchange = page.getByRole("form", { name: "grant exchange" })
+    await exchange.getByLabel("grant id").fill(dashboard.grant_id)
+    await exchange.getByLabel("consumer").fill(dashboard.consumer)
+    await exchange.getByLabel("secret").fill("not-the-secret")
+    await exchange.getByRole("button", { name: "Exchange" }).click()
+    await page.getByRole("alert").filter({ hasText: "the vault refused this grant" }).waitFor()
+    assert.include(await page.getByRole("alert").filter({ hasText: "the vault refused" }).textContent(), "401")
+
     // A live token of a consumer that holds no fleet-read: 403, said the same way.
     const other = await grantCredential(server.dataDir, "beacon-forge-1", ["host-health-write"], ["forge-1"])
     await exchangeOnPage(page, other)

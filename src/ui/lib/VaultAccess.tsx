@@ -40,7 +40,14 @@ export const VaultAccess = ({ why }: { why: string }) => {
       const { token, ...rest } = outcome.value
       setCredential("vault", token)
       setIssued(rest)
-    } else setRefusal(outcome.refusal)
+    }
+    // A decoded error class carries its code, not its status: the vault's exchange refuses only with 401.
+    else
+      setRefusal(
+        outcome.refusal.code === "VAULT_DENIED"
+          ? { ...outcome.refusal, status: 401, detail: `the vault refused this grant (${outcome.refusal.detail})` }
+          : outcome.refusal
+      )
   }
   return (
     <div class="vault-access">
