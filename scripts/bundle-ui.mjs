@@ -10,6 +10,17 @@ import { build } from "esbuild"
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const outdir = path.join(root, "dist", "ui")
 
+// effect's Schema reaches its Arbitrary module, and that fast-check (property testing, ~12 KB gzipped); the app never
+// makes arbitraries, so the browser bundle gets an empty module in its place (a call would fail loudly, and
+// test/ui covers every page).
+const withoutPropertyTesting = {
+  name: "without-property-testing",
+  setup(build) {
+    build.onResolve({ filter: /^(fast-check|pure-rand)(\/.*)?$/ }, (args) => ({ path: args.path, namespace: "empty" }))
+    build.onLoad({ filter: /.*/, namespace: "empty" }, () => ({ contents: "export {}", loader: "js" }))
+  }
+}
+
 fs.rmSync(outdir, { recursive: true, force: true })
 const result = await build({
   absWorkingDir: root,
@@ -26,6 +37,7 @@ const result = await build({
   sourcemap: "linked",
   metafile: true,
   legalComments: "none",
+  plugins: [withoutPropertyTesting],
   logLevel: "warning"
 })
 const outputs = Object.keys(result.metafile.outputs).map((file) => path.relative(path.join(outdir, "assets"), file))

@@ -1,5 +1,5 @@
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Cause, Effect, Exit, Option } from "effect"
+import { FetchHttpClient, HttpApiSchema, HttpClient, HttpClientRequest } from "@effect/platform"
+import { Cause, Effect, Exit, Option, type Schema } from "effect"
 import {
   controlPlaneClient,
   groundTruthClient,
@@ -26,6 +26,15 @@ const withBearer = (kind: CredentialKind | undefined) => (client: HttpClient.Htt
   return token === undefined ? client : HttpClient.mapRequest(client, HttpClientRequest.bearerToken(token))
 }
 
+/** The HTTP status the contract declares for a typed error (its class is its schema). */
+const statusOf = (failure: object): number | undefined => {
+  try {
+    return HttpApiSchema.getStatusError(failure.constructor as unknown as Schema.Schema.All)
+  } catch {
+    return undefined
+  }
+}
+
 const refusalOf = (cause: Cause.Cause<unknown>): Refusal => {
   const failure = Option.getOrUndefined(Cause.failureOption(cause)) as
     | {
@@ -37,10 +46,11 @@ const refusalOf = (cause: Cause.Cause<unknown>): Refusal => {
       }
     | undefined
   if (failure?.code !== undefined) {
-    const unauthorized =
-      failure.code === "UNAUTHORIZED" || failure.code === "TOKEN_INVALID" || failure.code === "FORBIDDEN"
+    // The wire status is the contract's for the error's class (a problem body's `status` is not kept on the error).
+    const status = failure.status ?? statusOf(failure)
+    const unauthorized = status === 401 || status === 403
     return {
-      status: failure.status,
+      status,
       code: failure.code,
       detail: unauthorized ? `this token cannot read this (${failure.detail ?? failure.code})` : (failure.detail ?? "")
     }
