@@ -41,7 +41,11 @@ export interface ClusterOptions {
 const catalogRace = (cause: Cause.Cause<unknown>) => {
   const error = Cause.squash(cause) as { readonly cause?: { readonly code?: unknown } }
   const code = error?.cause?.code
-  return code === "23505" || code === "42P07" || /pg_type_typname_nsp_index/.test(Cause.pretty(cause))
+  // 23505: the catalog's unique index; 42P07: a table made meanwhile; 42710: a table's row type made meanwhile
+  // (`type "cluster_runners" already exists`, seen once in a fresh clone's test run).
+  return (
+    code === "23505" || code === "42P07" || code === "42710" || /pg_type_typname_nsp_index/.test(Cause.pretty(cause))
+  )
 }
 
 const builtDespiteRaces = <A, E, R>(layer: Layer.Layer<A, E, R>, triesLeft = 4): Layer.Layer<A, E, R> =>
