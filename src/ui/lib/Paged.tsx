@@ -43,3 +43,34 @@ export const Paged = <T,>({
     </>
   )
 }
+
+/** A `Paged` table: `head` is the header row's cells, `row` draws one item's row; the table is named by `label`. */
+export const PagedTable = <T,>({
+  items,
+  size,
+  label,
+  head,
+  row
+}: {
+  readonly items: ReadonlyArray<T>
+  readonly size?: number
+  readonly label: string
+  readonly head: ComponentChildren
+  readonly row: (item: T) => ComponentChildren
+}) => (
+  <Paged
+    items={items}
+    {...(size === undefined ? {} : { size })}
+    label={label}
+    render={(page) => (
+      <div class="scroll">
+        <table aria-label={label}>
+          <thead>
+            <tr>{head}</tr>
+          </thead>
+          <tbody>{page.map(row)}</tbody>
+        </table>
+      </div>
+    )}
+  />
+)

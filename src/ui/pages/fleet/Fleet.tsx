@@ -6,7 +6,7 @@ import type { ReconcilerStatus } from "../../../contracts/fleet/Services.js"
 import type { Refusal } from "../../lib/api.js"
 import { useCredential } from "../../lib/Credential.js"
 import { callControlPlane } from "../../lib/controlPlane.js"
-import { Paged } from "../../lib/Paged.js"
+import { PagedTable } from "../../lib/Paged.js"
 import { Refused } from "../../lib/Refused.js"
 import { VaultAccess } from "../../lib/VaultAccess.js"
 import "./fleet.css"
@@ -112,62 +112,54 @@ const capacityState = (document: unknown) =>
 const HostsTable = ({ data }: { data: FleetData }) => {
   const overviewHosts = data.overview.fleet.state === "available" ? data.overview.fleet.hosts : []
   return (
-    <Paged
+    <PagedTable
       items={data.hosts.hosts}
       size={10}
       label="hosts"
-      render={(hosts) => (
-        <div class="scroll">
-          <table aria-label="hosts">
-            <thead>
-              <tr>
-                <th>host</th>
-                <th>beacon</th>
-                <th>claiming verdict</th>
-                <th>capacity publication</th>
-                <th>janitor's last outcome</th>
-                <th>free space per filesystem</th>
-              </tr>
-            </thead>
-            <tbody>
-              {hosts.map((host) => {
-                const overview = overviewHosts.find((h) => h.host === host.name)
-                return (
-                  <tr data-host={host.name}>
-                    <td>
-                      <a href={`/ui/fleet/${encodeURIComponent(host.name)}`}>{host.name}</a>
-                      <br />
-                      <span class="muted">
-                        {host.os}, {host.channel}
-                        {host.roles.length > 0 ? `, ${host.roles.join(" ")}` : ""}
-                      </span>
-                    </td>
-                    <td>
-                      <Beacon host={host} overview={overview} />
-                    </td>
-                    <td>
-                      {overview !== undefined && "claiming" in overview ? (
-                        <Verdict claiming={overview.claiming} />
-                      ) : (
-                        <span class="muted">unavailable</span>
-                      )}
-                    </td>
-                    <td data-field="capacity">
-                      <Publication publication={host.capacity} read={capacityState} />
-                    </td>
-                    <td data-field="janitor">
-                      <Publication publication={host.janitor} read={janitorOutcome} />
-                    </td>
-                    <td>
-                      <Disks host={host} />
-                    </td>
-                  </tr>
-                )
-              })}
-            </tbody>
-          </table>
-        </div>
-      )}
+      head={
+        <>
+          <th>host</th>
+          <th>beacon</th>
+          <th>claiming verdict</th>
+          <th>capacity publication</th>
+          <th>janitor's last outcome</th>
+          <th>free space per filesystem</th>
+        </>
+      }
+      row={(host) => {
+        const overview = overviewHosts.find((h) => h.host === host.name)
+        return (
+          <tr data-host={host.name}>
+            <td>
+              <a href={`/ui/fleet/${encodeURIComponent(host.name)}`}>{host.name}</a>
+              <br />
+              <span class="muted">
+                {host.os}, {host.channel}
+                {host.roles.length > 0 ? `, ${host.roles.join(" ")}` : ""}
+              </span>
+            </td>
+            <td>
+              <Beacon host={host} overview={overview} />
+            </td>
+            <td>
+              {overview !== undefined && "claiming" in overview ? (
+                <Verdict claiming={overview.claiming} />
+              ) : (
+                <span class="muted">unavailable</span>
+              )}
+            </td>
+            <td data-field="capacity">
+              <Publication publication={host.capacity} read={capacityState} />
+            </td>
+            <td data-field="janitor">
+              <Publication publication={host.janitor} read={janitorOutcome} />
+            </td>
+            <td>
+              <Disks host={host} />
+            </td>
+          </tr>
+        )
+      }}
     />
   )
 }
@@ -263,33 +255,25 @@ const ReconcilerSection = ({ reconciler }: { reconciler: Reconciler }) => {
           {latest.alerts.length === 0 ? (
             <p class="muted">none in the last report</p>
           ) : (
-            <Paged
+            <PagedTable
               items={latest.alerts}
               size={10}
               label="alerts"
-              render={(alerts) => (
-                <div class="scroll">
-                  <table aria-label="alerts">
-                    <thead>
-                      <tr>
-                        <th>kind</th>
-                        <th>host</th>
-                        <th>service</th>
-                        <th>reason</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {alerts.map((alert) => (
-                        <tr data-alert={`${alert.target}/${alert.service}`}>
-                          <td>{alert.kind}</td>
-                          <td>{alert.target}</td>
-                          <td>{alert.service}</td>
-                          <td>{alert.reason}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </div>
+              head={
+                <>
+                  <th>kind</th>
+                  <th>host</th>
+                  <th>service</th>
+                  <th>reason</th>
+                </>
+              }
+              row={(alert) => (
+                <tr data-alert={`${alert.target}/${alert.service}`}>
+                  <td>{alert.kind}</td>
+                  <td>{alert.target}</td>
+                  <td>{alert.service}</td>
+                  <td>{alert.reason}</td>
+                </tr>
               )}
             />
           )}

@@ -7,7 +7,7 @@ import type { ServiceListing } from "../../../contracts/fleet/Services.js"
 import type { Refusal } from "../../lib/api.js"
 import { useCredential } from "../../lib/Credential.js"
 import { callControlPlane } from "../../lib/controlPlane.js"
-import { Paged } from "../../lib/Paged.js"
+import { PagedTable } from "../../lib/Paged.js"
 import { Refused } from "../../lib/Refused.js"
 import { VaultAccess } from "../../lib/VaultAccess.js"
 import { Disks, FLEET_WHY, Verdict } from "./Fleet.js"
@@ -78,41 +78,33 @@ const Gates = ({ gates }: { gates: GatesReport }) => (
       </dd>
     </dl>
     <h3>Observations ({gates.observations.length})</h3>
-    <Paged
+    <PagedTable
       items={gates.observations}
       size={10}
       label="observations"
-      render={(observations) => (
-        <div class="scroll">
-          <table aria-label="observations">
-            <thead>
-              <tr>
-                <th>operation</th>
-                <th>source</th>
-                <th>state</th>
-                <th class="num">elapsed / budget</th>
-                <th>error</th>
-              </tr>
-            </thead>
-            <tbody>
-              {observations.map((o) => (
-                <tr data-observation={o.source}>
-                  <td>{o.operation}</td>
-                  <td>
-                    <code>{o.source}</code>
-                  </td>
-                  <td data-field="state" class={o.state === "error" || o.state === "timed_out" ? "bad" : undefined}>
-                    {o.state}
-                  </td>
-                  <td class="num">
-                    {o.elapsed_ms ?? "—"} / {o.budget_ms} ms
-                  </td>
-                  <td>{o.error ?? ""}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+      head={
+        <>
+          <th>operation</th>
+          <th>source</th>
+          <th>state</th>
+          <th class="num">elapsed / budget</th>
+          <th>error</th>
+        </>
+      }
+      row={(o) => (
+        <tr data-observation={o.source}>
+          <td>{o.operation}</td>
+          <td>
+            <code>{o.source}</code>
+          </td>
+          <td data-field="state" class={o.state === "error" || o.state === "timed_out" ? "bad" : undefined}>
+            {o.state}
+          </td>
+          <td class="num">
+            {o.elapsed_ms ?? "—"} / {o.budget_ms} ms
+          </td>
+          <td>{o.error ?? ""}</td>
+        </tr>
       )}
     />
   </section>
@@ -127,80 +119,64 @@ const Units = ({ host, services }: { host: FleetHost | undefined; services: Serv
       {host?.beacon.state !== "present" ? (
         <p class="muted">No beacon: the host has published no unit states.</p>
       ) : (
-        <Paged
+        <PagedTable
           items={units}
           size={10}
           label="beacon units"
-          render={(rows) => (
-            <div class="scroll">
-              <table aria-label="beacon units">
-                <thead>
-                  <tr>
-                    <th>name</th>
-                    <th>manager</th>
-                    <th>state</th>
-                    <th class="num">pid</th>
-                    <th>error</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {rows.map((unit) => (
-                    <tr data-unit={unit.name}>
-                      <td>
-                        {unit.name}
-                        <br />
-                        <code class="muted">{unit.unit}</code>
-                      </td>
-                      <td>{unit.manager}</td>
-                      <td data-field="unit-state">
-                        {[unit.load_state, unit.active_state, unit.sub_state].map((s) => s ?? "?").join(" / ")}
-                      </td>
-                      <td class="num">{unit.main_pid ?? "—"}</td>
-                      <td>{unit.error ?? ""}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+          head={
+            <>
+              <th>name</th>
+              <th>manager</th>
+              <th>state</th>
+              <th class="num">pid</th>
+              <th>error</th>
+            </>
+          }
+          row={(unit) => (
+            <tr data-unit={unit.name}>
+              <td>
+                {unit.name}
+                <br />
+                <code class="muted">{unit.unit}</code>
+              </td>
+              <td>{unit.manager}</td>
+              <td data-field="unit-state">
+                {[unit.load_state, unit.active_state, unit.sub_state].map((s) => s ?? "?").join(" / ")}
+              </td>
+              <td class="num">{unit.main_pid ?? "—"}</td>
+              <td>{unit.error ?? ""}</td>
+            </tr>
           )}
         />
       )}
       <h3>Declared services and the reconciler's last decision ({services.length})</h3>
-      <Paged
+      <PagedTable
         items={services}
         size={10}
         label="declared services"
-        render={(rows) => (
-          <div class="scroll">
-            <table aria-label="declared services">
-              <thead>
-                <tr>
-                  <th>service</th>
-                  <th>kind</th>
-                  <th>state</th>
-                  <th>decision</th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((service) => (
-                  <tr data-service={service.name}>
-                    <td>
-                      {service.name}
-                      <br />
-                      <code class="muted">{service.unit}</code>
-                    </td>
-                    <td>{service.kind}</td>
-                    <td data-field="service-state">{service.state}</td>
-                    <td>
-                      {service.action ?? "—"}
-                      {service.reason !== null && <span class="muted">: {service.reason}</span>}
-                      {service.refusal !== null && <strong class="bad"> refused ({service.refusal})</strong>}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+        head={
+          <>
+            <th>service</th>
+            <th>kind</th>
+            <th>state</th>
+            <th>decision</th>
+          </>
+        }
+        row={(service) => (
+          <tr data-service={service.name}>
+            <td>
+              {service.name}
+              <br />
+              <code class="muted">{service.unit}</code>
+            </td>
+            <td>{service.kind}</td>
+            <td data-field="service-state">{service.state}</td>
+            <td>
+              {service.action ?? "—"}
+              {service.reason !== null && <span class="muted">: {service.reason}</span>}
+              {service.refusal !== null && <strong class="bad"> refused ({service.refusal})</strong>}
+            </td>
+          </tr>
         )}
       />
     </section>
@@ -238,36 +214,28 @@ const Jobs = ({ name }: { name: string }) => {
         (jobs.length === 0 ? (
           <p class="muted">No job runs or waits on {name}.</p>
         ) : (
-          <Paged
+          <PagedTable
             items={jobs}
             label="jobs"
-            render={(rows) => (
-              <div class="scroll">
-                <table aria-label="jobs">
-                  <thead>
-                    <tr>
-                      <th>job</th>
-                      <th>state</th>
-                      <th>command</th>
-                      <th>created</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {rows.map((job) => (
-                      <tr>
-                        <td>
-                          <code>{job.id}</code>
-                        </td>
-                        <td>{job.state}</td>
-                        <td>
-                          <code>{job.argv.join(" ")}</code>
-                        </td>
-                        <td>{job.created_at}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
+            head={
+              <>
+                <th>job</th>
+                <th>state</th>
+                <th>command</th>
+                <th>created</th>
+              </>
+            }
+            row={(job) => (
+              <tr>
+                <td>
+                  <code>{job.id}</code>
+                </td>
+                <td>{job.state}</td>
+                <td>
+                  <code>{job.argv.join(" ")}</code>
+                </td>
+                <td>{job.created_at}</td>
+              </tr>
             )}
           />
         ))}
